@@ -1,0 +1,239 @@
+"""The ``hsa`` command line. Heavy imports live inside the commands so ``--help`` is instant."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+__all__ = ["main", "make_parser"]
+
+
+def _die(msg: str, code: int = 2) -> int:
+    print(f"hsa: error: {msg}", file=sys.stderr)
+    return code
+
+
+# --------------------------------------------------------------------------- augment
+
+
+def cmd_augment(args: argparse.Namespace) -> int:
+    from hsa.pipeline import AugmentError, augment
+    from hsa.recipes import hold_out, load_recipe
+
+    try:
+        recipe = load_recipe(args.recipe)
+        if args.hold_out:
+            recipe = hold_out(recipe, args.hold_out)
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        return _die(str(exc.args[0] if exc.args else exc))
+    command = "hsa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["augment"] else None
+    try:
+        manifest = augment(args.inputs, args.out, recipe, seed=args.seed, variants=args.variants,
+                           keep_original=args.keep_original, workers=args.workers, shard_size=args.shard_size,
+                           strict=args.strict, overwrite=args.overwrite,
+                           progress=False if args.quiet else None, hold_out=args.hold_out, command=command)
+    except AugmentError as exc:
+        return _die(str(exc))
+    if not args.quiet:
+        _print_summary(manifest, args.out)
+    return 0
+
+
+def _print_summary(manifest: dict, out: str) -> None:
+    c = manifest["counts"]
+    print(f"{c['input_records']} records read: {c['sources_written']} augmented, {c['rejected']} rejected; "
+          f"{c['rows_written']} rows in {len(manifest['shards'])} shard(s) at {out}")
+    if c["variants_failed"]:
+        print(f"{c['variants_failed']} variants failed verification and were not written:")
+        for reason, n in manifest["variant_failures"].items():
+            print(f"  {n:6d}  {reason}")
+    if manifest["reject_reasons"]:
+        print("rejected records (details in rejects.jsonl):")
+        for reason, n in manifest["reject_reasons"].items():
+            print(f"  {n:6d}  {reason}")
+    if manifest["transforms"]:
+        print(f"{'transform':28s} {'applied':>8s}  skipped (reason)")
+        for name, t in manifest["transforms"].items():
+            skipped = ", ".join(f"{n} ({r})" for r, n in t["skipped"].items()) or "-"
+            print(f"{name:28s} {t['applied']:8d}  {skipped}")
+
+
+# --------------------------------------------------------------------------- export / canonicalize
+
+
+def _write_jsonl(records, out: str) -> int:
+    n = 0
+    with open(out, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from hsa.io import read_records
+
+    src = Path(args.dataset)
+    if not (src / "state.json").exists():
+        return _die(f"{src} is not an hsa output folder (no state.json); run 'hsa augment ... --out {src}' first")
+    n = _write_jsonl(read_records(src), args.out)
+    print(f"{n} records written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_canonicalize(args: argparse.Namespace) -> int:
+    from hsa.io import read_records
+    from hsa.pipeline import canonicalize_record
+    from hsa.records import RecordError
+
+    if not Path(args.input).exists():
+        return _die(f"{args.input} does not exist")
+    errors = 0
+
+    def gen():
+        nonlocal errors
+        for i, rec in enumerate(read_records(args.input), 1):
+            try:
+                yield canonicalize_record(rec)
+            except (RecordError, ValueError) as exc:
+                errors += 1
+                print(f"{args.input}:{i}: cannot canonicalize: {exc}", file=sys.stderr)
+
+    n = _write_jsonl(gen(), args.out)
+    print(f"{n} records mapped back to their source harness, written to {args.out}; {errors} failed",
+          file=sys.stderr)
+    return 1 if errors else 0
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from hsa.validate import validate_path
+
+    if not Path(args.input).exists():
+        return _die(f"{args.input} does not exist")
+    report = validate_path(args.input, max_report=args.max_report)
+    for line in report.lines:
+        print(line)
+    print(report.summary(), file=sys.stderr)
+    return 1 if report.violations else 0
+
+
+# --------------------------------------------------------------------------- show
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from hsa.show import show
+
+    try:
+        text = show(args.dataset, args.id, color=(sys.stdout.isatty() and not args.no_color), context=args.context)
+    except (KeyError, FileNotFoundError, ValueError) as exc:
+        return _die(str(exc.args[0] if exc.args else exc))
+    print(text)
+    return 0
+
+
+# --------------------------------------------------------------------------- listings
+
+
+def cmd_recipes(args: argparse.Namespace) -> int:
+    from hsa.recipes import builtin_recipes, load_recipe, recipe_to_dict
+
+    if args.name:
+        try:
+            print(json.dumps(recipe_to_dict(load_recipe(args.name)), indent=2))
+        except (ValueError, FileNotFoundError) as exc:
+            return _die(str(exc))
+        return 0
+    for name, summary in builtin_recipes().items():
+        print(f"{name:20s} {summary}")
+    return 0
+
+
+def cmd_transforms(args: argparse.Namespace) -> int:
+    from hsa.transform import registry
+
+    for name, cls in registry().items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{name:28s} {cls.family:10s} {doc}")
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hsa", description="Harness-State Augmentation: task-preserving variants of "
+                                "agent harnesses, verified and invertible.")
+    p.add_argument("--version", action="version", version="hsa 0.1.0")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    a = sub.add_parser("augment", help="write K verified variants of every input record to an Arrow dataset",
+                       description="Augment JSONL trajectories into a datasets.load_from_disk folder with "
+                                   "manifest.json and rejects.jsonl.")
+    a.add_argument("inputs", nargs="+", metavar="IN", help="JSONL or JSONL.gz input files")
+    a.add_argument("--out", required=True, help="output folder (must be empty or absent, or pass --overwrite)")
+    a.add_argument("--variants", type=int, default=4, help="variants per record (default 4)")
+    a.add_argument("--seed", type=int, default=0, help="seed; with the record id and variant index it fixes every draw")
+    a.add_argument("--recipe", default="default", help="built-in recipe name or YAML/JSON file (default: default)")
+    a.add_argument("--hold-out", action="append", default=[], metavar="FAMILY",
+                   help="remove a transform family from the recipe (repeatable): tool, skill, prompt, hook")
+    a.add_argument("--keep-original", action="store_true", help="also write each source record as variant 0")
+    a.add_argument("--workers", type=int, default=1, help="worker processes (output is identical for any count)")
+    a.add_argument("--shard-size", type=int, default=10_000, help="rows per Arrow shard (default 10000)")
+    a.add_argument("--strict", action="store_true", help="stop at the first rejected record")
+    a.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+    a.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    a.set_defaults(func=cmd_augment)
+
+    e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
+    e.add_argument("dataset", help="an 'hsa augment' output folder")
+    e.add_argument("--out", required=True, help="JSONL file to write")
+    e.set_defaults(func=cmd_export)
+
+    c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
+    c.add_argument("input", help="JSONL of variants, or an output folder")
+    c.add_argument("--out", required=True, help="JSONL file to write")
+    c.set_defaults(func=cmd_canonicalize)
+
+    v = sub.add_parser("validate", help="check invariants 1-3 of any records; exit 1 on a violation")
+    v.add_argument("input", help="JSONL file or output folder")
+    v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("show", help="a variant beside its source, differences highlighted")
+    s.add_argument("dataset", help="an 'hsa augment' output folder")
+    s.add_argument("--id", required=True, help="row id, <source_id>/<variant>")
+    s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
+    s.add_argument("--no-color", action="store_true")
+    s.set_defaults(func=cmd_show)
+
+    r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
+    r.add_argument("name", nargs="?")
+    r.set_defaults(func=cmd_recipes)
+
+    t = sub.add_parser("transforms", help="list registered transforms")
+    t.set_defaults(func=cmd_transforms)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

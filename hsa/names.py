@@ -1,0 +1,138 @@
+"""Names: legality per tool dialect, word splitting, naming styles, whole-token rewriting."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "DIALECT_NAME_RULES",
+    "is_legal",
+    "split_words",
+    "render_style",
+    "STYLES",
+    "replace_tokens",
+    "find_tokens",
+    "is_identifier_like",
+]
+
+#: Legal tool-name patterns of each tool dialect.
+DIALECT_NAME_RULES: dict[str, re.Pattern[str]] = {
+    "openai": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
+    "anthropic": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
+    "mcp": re.compile(r"^[A-Za-z0-9_.-]{1,128}$"),
+    "gemini": re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$"),
+    "plain": re.compile(r"^[A-Za-z0-9_.-]{1,128}$"),
+}
+
+#: Legal parameter (property) names: the strictest common rule, Anthropic's.
+PARAM_NAME_RULE = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+
+
+def is_legal(name: str, dialect: str = "openai") -> bool:
+    """True when ``name`` is a legal tool name in ``dialect``."""
+    rule = DIALECT_NAME_RULES.get(dialect, DIALECT_NAME_RULES["openai"])
+    return bool(rule.match(name))
+
+
+def is_legal_param(name: str) -> bool:
+    """True when ``name`` is a legal property name for every tool dialect."""
+    return bool(PARAM_NAME_RULE.match(name))
+
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z0-9]+|[A-Z]+|[0-9]+")
+
+
+def split_words(name: str) -> list[str]:
+    """``getProductInfo``, ``get_product-info``, ``GetProductInfo`` -> ``['get', 'product', 'info']``."""
+    words: list[str] = []
+    for chunk in re.split(r"[^A-Za-z0-9]+", name):
+        words.extend(w.lower() for w in _CAMEL.findall(chunk))
+    return words
+
+
+def _snake(words: list[str]) -> str:
+    return "_".join(words)
+
+
+def _camel(words: list[str]) -> str:
+    return words[0] + "".join(w.capitalize() for w in words[1:]) if words else ""
+
+
+def _pascal(words: list[str]) -> str:
+    return "".join(w.capitalize() for w in words)
+
+
+def _kebab(words: list[str]) -> str:
+    return "-".join(words)
+
+
+def _screaming(words: list[str]) -> str:
+    return "_".join(w.upper() for w in words)
+
+
+#: Naming styles that re-join the words of a name.
+STYLES = {
+    "snake": _snake,
+    "camel": _camel,
+    "pascal": _pascal,
+    "kebab": _kebab,
+    "screaming": _screaming,
+}
+
+
+def render_style(name: str, style: str) -> str:
+    """Render ``name`` in ``style`` (one of :data:`STYLES`); names without words stay as they are."""
+    words = split_words(name)
+    if not words:
+        return name
+    return STYLES[style](words)
+
+
+def is_identifier_like(name: str) -> bool:
+    """Names that cannot be an ordinary word of prose: they contain ``_``, ``-``, ``.``, a digit or an inner capital."""
+    return bool(re.search(r"[_\-.0-9]|[a-z][A-Z]", name))
+
+
+_BOUND_BEFORE = r"(?<![A-Za-z0-9_\-])"
+_BOUND_AFTER = r"(?![A-Za-z0-9_\-])"
+
+
+def _token_regex(names: Iterable[str]) -> re.Pattern[str]:
+    alternatives = sorted(set(names), key=lambda n: (-len(n), n))
+    return re.compile(_BOUND_BEFORE + "(" + "|".join(re.escape(n) for n in alternatives) + ")" + _BOUND_AFTER)
+
+
+_REGEX_CACHE: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _cached_regex(names: tuple[str, ...]) -> re.Pattern[str]:
+    rx = _REGEX_CACHE.get(names)
+    if rx is None:
+        if len(_REGEX_CACHE) > 4096:
+            _REGEX_CACHE.clear()
+        rx = _REGEX_CACHE[names] = _token_regex(names)
+    return rx
+
+
+def find_tokens(text: str, names: Iterable[str]) -> list[str]:
+    """Whole-token occurrences of any of ``names`` in ``text`` (a token is bounded by anything but ``[A-Za-z0-9_-]``)."""
+    names = tuple(sorted(set(names)))
+    if not names or not text:
+        return []
+    return _cached_regex(names).findall(text)
+
+
+def replace_tokens(text: str, renames: Mapping[str, str]) -> str:
+    """Replace whole-token occurrences of each key of ``renames`` by its value, all at once.
+
+    Simultaneous replacement, so swaps (``a -> b``, ``b -> a``) work; substrings of
+    longer tokens are never touched (``2010`` is not inside ``20101``; ``item`` is
+    not inside ``item_qa``).
+    """
+    if not renames or not text:
+        return text
+    names = tuple(sorted(k for k, v in renames.items() if k != v))
+    if not names:
+        return text
+    return _cached_regex(names).sub(lambda m: renames[m.group(1)], text)

@@ -1,0 +1,567 @@
+"""Records: the typed model, reading any supported dialect into one internal form, and writing it back.
+
+A *record* is one harness plus one trajectory under it. On input it may use any
+supported dialect (OpenAI / Anthropic / MCP / flat tool definitions; tool-call
+arguments as JSON strings or objects; non-standard JSON-Schema types). Internally
+every record has one form, described by the ``TypedDict`` classes below, so that
+transforms are written once. :func:`denormalize` writes a record back in the
+dialect it came in (tracked in ``record["_fmt"]``).
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal, NotRequired, TypedDict
+
+from hsa import _json
+
+__all__ = [
+    "Record",
+    "Tool",
+    "Skill",
+    "Prompt",
+    "PromptSection",
+    "Hook",
+    "HookEvent",
+    "Message",
+    "ToolCall",
+    "RecordError",
+    "normalize",
+    "denormalize",
+    "normalize_schema",
+    "record_schema",
+    "iter_calls",
+    "tool_index",
+    "DEFAULT_SKILL_TOOL",
+    "HSA_KEYS",
+    "OUTPUT_KEYS",
+]
+
+Dialect = Literal["openai", "anthropic", "mcp", "plain", "gemini"]
+
+
+class ToolCall(TypedDict):
+    """An assistant tool call, internal form: arguments are always a JSON object."""
+
+    id: NotRequired[str]
+    type: str
+    function: dict[str, Any]  # {"name": str, "arguments": dict}
+
+
+class Message(TypedDict):
+    """A chat message in the OpenAI / Hugging Face format."""
+
+    role: str
+    content: NotRequired[Any]
+    tool_calls: NotRequired[list[ToolCall]]
+    tool_call_id: NotRequired[str]
+    name: NotRequired[str]
+    train: NotRequired[bool]
+
+
+class Tool(TypedDict):
+    """A function definition, internal form, whatever dialect it came in."""
+
+    name: str
+    description: NotRequired[str]
+    parameters: dict[str, Any]  # standard JSON Schema, type object
+    dialect: Dialect
+    extra: dict[str, Any]  # other keys beside name/description/parameters
+    outer: dict[str, Any]  # OpenAI: keys beside "type"/"function" at the outer level
+
+
+class Skill(TypedDict):
+    """A skill: Markdown module loaded through the skill tool."""
+
+    name: str
+    description: str
+    content: str
+
+
+class PromptSection(TypedDict):
+    id: str
+    title: str
+    body: str
+    movable: NotRequired[bool]
+
+
+class Prompt(TypedDict):
+    """A sectioned system prompt rendered by a jinja2 template."""
+
+    sections: list[PromptSection]
+    template: NotRequired[str]
+
+
+class Hook(TypedDict):
+    """Python source of a hook function bound to a harness event."""
+
+    name: str
+    event: str
+    source: str
+    entry: NotRequired[str]
+
+
+class HookEvent(TypedDict):
+    """Links an injected message to the hook (and payload) that produced it."""
+
+    hook: str
+    message_index: int
+    payload: NotRequired[dict[str, Any]]
+    decision: NotRequired[dict[str, Any]]
+
+
+class Record(TypedDict):
+    """One harness and one trajectory, internal form."""
+
+    id: str
+    messages: list[Message]
+    tools: list[Tool]
+    skills: NotRequired[list[Skill]]
+    skill_tool: dict[str, str]  # {"name": ..., "argument": ...}
+    prompt: NotRequired[Prompt]
+    hooks: NotRequired[list[Hook]]
+    hook_events: NotRequired[list[HookEvent]]
+    meta: NotRequired[dict[str, Any]]
+    mapping: list[dict[str, Any]]  # mapping steps from the canonical record (empty for a source)
+    transforms: list[dict[str, Any]]  # replay record of what produced this record
+    notes: list[str]
+    extra: dict[str, Any]  # any other top-level keys of the input, kept as they came
+    _fmt: dict[str, Any]
+
+
+DEFAULT_SKILL_TOOL = {"name": "load_skill", "argument": "skill"}
+
+#: Top-level keys that hsa gives a meaning to.
+HSA_KEYS = ("id", "messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta")
+#: Keys hsa adds to every output row.
+OUTPUT_KEYS = ("source_id", "variant", "transforms", "mapping", "notes")
+
+
+class RecordError(ValueError):
+    """A record that cannot be read; ``reason`` is a short stable key, ``detail`` says what to do."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@lru_cache(maxsize=1)
+def record_schema() -> dict[str, Any]:
+    """The JSON Schema of an input record, shipped as ``hsa/schema/record.schema.json``."""
+    text = resources.files("hsa").joinpath("schema/record.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=1)
+def _record_validator():
+    import jsonschema
+
+    schema = record_schema()
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+# --------------------------------------------------------------------------- schema normalisation
+
+_TYPE_ALIASES = {
+    "dict": "object", "object": "object", "map": "object", "hashmap": "object", "json": "object",
+    "float": "number", "double": "number", "number": "number", "decimal": "number", "numeric": "number",
+    "int": "integer", "integer": "integer", "long": "integer", "short": "integer", "int32": "integer", "int64": "integer",
+    "str": "string", "string": "string", "char": "string", "text": "string", "date": "string", "datetime": "string",
+    "bool": "boolean", "boolean": "boolean",
+    "list": "array", "array": "array", "tuple": "array", "set": "array", "sequence": "array",
+    "null": "null", "none": "null", "nonetype": "null",
+}
+_ANY_TYPES = {"any", "anytype", "mixed", "unknown", "*"}
+_SUBSCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool | None]:
+    """Standard JSON-Schema type for ``value``; second item says optional (True), required (False) or unknown."""
+    optional = None
+    if isinstance(value, list):
+        out = []
+        for v in value:
+            t, _ = _normalize_type(v, where, notes)
+            if t is None:
+                return None, None
+            if t not in out:
+                out.append(t)
+        return out, None
+    if not isinstance(value, str):
+        notes.append(f"{where}: type {value!r} is not a string; dropped")
+        return None, None
+    raw = value.strip()
+    m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
+    if m:
+        raw, optional = m.group(1), m.group(2).lower() == "optional"
+    m = re.fullmatch(r"(?i)optional\[(.*)\]", raw)
+    if m:
+        raw, optional = m.group(1), True
+    generic = re.fullmatch(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]", raw)
+    if generic:
+        raw = generic.group(1)
+    key = raw.lower()
+    if key in _ANY_TYPES:
+        return None, optional
+    std = _TYPE_ALIASES.get(key)
+    if std is None:
+        notes.append(f"{where}: unknown type {value!r}; dropped (any value accepted)")
+        return None, optional
+    if std != value:
+        notes.append(f"{where}: type {value!r} -> {std!r}")
+    return std, optional
+
+
+def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | None = None) -> Any:
+    """Return ``schema`` as standard JSON Schema, appending a note for each change.
+
+    Handles the dialects seen in public function-calling data: Python and Java type
+    names (``dict``, ``float``, ``tuple``, ``Integer``, ``any``), ``"string, optional"``,
+    ``optional: true`` and draft-3 ``required: true`` on properties. Never raises.
+    """
+    if notes is None:
+        notes = []
+    if not isinstance(schema, dict):
+        if isinstance(schema, bool):
+            return schema
+        notes.append(f"{where}: schema {schema!r} is not an object; replaced by {{}}")
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type":
+            std, _ = _normalize_type(value, where, notes)
+            if std is not None:
+                out["type"] = std
+        elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, dict):
+            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
+            out[key] = [normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
+        elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
+            out[key] = normalize_schema(value, f"{where}.{key}", notes)
+        elif key == "items" and isinstance(value, list):  # draft-4 tuple form
+            out["prefixItems"] = [normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
+            notes.append(f"{where}: tuple-form items -> prefixItems")
+        else:
+            out[key] = value
+    # optional / required markers on the properties themselves
+    props = out.get("properties")
+    if isinstance(props, dict):
+        required = out.get("required")
+        required = list(required) if isinstance(required, list) else []
+        changed = "required" in out and not isinstance(out["required"], list)
+        if changed:
+            notes.append(f"{where}: required {out['required']!r} is not a list; replaced")
+        for name, sub in props.items():
+            if not isinstance(sub, dict):
+                continue
+            opt = None
+            raw_type = schema.get("properties", {}).get(name, {}) if isinstance(schema.get("properties"), dict) else {}
+            if isinstance(raw_type, dict) and isinstance(raw_type.get("type"), str):
+                _, opt = _normalize_type(raw_type["type"], f"{where}.{name}", [])
+            if isinstance(sub.get("optional"), bool):
+                opt = sub.pop("optional")
+                notes.append(f"{where}.{name}: 'optional: {str(opt).lower()}' moved into required")
+            if isinstance(sub.get("required"), bool):
+                opt = not sub.pop("required")
+                notes.append(f"{where}.{name}: boolean 'required' moved into the parent's required")
+            if opt is True and name in required:
+                required.remove(name)
+                changed = True
+            elif opt is False and name not in required:
+                required.append(name)
+                changed = True
+        if changed or "required" in out:
+            out["required"] = required
+        if "type" not in out and "type" not in schema:
+            out = {"type": "object", **out}
+            notes.append(f"{where}: properties without a type; type 'object' added")
+    return out
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def _tool_dialect(tool: dict[str, Any]) -> str:
+    if isinstance(tool.get("function"), dict):
+        return "openai"
+    if "input_schema" in tool:
+        return "anthropic"
+    if "inputSchema" in tool:
+        return "mcp"
+    return "plain"
+
+
+_SCHEMA_KEY = {"openai": "parameters", "plain": "parameters", "gemini": "parameters",
+               "anthropic": "input_schema", "mcp": "inputSchema"}
+
+
+def _normalize_tool(raw: Any, i: int, notes: list[str]) -> Tool:
+    if not isinstance(raw, dict):
+        raise RecordError("bad tool", f"tools[{i}] is {type(raw).__name__}, expected an object with a name")
+    dialect = _tool_dialect(raw)
+    if dialect == "openai":
+        fn = raw["function"]
+        outer = {k: v for k, v in raw.items() if k not in ("type", "function")}
+        if raw.get("type", "function") != "function":
+            outer["type"] = raw.get("type")
+    else:
+        fn, outer = raw, {}
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise RecordError("bad tool", f"tools[{i}] has no string 'name'")
+    schema_key = _SCHEMA_KEY[dialect]
+    params = fn.get(schema_key)
+    if params is None:
+        params = {"type": "object", "properties": {}}
+        notes.append(f"tools[{i}] {name!r}: no {schema_key}; an empty object schema used")
+        extra_missing = True
+    else:
+        extra_missing = False
+    if isinstance(params, str):
+        try:
+            params = _json.loads(params)
+            notes.append(f"tools[{i}] {name!r}: {schema_key} was a JSON string; parsed")
+        except ValueError:
+            raise RecordError("bad tool", f"tools[{i}] {name!r}: {schema_key} is a string that is not JSON") from None
+    params = normalize_schema(params, f"tools[{i}].{name}", notes)
+    if isinstance(params, dict) and "type" not in params:
+        params = {"type": "object", **params}
+        notes.append(f"tools[{i}] {name!r}: schema without a type; type 'object' added")
+    tool: Tool = {"name": name, "parameters": params, "dialect": dialect,  # type: ignore[typeddict-item]
+                  "extra": {k: v for k, v in fn.items() if k not in ("name", "description", schema_key)},
+                  "outer": outer}
+    if extra_missing:
+        tool["extra"]["__no_schema__"] = True
+    if "description" in fn:
+        tool["description"] = fn["description"]
+    return tool
+
+
+def _denormalize_tool(tool: Tool) -> dict[str, Any]:
+    dialect = tool.get("dialect", "openai")
+    schema_key = _SCHEMA_KEY.get(dialect, "parameters")
+    fn: dict[str, Any] = {"name": tool["name"]}
+    if "description" in tool:
+        fn["description"] = tool["description"]
+    extra = dict(tool.get("extra", {}))
+    if not extra.pop("__no_schema__", False) or tool["parameters"] != {"type": "object", "properties": {}}:
+        fn[schema_key] = tool["parameters"]
+    fn.update(extra)
+    if dialect == "openai":
+        out = {"type": "function", "function": fn}
+        out.update(tool.get("outer", {}))
+        return out
+    return fn
+
+
+def tool_index(record: Record) -> dict[str, Tool]:
+    """Tools of ``record`` by name."""
+    return {t["name"]: t for t in record["tools"]}
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _normalize_call(raw: Any, where: str, fmt: dict[str, Any]) -> ToolCall:
+    if not isinstance(raw, dict):
+        raise RecordError("bad tool call", f"{where} is {type(raw).__name__}, expected an object")
+    if isinstance(raw.get("function"), dict):
+        fn = raw["function"]
+        call = {k: v for k, v in raw.items() if k != "function"}
+        call.setdefault("type", "function")
+        style = "openai"
+    else:  # flat {"name": ..., "arguments": ...}
+        fn = raw
+        call = {k: v for k, v in raw.items() if k not in ("name", "arguments", "parameters")}
+        style = "flat"
+    fmt.setdefault("calls", style)
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise RecordError("bad tool call", f"{where} has no function name")
+    args = fn.get("arguments", fn.get("parameters", {}))
+    if isinstance(args, str):
+        fmt.setdefault("args", "string")
+        if not args.strip():
+            args = {}
+        else:
+            try:
+                args = _json.loads(args)
+            except ValueError as exc:
+                raise RecordError("arguments not JSON",
+                                  f"{where} ({name}): arguments string is not valid JSON ({exc})") from None
+    else:
+        fmt.setdefault("args", "object")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise RecordError("bad arguments", f"{where} ({name}): arguments must be a JSON object, got {type(args).__name__}")
+    function = {"name": name, "arguments": args}
+    function.update({k: v for k, v in fn.items() if k not in ("name", "arguments", "parameters")} if style == "openai" else {})
+    call["function"] = function
+    return call  # type: ignore[return-value]
+
+
+def _denormalize_call(call: ToolCall, fmt: dict[str, Any]) -> dict[str, Any]:
+    fn = call["function"]
+    args: Any = fn["arguments"]
+    if fmt.get("args") == "string":
+        args = json.dumps(args, ensure_ascii=False)
+    if fmt.get("calls") == "flat":
+        out = {k: v for k, v in call.items() if k not in ("function", "type")}
+        if "type" in call and call["type"] != "function":
+            out["type"] = call["type"]
+        return {"name": fn["name"], "arguments": args, **out}
+    function = {"name": fn["name"], "arguments": args}
+    function.update({k: v for k, v in fn.items() if k not in ("name", "arguments")})
+    out = {k: v for k, v in call.items() if k != "function"}
+    out["function"] = function
+    return out
+
+
+def iter_calls(record: Record):
+    """Yield ``(message_index, call_index, call)`` for every tool call of ``record``."""
+    for mi, msg in enumerate(record["messages"]):
+        for ci, call in enumerate(msg.get("tool_calls") or ()):
+            yield mi, ci, call
+
+
+# --------------------------------------------------------------------------- whole records
+
+
+def _parse_skill_tool(value: Any) -> dict[str, str]:
+    if value is None:
+        return dict(DEFAULT_SKILL_TOOL)
+    if isinstance(value, str):
+        return {"name": value, "argument": DEFAULT_SKILL_TOOL["argument"]}
+    return {"name": value.get("name", DEFAULT_SKILL_TOOL["name"]),
+            "argument": value.get("argument", DEFAULT_SKILL_TOOL["argument"])}
+
+
+def normalize(raw: Any, *, default_id: str | None = None) -> Record:
+    """Read one input object into the internal form, or raise :class:`RecordError`.
+
+    Checks the structure against the shipped JSON Schema, parses string arguments
+    and string tool lists, normalises tool dialects and non-standard schema types
+    (each change is listed in ``record["notes"]``). It does not check calls against
+    schemas; :func:`hsa.verify.check_record` does that.
+    """
+    if not isinstance(raw, dict):
+        raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
+    if "messages" not in raw:
+        raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format)")
+    fmt: dict[str, Any] = {}
+    notes: list[str] = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
+    raw = dict(raw)
+    if isinstance(raw.get("tools"), str):
+        try:
+            raw["tools"] = _json.loads(raw["tools"])
+        except ValueError:
+            raise RecordError("bad tools", "'tools' is a string that is not JSON") from None
+        fmt["tools_str"] = True
+    if raw.get("tools") is None:
+        raw["tools"] = []
+        fmt["no_tools"] = "tools" not in raw or "null"
+    errors = sorted(_record_validator().iter_errors(raw), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        at = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise RecordError("schema", f"at {at}: {e.message}")
+
+    tools = [_normalize_tool(t, i, notes) for i, t in enumerate(raw["tools"])]
+    messages: list[Message] = []
+    for mi, m in enumerate(raw["messages"]):
+        msg = dict(m)
+        if msg.get("tool_calls"):
+            msg["tool_calls"] = [_normalize_call(c, f"messages[{mi}].tool_calls[{ci}]", fmt)
+                                 for ci, c in enumerate(msg["tool_calls"])]
+        elif "function_call" in msg and isinstance(msg["function_call"], dict):
+            raise RecordError("legacy function_call",
+                              f"messages[{mi}] uses the legacy 'function_call' field; convert it to 'tool_calls'")
+        messages.append(msg)  # type: ignore[arg-type]
+
+    rid = raw.get("id")
+    if rid is None:
+        rid = default_id
+    if rid is None:
+        import hashlib
+
+        rid = "sha-" + hashlib.sha256(_json.canonical(raw).encode()).hexdigest()[:16]
+    record: Record = {  # type: ignore[typeddict-item]
+        "id": str(rid),
+        "messages": messages,
+        "tools": tools,
+        "skill_tool": _parse_skill_tool(raw.get("skill_tool")),
+        "mapping": [],
+        "transforms": [],
+        "notes": notes,
+        "extra": {},
+        "_fmt": fmt,
+    }
+    if isinstance(raw.get("skill_tool"), str):
+        fmt["skill_tool_str"] = True
+    elif raw.get("skill_tool") is None:
+        fmt["skill_tool_default"] = True
+    for key in ("skills", "prompt", "hooks", "hook_events", "meta"):
+        if raw.get(key) is not None:
+            record[key] = raw[key]  # type: ignore[literal-required]
+    if raw.get("mapping") is not None:  # re-augmenting an output row: compose with its mapping
+        from hsa.mapping import Mapping
+
+        record["mapping"] = Mapping.from_dict(raw["mapping"]).steps
+        record["transforms"] = list(raw.get("transforms") or [])
+        if raw.get("source_id") is not None:
+            fmt["source_id"] = raw["source_id"]
+    for key, value in raw.items():
+        if key not in HSA_KEYS and key not in OUTPUT_KEYS and key != "tools":
+            record["extra"][key] = value
+    return record
+
+
+def denormalize(record: Record) -> dict[str, Any]:
+    """Write ``record`` back as an input-format object, in the dialect it came in."""
+    fmt = record.get("_fmt", {})
+    out: dict[str, Any] = {"id": record["id"]}
+    messages = []
+    for m in record["messages"]:
+        if m.get("tool_calls"):
+            m = dict(m)
+            m["tool_calls"] = [_denormalize_call(c, fmt) for c in m["tool_calls"]]
+        messages.append(m)
+    out["messages"] = messages
+    if fmt.get("no_tools") and not record["tools"]:
+        if fmt["no_tools"] == "null":
+            out["tools"] = None
+    else:
+        tools = [_denormalize_tool(t) for t in record["tools"]]
+        out["tools"] = json.dumps(tools, ensure_ascii=False) if fmt.get("tools_str") else tools
+    for key in ("skills",):
+        if key in record:
+            out[key] = record[key]  # type: ignore[literal-required]
+    st = record["skill_tool"]
+    if fmt.get("skill_tool_default") and st == DEFAULT_SKILL_TOOL:
+        pass
+    elif fmt.get("skill_tool_str") and st["argument"] == DEFAULT_SKILL_TOOL["argument"]:
+        out["skill_tool"] = st["name"]
+    else:
+        out["skill_tool"] = dict(st)
+    for key in ("prompt", "hooks", "hook_events", "meta"):
+        if key in record:
+            out[key] = record[key]  # type: ignore[literal-required]
+    out.update(record.get("extra", {}))
+    return out
+
+
+def clone(record: Record) -> Record:
+    """A deep copy of ``record`` (transforms must not modify their input)."""
+    return _json.copy(record)  # type: ignore[return-value]
+
+
+deepcopy = _copy.deepcopy  # re-exported for callers that hold non-JSON values

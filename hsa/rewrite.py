@@ -1,0 +1,439 @@
+"""Consistent renames across a whole record (DESIGN.md invariant 6).
+
+Every renaming transform goes through these functions, so a renamed tool, parameter
+or skill is renamed everywhere it occurs — schemas, calls, tool results, skill-tool
+arguments, free text (whole tokens only), hook source — and nowhere else. Each
+function returns a new record and appends the matching step to ``record["mapping"]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from hsa.mapping import ARRAY, _step_apply
+from hsa.names import is_identifier_like, replace_tokens
+from hsa.records import Record, clone
+
+__all__ = [
+    "rename_tools",
+    "rename_params",
+    "rename_skills",
+    "map_texts",
+    "record_tokens",
+    "text_fields",
+    "sync_hook_source",
+    "schema_at",
+    "param_paths",
+    "apply_step",
+    "canonicalize",
+    "STEP_APPLIERS",
+    "hook_literals",
+]
+
+_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+# --------------------------------------------------------------------------- free text
+
+
+def _map_content(content: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(content, str):
+        return fn(content)
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                part = dict(part)
+                part["text"] = fn(part["text"])
+            elif isinstance(part, str):
+                part = fn(part)
+            out.append(part)
+        return out
+    return content
+
+
+def _map_schema_descriptions(schema: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out[k] = fn(v)
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                out[k] = {pk: _map_schema_descriptions(pv, fn) for pk, pv in v.items()}
+            elif k in ("enum", "const", "default", "examples", "required"):
+                out[k] = v
+            else:
+                out[k] = _map_schema_descriptions(v, fn)
+        return out
+    if isinstance(schema, list):
+        return [_map_schema_descriptions(v, fn) for v in schema]
+    return schema
+
+
+def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
+              tool_descriptions: bool = True) -> Record:
+    """Apply ``fn`` to every free-text field of ``record`` (in place on a record the caller owns).
+
+    Free text: message contents, tool and parameter descriptions, skill descriptions
+    and content, prompt section titles and bodies, and (``hooks=True``) the string
+    literals of hook source.
+    """
+    for m in record["messages"]:
+        if "content" in m:
+            m["content"] = _map_content(m["content"], fn)
+    if tool_descriptions:
+        for t in record["tools"]:
+            if isinstance(t.get("description"), str):
+                t["description"] = fn(t["description"])
+            t["parameters"] = _map_schema_descriptions(t["parameters"], fn)
+    for s in record.get("skills") or ():
+        for key in ("description", "content"):
+            if isinstance(s.get(key), str):
+                s[key] = fn(s[key])
+    prompt = record.get("prompt")
+    if prompt:
+        for sec in prompt.get("sections", ()):
+            for key in ("title", "body"):
+                if isinstance(sec.get(key), str):
+                    sec[key] = fn(sec[key])
+    return record
+
+
+def text_fields(record: Record) -> Iterable[str]:
+    """Every free-text string of ``record``, hook source included."""
+    out: list[str] = []
+    map_texts(clone(record), lambda s: out.append(s) or s)
+    for h in record.get("hooks") or ():
+        out.append(h.get("source", ""))
+    return out
+
+
+def record_tokens(record: Record) -> set[str]:
+    """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with."""
+    tokens: set[str] = set()
+    for text in text_fields(record):
+        tokens.update(_TOKEN.findall(text))
+    for t in record["tools"]:
+        tokens.add(t["name"])
+        tokens.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
+    for s in record.get("skills") or ():
+        tokens.add(s["name"])
+    return tokens
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
+    """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``)."""
+    out: list[tuple] = []
+    if not isinstance(schema, dict):
+        return out
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            out.append(prefix + (k,))
+            out.extend(param_paths(sub, prefix + (k,)))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        out.extend(param_paths(items, prefix + (ARRAY,)))
+    return out
+
+
+def schema_at(schema: dict, path: tuple) -> dict | None:
+    """The subschema that declares ``path`` (``None`` when it is not declared)."""
+    node: Any = schema
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        if key == ARRAY:
+            node = node.get("items")
+        else:
+            node = (node.get("properties") or {}).get(key)
+    return node if isinstance(node, dict) else None
+
+
+def _rename_in_schema(schema: dict, path: tuple, new_key: str) -> dict:
+    """Rename the last key of ``path`` (a declared property) to ``new_key``, keeping property order."""
+    schema = dict(schema)
+    head = path[0]
+    if len(path) == 1:
+        props = schema["properties"]
+        schema["properties"] = {(new_key if k == head else k): v for k, v in props.items()}
+        if isinstance(schema.get("required"), list):
+            schema["required"] = [new_key if r == head else r for r in schema["required"]]
+        return schema
+    if head == ARRAY:
+        schema["items"] = _rename_in_schema(schema["items"], path[1:], new_key)
+    else:
+        props = dict(schema["properties"])
+        props[head] = _rename_in_schema(props[head], path[1:], new_key)
+        schema["properties"] = props
+    return schema
+
+
+# --------------------------------------------------------------------------- hook source
+
+
+@lru_cache(maxsize=1024)
+def _string_tokens(source: str) -> tuple[tuple[int, int, str, str, str], ...] | str:
+    """(start offset, end offset, prefix, quote, body) of every string literal; or a parse problem."""
+    import io
+    import tokenize
+
+    line_starts = [0]
+    for line in source.splitlines(keepends=True):
+        line_starts.append(line_starts[-1] + len(line))
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING:
+                text = tok.string
+                prefix_len = len(text) - len(text.lstrip("rRbBuUfF"))
+                prefix = text[:prefix_len]
+                rest = text[prefix_len:]
+                quote = rest[:3] if rest[:3] in ('"""', "'''") else rest[:1]
+                body = rest[len(quote):-len(quote)]
+            elif tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+                prefix, quote, body = "f", "", tok.string
+            else:
+                continue
+            start = line_starts[tok.start[0] - 1] + tok.start[1]
+            end = line_starts[tok.end[0] - 1] + tok.end[1]
+            out.append((start, end, prefix, quote, body))
+    except (tokenize.TokenError, SyntaxError, IndentationError) as exc:
+        return f"hook source does not tokenize: {exc}"
+    return tuple(out)
+
+
+def _fix_literal(text: str, renames: dict[str, str], identifier_renames: dict[str, str]) -> str:
+    if text in renames:
+        return renames[text]
+    if "|" in text:
+        parts = text.split("|")
+        if any(p in renames for p in parts) and all(p in renames or p.isidentifier() for p in parts):
+            return "|".join(renames.get(p, p) for p in parts)
+    return replace_tokens(text, identifier_renames)
+
+
+@lru_cache(maxsize=8192)
+def _sync_hook_source_cached(source: str, renames_items: tuple) -> tuple[str, tuple[str, ...]]:
+    renames = dict(renames_items)
+    if not any(old in source for old in renames):
+        return source, ()
+    tokens = _string_tokens(source)
+    if isinstance(tokens, str):
+        return source, (tokens,)
+    identifier_renames = {k: v for k, v in renames.items() if is_identifier_like(k)}
+    pieces, pos = [], 0
+    for start, end, prefix, quote, body in tokens:
+        if "b" in prefix.lower() or "\\" in body:
+            continue  # bytes, or escapes whose value is not the text: leave alone
+        if "f" in prefix.lower():
+            new_body = replace_tokens(body, identifier_renames)
+        else:
+            new_body = _fix_literal(body, renames, identifier_renames)
+        if new_body != body:
+            pieces.append(source[pos:start])
+            pieces.append(source[start:end].replace(body, new_body, 1) if quote == "" else prefix + quote + new_body + quote)
+            pos = end
+    pieces.append(source[pos:])
+    return "".join(pieces), ()
+
+
+def sync_hook_source(source: str, renames: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+    """Rewrite the string literals of hook ``source`` that name a renamed tool, parameter or skill.
+
+    A literal equal to an old name, a matcher such as ``"Edit|Write"`` and whole-token
+    mentions of identifier-like names inside messages follow the rename; string
+    tokens are found with :mod:`tokenize`, so code, comments and identifiers are never
+    touched. Returns the new source and the problems found (a source that does not
+    tokenize is left alone).
+    """
+    if not renames:
+        return source, ()
+    return _sync_hook_source_cached(source, tuple(sorted(renames.items())))
+
+
+def _sync_hooks(record: Record, renames: dict[str, str]) -> None:
+    for h in record.get("hooks") or ():
+        new, problems = sync_hook_source(h["source"], renames)
+        h["source"] = new
+        for p in problems:
+            record["notes"].append(f"hook {h.get('name')!r}: {p}")
+
+
+def _map_hook_payloads(record: Record, step: dict) -> None:
+    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names)."""
+    for ev in record.get("hook_events") or ():
+        payload = ev.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if isinstance(payload.get("tool_name"), str) and isinstance(payload.get("tool_input"), dict):
+            call = _step_apply(step, {"name": payload["tool_name"], "arguments": payload["tool_input"]}, True)
+            payload["tool_name"], payload["tool_input"] = call["name"], call["arguments"]
+        if step["op"] == "skills":
+            table = step["map"]
+            for key, value in list(payload.items()):
+                if isinstance(value, str) and value in table:
+                    payload[key] = table[value]
+                elif isinstance(value, list):
+                    payload[key] = [table.get(v, v) if isinstance(v, str) else v for v in value]
+
+
+# --------------------------------------------------------------------------- renames
+
+
+def _rewrite_calls(record: Record, step: dict) -> None:
+    for m in record["messages"]:
+        for call in m.get("tool_calls") or ():
+            fn = call["function"]
+            new = _step_apply(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
+            fn["name"], fn["arguments"] = new["name"], new["arguments"]
+
+
+def rename_tools(record: Record, renames: dict[str, str]) -> Record:
+    """Rename tools everywhere (schemas, calls, tool results, skill tool, texts, hooks) and record the step."""
+    renames = {k: v for k, v in renames.items() if k != v}
+    out = clone(record)
+    if not renames:
+        return out
+    step = {"op": "tools", "map": dict(renames)}
+    for t in out["tools"]:
+        t["name"] = renames.get(t["name"], t["name"])
+    _rewrite_calls(out, step)
+    for m in out["messages"]:
+        if m.get("role") == "tool" and isinstance(m.get("name"), str):
+            m["name"] = renames.get(m["name"], m["name"])
+    st = out["skill_tool"]
+    st["name"] = renames.get(st["name"], st["name"])
+    map_texts(out, lambda s: replace_tokens(s, renames))
+    _sync_hooks(out, renames)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def rename_params(record: Record, tool: str, renames: dict[tuple, str]) -> Record:
+    """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
+
+    The schema (properties, required), every call of the tool, the tool's own
+    descriptions (identifier-like names, whole tokens), hook literals and hook
+    payloads follow; the skill tool's argument name follows when it is renamed.
+    """
+    out = clone(record)
+    renames = {tuple(p): n for p, n in renames.items() if p[-1] != n}
+    if not renames:
+        return out
+    idx = next(i for i, t in enumerate(out["tools"]) if t["name"] == tool)
+    schema = out["tools"][idx]["parameters"]
+    # rename deepest first so that outer paths stay valid while inner keys change
+    pairs = []
+    for path in sorted(renames, key=len, reverse=True):
+        schema = _rename_in_schema(schema, path, renames[path])
+    for path, new in renames.items():
+        new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
+        pairs.append([list(path), list(new_path)])
+    out["tools"][idx]["parameters"] = schema
+    step = {"op": "params", "tool": tool, "paths": pairs}
+    _rewrite_calls(out, step)
+    leaf_renames = {p[-1]: n for p, n in renames.items() if is_identifier_like(p[-1])}
+    leaf_renames = {k: v for k, v in leaf_renames.items()
+                    if sum(1 for p in renames if p[-1] == k) == sum(1 for p in param_paths(record["tools"][idx]["parameters"]) if p[-1] == k)}
+    t = out["tools"][idx]
+    fn = (lambda s: replace_tokens(s, leaf_renames)) if leaf_renames else (lambda s: s)
+    if isinstance(t.get("description"), str):
+        t["description"] = fn(t["description"])
+    t["parameters"] = _map_schema_descriptions(t["parameters"], fn)
+    if out["skill_tool"]["name"] == tool:
+        arg = (out["skill_tool"]["argument"],)
+        if arg in renames:
+            out["skill_tool"]["argument"] = renames[arg]
+    hook_renames = {p[-1]: n for p, n in renames.items() if len(p) == 1}
+    _sync_hooks(out, hook_renames)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def rename_skills(record: Record, renames: dict[str, str]) -> Record:
+    """Rename skills everywhere (definitions, skill-tool arguments, texts, hooks) and record the step."""
+    renames = {k: v for k, v in renames.items() if k != v}
+    out = clone(record)
+    if not renames:
+        return out
+    st = out["skill_tool"]
+    step = {"op": "skills", "map": dict(renames), "tool": st["name"], "argument": st["argument"]}
+    for s in out.get("skills") or ():
+        s["name"] = renames.get(s["name"], s["name"])
+    _rewrite_calls(out, step)
+    map_texts(out, lambda s: replace_tokens(s, renames))
+    _sync_hooks(out, renames)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def _apply_params_step(record: Record, step: dict) -> Record:
+    pairs = step["paths"]
+    if all(len(a) == len(b) and a[-1] != ARRAY for a, b in pairs):
+        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in pairs})
+    raise ValueError(f"params step of {step['tool']!r} changes nesting; no applier is registered for it")
+
+
+#: Record-level appliers of mapping steps, by op. Families that add step kinds register here.
+STEP_APPLIERS: dict[str, Callable[[Record, dict], Record]] = {
+    "tools": lambda r, s: rename_tools(r, s["map"]),
+    "skills": lambda r, s: rename_skills(r, s["map"]),
+    "params": _apply_params_step,
+}
+
+
+def apply_step(record: Record, step: dict) -> Record:
+    """Apply one mapping step to a whole record (schemas, calls, texts, hooks); appends the step."""
+    try:
+        fn = STEP_APPLIERS[step["op"]]
+    except KeyError:
+        raise ValueError(f"no applier for mapping step op {step['op']!r}; known: {sorted(STEP_APPLIERS)}") from None
+    return fn(record, step)
+
+
+def canonicalize(record: Record) -> Record:
+    """Undo the record's mapping: names, argument paths and values back to the source harness."""
+    from hsa.mapping import Mapping
+
+    out = record
+    for step in Mapping(record["mapping"]).inverse().steps:
+        if step["op"] == "opaque":
+            continue
+        out = apply_step(out, step)
+    out = clone(out)
+    out["mapping"] = []
+    return out
+
+
+def hook_literals(record: Record) -> set[str]:
+    """Every string value that occurs as a literal in the record's hook source."""
+    out: set[str] = set()
+    for h in record.get("hooks") or ():
+        out |= _literals(h.get("source", ""))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _literals(source: str) -> frozenset[str]:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+            found.update(node.value.split("|"))
+    return frozenset(found)

@@ -1,0 +1,363 @@
+"""The transform protocol, the registry, and the combinators.
+
+A transform is a frozen configuration. All randomness is in ``sample(record, rng)``,
+which returns JSON params (or a :class:`Skip` saying why it does not apply); ``apply(
+record, params)`` is pure and deterministic. Params are the replay record: applying
+them again gives the same variant, byte for byte.
+
+Combinators (:class:`Sequence`, :class:`OneOf`, :class:`SomeOf`, :class:`Sometimes`)
+are transforms too. Their params are the list of leaf applications they made, so a
+whole recipe replays from one list.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from hsa import _json
+from hsa.records import Record
+
+__all__ = [
+    "Transform",
+    "Skip",
+    "Applied",
+    "register",
+    "registry",
+    "get_transform",
+    "from_config",
+    "to_config",
+    "Sequence",
+    "OneOf",
+    "SomeOf",
+    "Sometimes",
+    "run",
+    "replay",
+    "FAMILIES",
+]
+
+FAMILIES = ("tool", "skill", "prompt", "hook", "trajectory", "meta")
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    """A transform that does not apply to a record, and why (counted in the stats, not an error)."""
+
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    """One leaf transform applied to a record: what ran, with which params."""
+
+    name: str
+    config: dict
+    params: dict
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "config": self.config, "params": self.params}
+
+
+_REGISTRY: dict[str, type[Transform]] = {}
+
+
+def register(cls: type[Transform]) -> type[Transform]:
+    """Class decorator: add a transform class to the registry under ``cls.name``."""
+    name = cls.name
+    if not name or "." not in name:
+        raise ValueError(f"transform {cls.__qualname__} needs a name like 'family.action' (got {name!r})")
+    existing = _REGISTRY.get(name)
+    if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
+        raise ValueError(f"transform name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}")
+    _REGISTRY[name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Transform]]:
+    """All registered transforms by name (the built-in families are loaded on first use)."""
+    _load_builtin_families()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def _load_builtin_families() -> None:
+    import transforms  # noqa: F401  (registers every built-in family)
+
+
+def get_transform(name: str) -> type[Transform]:
+    """The transform class registered as ``name``."""
+    reg = registry()
+    if name not in reg:
+        close = [n for n in reg if n.split(".")[0] == name.split(".")[0]] or list(reg)
+        raise KeyError(f"unknown transform {name!r}; registered: {', '.join(close)}")
+    return reg[name]
+
+
+class Transform:
+    """Base class of every transform: subclass as a frozen dataclass and register it.
+
+    Subclasses set ``name`` (``"family.action"``), ``family`` and, when they change the
+    task rather than preserve it, ``task_preserving = False``.
+    """
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    task_preserving: ClassVar[bool] = True
+
+    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        """Draw the params of this transform for ``record`` (all randomness lives here)."""
+        raise NotImplementedError
+
+    def apply(self, record: Record, params: dict) -> Record:
+        """Apply ``params`` to ``record``; pure: returns a new record, never modifies its input."""
+        raise NotImplementedError
+
+    # -- helpers shared by every transform
+    def config(self) -> dict:
+        """The configuration as JSON (dataclass fields)."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict:
+        return {"transform": self.name, **self.config()}
+
+    def families(self) -> set[str]:
+        return {self.family}
+
+    def leaves(self) -> list[Transform]:
+        return [self]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Transform):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def to_config(transform: Transform) -> dict:
+    """Serialise a transform (or combinator tree) to plain JSON."""
+    return transform.to_dict()
+
+
+def from_config(config: dict) -> Transform:
+    """Build a transform (or combinator tree) from :func:`to_config` output, with clear errors."""
+    if not isinstance(config, dict) or "transform" not in config:
+        raise ValueError(f"a transform config must be an object with a 'transform' key (got {config!r})")
+    cls = get_transform(config["transform"])
+    kwargs = {k: v for k, v in config.items() if k != "transform"}
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(kwargs) - set(fields))
+    if unknown:
+        raise ValueError(f"{config['transform']}: unknown option(s) {', '.join(unknown)}; "
+                         f"known options: {', '.join(fields) or '(none)'}")
+    for key in ("transforms", "child"):
+        if key in kwargs:
+            kwargs[key] = tuple(from_config(c) for c in kwargs[key]) if key == "transforms" else from_config(kwargs[key])
+    for key, f in fields.items():
+        if key in kwargs and isinstance(kwargs[key], list) and key not in ("transforms",):
+            kwargs[key] = tuple(kwargs[key])
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{config['transform']}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
+    params = t.sample(record, rng)
+    if isinstance(params, Skip):
+        skipped.append((t.name, params.reason))
+        return record
+    out = t.apply(record, params)
+    applied.append(Applied(t.name, t.config(), params))
+    return out
+
+
+def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Record, list[Applied], list[tuple[str, str]]]:
+    """Sample and apply ``transform`` (a leaf or a combinator tree) to ``record``.
+
+    Returns the new record, the leaf applications (the replay record) and the
+    ``(transform, reason)`` pairs of the leaves that skipped.
+    """
+    applied: list[Applied] = []
+    skipped: list[tuple[str, str]] = []
+    out = _run(transform, record, rng, applied, skipped)
+    return out, applied, skipped
+
+
+def _run(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
+    if isinstance(t, _Combinator):
+        return t._run(record, rng, applied, skipped)
+    return _run_leaf(t, record, rng, applied, skipped)
+
+
+def replay(record: Record, applications: list[dict]) -> Record:
+    """Apply a replay record (a row's ``transforms``) to ``record`` with no randomness."""
+    for entry in applications:
+        t = from_config({"transform": entry["name"], **entry.get("config", {})})
+        record = t.apply(record, entry["params"])
+    return record
+
+
+# --------------------------------------------------------------------------- combinators
+
+
+class _Combinator(Transform):
+    family: ClassVar[str] = "meta"
+
+    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        applied: list[Applied] = []
+        skipped: list = []
+        self._run(record, rng, applied, skipped)
+        return {"applied": [a.to_json() for a in applied]}
+
+    def apply(self, record: Record, params: dict) -> Record:
+        return replay(record, params["applied"])
+
+    def children(self) -> tuple[Transform, ...]:
+        raise NotImplementedError
+
+    def families(self) -> set[str]:
+        out: set[str] = set()
+        for c in self.children():
+            out |= c.families()
+        return out
+
+    def leaves(self) -> list[Transform]:
+        return [leaf for c in self.children() for leaf in c.leaves()]
+
+    def _run(self, record, rng, applied, skipped):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class Sequence(_Combinator):
+    """Apply every child in order."""
+
+    name: ClassVar[str] = "meta.sequence"
+    transforms: tuple[Transform, ...] = ()
+
+    def children(self):
+        return self.transforms
+
+    def _run(self, record, rng, applied, skipped):
+        for t in self.transforms:
+            record = _run(t, record, rng, applied, skipped)
+        return record
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class OneOf(_Combinator):
+    """Apply one child, drawn with ``weights`` (equal by default)."""
+
+    name: ClassVar[str] = "meta.one_of"
+    transforms: tuple[Transform, ...] = ()
+    weights: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        if self.weights is not None:
+            if len(self.weights) != len(self.transforms):
+                raise ValueError(f"weights has {len(self.weights)} entries for {len(self.transforms)} transforms")
+            if any(w < 0 for w in self.weights) or not sum(self.weights) > 0:
+                raise ValueError(f"weights must be non-negative with a positive sum (got {list(self.weights)})")
+
+    def children(self):
+        return self.transforms
+
+    def _run(self, record, rng, applied, skipped):
+        if not self.transforms:
+            return record
+        weights = list(self.weights) if self.weights is not None else [1.0] * len(self.transforms)
+        t = rng.choices(self.transforms, weights=weights, k=1)[0]
+        return _run(t, record, rng, applied, skipped)
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class SomeOf(_Combinator):
+    """Apply ``n`` distinct children drawn at random (an int, or ``[lo, hi]`` inclusive), in recipe order."""
+
+    name: ClassVar[str] = "meta.some_of"
+    transforms: tuple[Transform, ...] = ()
+    n: int | tuple[int, int] = 1
+
+    def __post_init__(self):
+        lo, hi = self._bounds()
+        if lo < 0 or hi < lo:
+            raise ValueError(f"n must be a non-negative int or [lo, hi] with lo <= hi (got {self.n!r})")
+
+    def _bounds(self) -> tuple[int, int]:
+        if isinstance(self.n, int):
+            return self.n, self.n
+        lo, hi = self.n
+        return int(lo), int(hi)
+
+    def children(self):
+        return self.transforms
+
+    def _run(self, record, rng, applied, skipped):
+        lo, hi = self._bounds()
+        k = min(rng.randint(lo, hi), len(self.transforms))
+        chosen = sorted(rng.sample(range(len(self.transforms)), k))
+        for i in chosen:
+            record = _run(self.transforms[i], record, rng, applied, skipped)
+        return record
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class Sometimes(_Combinator):
+    """Apply the child with probability ``p``."""
+
+    name: ClassVar[str] = "meta.sometimes"
+    child: Transform | None = None
+    p: float = 0.5
+
+    def __post_init__(self):
+        if not 0.0 <= self.p <= 1.0:
+            raise ValueError(f"p must be within [0, 1] (got {self.p!r})")
+        if self.child is None:
+            raise ValueError("meta.sometimes needs a child: child")
+
+    def children(self):
+        return (self.child,)
+
+    def _run(self, record, rng, applied, skipped):
+        if rng.random() < self.p:
+            return _run(self.child, record, rng, applied, skipped)
+        return record
+
+
+def without_families(t: Transform, families: set[str]) -> Transform | None:
+    """``t`` with every leaf of the given families removed (None when nothing is left)."""
+    if isinstance(t, (Sequence, OneOf, SomeOf)):
+        kept, weights = [], []
+        for i, c in enumerate(t.transforms):
+            c2 = without_families(c, families)
+            if c2 is not None:
+                kept.append(c2)
+                if isinstance(t, OneOf) and t.weights is not None:
+                    weights.append(t.weights[i])
+        if not kept:
+            return None
+        if isinstance(t, OneOf):
+            return OneOf(tuple(kept), tuple(weights) if t.weights is not None else None)
+        if isinstance(t, SomeOf):
+            lo, hi = t._bounds()
+            return SomeOf(tuple(kept), (min(lo, len(kept)), min(hi, len(kept))))
+        return Sequence(tuple(kept))
+    if isinstance(t, Sometimes):
+        c2 = without_families(t.child, families)
+        return None if c2 is None else Sometimes(c2, t.p)
+    return None if t.family in families else t
+
+
+Factory = Callable[..., Transform]

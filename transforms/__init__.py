@@ -1,0 +1,5 @@
+"""The transform library: one module per family. Importing this package registers them all."""
+
+from transforms import tool  # noqa: F401
+
+__all__ = ["tool"]
