@@ -1,0 +1,37 @@
+"""Shared fixtures: the bundled live-commerce records and small hand-written records."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures" / "livestream" / "trajectories.jsonl"
+
+settings.register_profile("default", deadline=None, max_examples=30,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("thorough", deadline=None, max_examples=500,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HSA_HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(scope="session")
+def fixture_lines() -> list[str]:
+    return FIXTURES.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.fixture(scope="session")
+def fixture_records(fixture_lines) -> list[dict]:
+    return [json.loads(line) for line in fixture_lines]
+
+
+@pytest.fixture
+def small_jsonl(tmp_path, fixture_lines):
+    """The first 20 fixture records as a JSONL file."""
+    p = tmp_path / "in.jsonl"
+    p.write_text("\n".join(fixture_lines[:20]) + "\n", encoding="utf-8")
+    return p

@@ -1,0 +1,222 @@
+"""End to end: hsa augment / export / canonicalize / validate / show on the fixtures and on bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hsa import Mapping, load_recipe
+from hsa.cli import main
+from hsa.io import iter_rows
+from hsa.pipeline import AugmentError, augment
+
+
+def _hash_dir(d: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+def test_augment_writes_a_dataset_manifest_and_rejects(tmp_path, small_jsonl):
+    """augment writes load_from_disk shards, a manifest with counts and hashes, and a rejects file."""
+    import datasets
+
+    out = tmp_path / "out"
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--variants", "3", "--seed", "1", "--quiet"]) == 0
+    ds = datasets.load_from_disk(str(out))
+    assert ds.num_rows == 60
+    row = ds[0]
+    assert row["id"] == f"{row['source_id']}/1" and row["variant"] == 1
+    assert isinstance(row["messages"], list) and isinstance(row["mapping"], dict)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["counts"]["input_records"] == 20 == manifest["counts"]["sources_written"]
+    assert manifest["inputs"][0]["sha256"] == hashlib.sha256(small_jsonl.read_bytes()).hexdigest()
+    assert manifest["recipe"]["__version__"] == 1
+    assert sum(s["rows"] for s in manifest["shards"]) == 60
+    for s in manifest["shards"]:
+        assert hashlib.sha256((out / s["file"]).read_bytes()).hexdigest() == s["sha256"]
+    assert (out / "rejects.jsonl").read_text() == ""
+
+
+def test_json_fields_round_trip_exactly(tmp_path, small_jsonl, fixture_records):
+    """Rows hold the record's JSON exactly: no keys added by Arrow type unification."""
+    out = tmp_path / "out"
+    augment([small_jsonl], out, load_recipe("identity"), variants=1)
+    rows = list(iter_rows(out))
+    for row, src in zip(rows, fixture_records[:20]):
+        for key in ("messages", "tools", "skills", "prompt", "hooks", "hook_events", "meta"):
+            assert row[key] == src[key], key
+        assert json.dumps(row["tools"]) == json.dumps(src["tools"])
+
+
+def test_determinism_across_workers_and_shard_sizes(tmp_path, small_jsonl):
+    """Same input, recipe and seed give byte-identical shards for any worker count and shard size."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    recipe = load_recipe("default")
+    augment([small_jsonl], a, recipe, variants=2, seed=5, shard_size=7)
+    augment([small_jsonl], b, recipe, variants=2, seed=5, shard_size=7, workers=2, batch_size=3)
+    augment([small_jsonl], c, recipe, variants=2, seed=5, shard_size=100)
+    assert _hash_dir(a) == _hash_dir(b)
+    rows_a = [r for r in iter_rows(a)]
+    rows_c = [r for r in iter_rows(c)]
+    assert rows_a == rows_c
+    d = tmp_path / "d"
+    augment([small_jsonl], d, recipe, variants=2, seed=6, shard_size=7)
+    assert _hash_dir(a) != _hash_dir(d)
+
+
+def test_identity_recipe_copies_records_unchanged(tmp_path, small_jsonl, fixture_records):
+    """With the identity recipe every variant equals its source (invariant 5)."""
+    out = tmp_path / "out"
+    augment([small_jsonl], out, load_recipe("identity"), variants=2)
+    main(["export", str(out), "--out", str(tmp_path / "v.jsonl")])
+    for line in (tmp_path / "v.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        src = next(r for r in fixture_records if r["id"] == rec["source_id"])
+        for k in ("id", "source_id", "variant", "transforms", "mapping", "notes"):
+            rec.pop(k)
+        src = {k: v for k, v in src.items() if k != "id"}
+        assert rec == src
+
+
+def test_variants_map_back_to_their_sources(tmp_path, small_jsonl, fixture_records):
+    """Every variant's calls, mapped back with its mapping, equal the source's calls (invariant 2)."""
+    out = tmp_path / "out"
+    augment([small_jsonl], out, load_recipe("default"), variants=3, seed=2)
+    by_id = {r["id"]: r for r in fixture_records}
+    changed = 0
+    for row in iter_rows(out):
+        m = Mapping.from_dict(row["mapping"])
+        src = by_id[row["source_id"]]
+        src_calls = [c["function"] for msg in src["messages"] for c in msg.get("tool_calls") or []]
+        var_calls = [c["function"] for msg in row["messages"] for c in msg.get("tool_calls") or []]
+        assert len(src_calls) == len(var_calls)
+        for s, v in zip(src_calls, var_calls):
+            s_args = json.loads(s["arguments"]) if isinstance(s["arguments"], str) else s["arguments"]
+            v_args = json.loads(v["arguments"]) if isinstance(v["arguments"], str) else v["arguments"]
+            back = m.to_canonical({"name": v["name"], "arguments": v_args})
+            assert back == {"name": s["name"], "arguments": s_args}
+            changed += v["name"] != s["name"] or v_args != s_args
+    assert changed > 0
+
+
+def test_export_canonicalize_validate_show(tmp_path, small_jsonl, capsys):
+    """The documented command sequence works and canonicalize restores the source calls and names."""
+    out = tmp_path / "shards"
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--variants", "4", "--seed", "0", "--quiet"]) == 0
+    assert main(["export", str(out), "--out", str(tmp_path / "variants.jsonl")]) == 0
+    assert main(["canonicalize", str(tmp_path / "variants.jsonl"), "--out", str(tmp_path / "back.jsonl")]) == 0
+    assert main(["validate", str(tmp_path / "variants.jsonl")]) == 0
+    assert main(["validate", str(out)]) == 0
+    assert main(["validate", str(tmp_path / "back.jsonl")]) == 0
+    src = {json.loads(line)["id"]: json.loads(line) for line in small_jsonl.read_text().splitlines()}
+    for line in (tmp_path / "back.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        s = src[rec["id"]]
+        assert sorted(t["function"]["name"] for t in rec["tools"]) == sorted(t["function"]["name"] for t in s["tools"])
+        calls = [c["function"]["name"] for m in rec["messages"] for c in m.get("tool_calls") or []]
+        assert calls == [c["function"]["name"] for m in s["messages"] for c in m.get("tool_calls") or []]
+    capsys.readouterr()
+    first = json.loads(small_jsonl.read_text().splitlines()[0])["id"]
+    assert main(["show", str(out), "--id", f"{first}/2", "--no-color"]) == 0
+    shown = capsys.readouterr().out
+    assert "--- source" in shown and f"+++ {first}/2" in shown
+
+
+def test_validate_fails_on_a_broken_variant(tmp_path, small_jsonl):
+    """validate exits 1 and names the record when a call does not match its schema."""
+    rec = json.loads(small_jsonl.read_text().splitlines()[0])
+    for m in rec["messages"]:
+        for c in m.get("tool_calls") or []:
+            if c["function"]["name"] != "load_skill":
+                c["function"]["arguments"] = json.dumps({"bogus": 1})
+    p = tmp_path / "bad.jsonl"
+    p.write_text(json.dumps(rec) + "\n")
+    assert main(["validate", str(p)]) == 1
+
+
+BAD_LINES = [
+    (b'{"messages": [', "malformed JSON"),
+    (b"[1, 2, 3]", "not an object"),
+    (b'{"tools": []}', "missing messages"),
+    (b'{"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "nope", "arguments": "{}"}}]}], "tools": []}',
+     "undefined tool"),
+    (b'{"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\\"x\\": \\"a\\"}"}}]}], '
+     b'"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}]}',
+     "arguments do not validate"),
+    (b'{"messages": [{"role": "user", "content": "caf\xe9"}]}', "not UTF-8"),
+]
+
+
+def test_bad_lines_are_rejected_with_line_numbers_and_the_run_goes_on(tmp_path, fixture_lines):
+    """Each bad line goes to rejects.jsonl with its line number and reason; input = written + rejected."""
+    lines = [fixture_lines[0].encode()] + [b for b, _ in BAD_LINES] + [fixture_lines[1].encode()]
+    p = tmp_path / "mixed.jsonl"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out"
+    manifest = augment([p], out, load_recipe("default"), variants=2)
+    c = manifest["counts"]
+    assert c["input_records"] == 8 and c["sources_written"] == 2 and c["rejected"] == 6
+    rejects = [json.loads(x) for x in (out / "rejects.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["reason"]) for r in rejects] == [(i + 2, reason) for i, (_, reason) in enumerate(BAD_LINES)]
+    assert all(r["input"] == str(p) and r["detail"] for r in rejects)
+
+
+def test_strict_stops_at_the_first_reject(tmp_path, fixture_lines):
+    """--strict turns the first bad line into a fatal error naming file and line."""
+    p = tmp_path / "mixed.jsonl"
+    p.write_text(fixture_lines[0] + "\nnot json\n")
+    with pytest.raises(AugmentError, match=r"mixed.jsonl:2: malformed JSON"):
+        augment([p], tmp_path / "out", load_recipe("default"), strict=True)
+    assert main(["augment", str(p), "--out", str(tmp_path / "o2"), "--strict", "--quiet"]) == 2
+
+
+def test_empty_and_missing_inputs(tmp_path):
+    """An empty file gives an empty dataset; a missing file is a clear error; a full output dir is refused."""
+    import datasets
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = tmp_path / "out"
+    manifest = augment([empty], out, load_recipe("default"))
+    assert manifest["counts"]["input_records"] == 0
+    assert datasets.load_from_disk(str(out)).num_rows == 0
+    with pytest.raises(AugmentError, match="does not exist"):
+        augment([tmp_path / "nope.jsonl"], tmp_path / "o3", load_recipe("default"))
+    with pytest.raises(AugmentError, match="not empty"):
+        augment([empty], out, load_recipe("default"))
+    augment([empty], out, load_recipe("default"), overwrite=True)
+
+
+def test_duplicate_ids_are_rejected(tmp_path, fixture_lines):
+    """A record id seen earlier in the input is rejected, so output ids stay unique."""
+    p = tmp_path / "dup.jsonl"
+    p.write_text(fixture_lines[0] + "\n" + fixture_lines[0] + "\n")
+    manifest = augment([p], tmp_path / "out", load_recipe("default"), variants=1)
+    assert manifest["counts"]["rejected"] == 1
+    assert manifest["reject_reasons"] == {"duplicate id": 1}
+
+
+def test_keep_original_and_hold_out(tmp_path, small_jsonl):
+    """--keep-original writes variant 0 unchanged; --hold-out tool leaves tool names alone."""
+    out = tmp_path / "out"
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--variants", "2", "--keep-original",
+                 "--hold-out", "tool", "--quiet"]) == 0
+    rows = list(iter_rows(out))
+    assert len(rows) == 60
+    assert [r["variant"] for r in rows[:3]] == [0, 1, 2]
+    for r in rows:
+        assert r["mapping"]["tools"] == {}
+        assert all(t["name"] != "tool.rename" for t in r["transforms"])
+
+
+def test_cli_help_is_fast_and_lists_commands():
+    """`hsa --help` lists the commands without importing heavy libraries."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "hsa.cli", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    for cmd in ("augment", "export", "canonicalize", "validate", "show"):
+        assert cmd in proc.stdout
+    assert "datasets" not in proc.stderr and "pyarrow" not in proc.stderr
