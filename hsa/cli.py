@@ -33,12 +33,44 @@ def cmd_augment(args: argparse.Namespace) -> int:
     try:
         manifest = augment(args.inputs, args.out, recipe, seed=args.seed, variants=args.variants,
                            keep_original=args.keep_original, workers=args.workers, shard_size=args.shard_size,
-                           strict=args.strict, overwrite=args.overwrite,
+                           batch_size=args.batch_size, strict=args.strict, overwrite=args.overwrite,
+                           resume=args.resume, rank=args.rank, world_size=args.world_size,
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
-        _print_summary(manifest, args.out)
+        if "rank" in manifest:
+            r = manifest["rank"]
+            print(f"rank {r['rank']} of {r['world_size']} done ({manifest['counts']['input_records']} records); "
+                  f"run every rank, then: hsa merge PART... --out DIR")
+        else:
+            _print_summary(manifest, args.out)
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from hsa.pipeline import AugmentError, merge
+
+    try:
+        manifest = merge(args.parts, args.out)
+    except AugmentError as exc:
+        return _die(str(exc))
+    _print_summary(manifest, args.out)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from hsa.stats import compute_stats, render_html, render_text
+
+    if not (Path(args.dataset) / "state.json").exists():
+        return _die(f"{args.dataset} is not an hsa output folder (no state.json)")
+    stats = compute_stats(args.dataset, tokenizer=args.tokenizer)
+    print(render_text(stats))
+    if args.html:
+        Path(args.html).write_text(render_html(stats), encoding="utf-8")
+        print(f"report written to {args.html}", file=sys.stderr)
+    if args.json:
+        Path(args.json).write_text(json.dumps(stats, indent=2, ensure_ascii=False), encoding="utf-8")
     return 0
 
 
@@ -175,7 +207,8 @@ def make_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("augment", help="write K verified variants of every input record to an Arrow dataset",
                        description="Augment JSONL trajectories into a datasets.load_from_disk folder with "
                                    "manifest.json and rejects.jsonl.")
-    a.add_argument("inputs", nargs="+", metavar="IN", help="JSONL or JSONL.gz input files")
+    a.add_argument("inputs", nargs="+", metavar="IN",
+                   help="JSONL, JSONL.gz or Parquet files, datasets.save_to_disk folders, or hub ids (hf://owner/name[:split])")
     a.add_argument("--out", required=True, help="output folder (must be empty or absent, or pass --overwrite)")
     a.add_argument("--variants", type=int, default=4, help="variants per record (default 4)")
     a.add_argument("--seed", type=int, default=0, help="seed; with the record id and variant index it fixes every draw")
@@ -184,11 +217,30 @@ def make_parser() -> argparse.ArgumentParser:
                    help="remove a transform family from the recipe (repeatable): tool, skill, prompt, hook")
     a.add_argument("--keep-original", action="store_true", help="also write each source record as variant 0")
     a.add_argument("--workers", type=int, default=1, help="worker processes (output is identical for any count)")
-    a.add_argument("--shard-size", type=int, default=10_000, help="rows per Arrow shard (default 10000)")
+    a.add_argument("--shard-size", type=int, default=1000,
+                   help="input records per Arrow shard (default 1000; a shard holds about records x variants rows)")
+    a.add_argument("--batch-size", type=int, default=16, help="records per work unit sent to a worker")
     a.add_argument("--strict", action="store_true", help="stop at the first rejected record")
     a.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+    a.add_argument("--resume", action="store_true",
+                   help="finish an interrupted run into the same --out (same inputs and options); done shards are kept")
+    a.add_argument("--rank", type=int, default=0, help="this machine's part of the input (0-based), with --world-size")
+    a.add_argument("--world-size", type=int, default=1,
+                   help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
     a.add_argument("--quiet", action="store_true", help="no progress and no summary")
     a.set_defaults(func=cmd_augment)
+
+    mg = sub.add_parser("merge", help="join the outputs of --rank/--world-size runs into one dataset")
+    mg.add_argument("parts", nargs="+", help="the output folders of every rank")
+    mg.add_argument("--out", required=True, help="merged output folder (may be one of the parts)")
+    mg.set_defaults(func=cmd_merge)
+
+    st = sub.add_parser("stats", help="counts, reject reasons, lengths and name diversity of an output folder")
+    st.add_argument("dataset", help="an 'hsa augment' output folder")
+    st.add_argument("--tokenizer", help="also count tokens with this tokenizer (hub id or local folder)")
+    st.add_argument("--html", help="write an HTML report with plots to this file")
+    st.add_argument("--json", help="write the numbers as JSON to this file")
+    st.set_defaults(func=cmd_stats)
 
     e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
     e.add_argument("dataset", help="an 'hsa augment' output folder")

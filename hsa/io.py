@@ -20,17 +20,19 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["InputLine", "iter_lines", "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS", "ShardWriter",
-           "iter_rows", "row_to_record", "write_dataset_metadata", "read_records"]
+__all__ = ["InputLine", "iter_lines", "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS",
+           "iter_rows", "row_to_record", "write_dataset_metadata", "read_records", "InputSource", "iter_inputs",
+           "ShardFile", "encode_row"]
 
 
 @dataclass(frozen=True)
 class InputLine:
-    """One raw input line: where it came from and its bytes."""
+    """One raw input item: where it came from (file and 1-based line or row) and its bytes or object."""
 
     path: str
-    line: int  # 1-based
-    data: bytes
+    line: int  # 1-based line (JSONL) or row number (Parquet, dataset)
+    data: Any  # bytes of a JSONL line, or an already decoded object
+    pos: int = 0  # 0-based position among all input items of the run
 
 
 def sha256_file(path: str | Path) -> str:
@@ -60,6 +62,8 @@ def parse_line(item: InputLine) -> Any:
     """Decode and parse one line; raises ``RecordError`` with a reason on bad bytes or bad JSON."""
     from hsa.records import RecordError
 
+    if not isinstance(item.data, (bytes, bytearray)):
+        return item.data
     try:
         text = item.data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -68,6 +72,111 @@ def parse_line(item: InputLine) -> Any:
         return _json.loads(text)
     except ValueError as exc:
         raise RecordError("malformed JSON", f"{exc}") from None
+
+
+# --------------------------------------------------------------------------- input sources
+
+
+def _drop_arrow_nulls(value: Any, keep: frozenset = frozenset({"content", "default", "const", "examples"})) -> Any:
+    """Remove the ``null`` keys that Arrow type unification added to structs (not JSON nulls we can tell apart)."""
+    if isinstance(value, dict):
+        return {k: _drop_arrow_nulls(v) for k, v in value.items() if v is not None or k in keep}
+    if isinstance(value, list):
+        return [_drop_arrow_nulls(v) for v in value]
+    return value
+
+
+def _clean_table_row(row: dict) -> dict:
+    out = {}
+    for k, v in row.items():
+        if v is None:
+            continue
+        if k in ("messages", "tools") and isinstance(v, list):
+            v = _drop_arrow_nulls(v)
+        out[k] = v
+    return out
+
+
+@dataclass(frozen=True)
+class InputSource:
+    """One input of a run: a JSONL(.gz) file, a Parquet file, a ``datasets`` folder or a hub dataset id."""
+
+    spec: str
+    kind: str  # "jsonl" | "parquet" | "dataset" | "hub"
+
+    @classmethod
+    def resolve(cls, spec: str | Path) -> InputSource:
+        spec = str(spec)
+        p = Path(spec)
+        if p.is_dir():
+            if (p / "state.json").exists() or (p / "dataset_info.json").exists():
+                return cls(spec, "dataset")
+            raise FileNotFoundError(f"input {p} is a folder but not a datasets.save_to_disk / hsa output folder "
+                                    "(no state.json)")
+        if p.exists():
+            return cls(spec, "parquet" if p.suffix == ".parquet" else "jsonl")
+        if spec.startswith("hf://") or (spec.count("/") == 1 and not spec.startswith((".", "/"))
+                                        and not p.suffix):
+            return cls(spec.removeprefix("hf://"), "hub")
+        raise FileNotFoundError(f"input file {p} does not exist")
+
+    def fingerprint(self) -> str:
+        """sha256 of the input's bytes (for a folder: of its data files in order; hub: of the id and revision)."""
+        if self.kind in ("jsonl", "parquet"):
+            return sha256_file(self.spec)
+        if self.kind == "dataset":
+            h = hashlib.sha256()
+            for f in sorted(Path(self.spec).glob("*")):
+                if f.is_file():
+                    h.update(f.name.encode())
+                    h.update(sha256_file(f).encode())
+            return h.hexdigest()
+        return hashlib.sha256(f"hub:{self.spec}".encode()).hexdigest()
+
+    def items(self) -> Iterator[InputLine]:
+        """The raw items, in order, with 1-based line (or row) numbers."""
+        if self.kind == "jsonl":
+            yield from iter_lines(self.spec)
+        elif self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            n = 0
+            for batch in pq.ParquetFile(self.spec).iter_batches(batch_size=1024):
+                for row in batch.to_pylist():
+                    n += 1
+                    yield InputLine(self.spec, n, _clean_table_row(row))
+        elif self.kind == "dataset":
+            if (Path(self.spec) / "manifest.json").exists():  # an hsa output: exact JSON columns
+                for n, row in enumerate(iter_rows(self.spec), 1):
+                    yield InputLine(self.spec, n, row_to_record(row))
+                return
+            import datasets
+
+            ds = datasets.load_from_disk(self.spec)
+            if isinstance(ds, datasets.DatasetDict):
+                raise ValueError(f"{self.spec} holds several splits ({list(ds)}); give one split's folder")
+            for n, row in enumerate(ds, 1):
+                yield InputLine(self.spec, n, _clean_table_row(row))
+        else:
+            import datasets
+
+            name, _, split = self.spec.partition(":")
+            try:
+                ds = datasets.load_dataset(name, split=split or "train", streaming=True)
+            except Exception as exc:  # offline, unknown id, gated
+                raise FileNotFoundError(f"hub dataset {name!r} could not be opened ({type(exc).__name__}: {exc}); "
+                                        "check the id and the network, or download it and pass the file") from None
+            for n, row in enumerate(ds, 1):
+                yield InputLine(self.spec, n, _clean_table_row(row))
+
+
+def iter_inputs(sources: list[InputSource]) -> Iterator[InputLine]:
+    """Every item of every source, numbered by position across the run."""
+    pos = 0
+    for src in sources:
+        for item in src.items():
+            yield InputLine(item.path, item.line, item.data, pos)
+            pos += 1
 
 
 # --------------------------------------------------------------------------- output rows
@@ -109,43 +218,67 @@ def rows_to_table(rows: list[dict]):
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+ARROW_BATCH_ROWS = 512  # fixed, so shard bytes do not depend on any tunable
+
+
+def encode_row(row: dict) -> tuple:
+    """A row as column values, JSON columns already encoded (done in the workers)."""
+    return (row["id"], row["source_id"], row["variant"],
+            *(None if row.get(c) is None else _json.dumps(row[c]) for c in JSON_COLUMNS))
+
+
+class ShardFile:
+    """One shard written incrementally in fixed-size Arrow batches, then renamed into place."""
+
+    def __init__(self, path: Path):
+        import pyarrow as pa
+
+        self.path = path
+        self.tmp = path.with_name(path.name + ".tmp")
+        self.schema = _arrow_schema()
+        self._sink = pa.OSFile(str(self.tmp), "wb")
+        self._writer = pa.ipc.new_stream(self._sink, self.schema)
+        self._buffer: list[tuple] = []
+        self.rows = 0
+
+    def add(self, encoded: tuple) -> None:
+        self._buffer.append(encoded)
+        if len(self._buffer) >= ARROW_BATCH_ROWS:
+            self._write()
+
+    def _write(self) -> None:
+        import pyarrow as pa
+
+        if not self._buffer:
+            return
+        cols = list(zip(*self._buffer))
+        arrays = [pa.array(cols[0], pa.string()), pa.array(cols[1], pa.string()), pa.array(cols[2], pa.int64())]
+        arrays += [pa.array(c, pa.json_()) for c in cols[3:]]
+        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self.rows += len(self._buffer)
+        self._buffer = []
+
+    def close(self) -> tuple[int, str]:
+        self._write()
+        self._writer.close()
+        self._sink.close()
+        os.replace(self.tmp, self.path)
+        return self.rows, sha256_file(self.path)
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+            self._sink.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
 def write_shard(path: Path, rows: list[dict]) -> tuple[int, str]:
     """Write ``rows`` to ``path`` atomically (temporary name, then rename); return (rows, sha256)."""
-    import pyarrow as pa
-
-    table = rows_to_table(rows)
-    tmp = path.with_name(path.name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    os.replace(tmp, path)
-    return len(rows), sha256_file(path)
-
-
-class ShardWriter:
-    """Collects rows in order and writes a shard every ``shard_size`` rows."""
-
-    def __init__(self, out: Path, shard_size: int, first_index: int = 0):
-        if shard_size < 1:
-            raise ValueError(f"shard_size must be at least 1 (got {shard_size})")
-        self.out = out
-        self.shard_size = shard_size
-        self.index = first_index
-        self.buffer: list[dict] = []
-        self.shards: list[dict] = []
-
-    def add(self, row: dict) -> None:
-        self.buffer.append(row)
-        if len(self.buffer) >= self.shard_size:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.buffer:
-            return
-        name = f"shard-{self.index:05d}.arrow"
-        n, digest = write_shard(self.out / name, self.buffer)
-        self.shards.append({"file": name, "rows": n, "sha256": digest})
-        self.index += 1
-        self.buffer = []
+    shard = ShardFile(path)
+    for r in rows:
+        shard.add(encode_row(r))
+    return shard.close()
 
 
 def write_dataset_metadata(out: Path, shard_files: list[str], fingerprint: str) -> None:

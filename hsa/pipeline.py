@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
-from hsa.io import InputLine, ShardWriter, iter_lines, parse_line, sha256_file, write_dataset_metadata
+from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import Record, RecordError, denormalize, normalize
 from hsa.recipes import recipe_to_dict
@@ -85,6 +85,7 @@ class Result:
     rejects: list[dict]
     stats: Stats
     source_id: str | None = None
+    where: tuple[str, int] | None = None  # (input, line)
 
 
 def source_row(record: Record, variant: int, applied: list[dict]) -> dict:
@@ -171,12 +172,18 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         stats.reject_reasons["every variant failed verification"] += 1
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
-    return Result(rows, rejects, stats, source["id"])
+    return Result(rows, rejects, stats, source["id"], (item.path, item.line))
 
 
 # --------------------------------------------------------------------------- the run
+#
+# Shard k holds the rows of input items [k * shard_size, (k + 1) * shard_size), so shard
+# contents depend on the input alone: any worker count, any rank split, any resume point
+# gives the same bytes. Each finished shard leaves three files, written atomically in
+# this order: shard-K.arrow, .hsa/shard-K.rejects.jsonl, .hsa/shard-K.done.json.
 
 _WORKER: dict[str, Any] = {}
+STATE_DIR = ".hsa"
 
 
 def _init_worker(recipe_config: dict, options: dict) -> None:
@@ -186,9 +193,16 @@ def _init_worker(recipe_config: dict, options: dict) -> None:
     _WORKER["options"] = options
 
 
-def _work(batch: list[InputLine]) -> list[Result]:
+def _work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
+    from hsa.io import encode_row
+
     recipe, options = _WORKER["recipe"], _WORKER["options"]
-    return [augment_record(item, recipe, **options) for item in batch]
+    out = []
+    for item in batch:
+        res = augment_record(item, recipe, **options)
+        out.append((item.pos, res, [encode_row(r) for r in res.rows]))
+        res.rows = []
+    return out
 
 
 def _batches(items: Iterable[InputLine], size: int) -> Iterator[list[InputLine]]:
@@ -203,8 +217,11 @@ def _batches(items: Iterable[InputLine], size: int) -> Iterator[list[InputLine]]
 
 
 class _Progress:
-    def __init__(self, enabled: bool):
+    """records/s, rows/s, rejects and ETA on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool, total: int | None = None):
         self.enabled = enabled
+        self.total = total
         self.start = time.monotonic()
         self.last = 0.0
 
@@ -216,116 +233,337 @@ class _Progress:
             return
         self.last = now
         dt = max(now - self.start, 1e-9)
-        sys.stderr.write(f"\r{stats.input_records} records ({stats.input_records / dt:.0f}/s), "
-                         f"{stats.rows_written} rows ({stats.rows_written / dt:.0f}/s), "
-                         f"{stats.rejected} rejected, {stats.variants_failed} variants failed")
+        rate = stats.input_records / dt
+        eta = ""
+        if self.total and rate > 0:
+            left = max(self.total - stats.input_records, 0) / rate
+            eta = f", ETA {int(left // 60)}m{int(left % 60):02d}s"
+        done = f"{stats.input_records}/{self.total}" if self.total else f"{stats.input_records}"
+        sys.stderr.write(f"\r{done} records ({rate:.0f}/s), {stats.rows_written} rows ({stats.rows_written / dt:.0f}/s), "
+                         f"{stats.rejected} rejected, {stats.variants_failed} variants failed{eta}   ")
         if force:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
 
-def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, seed: int = 0, variants: int = 4,
-            keep_original: bool = False, workers: int = 1, shard_size: int = 10_000, batch_size: int = 64,
-            strict: bool = False, overwrite: bool = False, progress: bool | None = None,
-            hold_out: list[str] | None = None, command: str | None = None) -> dict:
-    """Augment ``inputs`` into the dataset folder ``out``; returns the manifest.
+def _stats_from_json(d: dict) -> Stats:
+    s = Stats(**{k: d[k] for k in ("input_records", "sources_written", "rejected", "rows_written",
+                                   "variants_failed", "unchanged_variants")})
+    s.reject_reasons = Counter(d["reject_reasons"])
+    s.variant_failures = Counter(d["variant_failures"])
+    s.applied = Counter(d["applied"])
+    s.skipped = Counter({tuple(k.split("\x00", 1)): v for k, v in d["skipped"].items()})
+    return s
 
-    Raises :class:`AugmentError` for a missing input, an output folder that is not
-    empty (unless ``overwrite``) and, with ``strict``, the first rejected line.
-    """
+
+def _stats_to_json(s: Stats) -> dict:
+    return {"input_records": s.input_records, "sources_written": s.sources_written, "rejected": s.rejected,
+            "rows_written": s.rows_written, "variants_failed": s.variants_failed,
+            "unchanged_variants": s.unchanged_variants, "reject_reasons": dict(sorted(s.reject_reasons.items())),
+            "variant_failures": dict(sorted(s.variant_failures.items())), "applied": dict(sorted(s.applied.items())),
+            "skipped": {f"{k[0]}\x00{k[1]}": v for k, v in sorted(s.skipped.items())}}
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    import os
+
+    os.replace(tmp, path)
+
+
+def _shard_name(k: int) -> str:
+    return f"shard-{k:05d}.arrow"
+
+
+class _ShardState:
+    """The shard being written: rows go to its Arrow file, rejects and stats are kept for its done marker."""
+
+    def __init__(self, out: Path, k: int):
+        from hsa.io import ShardFile
+
+        self.k = k
+        self.file = ShardFile(out / _shard_name(k))
+        self.rejects: list[dict] = []
+        self.stats = Stats()
+        self.ids: list[str] = []
+
+    def finish(self, out: Path) -> dict:
+        rows, digest = self.file.close()
+        state = out / STATE_DIR
+        _write_atomic(state / f"shard-{self.k:05d}.rejects.jsonl",
+                      "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rejects))
+        done = {"shard": _shard_name(self.k), "rows": rows, "sha256": digest, "stats": _stats_to_json(self.stats),
+                "ids": self.ids}
+        _write_atomic(state / f"shard-{self.k:05d}.done.json", json.dumps(done, ensure_ascii=False))
+        return done
+
+
+def _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out, extra) -> dict:
     from hsa import __version__
 
-    out = Path(out)
-    paths = [Path(p) for p in inputs]
-    for p in paths:
-        if not p.exists():
-            raise AugmentError(f"input file {p} does not exist")
-        if p.is_dir():
-            raise AugmentError(f"input {p} is a folder; give JSONL files (use 'hsa export' to turn a dataset folder into JSONL)")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise AugmentError(f"output folder {out} is not empty; pass --overwrite to replace it")
-        import shutil
+    return {"hsa_version": __version__,
+            "inputs": [{"path": s.spec, "kind": s.kind, "sha256": s.fingerprint()} for s in sources],
+            "seed": seed, "variants": variants, "keep_original": keep_original, "shard_size": shard_size,
+            "hold_out": sorted(hold_out or []), "recipe": recipe_config, **extra}
 
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+
+def _prepare_out(out: Path, config: dict, *, resume: bool, overwrite: bool) -> set[int]:
+    """Create or check the output folder; return the shards already done (with ``resume``)."""
+    state = out / STATE_DIR
+    if out.exists() and any(out.iterdir()):
+        if overwrite:
+            import shutil
+
+            shutil.rmtree(out)
+        elif resume:
+            run_file = state / "run.json"
+            if not run_file.exists():
+                raise AugmentError(f"--resume: {out} holds no hsa run to resume ({run_file} is missing)")
+            before = json.loads(run_file.read_text(encoding="utf-8"))
+            if _json.canonical(before) != _json.canonical(config):
+                changed = sorted(k for k in set(before) | set(config) if before.get(k) != config.get(k))
+                raise AugmentError(f"--resume: {out} was written by a different run (differs in: {', '.join(changed)}); "
+                                   "rerun with the same inputs and options, or use --overwrite")
+            done = set()
+            for f in state.glob("shard-*.done.json"):
+                done.add(int(f.name[6:11]))
+            for f in list(out.glob("*.tmp")) + list(state.glob("*.tmp")):
+                f.unlink()
+            return done
+        else:
+            raise AugmentError(f"output folder {out} is not empty; pass --resume to finish an interrupted run "
+                               "or --overwrite to replace it")
+    state.mkdir(parents=True, exist_ok=True)
+    _write_atomic(state / "run.json", json.dumps(config, indent=2, ensure_ascii=False))
+    return set()
+
+
+def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, seed: int = 0, variants: int = 4,
+            keep_original: bool = False, workers: int = 1, shard_size: int = 1000, batch_size: int = 16,
+            strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
+            world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
+            command: str | None = None) -> dict:
+    """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
+    of several, that rank's summary: ``hsa merge`` writes the manifest).
+
+    ``shard_size`` counts input records per shard. Raises :class:`AugmentError` for a missing
+    input, an output folder that is not empty (unless ``resume`` or ``overwrite``) and, with
+    ``strict``, the first rejected line.
+    """
+    from hsa.io import InputSource, iter_inputs
+
+    out = Path(out)
     if variants < 0:
         raise AugmentError(f"--variants must be >= 0 (got {variants})")
     if variants == 0 and not keep_original:
         raise AugmentError("--variants 0 without --keep-original would write nothing")
+    if shard_size < 1 or batch_size < 1 or workers < 1:
+        raise AugmentError("--shard-size, --batch-size and --workers must be at least 1")
+    if not 0 <= rank < world_size:
+        raise AugmentError(f"--rank must be within [0, --world-size) (got rank {rank}, world size {world_size})")
+    try:
+        sources = [InputSource.resolve(p) for p in inputs]
+    except FileNotFoundError as exc:
+        raise AugmentError(str(exc)) from None
     if progress is None:
         progress = sys.stderr.isatty()
 
     options = {"seed": seed, "variants": variants, "keep_original": keep_original}
     recipe_config = recipe_to_dict(recipe)
-    items = (item for p in paths for item in iter_lines(p))
-    writer = ShardWriter(out, shard_size)
-    total = Stats()
-    bar = _Progress(progress)
-    seen_ids: set[str] = set()
-    reject_file = open(out / "rejects.jsonl", "w", encoding="utf-8")
+    config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
+                         {"world_size": world_size})
+    done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
-    def results() -> Iterator[Result]:
+    seen_ids: set[str] = set()
+    for k in sorted(done):  # ids of shards written before a resume
+        seen_ids.update(json.loads((out / STATE_DIR / f"shard-{k:05d}.done.json").read_text(encoding="utf-8"))["ids"])
+
+    n_items = 0
+
+    def mine() -> Iterator[InputLine]:
+        nonlocal n_items
+        for item in iter_inputs(sources):
+            n_items = item.pos + 1
+            k = item.pos // shard_size
+            if k % world_size == rank and k not in done:
+                yield item
+
+    def results() -> Iterator[tuple[int, Result, list[tuple]]]:
         if workers <= 1:
             _init_worker(recipe_config, options)
-            for batch in _batches(items, batch_size):
+            for batch in _batches(mine(), batch_size):
                 yield from _work(batch)
-        else:
-            import multiprocessing as mp
+            return
+        import multiprocessing as mp
+        from collections import deque
 
-            ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-            with ctx.Pool(workers, initializer=_init_worker, initargs=(recipe_config, options)) as pool:
-                for batch_results in pool.imap(_work, _batches(items, batch_size), chunksize=1):
-                    yield from batch_results
+        ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(recipe_config, options)) as pool:
+            pending: deque = deque()
+            for batch in _batches(mine(), batch_size):
+                pending.append(pool.apply_async(_work, (batch,)))
+                while len(pending) > 2 * workers:  # bounded read-ahead: memory does not grow with the input
+                    yield from pending.popleft().get()
+            while pending:
+                yield from pending.popleft().get()
 
+    total = Stats()
+    bar = _Progress(progress, _count_items(sources) if progress and world_size == 1 else None)
+    current: _ShardState | None = None
     try:
-        for res in results():
-            if res.source_id is not None and res.rows:
+        for pos, res, encoded in results():
+            k = pos // shard_size
+            if current is None or current.k != k:
+                if current is not None:
+                    current.finish(out)
+                current = _ShardState(out, k)
+            if res.source_id is not None and encoded:
                 if res.source_id in seen_ids:
-                    line = res.rows[0]
-                    res = Result([], [{"reason": "duplicate id", "detail":
-                                       f"record id {res.source_id!r} occurs earlier in the input; ids must be unique",
-                                       "id": res.source_id}], Stats(input_records=1, rejected=1))
-                    res.stats.reject_reasons["duplicate id"] += 1
-                    del line
-                seen_ids.add(res.source_id)
-            for rej in res.rejects:
-                reject_file.write(json.dumps(rej, ensure_ascii=False) + "\n")
+                    res = Result([], [{"input": res.where[0], "line": res.where[1],
+                                       "reason": "duplicate id", "id": res.source_id,
+                                       "detail": f"record id {res.source_id!r} occurs earlier in the input; ids must be unique"}],
+                                 Stats(input_records=1, rejected=1, reject_reasons=Counter({"duplicate id": 1})))
+                    encoded = []
+                else:
+                    seen_ids.add(res.source_id)
+                    current.ids.append(res.source_id)
             if strict and res.stats.rejected:
-                first = res.rejects[-1]
+                first = next(r for r in res.rejects if "variant" not in r)
                 raise AugmentError(f"--strict: {first.get('input')}:{first.get('line')}: "
                                    f"{first['reason']}: {first['detail']}")
-            for row in res.rows:
-                writer.add(row)
+            current.rejects.extend(res.rejects)
+            for row in encoded:
+                current.file.add(row)
+            current.stats = current.stats + res.stats
             total = total + res.stats
             bar.update(total)
-        writer.flush()
+        if current is not None:
+            current.finish(out)
+            current = None
     finally:
-        reject_file.close()
+        if current is not None:
+            current.file.abort()
     bar.update(total, force=True)
 
-    files = [s["file"] for s in writer.shards]
-    fingerprint = hashlib.sha256("".join(s["sha256"] for s in writer.shards).encode()).hexdigest()
-    write_dataset_metadata(out, files, fingerprint)
-    if total.input_records != total.sources_written + total.rejected:  # accounting: nothing lost
-        raise AugmentError(f"accounting failed: {total.input_records} records in, {total.sources_written} written "
-                           f"+ {total.rejected} rejected")
+    n_shards = max(1, -(-n_items // shard_size))
+    rank_info = {"rank": rank, "world_size": world_size, "input_items": n_items, "shards": n_shards}
+    _write_atomic(out / STATE_DIR / f"rank-{rank:05d}-of-{world_size:05d}.json", json.dumps(rank_info))
+    if world_size > 1:
+        return {"rank": rank_info, **total.to_dict()}
+    return finalize(out, command=command)
+
+
+def _count_items(sources) -> int | None:
+    """Input items, counted cheaply for JSONL files (None when not cheap)."""
+    from hsa.io import iter_lines
+
+    if any(s.kind != "jsonl" for s in sources):
+        return None
+    return sum(1 for s in sources for _ in iter_lines(s.spec))
+
+
+def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] | None = None) -> dict:
+    """Join the done shards of ``out`` (and of ``parts``, for ``hsa merge``) into one dataset and manifest."""
+    from hsa.io import sha256_file, write_dataset_metadata
+
+    out = Path(out)
+    state = out / STATE_DIR
+    config = json.loads((state / "run.json").read_text(encoding="utf-8"))
+    rank_files = sorted(state.glob("rank-*-of-*.json"))
+    info = [json.loads(f.read_text(encoding="utf-8")) for f in rank_files]
+    n_items = max((i["input_items"] for i in info), default=0)
+    n_shards = max(1, -(-n_items // config["shard_size"]))
+    missing = [k for k in range(n_shards) if not (state / f"shard-{k:05d}.done.json").exists()]
+    if n_items == 0 and missing == [0]:  # empty input: one empty shard
+        _ShardState(out, 0).finish(out)
+        missing = []
+    if missing:
+        raise AugmentError(f"{out}: shards {missing[:10]}{'...' if len(missing) > 10 else ''} are not done; "
+                           "run the missing ranks (or --resume) before merging")
+    total = Stats()
+    shards, ids_seen, duplicates = [], set(), []
+    with open(out / "rejects.jsonl.tmp", "w", encoding="utf-8") as rejects:
+        for k in range(n_shards):
+            done = json.loads((state / f"shard-{k:05d}.done.json").read_text(encoding="utf-8"))
+            total = total + _stats_from_json(done["stats"])
+            shards.append({"file": done["shard"], "rows": done["rows"], "sha256": done["sha256"]})
+            for i in done["ids"]:
+                if i in ids_seen:
+                    duplicates.append(i)
+                ids_seen.add(i)
+            rejects.write((state / f"shard-{k:05d}.rejects.jsonl").read_text(encoding="utf-8"))
+    import os
+
+    os.replace(out / "rejects.jsonl.tmp", out / "rejects.jsonl")
+    if duplicates:
+        raise AugmentError(f"record ids occur in several shards: {duplicates[:10]}; ids must be unique "
+                           "(rows were written; fix the input and rerun)")
+    if total.input_records != n_items or total.input_records != total.sources_written + total.rejected:
+        raise AugmentError(f"accounting failed: {n_items} items read, {total.input_records} processed, "
+                           f"{total.sources_written} written + {total.rejected} rejected")
+    fingerprint = hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest()
+    write_dataset_metadata(out, [s["file"] for s in shards], fingerprint)
     manifest = {
-        "hsa_version": __version__,
+        "hsa_version": config["hsa_version"],
         "command": command,
-        "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in paths],
-        "seed": seed,
-        "variants": variants,
-        "keep_original": keep_original,
-        "hold_out": sorted(hold_out or []),
-        "recipe": recipe_config,
+        "inputs": config["inputs"],
+        "seed": config["seed"],
+        "variants": config["variants"],
+        "keep_original": config["keep_original"],
+        "shard_size": config["shard_size"],
+        "hold_out": config["hold_out"],
+        "recipe": config["recipe"],
         **total.to_dict(),
-        "shards": writer.shards or [{"file": "shard-00000.arrow", "rows": 0,
-                                     "sha256": sha256_file(out / "shard-00000.arrow")}],
+        "shards": shards,
         "rejects_file": "rejects.jsonl",
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    del sha256_file
     return manifest
+
+
+def merge(parts: list[str | Path], out: str | Path, *, command: str | None = None) -> dict:
+    """Join the outputs of ``--rank R --world-size W`` runs into one dataset, identical to a single run."""
+    import shutil
+
+    parts = [Path(p) for p in parts]
+    out = Path(out)
+    configs = []
+    for p in parts:
+        f = p / STATE_DIR / "run.json"
+        if not f.exists():
+            raise AugmentError(f"{p} is not an hsa augment output (no {f})")
+        configs.append(json.loads(f.read_text(encoding="utf-8")))
+    if any(_json.canonical(c) != _json.canonical(configs[0]) for c in configs):
+        raise AugmentError("the parts were made by different runs (inputs, seed, recipe or options differ); "
+                           "merge only the ranks of one run")
+    if out.exists() and any(out.iterdir()) and out not in parts:
+        raise AugmentError(f"output folder {out} is not empty")
+    (out / STATE_DIR).mkdir(parents=True, exist_ok=True)
+    for p in parts:
+        if p.resolve() == out.resolve():
+            continue
+        for f in sorted((p / STATE_DIR).iterdir()):
+            if f.name == "run.json" or f.name.startswith(("shard-", "rank-")):
+                shutil.copy2(f, out / STATE_DIR / f.name)
+        for f in sorted(p.glob("shard-*.arrow")):
+            shutil.copy2(f, out / f.name)
+    (out / STATE_DIR / "run.json").write_text(json.dumps(configs[0], indent=2, ensure_ascii=False), encoding="utf-8")
+    ranks = {json.loads(f.read_text())["rank"] for f in (out / STATE_DIR).glob("rank-*-of-*.json")}
+    world = configs[0].get("world_size", 1)
+    if ranks != set(range(world)):
+        raise AugmentError(f"ranks {sorted(set(range(world)) - ranks)} of {world} are missing; run them and merge again")
+    for f in (out / STATE_DIR).glob("rank-*-of-*.json"):  # keep one rank file: the merged run
+        f.unlink()
+    n = max(json.loads((p / STATE_DIR / f.name).read_text())["input_items"]
+            for p in parts for f in (p / STATE_DIR).glob("rank-*-of-*.json"))
+    config = dict(configs[0])
+    config["world_size"] = 1
+    (out / STATE_DIR / "run.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+    _write_atomic(out / STATE_DIR / "rank-00000-of-00001.json",
+                  json.dumps({"rank": 0, "world_size": 1, "input_items": n, "shards": max(1, -(-n // config["shard_size"]))}))
+    return finalize(out, command=command)
 
 
 def load_manifest(out: str | Path) -> dict:
@@ -349,5 +587,5 @@ def canonicalize_record(raw: dict) -> dict:
     return out
 
 
-__all__ += ["load_manifest", "canonicalize_record"]
+__all__ += ["load_manifest", "canonicalize_record", "finalize", "merge"]
 _ = _json

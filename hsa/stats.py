@@ -1,0 +1,200 @@
+"""``hsa stats``: what an output folder holds, computed with polars over the shards."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from hsa import _json
+from hsa.io import JSON_COLUMNS
+
+__all__ = ["compute_stats", "render_text", "render_html", "shard_frame"]
+
+
+def shard_frame(dataset: str | Path):
+    """A polars DataFrame of the shards, JSON columns as strings (one row per variant)."""
+    import polars as pl
+    import pyarrow as pa
+
+    dataset = Path(dataset)
+    state = json.loads((dataset / "state.json").read_text(encoding="utf-8"))
+    frames = []
+    for f in state["_data_files"]:
+        with pa.memory_map(str(dataset / f["filename"])) as src:
+            table = pa.ipc.open_stream(src).read_all()
+        cols = {}
+        for name in table.column_names:
+            col = table.column(name)
+            if name in JSON_COLUMNS:
+                col = pa.chunked_array([c.storage for c in col.chunks], pa.string()) if col.num_chunks else pa.array([], pa.string())
+            cols[name] = col
+        frames.append(pl.from_arrow(pa.table(cols)))
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames, how="vertical")
+
+
+def _split(messages: list[dict]) -> tuple[str, str]:
+    """(prompt, completion) text of a trajectory: everything before the first assistant turn, and the rest."""
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+
+    def text(ms):
+        parts = []
+        for m in ms:
+            c = m.get("content")
+            if isinstance(c, str):
+                parts.append(c)
+            elif isinstance(c, list):
+                parts.extend(p.get("text", "") for p in c if isinstance(p, dict))
+            for call in m.get("tool_calls") or ():
+                parts.append(_json.dumps(call.get("function", call)))
+        return "\n".join(parts)
+
+    return text(messages[:first]), text(messages[first:])
+
+
+def _quantiles(series) -> dict:
+    if series.len() == 0:
+        return {"min": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0, "mean": 0.0}
+    return {"min": int(series.min()), "p50": int(series.quantile(0.5, "nearest")),
+            "p90": int(series.quantile(0.9, "nearest")), "p99": int(series.quantile(0.99, "nearest")),
+            "max": int(series.max()), "mean": round(float(series.mean()), 1)}
+
+
+def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[str, Any]:
+    """Counts per transform and family, reject reasons, lengths and name diversity."""
+    import polars as pl
+
+    dataset = Path(dataset)
+    df = shard_frame(dataset)
+    out: dict[str, Any] = {"rows": df.height}
+    if df.height == 0:
+        out.update({"sources": 0, "transforms": {}, "families": {}, "rejects": {}, "lengths": {}, "names": {}})
+        return out
+    out["sources"] = df["source_id"].n_unique()
+    out["variants_per_source"] = round(df.height / max(out["sources"], 1), 2)
+
+    names = df["transforms"].map_elements(lambda s: [t["name"] for t in _json.loads(s)] if s else [],
+                                          return_dtype=pl.List(pl.String))
+    applied = pl.DataFrame({"transform": names}).explode("transform").drop_nulls()
+    per_t = applied.group_by("transform").len().sort("transform")
+    out["transforms"] = dict(zip(per_t["transform"].to_list(), per_t["len"].to_list()))
+    fam = applied.with_columns(pl.col("transform").str.split(".").list.first().alias("family"))
+    per_f = fam.group_by("family").len().sort("family")
+    out["families"] = dict(zip(per_f["family"].to_list(), per_f["len"].to_list()))
+    out["unchanged_rows"] = int((names.list.len() == 0).sum())
+
+    rejects = dataset / "rejects.jsonl"
+    out["rejects"] = {}
+    if rejects.exists() and rejects.stat().st_size:
+        rj = pl.read_ndjson(rejects, infer_schema_length=None)
+        by = rj.group_by("reason").len().sort("len", descending=True)
+        out["rejects"] = dict(zip(by["reason"].to_list(), by["len"].to_list()))
+
+    prompts, completions = [], []
+    for s in df["messages"].to_list():
+        p, c = _split(_json.loads(s))
+        prompts.append(p)
+        completions.append(c)
+    lengths = pl.DataFrame({"prompt": prompts, "completion": completions})
+    out["lengths"] = {"prompt_chars": _quantiles(lengths["prompt"].str.len_chars()),
+                      "completion_chars": _quantiles(lengths["completion"].str.len_chars())}
+    out["_hist"] = {"prompt_chars": lengths["prompt"].str.len_chars().to_list(),
+                    "completion_chars": lengths["completion"].str.len_chars().to_list()}
+    if tokenizer:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(tokenizer)
+        for key, texts in (("prompt_tokens", prompts), ("completion_tokens", completions)):
+            counts = pl.Series([len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]])
+            out["lengths"][key] = _quantiles(counts)
+
+    # distinct names each canonical tool and skill received across its variants
+    pairs_t, pairs_s = [], []
+    for tools_s, mapping_s in zip(df["tools"].to_list(), df["mapping"].to_list()):
+        mapping = _json.loads(mapping_s) if mapping_s else {}
+        renamed = mapping.get("tools", {})
+        inverse = {v: k for k, v in renamed.items()}
+        tools = _json.loads(tools_s) if tools_s else []
+        if isinstance(tools, str):
+            tools = _json.loads(tools)
+        for t in tools:
+            name = (t.get("function") or t).get("name")
+            pairs_t.append((inverse.get(name, name), name))
+        for canon, var in mapping.get("skills", {}).items():
+            pairs_s.append((canon, var))
+    out["names"] = {}
+    for key, pairs in (("tools", pairs_t), ("skills", pairs_s)):
+        if pairs:
+            frame = pl.DataFrame(pairs, schema=["canonical", "variant"], orient="row")
+            g = frame.group_by("canonical").agg(pl.col("variant").n_unique().alias("distinct")).sort("canonical")
+            out["names"][key] = dict(zip(g["canonical"].to_list(), g["distinct"].to_list()))
+    manifest = dataset / "manifest.json"
+    if manifest.exists():
+        m = json.loads(manifest.read_text(encoding="utf-8"))
+        out["manifest_counts"] = m.get("counts", {})
+        out["skipped"] = {n: t["skipped"] for n, t in m.get("transforms", {}).items() if t.get("skipped")}
+    return out
+
+
+def render_text(stats: dict) -> str:
+    lines = [f"{stats['rows']} rows from {stats.get('sources', 0)} sources "
+             f"({stats.get('variants_per_source', 0)} per source, {stats.get('unchanged_rows', 0)} unchanged)"]
+    if stats.get("families"):
+        lines.append("family       applications")
+        lines += [f"  {f:10s} {n:8d}" for f, n in stats["families"].items()]
+    if stats.get("transforms"):
+        lines.append("transform                    applications")
+        lines += [f"  {t:26s} {n:8d}" for t, n in stats["transforms"].items()]
+    for name, reasons in (stats.get("skipped") or {}).items():
+        for reason, n in reasons.items():
+            lines.append(f"  skipped {name}: {n} ({reason})")
+    if stats.get("rejects"):
+        lines.append("rejects")
+        lines += [f"  {n:8d}  {r}" for r, n in stats["rejects"].items()]
+    for key, q in (stats.get("lengths") or {}).items():
+        lines.append(f"{key:18s} p50 {q['p50']:7d}  p90 {q['p90']:7d}  p99 {q['p99']:7d}  max {q['max']:7d}")
+    for key, table in (stats.get("names") or {}).items():
+        if table:
+            vals = sorted(table.values())
+            lines.append(f"distinct {key[:-1]} names per {key[:-1]}: min {vals[0]}, median {vals[len(vals) // 2]}, "
+                         f"max {vals[-1]} over {len(vals)} {key}")
+    return "\n".join(lines)
+
+
+def _svg_hist(values: list[int], title: str, bins: int = 30) -> str:
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    width = max((hi - lo) / bins, 1)
+    counts = [0] * bins
+    for v in values:
+        counts[min(int((v - lo) / width), bins - 1)] += 1
+    top = max(counts) or 1
+    bars = "".join(f'<rect x="{i * 20}" y="{150 - 140 * c / top:.1f}" width="18" height="{140 * c / top:.1f}" '
+                   f'fill="#4a7ab5"><title>{int(lo + i * width)}-{int(lo + (i + 1) * width)}: {c}</title></rect>'
+                   for i, c in enumerate(counts))
+    return (f"<h3>{html.escape(title)}</h3><svg width='{bins * 20}' height='170'>{bars}"
+            f"<text x='0' y='165' font-size='11'>{lo}</text>"
+            f"<text x='{bins * 20 - 60}' y='165' font-size='11'>{hi}</text></svg>")
+
+
+def render_html(stats: dict) -> str:
+    """A self-contained HTML report (tables and SVG histograms, no external assets)."""
+    def table(d: dict, a: str, b: str) -> str:
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in d.items())
+        return f"<table border=1 cellpadding=4><tr><th>{a}</th><th>{b}</th></tr>{rows}</table>"
+
+    parts = ["<!doctype html><meta charset='utf-8'><title>hsa stats</title><body style='font-family:sans-serif'>",
+             f"<h1>hsa stats</h1><p>{html.escape(render_text(stats).splitlines()[0])}</p>",
+             "<h2>Transforms</h2>", table(stats.get("transforms", {}), "transform", "applications"),
+             "<h2>Families</h2>", table(stats.get("families", {}), "family", "applications"),
+             "<h2>Rejects</h2>", table(stats.get("rejects", {}), "reason", "count"),
+             "<h2>Lengths</h2>"]
+    for key, values in (stats.get("_hist") or {}).items():
+        parts.append(_svg_hist(values, key))
+    for key, d in (stats.get("names") or {}).items():
+        parts += [f"<h2>Distinct names per {key[:-1]}</h2>", table(d, key[:-1], "distinct names")]
+    return "".join(parts) + "</body>"

@@ -1,0 +1,167 @@
+"""The data path at scale: resume after a kill, rank/world-size + merge, input kinds, stats."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hsa import load_recipe
+from hsa.cli import main
+from hsa.io import iter_rows
+from hsa.pipeline import AugmentError, augment, merge
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _files(d: Path) -> dict[str, str]:
+    """sha256 of the dataset files (shards, manifest minus the command line, rejects, metadata)."""
+    out = {}
+    for p in sorted(d.iterdir()):
+        if p.is_file():
+            data = p.read_bytes()
+            if p.name == "manifest.json":
+                m = json.loads(data)
+                m.pop("command", None)
+                data = json.dumps(m, sort_keys=True).encode()
+            out[p.name] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+@pytest.fixture
+def input_80(tmp_path, fixture_lines):
+    p = tmp_path / "in80.jsonl"
+    p.write_text("\n".join(fixture_lines[:80]) + "\nnot json\n", encoding="utf-8")
+    return p
+
+
+def test_kill_and_resume_is_byte_identical(tmp_path, input_80):
+    """A run killed mid-way and finished with --resume equals an uninterrupted run, byte for byte."""
+    ref = tmp_path / "ref"
+    augment([input_80], ref, load_recipe("default"), variants=2, shard_size=8)
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "hsa.cli", "augment", str(input_80), "--out", str(out), "--variants", "2",
+           "--shard-size", "8", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list((out / ".hsa").glob("shard-*.done.json"))) < 3:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = len(list((out / ".hsa").glob("shard-*.done.json")))
+    assert 3 <= done_before < 11, "the kill should land mid-run"
+    assert not (out / "manifest.json").exists()
+    with pytest.raises(AugmentError, match="--resume"):
+        augment([input_80], out, load_recipe("default"), variants=2, shard_size=8)
+    assert main(cmd[3:] + ["--resume"]) == 0
+    assert _files(out) == _files(ref)
+
+
+def test_resume_refuses_a_different_run(tmp_path, input_80):
+    """--resume with other options than the interrupted run is refused, naming what differs."""
+    out = tmp_path / "o"
+    augment([input_80], out, load_recipe("default"), variants=2, shard_size=8)
+    with pytest.raises(AugmentError, match="seed"):
+        augment([input_80], out, load_recipe("default"), variants=2, shard_size=8, seed=9, resume=True)
+
+
+def test_ranks_and_merge_equal_one_run(tmp_path, input_80):
+    """Three ranks merged give the same dataset as a single run."""
+    ref = tmp_path / "ref"
+    augment([input_80], ref, load_recipe("default"), variants=2, shard_size=8)
+    parts = []
+    for r in range(3):
+        p = tmp_path / f"part{r}"
+        res = augment([input_80], p, load_recipe("default"), variants=2, shard_size=8, rank=r, world_size=3)
+        assert res["rank"]["rank"] == r
+        parts.append(p)
+    with pytest.raises(AugmentError, match="missing"):
+        merge(parts[:2], tmp_path / "incomplete")
+    merged = tmp_path / "merged"
+    merge(parts, merged)
+    assert _files(merged) == _files(ref)
+
+
+def test_worker_counts_give_identical_bytes(tmp_path, input_80):
+    """1 and 2 workers, different batch sizes: identical shards and manifest."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    augment([input_80], a, load_recipe("default"), variants=2, shard_size=16, workers=1, batch_size=5)
+    augment([input_80], b, load_recipe("default"), variants=2, shard_size=16, workers=2, batch_size=3)
+    assert _files(a) == _files(b)
+
+
+def test_input_kinds(tmp_path, fixture_lines, fixture_records):
+    """JSONL.gz, Parquet and a datasets folder read the same records as JSONL; several inputs at once."""
+    import datasets
+
+    n = 6
+    plain = tmp_path / "a.jsonl"
+    plain.write_text("\n".join(fixture_lines[:n]) + "\n")
+    gz = tmp_path / "b.jsonl.gz"
+    with gzip.open(gz, "wt") as f:
+        f.write("\n".join(fixture_lines[n:2 * n]) + "\n")
+    out = tmp_path / "o"
+    m = augment([plain, gz], out, load_recipe("identity"), variants=1)
+    assert m["counts"]["sources_written"] == 2 * n
+    assert [i["path"] for i in m["inputs"]] == [str(plain), str(gz)]
+    assert all(len(i["sha256"]) == 64 for i in m["inputs"])
+    # an hsa output folder is an input too (closure): exact records, mapping composed
+    out2 = tmp_path / "o2"
+    m2 = augment([out], out2, load_recipe("default"), variants=1)
+    assert m2["counts"]["sources_written"] == 2 * n
+    # a datasets folder and a Parquet file made by `datasets` itself (Arrow unification adds null keys)
+    simple = [{"id": f"s{i}", "messages": [{"role": "user", "content": "hi"},
+                                          {"role": "assistant", "content": None, "tool_calls": [
+                                              {"type": "function", "function": {"name": "f", "arguments": json.dumps({"x": i})}}]}],
+               "tools": [{"type": "function", "function": {"name": "f", "parameters": {
+                   "type": "object", "properties": {"x": {"type": "integer"}}}}}]} for i in range(4)]
+    ds = datasets.Dataset.from_list(simple)
+    ds.save_to_disk(str(tmp_path / "dsdir"))
+    ds.to_parquet(str(tmp_path / "d.parquet"))
+    for src in (tmp_path / "dsdir", tmp_path / "d.parquet"):
+        o = tmp_path / f"o-{src.name}"
+        m3 = augment([src], o, load_recipe("identity"), variants=1)
+        assert m3["counts"]["sources_written"] == 4, m3
+        row = next(iter_rows(o))
+        assert row["messages"][0] == {"role": "user", "content": "hi"}
+
+
+def test_missing_hub_dataset_is_a_clear_error(tmp_path):
+    """An input that is neither a file nor reachable on the hub fails with a message, not a traceback."""
+    with pytest.raises(AugmentError):
+        augment(["no/such-file-or-dataset.jsonl"], tmp_path / "o", load_recipe("identity"))
+
+
+def test_stats_command(tmp_path, input_80, capsys):
+    """hsa stats reports rows, transforms, rejects, lengths and name diversity; --html writes a report."""
+    out = tmp_path / "o"
+    augment([input_80], out, load_recipe("default"), variants=2, shard_size=30)
+    capsys.readouterr()
+    assert main(["stats", str(out), "--html", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json")]) == 0
+    text = capsys.readouterr().out
+    assert "160 rows from 80 sources" in text
+    stats = json.loads((tmp_path / "r.json").read_text())
+    assert stats["rejects"] == {"malformed JSON": 1}
+    assert stats["transforms"]["tool.rename"] > 0
+    assert stats["lengths"]["prompt_chars"]["p50"] > 500
+    assert max(stats["names"]["tools"].values()) > 1
+    assert "<svg" in (tmp_path / "r.html").read_text()
+
+
+def test_validate_checks_accounting(tmp_path, input_80):
+    """hsa validate DIR fails when the manifest's accounting does not add up."""
+    out = tmp_path / "o"
+    augment([input_80], out, load_recipe("default"), variants=1, shard_size=40)
+    assert main(["validate", str(out)]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    m["counts"]["rejected"] += 1
+    (out / "manifest.json").write_text(json.dumps(m))
+    assert main(["validate", str(out)]) == 1
