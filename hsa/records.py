@@ -166,6 +166,78 @@ def _record_validator():
     return cls(schema)
 
 
+def _opt(value: Any, types: type | tuple) -> bool:
+    return value is None or (isinstance(value, types) and not isinstance(value, bool))
+
+
+def _str_keys(d: dict, required: tuple[str, ...], optional: tuple[str, ...], nonempty: tuple[str, ...] = ()) -> bool:
+    return (all(isinstance(d.get(k), str) for k in required)
+            and all(k not in d or isinstance(d[k], str) for k in optional)
+            and all(d.get(k) != "" for k in nonempty))
+
+
+def _fast_structure_ok(raw: dict) -> bool:
+    """A quick check that never accepts what ``record.schema.json`` rejects (False: ask jsonschema)."""
+    msgs = raw.get("messages")
+    if not isinstance(msgs, list):
+        return False
+    for m in msgs:
+        if not (isinstance(m, dict) and isinstance(m.get("role"), str)):
+            return False
+        if not (_opt(m.get("content"), (str, list)) and _opt(m.get("tool_calls"), list)
+                and _opt(m.get("tool_call_id"), str) and _opt(m.get("name"), str)):
+            return False
+        if "train" in m and not isinstance(m["train"], bool):
+            return False
+        if any(not isinstance(c, dict) for c in m.get("tool_calls") or ()):
+            return False
+    tools = raw.get("tools")
+    if not _opt(tools, (list, str)):
+        return False
+    if isinstance(tools, list):
+        for t in tools:
+            if not isinstance(t, dict):
+                return False
+            fn = t.get("function")
+            if not ((isinstance(fn, dict) and "name" in fn) or ("function" not in t and "name" in t)):
+                return False
+    if "id" in raw and not (isinstance(raw["id"], (str, int)) and not isinstance(raw["id"], bool)):
+        return False
+    for key, types in (("skills", list), ("hooks", list), ("hook_events", list), ("meta", dict),
+                       ("source_id", str), ("variant", int), ("transforms", list), ("mapping", dict),
+                       ("notes", list)):
+        if not _opt(raw.get(key), types):
+            return False
+    for sk in raw.get("skills") or ():
+        if not (isinstance(sk, dict) and _str_keys(sk, ("name",), ("description", "content"), ("name",))):
+            return False
+    st = raw.get("skill_tool")
+    if st is not None and not (isinstance(st, str) and st) and not (
+            isinstance(st, dict) and _str_keys(st, (), ("name", "argument"), ("name", "argument"))):
+        return False
+    prompt = raw.get("prompt")
+    if prompt is not None:
+        if not (isinstance(prompt, dict) and isinstance(prompt.get("sections"), list)
+                and ("template" not in prompt or isinstance(prompt["template"], str))):
+            return False
+        for sec in prompt["sections"]:
+            if not (isinstance(sec, dict) and _str_keys(sec, ("id", "body"), ("title",))
+                    and ("movable" not in sec or isinstance(sec["movable"], bool))):
+                return False
+    for h in raw.get("hooks") or ():
+        if not (isinstance(h, dict) and _str_keys(h, ("name", "source"), ("event", "entry"))):
+            return False
+    for ev in raw.get("hook_events") or ():
+        if not (isinstance(ev, dict) and isinstance(ev.get("hook"), str) and isinstance(ev.get("message_index"), int)
+                and not isinstance(ev["message_index"], bool) and ev["message_index"] >= 0
+                and ("payload" not in ev or isinstance(ev["payload"], dict))
+                and ("decision" not in ev or isinstance(ev["decision"], dict))):
+            return False
+    if any(not isinstance(n, str) for n in raw.get("notes") or ()):
+        return False
+    return True
+
+
 # --------------------------------------------------------------------------- schema normalisation
 
 _TYPE_ALIASES = {
@@ -469,7 +541,8 @@ def normalize(raw: Any, *, default_id: str | None = None) -> Record:
     if raw.get("tools") is None:
         raw["tools"] = []
         fmt["no_tools"] = "tools" not in raw or "null"
-    errors = sorted(_record_validator().iter_errors(raw), key=lambda e: list(e.absolute_path))
+    errors = [] if _fast_structure_ok(raw) else sorted(_record_validator().iter_errors(raw),
+                                                        key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         e = errors[0]
         at = "/".join(str(p) for p in e.absolute_path) or "(top level)"

@@ -79,11 +79,21 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
 
     Free text: message contents, tool and parameter descriptions, skill descriptions
     and content, prompt section titles and bodies, and (``hooks=True``) the string
-    literals of hook source.
+    literals of hook source. Recorded hook events follow the messages they mirror:
+    decision messages, and payload strings that are prose (contain whitespace, such as
+    a judged reply; bare names are mapped by the rename steps themselves).
     """
     for m in record["messages"]:
         if "content" in m:
             m["content"] = _map_content(m["content"], fn)
+    for ev in record.get("hook_events") or ():
+        decision, payload = ev.get("decision"), ev.get("payload")
+        if isinstance(decision, dict) and isinstance(decision.get("message"), str):
+            decision["message"] = fn(decision["message"])
+        if isinstance(payload, dict):
+            for key, value in payload.items():
+                if key != "tool_name" and isinstance(value, str) and any(c.isspace() for c in value):
+                    payload[key] = fn(value)
     if tool_descriptions:
         for t in record["tools"]:
             if isinstance(t.get("description"), str):
@@ -102,20 +112,53 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
     return record
 
 
-def text_fields(record: Record) -> Iterable[str]:
-    """Every free-text string of ``record``, hook source included."""
+def _schema_texts(schema: Any, out: list[str]) -> None:
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out.append(v)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                _schema_texts(v, out)
+    elif isinstance(schema, list):
+        for v in schema:
+            _schema_texts(v, out)
+
+
+def text_fields(record: Record) -> list[str]:
+    """Every free-text string of ``record`` (the fields :func:`map_texts` rewrites), hook source included."""
     out: list[str] = []
-    map_texts(clone(record), lambda s: out.append(s) or s)
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(p["text"] if isinstance(p, dict) else p for p in c
+                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            out.append(t["description"])
+        _schema_texts(t["parameters"], out)
+    for s in record.get("skills") or ():
+        out.extend(s[k] for k in ("description", "content") if isinstance(s.get(k), str))
+    prompt = record.get("prompt")
+    if prompt:
+        for sec in prompt.get("sections", ()):
+            out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
     for h in record.get("hooks") or ():
         out.append(h.get("source", ""))
     return out
+
+
+@lru_cache(maxsize=65536)
+def _tokens_of(text: str) -> frozenset[str]:
+    return frozenset(_TOKEN.findall(text))
 
 
 def record_tokens(record: Record) -> set[str]:
     """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with."""
     tokens: set[str] = set()
     for text in text_fields(record):
-        tokens.update(_TOKEN.findall(text))
+        tokens |= _tokens_of(text)
     for t in record["tools"]:
         tokens.add(t["name"])
         tokens.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
@@ -178,7 +221,7 @@ def _rename_in_schema(schema: dict, path: tuple, new_key: str) -> dict:
 # --------------------------------------------------------------------------- hook source
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=16384)
 def _string_tokens(source: str) -> tuple[tuple[int, int, str, str, str], ...] | str:
     """(start offset, end offset, prefix, quote, body) of every string literal; or a parse problem."""
     import io
@@ -317,19 +360,21 @@ def rename_tools(record: Record, renames: dict[str, str]) -> Record:
     return out
 
 
-def rename_params(record: Record, tool: str, renames: dict[tuple, str]) -> Record:
+def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True) -> Record:
     """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
 
     The schema (properties, required), every call of the tool, the tool's own
     descriptions (identifier-like names, whole tokens), hook literals and hook
     payloads follow; the skill tool's argument name follows when it is renamed.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy).
     """
-    out = clone(record)
+    out = clone(record) if copy else record
     renames = {tuple(p): n for p, n in renames.items() if p[-1] != n}
     if not renames:
         return out
     idx = next(i for i, t in enumerate(out["tools"]) if t["name"] == tool)
     schema = out["tools"][idx]["parameters"]
+    declared_leaves = [p[-1] for p in param_paths(schema)]
     # rename deepest first so that outer paths stay valid while inner keys change
     pairs = []
     for path in sorted(renames, key=len, reverse=True):
@@ -342,7 +387,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str]) -> Recor
     _rewrite_calls(out, step)
     leaf_renames = {p[-1]: n for p, n in renames.items() if is_identifier_like(p[-1])}
     leaf_renames = {k: v for k, v in leaf_renames.items()
-                    if sum(1 for p in renames if p[-1] == k) == sum(1 for p in param_paths(record["tools"][idx]["parameters"]) if p[-1] == k)}
+                    if sum(1 for p in renames if p[-1] == k) == declared_leaves.count(k)}
     t = out["tools"][idx]
     fn = (lambda s: replace_tokens(s, leaf_renames)) if leaf_renames else (lambda s: s)
     if isinstance(t.get("description"), str):
@@ -378,6 +423,8 @@ def rename_skills(record: Record, renames: dict[str, str]) -> Record:
 
 
 def _apply_params_step(record: Record, step: dict) -> Record:
+    if step.get("kind"):  # a structural step: its family registered an applier as "params:<kind>"
+        return apply_step(record, {**step, "op": f"params:{step['kind']}"})
     pairs = step["paths"]
     if all(len(a) == len(b) and a[-1] != ARRAY for a, b in pairs):
         return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in pairs})
@@ -394,6 +441,10 @@ STEP_APPLIERS: dict[str, Callable[[Record, dict], Record]] = {
 
 def apply_step(record: Record, step: dict) -> Record:
     """Apply one mapping step to a whole record (schemas, calls, texts, hooks); appends the step."""
+    if step["op"] not in STEP_APPLIERS:  # families register their appliers when they are imported
+        from hsa.transform import registry
+
+        registry()
     try:
         fn = STEP_APPLIERS[step["op"]]
     except KeyError:
