@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 __all__ = [
     "DIALECT_NAME_RULES",
@@ -104,6 +105,29 @@ def _token_regex(names: Iterable[str]) -> re.Pattern[str]:
 
 
 _REGEX_CACHE: dict[tuple[str, ...], re.Pattern[str]] = {}
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]+")
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")
+_TOKEN_SPLIT = re.compile(r"([A-Za-z0-9_\-]+)")
+
+
+@lru_cache(maxsize=65536)
+def text_tokens(text: str) -> frozenset[str]:
+    """The set of tokens (maximal ``[A-Za-z0-9_-]+`` runs) of ``text``, cached per string."""
+    return frozenset(_TOKEN_CHARS.findall(text))
+
+
+def _may_contain(text: str, names) -> bool:
+    """False only when no name can occur as a whole token of ``text`` (fast path, exact for plain names)."""
+    if len(text) < 64:
+        return any(n in text for n in names)
+    toks = text_tokens(text)
+    for n in names:
+        if _PLAIN_NAME.match(n):
+            if n in toks:
+                return True
+        elif n in text:
+            return True
+    return False
 
 
 def _cached_regex(names: tuple[str, ...]) -> re.Pattern[str]:
@@ -118,8 +142,12 @@ def _cached_regex(names: tuple[str, ...]) -> re.Pattern[str]:
 def find_tokens(text: str, names: Iterable[str]) -> list[str]:
     """Whole-token occurrences of any of ``names`` in ``text`` (a token is bounded by anything but ``[A-Za-z0-9_-]``)."""
     names = tuple(sorted(set(names)))
-    if not names or not text:
+    if not names or not text or not _may_contain(text, names):
         return []
+    if all(_PLAIN_NAME.match(n) for n in names):
+        wanted = set(names)
+        pieces = _pieces(text)
+        return [pieces[i] for i in range(1, len(pieces), 2) if pieces[i] in wanted]
     return _cached_regex(names).findall(text)
 
 
@@ -133,6 +161,19 @@ def replace_tokens(text: str, renames: Mapping[str, str]) -> str:
     if not renames or not text:
         return text
     names = tuple(sorted(k for k, v in renames.items() if k != v))
-    if not names:
+    if not names or not _may_contain(text, names):
         return text
+    if all(_PLAIN_NAME.match(n) for n in names):  # token split, cached per text: no regex per rename set
+        pieces = list(_pieces(text))
+        for i in range(1, len(pieces), 2):
+            new = renames.get(pieces[i])
+            if new is not None:
+                pieces[i] = new
+        return "".join(pieces)
     return _cached_regex(names).sub(lambda m: renames[m.group(1)], text)
+
+
+@lru_cache(maxsize=65536)
+def _pieces(text: str) -> tuple[str, ...]:
+    """``text`` split into separators (even positions) and tokens (odd positions)."""
+    return tuple(_TOKEN_SPLIT.split(text))

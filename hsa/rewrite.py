@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from hsa.mapping import ARRAY, _step_apply
-from hsa.names import is_identifier_like, replace_tokens
+from hsa.names import is_identifier_like, replace_tokens, text_tokens
 from hsa.records import Record, clone
 
 __all__ = [
@@ -149,16 +149,11 @@ def text_fields(record: Record) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=65536)
-def _tokens_of(text: str) -> frozenset[str]:
-    return frozenset(_TOKEN.findall(text))
-
-
 def record_tokens(record: Record) -> set[str]:
     """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with."""
     tokens: set[str] = set()
     for text in text_fields(record):
-        tokens |= _tokens_of(text)
+        tokens |= text_tokens(text)
     for t in record["tools"]:
         tokens.add(t["name"])
         tokens.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
@@ -476,15 +471,20 @@ def hook_literals(record: Record) -> set[str]:
 
 @lru_cache(maxsize=4096)
 def _literals(source: str) -> frozenset[str]:
+    """The values of the plain string literals of ``source`` (and their ``|``-separated parts)."""
     import ast
 
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tokens = _string_tokens(source)
+    if isinstance(tokens, str):
         return frozenset()
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found.add(node.value)
-            found.update(node.value.split("|"))
+    for _, _, prefix, quote, body in tokens:
+        if not quote or "f" in prefix.lower() or "b" in prefix.lower():
+            continue
+        try:
+            value = ast.literal_eval(prefix + quote + body + quote)
+        except (ValueError, SyntaxError):
+            continue
+        found.add(value)
+        found.update(value.split("|"))
     return frozenset(found)
