@@ -1,0 +1,522 @@
+"""What the three stages share: configs and their parser, datasets, chat conversion, model loading.
+
+Parser (trl's script style): dataclass configs with help text; ``--config file.yaml``
+sets defaults, then command-line flags override. Keys and flags that are not fields
+of these dataclasses are forwarded to the stage's trl config (``SFTConfig``,
+``DistillationConfig``, ``GRPOConfig``) and checked against it, so every trl option
+stays reachable without importing trl for ``--help``.
+
+Datasets: ``--dataset`` is an hsa shard folder (``hsa augment --out DIR``; opened with
+``datasets.load_from_disk``), a JSONL file (``.jsonl``, ``.jsonl.gz``, ``.json``), or
+a hub dataset id. Rows become trl's conversational format with a per-row ``tools``
+list: tools in the OpenAI form that chat templates expect, tool-call ``arguments`` as
+objects, whatever dialect the row came in (:func:`to_chat`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import types
+import typing
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ModelArguments",
+    "RunArguments",
+    "LoraArguments",
+    "Extras",
+    "TrainerInputError",
+    "make_parser",
+    "parse_args",
+    "iter_rows",
+    "to_chat",
+    "tools_to_openai",
+    "resolve_model_path",
+    "load_tokenizer",
+    "trl_config",
+    "peft_config",
+    "bundled_path",
+    "has_accelerator",
+    "model_init_kwargs",
+    "log",
+]
+
+
+class TrainerInputError(ValueError):
+    """A dataset, model or tokenizer the trainers cannot use; the message says what to do."""
+
+
+# --------------------------------------------------------------------------- configs
+
+
+@dataclasses.dataclass
+class ModelArguments:
+    """Which model and tokenizer to train."""
+
+    model_name_or_path: str | None = dataclasses.field(
+        default=None, metadata={"help": "A local model folder (for example one built by `python -m trainers.tiny "
+                                        "--out DIR`) or a hub model id. Required."})
+    chat_template_path: str | None = dataclasses.field(
+        default=None, metadata={"help": "A .jinja file or a tokenizer folder whose chat template replaces the "
+                                        "tokenizer's own (trainers/data/hsa_chatml_tools.jinja is bundled)."})
+    dtype: str | None = dataclasses.field(
+        default=None, metadata={"help": "Weight dtype when loading: float32, bfloat16, float16 or auto. Unset: "
+                                        "float32 weights (trl's default), with bf16 autocast where supported."})
+    attn_implementation: str | None = dataclasses.field(
+        default=None, metadata={"help": "Attention kernel passed to from_pretrained (eager, sdpa, "
+                                        "flash_attention_2, ...)."})
+    trust_remote_code: bool = dataclasses.field(
+        default=False, metadata={"help": "Allow models and tokenizers that ship custom code."})
+
+
+@dataclasses.dataclass
+class RunArguments:
+    """The usual training-loop knobs; anything else goes straight to the trl config."""
+
+    output_dir: str | None = dataclasses.field(
+        default=None, metadata={"help": "Where checkpoints and the final model are written. Required."})
+    max_steps: int = dataclasses.field(
+        default=-1, metadata={"help": "Optimisation steps; -1 runs num_train_epochs."})
+    num_train_epochs: float = dataclasses.field(default=1.0, metadata={"help": "Epochs when max_steps is -1."})
+    learning_rate: float | None = dataclasses.field(
+        default=None, metadata={"help": "Peak learning rate (each stage has its own default)."})
+    per_device_train_batch_size: int = dataclasses.field(default=1, metadata={"help": "Batch size per device."})
+    gradient_accumulation_steps: int = dataclasses.field(
+        default=1, metadata={"help": "Micro-batches accumulated per optimisation step."})
+    logging_steps: float = dataclasses.field(default=10, metadata={"help": "Log every this many steps."})
+    save_strategy: str = dataclasses.field(
+        default="steps", metadata={"help": "When to save checkpoints: no, steps or epoch."})
+    save_steps: float = dataclasses.field(default=500, metadata={"help": "Save a checkpoint every this many steps."})
+    seed: int = dataclasses.field(default=0, metadata={"help": "Random seed (data order, sampling, LoRA init)."})
+    bf16: bool | None = dataclasses.field(
+        default=None, metadata={"help": "bf16 mixed precision. Unset: on where the GPU supports it, off on CPU."})
+    gradient_checkpointing: bool | None = dataclasses.field(
+        default=None, metadata={"help": "Recompute activations to save memory. Unset: on with a GPU, off on CPU."})
+    report_to: str = dataclasses.field(
+        default="none", metadata={"help": "Experiment trackers (none, tensorboard, wandb, trackio, all)."})
+
+
+@dataclasses.dataclass
+class LoraArguments:
+    """LoRA through peft (off unless --use_peft)."""
+
+    use_peft: bool = dataclasses.field(default=False, metadata={"help": "Train a LoRA adapter instead of all weights."})
+    lora_r: int = dataclasses.field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = dataclasses.field(default=32, metadata={"help": "LoRA scaling alpha."})
+    lora_dropout: float = dataclasses.field(default=0.05, metadata={"help": "Dropout on the LoRA path."})
+    lora_target_modules: list[str] | None = dataclasses.field(
+        default=None, metadata={"help": "Module names to adapt; unset: all linear layers except the LM head."})
+
+
+@dataclasses.dataclass
+class Extras:
+    """Options for the trl config that are not fields of the hsa dataclasses."""
+
+    from_config: dict[str, Any] = dataclasses.field(default_factory=dict)  # YAML keys, already typed
+    from_cli: list[str] = dataclasses.field(default_factory=list)  # raw --flag value tokens
+    config_file: str | None = None
+
+
+# --------------------------------------------------------------------------- parser
+
+_TRUE = {"true", "1", "yes", "y", "on"}
+_FALSE = {"false", "0", "no", "n", "off"}
+
+
+def _str2bool(text: str) -> bool:
+    low = str(text).strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean (true/false), got {text!r}")
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _add_dataclass(parser: argparse.ArgumentParser, cls: type, defaults: dict[str, Any]) -> None:
+    group = parser.add_argument_group(cls.__name__, (cls.__doc__ or "").strip().splitlines()[0])
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = _unwrap_optional(hints[f.name])
+        default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else
+                               (f.default_factory() if f.default_factory is not dataclasses.MISSING else None))
+        help_text = f.metadata.get("help", "")
+        help_text = (help_text + f" (default: {default!r})").replace("%", "%%")
+        kwargs: dict[str, Any] = {"default": default, "help": help_text, "dest": f.name}
+        if tp is bool:
+            kwargs.update(type=_str2bool, nargs="?", const=True, metavar="BOOL")
+        elif typing.get_origin(tp) is list:
+            (item,) = typing.get_args(tp) or (str,)
+            kwargs.update(type=item, nargs="+")
+        elif tp in (int, float, str):
+            kwargs.update(type=tp)
+        choices = f.metadata.get("choices")
+        if choices:
+            kwargs["choices"] = choices
+        group.add_argument(f"--{f.name}", **kwargs)
+
+
+def make_parser(prog: str, description: str, dataclass_types: Sequence[type],
+                defaults: dict[str, Any] | None = None, trl_config_name: str = "the trl config"
+                ) -> argparse.ArgumentParser:
+    """An argparse parser for ``dataclass_types`` plus ``--config``; cheap to build (no torch, no trl)."""
+    epilog = (f"Any other field of {trl_config_name} may be given as --name value or as a key of the --config "
+              "YAML file; unknown names are reported before training starts.")
+    parser = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog)
+    parser.add_argument("--config", default=None, metavar="FILE.yaml",
+                        help="YAML file of options; command-line flags override it.")
+    for cls in dataclass_types:
+        _add_dataclass(parser, cls, defaults or {})
+    return parser
+
+
+def _load_yaml(path: str) -> dict[str, Any]:
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--config {path}: no such file; pass a YAML file of option: value lines")
+    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a mapping of option names to values, got {type(data).__name__}")
+    return data
+
+
+def parse_args(argv: Sequence[str] | None, prog: str, description: str, dataclass_types: Sequence[type],
+               defaults: dict[str, Any] | None = None, trl_config_name: str = "the trl config"
+               ) -> tuple[Any, ...]:
+    """Parse ``argv`` into one instance per dataclass, plus an :class:`Extras` for the trl config.
+
+    Order of precedence: dataclass defaults < ``defaults`` < ``--config`` YAML < command line.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser(prog, description, dataclass_types, defaults, trl_config_name)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    known_pre, _ = pre.parse_known_args(argv)
+    extras = Extras(config_file=known_pre.config)
+    if known_pre.config:
+        data = _load_yaml(known_pre.config)
+        names = {f.name for cls in dataclass_types for f in dataclasses.fields(cls)}
+        ours = {k: v for k, v in data.items() if k in names}
+        extras.from_config = {k: v for k, v in data.items() if k not in names and k != "config"}
+        parser.set_defaults(**ours)
+    namespace, unknown = parser.parse_known_args(argv)
+    bad = [u for u in unknown if u.startswith("-") and not u.startswith("--")]
+    if bad:
+        parser.error(f"unrecognised arguments: {' '.join(bad)}")
+    if unknown and not unknown[0].startswith("--"):
+        parser.error(f"unexpected positional arguments: {' '.join(unknown)}")
+    extras.from_cli = unknown
+    out = []
+    for cls in dataclass_types:
+        out.append(cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls)}))
+    return (*out, extras)
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+def bundled_path(name: str) -> Path:
+    """A file shipped in ``trainers/data``."""
+    return Path(__file__).resolve().parent / "data" / name
+
+
+def _looks_like_path(spec: str) -> bool:
+    """True for strings that cannot be a hub id (``name`` or ``org/name``)."""
+    return (spec.startswith((".", "/", "~")) or "\\" in spec or spec.count("/") > 1
+            or spec.endswith((".jsonl", ".json", ".gz", ".arrow", ".parquet", ".jinja")))
+
+
+def _iter_jsonl(path: Path) -> Iterator[dict]:
+    from hsa.io import iter_lines, parse_line
+    from hsa.records import RecordError
+
+    for item in iter_lines(path):
+        try:
+            row = parse_line(item)
+        except RecordError as exc:
+            raise TrainerInputError(f"{path}:{item.line}: {exc.reason}: {exc.detail}") from None
+        if not isinstance(row, dict):
+            raise TrainerInputError(f"{path}:{item.line}: expected a JSON object per line, got "
+                                    f"{type(row).__name__}")
+        yield row
+
+
+def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None) -> Iterator[dict]:
+    """Rows of an hsa shard folder, a JSONL file or a hub dataset, as plain Python dicts.
+
+    JSON-valued columns of hsa shards come back as Python objects, exactly as written.
+    """
+    if not spec:
+        raise TrainerInputError("no --dataset given: pass an hsa shard folder (hsa augment ... --out DIR), "
+                                "a JSONL file, or a hub dataset id")
+    path = Path(os.path.expanduser(spec))
+    n = 0
+
+    def limited(it: Iterator[dict]) -> Iterator[dict]:
+        nonlocal n
+        for row in it:
+            if max_rows is not None and n >= max_rows:
+                return
+            n += 1
+            yield row
+
+    if path.is_dir():
+        import datasets
+
+        try:
+            ds = datasets.load_from_disk(str(path))
+        except FileNotFoundError as exc:
+            raise TrainerInputError(f"{spec} is a folder but not a saved dataset ({exc}); expected the output "
+                                    "folder of `hsa augment ... --out DIR`") from None
+        if isinstance(ds, datasets.DatasetDict):
+            if split not in ds:
+                raise TrainerInputError(f"{spec} has splits {sorted(ds)}, not {split!r}; pass --dataset_split")
+            ds = ds[split]
+        yield from limited(iter(ds))
+    elif path.is_file():
+        yield from limited(_iter_jsonl(path))
+    elif _looks_like_path(spec):
+        raise FileNotFoundError(f"dataset {spec!r} does not exist: expected an hsa shard folder (the --out of "
+                                "`hsa augment`), a JSONL file, or a hub dataset id such as org/name")
+    else:
+        import datasets
+
+        try:
+            ds = datasets.load_dataset(spec, split=split)
+        except Exception as exc:  # hub errors come in many types; say what was tried
+            raise TrainerInputError(f"dataset {spec!r} is not a local folder or file, and loading it from the hub "
+                                    f"failed: {type(exc).__name__}: {exc}") from None
+        yield from limited(iter(ds))
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def tools_to_openai(tools: Sequence[dict]) -> list[dict]:
+    """Internal-form tools (:func:`hsa.records.normalize`) as OpenAI function definitions."""
+    out = []
+    for t in tools:
+        fn: dict[str, Any] = {"name": t["name"]}
+        if t.get("description") is not None:
+            fn["description"] = t["description"]
+        fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
+        out.append({"type": "function", "function": fn})
+    return out
+
+
+def _content(value: Any) -> Any:
+    if value is None:
+        return ""
+    return value
+
+
+def to_chat(row: dict, *, where: str = "row") -> dict[str, Any]:
+    """One row as trl's conversational format, plus what the trainers need beside it.
+
+    Returns ``{"messages", "tools", "train", "record"}``: messages without hsa-only keys
+    (tool-call arguments as objects, tool results as strings), tools in the OpenAI form
+    (``None`` when the row has none), one train flag per message (``False`` where the
+    message carries ``"train": false``) and the normalised hsa record.
+    """
+    from hsa.io import row_to_record
+    from hsa.records import RecordError, normalize
+
+    if not isinstance(row, dict) or "messages" not in row:
+        cols = sorted(row) if isinstance(row, dict) else type(row).__name__
+        raise TrainerInputError(f"{where} has no 'messages' column (found: {cols}). The trainers read the Hugging "
+                                "Face conversational format {\"messages\": [...], \"tools\": [...]}, which the "
+                                "output of `hsa augment` has; convert the dataset or pick one with a messages "
+                                "column.")
+    raw = row_to_record(row) if "source_id" in row or "extra" in row else dict(row)
+    if isinstance(raw.get("mapping"), str):
+        raw["mapping"] = json.loads(raw["mapping"])
+    try:
+        record = normalize(raw, default_id=where)
+    except RecordError as exc:
+        raise TrainerInputError(f"{where}: {exc.reason}: {exc.detail}") from None
+    messages, train = [], []
+    for m in record["messages"]:
+        msg = {k: v for k, v in m.items() if k != "train"}
+        msg["content"] = _content(msg.get("content"))
+        if msg.get("role") == "tool" and not isinstance(msg["content"], str):
+            msg["content"] = json.dumps(msg["content"], ensure_ascii=False)
+        if msg.get("tool_calls"):
+            msg["tool_calls"] = [{**({"id": c["id"]} if "id" in c else {}), "type": "function",
+                                  "function": {"name": c["function"]["name"],
+                                               "arguments": c["function"]["arguments"]}}
+                                 for c in msg["tool_calls"]]
+        messages.append(msg)
+        train.append(m.get("train", True) is not False)
+    tools = tools_to_openai(record["tools"]) or None
+    return {"messages": messages, "tools": tools, "train": train, "record": record}
+
+
+# --------------------------------------------------------------------------- models and tokenizers
+
+
+def resolve_model_path(name_or_path: str | None, *, what: str = "--model_name_or_path") -> str:
+    """``name_or_path`` if it is a local folder or could be a hub id; a clear error otherwise."""
+    if not name_or_path:
+        raise TrainerInputError(f"{what} is required: a local model folder (build a tiny one with "
+                                "`python -m trainers.tiny --out DIR`) or a hub id such as Qwen/Qwen2.5-0.5B-Instruct")
+    expanded = os.path.expanduser(name_or_path)
+    if os.path.isdir(expanded):
+        if not (Path(expanded) / "config.json").is_file():
+            raise TrainerInputError(f"{what} {name_or_path!r} is a folder without config.json; expected a model "
+                                    "saved with save_pretrained (python -m trainers.tiny --out DIR makes one)")
+        return expanded
+    if os.path.exists(expanded) or _looks_like_path(name_or_path):
+        raise FileNotFoundError(f"{what} {name_or_path!r} does not exist. Pass a local model folder (build a "
+                                "tiny one with `python -m trainers.tiny --out DIR`) or a hub id like org/name.")
+    return name_or_path
+
+
+def _read_template(path: str) -> str:
+    p = Path(os.path.expanduser(path))
+    if p.is_file():
+        return p.read_text(encoding="utf-8")
+    if p.is_dir():
+        from transformers import AutoTokenizer
+
+        tpl = AutoTokenizer.from_pretrained(str(p)).chat_template
+        if tpl:
+            return tpl
+        raise TrainerInputError(f"--chat_template_path {path}: that tokenizer has no chat template either")
+    raise FileNotFoundError(f"--chat_template_path {path}: no such file or folder; pass a .jinja file such as "
+                            f"{bundled_path('hsa_chatml_tools.jinja')}")
+
+
+def load_tokenizer(model: ModelArguments, *, padding_side: str | None = None):
+    """The model's tokenizer with a chat template and a pad token, or a clear error."""
+    from transformers import AutoTokenizer
+
+    path = resolve_model_path(model.model_name_or_path)
+    kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code}
+    if padding_side:
+        kwargs["padding_side"] = padding_side
+    try:
+        tok = AutoTokenizer.from_pretrained(path, **kwargs)
+    except Exception as exc:  # hub and file errors come in many types
+        where = "the local folder" if os.path.isdir(path) else "the hub (it is not a local folder)"
+        raise TrainerInputError(f"could not load a tokenizer for {model.model_name_or_path!r} from {where}: "
+                                f"{type(exc).__name__}: {exc}") from None
+    if model.chat_template_path:
+        tok.chat_template = _read_template(model.chat_template_path)
+    if not tok.chat_template:
+        raise TrainerInputError(
+            f"the tokenizer of {model.model_name_or_path!r} has no chat template, so conversations cannot be "
+            f"rendered. Pass --chat_template_path with a .jinja file (for example "
+            f"{bundled_path('hsa_chatml_tools.jinja')}) or use an instruct model's tokenizer.")
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def has_accelerator() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available()))
+
+
+def _bf16_supported() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def model_init_kwargs(model: ModelArguments) -> dict[str, Any]:
+    out: dict[str, Any] = {"trust_remote_code": model.trust_remote_code}
+    if model.dtype:
+        out["dtype"] = model.dtype
+    if model.attn_implementation:
+        out["attn_implementation"] = model.attn_implementation
+    return out
+
+
+def _typed_cli_extras(config_cls: type, tokens: list[str]) -> dict[str, Any]:
+    """Type the ``--name value`` tokens with the trl config's own parser (HfArgumentParser)."""
+    if not tokens:
+        return {}
+    from transformers import HfArgumentParser
+
+    names = [t[2:].split("=", 1)[0].replace("-", "_") for t in tokens if t.startswith("--")]
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = [n for n in names if n not in fields]
+    if unknown:
+        raise TrainerInputError(f"Unknown arguments: {', '.join('--' + n for n in unknown)}. They are neither hsa "
+                                f"options (see --help) nor fields of {config_cls.__name__}; remove or rename them.")
+    namespace, rest = HfArgumentParser(config_cls).parse_known_args(tokens)  # typed values, no instance built
+    if rest:
+        raise TrainerInputError(f"could not read the arguments {rest} for {config_cls.__name__}")
+    return {n: getattr(namespace, n) for n in names}
+
+
+def trl_config(config_cls: type, run: RunArguments, stage: dict[str, Any], extras: Extras,
+               default_learning_rate: float):
+    """An instance of ``config_cls`` (a trl config) from the hsa options, the stage options and the extras."""
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(k for k in extras.from_config if k not in fields)
+    if unknown:
+        raise TrainerInputError(f"Unknown arguments from config file {extras.config_file}: {unknown}. They are "
+                                f"neither hsa options (see --help) nor fields of {config_cls.__name__}; remove them "
+                                "or fix their spelling.")
+    if not run.output_dir:
+        raise TrainerInputError("--output_dir is required: the folder where checkpoints and the model are written")
+    accel = has_accelerator()
+    kwargs: dict[str, Any] = {
+        "output_dir": run.output_dir,
+        "max_steps": run.max_steps,
+        "num_train_epochs": run.num_train_epochs,
+        "learning_rate": run.learning_rate if run.learning_rate is not None else default_learning_rate,
+        "per_device_train_batch_size": run.per_device_train_batch_size,
+        "gradient_accumulation_steps": run.gradient_accumulation_steps,
+        "logging_steps": run.logging_steps,
+        "save_strategy": run.save_strategy,
+        "save_steps": run.save_steps,
+        "seed": run.seed,
+        "bf16": _bf16_supported() if run.bf16 is None else run.bf16,
+        "gradient_checkpointing": accel if run.gradient_checkpointing is None else run.gradient_checkpointing,
+        "report_to": run.report_to,
+        "use_cpu": not accel,
+    }
+    kwargs.update({k: v for k, v in stage.items() if k in fields})
+    kwargs.update(extras.from_config)
+    kwargs.update(_typed_cli_extras(config_cls, extras.from_cli))
+    if kwargs.get("bf16") and not accel:
+        raise TrainerInputError("--bf16 true needs a GPU that supports bf16; on a CPU leave it unset or pass "
+                                "--bf16 false")
+    return config_cls(**kwargs)
+
+
+def peft_config(lora: LoraArguments):
+    """A peft ``LoraConfig`` when ``--use_peft`` is set, else ``None``."""
+    if not lora.use_peft:
+        return None
+    try:
+        from peft import LoraConfig
+    except ImportError:  # pragma: no cover - peft is part of the train extra
+        raise ImportError("--use_peft needs peft: pip install 'hsa[train]' (or pip install peft)") from None
+    return LoraConfig(r=lora.lora_r, lora_alpha=lora.lora_alpha, lora_dropout=lora.lora_dropout,
+                      target_modules=lora.lora_target_modules or "all-linear", task_type="CAUSAL_LM")
+
+
+def log(message: str) -> None:
+    """A progress line on stderr (only on the main process under accelerate)."""
+    if os.environ.get("RANK", "0") == "0" and os.environ.get("LOCAL_RANK", "0") == "0":
+        print(f"[hsa] {message}", file=sys.stderr, flush=True)
