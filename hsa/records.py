@@ -403,6 +403,14 @@ def _normalize_tool(raw: Any, i: int, notes: list[str]) -> Tool:
             notes.append(f"tools[{i}] {name!r}: {schema_key} was a JSON string; parsed")
         except ValueError:
             raise RecordError("bad tool", f"tools[{i}] {name!r}: {schema_key} is a string that is not JSON") from None
+    if (isinstance(params, dict) and params and "type" not in params and "properties" not in params
+            and all(isinstance(v, dict) for v in params.values())
+            and not set(params) & {"$ref", "anyOf", "oneOf", "allOf", "$defs", "definitions", "additionalProperties"}):
+        # xLAM / APIGen: {"param": {"type": "str, optional", "default": ...}} -- a bare properties map
+        required = [k for k, v in params.items() if "default" not in v
+                    and "optional" not in str(v.get("type", "")).lower() and v.get("required") is not False]
+        params = {"type": "object", "properties": params, "required": required}
+        notes.append(f"tools[{i}] {name!r}: bare parameter map read as properties (required: {required})")
     params = normalize_schema(params, f"tools[{i}].{name}", notes)
     if isinstance(params, dict) and "type" not in params:
         params = {"type": "object", **params}
@@ -505,6 +513,76 @@ def iter_calls(record: Record):
             yield mi, ci, call
 
 
+# --------------------------------------------------------------------------- other chat formats
+
+_SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
+                   "observation": "tool", "tool": "tool", "function_response": "tool", "function": "tool",
+                   "ipython": "tool"}
+
+
+def _parse_json_field(value: Any, what: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return _json.loads(value)
+        except ValueError:
+            raise RecordError("bad " + what, f"'{what}' is a string that is not JSON") from None
+    return value
+
+
+def _import_other_format(raw: dict) -> dict:
+    """Convert two widespread function-calling layouts to messages, noting it; else explain what is expected.
+
+    - APIGen / xLAM: ``{"query", "tools", "answers"}`` (tools and answers may be JSON strings).
+    - ShareGPT: ``{"conversations": [{"from", "value"}], "tools"?}`` with ``function_call`` turns
+      holding ``{"name", "arguments"}`` JSON and ``observation`` turns holding results.
+    """
+    if "query" in raw and "answers" in raw:
+        answers = _parse_json_field(raw["answers"], "answers")
+        if not isinstance(answers, list):
+            raise RecordError("bad answers", "'answers' must be a list of {name, arguments}")
+        calls = [{"id": f"call_{i}", "type": "function",
+                  "function": {"name": a.get("name") if isinstance(a, dict) else None,
+                               "arguments": a.get("arguments", {}) if isinstance(a, dict) else None}}
+                 for i, a in enumerate(answers, 1)]
+        out = {k: v for k, v in raw.items() if k not in ("query", "answers")}
+        out["messages"] = [{"role": "user", "content": raw["query"]},
+                           {"role": "assistant", "content": "", "tool_calls": calls}]
+        out["tools"] = _parse_json_field(raw.get("tools"), "tools")
+        out.setdefault("notes", []).append("converted from the query/tools/answers (xLAM) layout")
+        return out
+    conv = raw.get("conversations")
+    if isinstance(conv, list) and all(isinstance(t, dict) and "from" in t and "value" in t for t in conv):
+        messages: list[dict] = []
+        n = 0
+        for t in conv:
+            role = _SHAREGPT_ROLES.get(str(t["from"]).lower())
+            if str(t["from"]).lower() == "function_call":
+                call = _parse_json_field(t["value"], "function_call")
+                calls = call if isinstance(call, list) else [call]
+                tcs = []
+                for c in calls:
+                    n += 1
+                    tcs.append({"id": f"call_{n}", "type": "function",
+                                "function": {"name": c.get("name"), "arguments": c.get("arguments", {})}})
+                messages.append({"role": "assistant", "content": "", "tool_calls": tcs})
+                continue
+            if role is None:
+                raise RecordError("unknown role", f"conversations turn with from={t['from']!r}; expected one of "
+                                  f"{sorted(_SHAREGPT_ROLES) + ['function_call']}")
+            msg = {"role": role, "content": t["value"]}
+            if role == "tool" and messages and messages[-1].get("tool_calls"):
+                msg["tool_call_id"] = messages[-1]["tool_calls"][0]["id"]
+            messages.append(msg)
+        out = {k: v for k, v in raw.items() if k != "conversations"}
+        out["messages"] = messages
+        if "tools" in out:
+            out["tools"] = _parse_json_field(out["tools"], "tools")
+        out.setdefault("notes", []).append("converted from the ShareGPT conversations layout")
+        return out
+    raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
+                      "the xLAM (query/tools/answers) and ShareGPT (conversations) layouts are converted too")
+
+
 # --------------------------------------------------------------------------- whole records
 
 
@@ -528,7 +606,7 @@ def normalize(raw: Any, *, default_id: str | None = None) -> Record:
     if not isinstance(raw, dict):
         raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
     if "messages" not in raw:
-        raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format)")
+        raw = _import_other_format(raw)
     fmt: dict[str, Any] = {}
     notes: list[str] = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
     raw = dict(raw)

@@ -149,3 +149,42 @@ def test_fixture_records_round_trip(fixture_records):
     """Every bundled record normalises and is written back unchanged."""
     for raw in fixture_records[:50]:
         assert _json.canonical(denormalize(normalize(raw))) == _json.canonical(raw)
+
+
+def test_xlam_layout_is_converted():
+    """APIGen/xLAM rows (query, tools and answers as JSON strings) become messages with tool calls."""
+    raw = {"id": 7, "query": "Weather in Paris?",
+           "tools": json.dumps([{"name": "get_weather", "description": "d",
+                                 "parameters": {"city": {"type": "str", "description": "c"}}}]),
+           "answers": json.dumps([{"name": "get_weather", "arguments": {"city": "Paris"}}])}
+    rec = normalize(raw)
+    assert rec["messages"][0] == {"role": "user", "content": "Weather in Paris?"}
+    assert rec["messages"][1]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+    assert any("xLAM" in n for n in rec["notes"])
+
+
+def test_sharegpt_layout_is_converted():
+    """ShareGPT conversations with function_call/observation turns become messages."""
+    raw = {"conversations": [{"from": "human", "value": "hi"},
+                             {"from": "function_call", "value": '{"name": "f", "arguments": {"x": 1}}'},
+                             {"from": "observation", "value": "ok"},
+                             {"from": "gpt", "value": "done"}],
+           "tools": '[{"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}]'}
+    rec = normalize(raw)
+    roles = [m["role"] for m in rec["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    assert rec["messages"][2]["tool_call_id"] == rec["messages"][1]["tool_calls"][0]["id"]
+    from hsa.verify import check_record
+
+    assert check_record(rec) == []
+
+
+def test_bare_parameter_maps_become_properties():
+    """xLAM-style parameters (a bare map of name -> {type, default}) become an object schema."""
+    raw = _rec([{"name": "get_weather", "parameters": {
+        "city": {"type": "str", "description": "c"}, "days": {"type": "int, optional", "default": 1}}}])
+    rec = normalize(raw)
+    params = rec["tools"][0]["parameters"]
+    assert params["properties"]["city"] == {"type": "string", "description": "c"}
+    assert params["properties"]["days"]["type"] == "integer"
+    assert params["required"] == ["city"]
