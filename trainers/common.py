@@ -491,10 +491,13 @@ def trl_config(config_cls: type, run: RunArguments, stage: dict[str, Any], extra
         "save_steps": run.save_steps,
         "seed": run.seed,
         "bf16": _bf16_supported() if run.bf16 is None else run.bf16,
-        "gradient_checkpointing": accel if run.gradient_checkpointing is None else run.gradient_checkpointing,
         "report_to": run.report_to,
         "use_cpu": not accel,
     }
+    checkpointing = accel if run.gradient_checkpointing is None else run.gradient_checkpointing
+    # transformers >= 5.2x renames gradient_checkpointing to activation_checkpointing (the old name warns)
+    kwargs["activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"] = \
+        checkpointing
     kwargs.update({k: v for k, v in stage.items() if k in fields})
     kwargs.update(extras.from_config)
     kwargs.update(_typed_cli_extras(config_cls, extras.from_cli))

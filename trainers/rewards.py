@@ -18,10 +18,11 @@ may be a JSON string or the decoded object:
 ``hooks`` / ``hook_context``
     the variant's hooks, and ``{"loaded_skills": [...]}`` before the turn.
 
-A call is *valid* under the variant when it names a tool of the variant and maps back
-and forth unchanged (``to_variant(to_canonical(call)) == call``): a completion that
-uses the canonical name of a renamed tool or parameter is wrong under the variant,
-even though mapping it back would leave it looking right.
+A call counts only where it is right *under the variant*: its tool must be one of the
+variant's and map back and forth unchanged, and an argument that does not survive
+``to_variant(to_canonical(call))`` counts as wrong. So a completion that uses the
+canonical name of a renamed tool or parameter is wrong under the variant, even though
+mapping it back would leave it looking right.
 
 Completions are text in the model's tool-call format (Hermes / Qwen2.5:
 ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``; pass another ``parser``
@@ -190,15 +191,34 @@ def _schemas(tools: Any) -> dict[str, dict]:
     return out
 
 
-def _canonical(call: dict, mapping, names: set[str] | None) -> tuple[dict, bool]:
-    """The call carried back to the source harness, and whether it is valid under the variant."""
+_INVALID = "\x00invalid under the variant"
+
+
+def _canonical(call: dict, mapping, names: set[str] | None) -> dict | None:
+    """The call carried back to the source harness; ``None`` when its tool is unknown under the variant.
+
+    Argument leaves that do not survive the round trip ``to_variant(to_canonical(.))``
+    (a name of the source harness that the variant renamed) are replaced by a value that
+    matches nothing, so they cost like wrong values instead of passing as canonical.
+    """
     from hsa import _json
 
-    canon = mapping.to_canonical(call)
-    valid = _json.strict_equal(mapping.to_variant(canon), {"name": call["name"], "arguments": call["arguments"]})
-    if names is not None and call["name"] not in names:
-        valid = False
-    return canon, valid
+    name = call["name"]
+    if (names is not None and name not in names) or mapping.tool_to_variant(mapping.tool_to_canonical(name)) != name:
+        return None
+    back = _leaves(mapping.to_variant(mapping.to_canonical(call))["arguments"])
+    args = _json.copy(call["arguments"])
+    for path, value in _leaves(call["arguments"]).items():
+        if path not in back or not _json.strict_equal(back[path], value):
+            _set(args, path, _INVALID)
+    return mapping.to_canonical({"name": name, "arguments": args})
+
+
+def _set(value: Any, path: tuple, new: Any) -> None:
+    for _, key in path[:-1]:
+        value = value[key]
+    if path:
+        value[path[-1][1]] = new
 
 
 def _leaves(value: Any, prefix: tuple = (), out: dict | None = None) -> dict:
@@ -286,8 +306,8 @@ def tool_call_reward(completions: Sequence[Any], *, partial_credit: bool = True,
         scores = []
         for e in expected:
             row = []
-            for canon, valid in predicted:
-                if not valid or canon["name"] != e["name"]:
+            for canon in predicted:
+                if canon is None or canon["name"] != e["name"]:
                     row.append(0.0)
                 elif partial_credit:
                     row.append(name_weight + (1.0 - name_weight) * _argument_score(e["arguments"],
@@ -339,8 +359,8 @@ def skill_reward(completions: Sequence[Any], *, parser: Callable[[str], Parsed] 
         names = _tool_names(tools[i])
         loaded = set()
         for call in parsed.calls:
-            canon, valid = _canonical(call, mapping, names)
-            if valid and canon["name"] == tool:
+            canon = _canonical(call, mapping, names)
+            if canon is not None and canon["name"] == tool:
                 loaded.add(json.dumps(canon["arguments"].get(arg)))
         want = {json.dumps(s) for s in expected}
         out.append(len(want & loaded) / len(want | loaded))
