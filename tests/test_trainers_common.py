@@ -31,8 +31,8 @@ def _parse(argv):
 def test_help_is_instant_and_imports_no_torch():
     """--help of every stage prints the options without importing torch, transformers or trl."""
     code = ("import sys, contextlib, io\n"
-            "import trainers.sft, trainers.rl, trainers.distill\n"
-            "for m in (trainers.sft, trainers.rl, trainers.distill):\n"
+            "import trainers.sft, trainers.rl, trainers.distill, trainers.eval\n"
+            "for m in (trainers.sft, trainers.rl, trainers.distill, trainers.eval):\n"
             "    buf = io.StringIO()\n"
             "    with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):\n"
             "        m._parse(['--help'])\n"

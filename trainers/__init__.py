@@ -6,10 +6,11 @@
   ``DistillationTrainer``, reverse KL) towards the pre-SFT base model.
 - ``python -m trainers.rl``: HSA-RL (trl ``GRPOTrainer``) with rewards that map the
   completion's calls back through each row's mapping (:mod:`trainers.rewards`).
+- ``python -m trainers.eval``: rewards under original and varied harnesses, instruction accuracy.
 - ``python -m trainers.tiny --out DIR``: a tiny local model and tokenizer to try it all.
 
 Nothing heavy is imported here: ``--help`` of every entry point is instant, and
 ``hsa augment`` works without torch. See docs/training.md.
 """
 
-__all__ = ["common", "sft", "distill", "rl", "rewards", "ifcheck", "hookrun", "tiny"]
+__all__ = ["common", "sft", "distill", "rl", "eval", "rewards", "ifcheck", "hookrun", "tiny"]

@@ -117,6 +117,7 @@ def build_prompts(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_pr
             out.append({
                 "prompt": text,
                 "id": f"{record['id']}#{i}",
+                "variant": int(row.get("variant") or 0) if isinstance(row, dict) else 0,
                 "reference": json.dumps({"content": target.get("content") or "", "tool_calls": calls},
                                         ensure_ascii=False),
                 "mapping": json.dumps(mapping.to_dict(), ensure_ascii=False),
