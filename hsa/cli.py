@@ -35,7 +35,8 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            keep_original=args.keep_original, workers=args.workers, shard_size=args.shard_size,
                            batch_size=args.batch_size, strict=args.strict, overwrite=args.overwrite,
                            resume=args.resume, rank=args.rank, world_size=args.world_size,
-                           progress=False if args.quiet else None, hold_out=args.hold_out, command=command)
+                           progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
+                           exec_hooks=not args.no_exec_hooks)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -186,6 +187,31 @@ def cmd_recipes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rewrite_hook(args: argparse.Namespace) -> int:
+    from hsa.codemods import rewrite_module
+
+    path = Path(args.path)
+    if not path.is_file():
+        return _die(f"{path} is not a file; give a Python source file")
+    source = path.read_text(encoding="utf-8")
+    try:
+        out, stats = rewrite_module(source, seed=args.seed)
+    except Exception as exc:  # noqa: BLE001 - LibCST parse errors and the like
+        return _die(f"{path}: cannot rewrite: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+    sys.stdout.write(out)
+    if args.stats:
+        applied = {k: v for k, v in stats.items() if not k.startswith("refused.")}
+        refused = {k[len("refused."):]: v for k, v in stats.items() if k.startswith("refused.")}
+        print(f"{path}: {sum(applied.values())} rewrites", file=sys.stderr)
+        for k, v in applied.items():
+            print(f"  {v:6d}  {k}", file=sys.stderr)
+        if refused:
+            print("left alone (not provably safe):", file=sys.stderr)
+            for k, v in refused.items():
+                print(f"  {v:6d}  {k}", file=sys.stderr)
+    return 0
+
+
 def cmd_transforms(args: argparse.Namespace) -> int:
     from hsa.transform import registry
 
@@ -228,6 +254,8 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--world-size", type=int, default=1,
                    help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
     a.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    a.add_argument("--no-exec-hooks", action="store_true",
+                   help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
     a.set_defaults(func=cmd_augment)
 
     mg = sub.add_parser("merge", help="join the outputs of --rank/--world-size runs into one dataset")
@@ -267,6 +295,14 @@ def make_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
     r.add_argument("name", nargs="?")
     r.set_defaults(func=cmd_recipes)
+
+    rh = sub.add_parser("rewrite-hook", help="print a Python file with every behaviour-preserving hook rewrite applied",
+                        description="Rename locals (scope-aware, capture-free) and apply provably equivalent "
+                                    "restyles; module-level names, parameters and attributes are kept.")
+    rh.add_argument("path", help="a Python source file (a hook or any module)")
+    rh.add_argument("--seed", type=int, default=0, help="seed for the new names (default 0)")
+    rh.add_argument("--stats", action="store_true", help="print counts of each rewrite (and refusal) to stderr")
+    rh.set_defaults(func=cmd_rewrite_hook)
 
     t = sub.add_parser("transforms", help="list registered transforms")
     t.set_defaults(func=cmd_transforms)

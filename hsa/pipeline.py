@@ -120,8 +120,11 @@ def _reject(item: InputLine, reason: str, detail: str, record_id: str | None = N
 
 
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
-                   keep_original: bool) -> Result:
-    """Everything that happens to one input line; pure, so any worker may run it."""
+                   keep_original: bool, exec_hooks: bool = True) -> Result:
+    """Everything that happens to one input line; pure, so any worker may run it.
+
+    ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
+    """
     stats = Stats(input_records=1)
     try:
         raw = parse_line(item)
@@ -153,6 +156,10 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         for name, why in skipped:
             stats.skipped[(name, why)] += 1
         problems = check_variant(source, variant, closure=False)  # 3 holds by construction; tested
+        if not problems and exec_hooks and source.get("hooks"):
+            from hsa.sandbox import check_hooks
+
+            problems = check_hooks(source, variant)
         if problems:
             stats.variants_failed += 1
             key = f"{problems[0].invariant}: {problems[0].reason}"
@@ -191,6 +198,10 @@ def _init_worker(recipe_config: dict, options: dict) -> None:
 
     _WORKER["recipe"] = recipe_from_dict(recipe_config)
     _WORKER["options"] = options
+    if "exec_hooks" in options:
+        from hsa.sandbox import set_execution
+
+        set_execution(options["exec_hooks"])
 
 
 def _work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
@@ -343,7 +354,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             keep_original: bool = False, workers: int = 1, shard_size: int = 1000, batch_size: int = 16,
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
-            command: str | None = None) -> dict:
+            command: str | None = None, exec_hooks: bool = True) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
@@ -369,7 +380,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     if progress is None:
         progress = sys.stderr.isatty()
 
-    options = {"seed": seed, "variants": variants, "keep_original": keep_original}
+    options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks}
     recipe_config = recipe_to_dict(recipe)
     config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
                          {"world_size": world_size})

@@ -296,7 +296,21 @@ def sync_hook_source(source: str, renames: dict[str, str]) -> tuple[str, tuple[s
     return _sync_hook_source_cached(source, tuple(sorted(renames.items())))
 
 
-def _sync_hooks(record: Record, renames: dict[str, str]) -> None:
+def _hook_harness(record: Record):
+    """What a hook sync needs to know of the harness, taken before a step changes it (None without hooks)."""
+    if not record.get("hooks"):
+        return None
+    from hsa.codemods.sync import harness_of
+
+    return harness_of(record)
+
+
+def _sync_hooks(record: Record, renames: dict[str, str], step: dict | None = None, before=None) -> None:
+    if step is not None and before is not None:  # role-aware sync; refusals become notes (hsa.codemods.sync)
+        from hsa.codemods.sync import sync_record_hooks
+
+        sync_record_hooks(record, step, before, payloads=False)
+        return
     for h in record.get("hooks") or ():
         new, problems = sync_hook_source(h["source"], renames)
         h["source"] = new
@@ -305,21 +319,12 @@ def _sync_hooks(record: Record, renames: dict[str, str]) -> None:
 
 
 def _map_hook_payloads(record: Record, step: dict) -> None:
-    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names)."""
+    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names, names in text)."""
+    from hsa.hooks_model import map_payload
+
     for ev in record.get("hook_events") or ():
-        payload = ev.get("payload")
-        if not isinstance(payload, dict):
-            continue
-        if isinstance(payload.get("tool_name"), str) and isinstance(payload.get("tool_input"), dict):
-            call = _step_apply(step, {"name": payload["tool_name"], "arguments": payload["tool_input"]}, True)
-            payload["tool_name"], payload["tool_input"] = call["name"], call["arguments"]
-        if step["op"] == "skills":
-            table = step["map"]
-            for key, value in list(payload.items()):
-                if isinstance(value, str) and value in table:
-                    payload[key] = table[value]
-                elif isinstance(value, list):
-                    payload[key] = [table.get(v, v) if isinstance(v, str) else v for v in value]
+        if isinstance(ev.get("payload"), dict):
+            ev["payload"] = map_payload(ev["payload"], step)
 
 
 # --------------------------------------------------------------------------- renames
@@ -349,7 +354,7 @@ def rename_tools(record: Record, renames: dict[str, str]) -> Record:
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
     map_texts(out, lambda s: replace_tokens(s, renames))
-    _sync_hooks(out, renames)
+    _sync_hooks(out, renames, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -367,6 +372,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     renames = {tuple(p): n for p, n in renames.items() if p[-1] != n}
     if not renames:
         return out
+    hooks_before = _hook_harness(out)
     idx = next(i for i, t in enumerate(out["tools"]) if t["name"] == tool)
     schema = out["tools"][idx]["parameters"]
     declared_leaves = [p[-1] for p in param_paths(schema)]
@@ -393,7 +399,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
         if arg in renames:
             out["skill_tool"]["argument"] = renames[arg]
     hook_renames = {p[-1]: n for p, n in renames.items() if len(p) == 1}
-    _sync_hooks(out, hook_renames)
+    _sync_hooks(out, hook_renames, step, hooks_before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -411,7 +417,7 @@ def rename_skills(record: Record, renames: dict[str, str]) -> Record:
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     map_texts(out, lambda s: replace_tokens(s, renames))
-    _sync_hooks(out, renames)
+    _sync_hooks(out, renames, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out

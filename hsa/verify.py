@@ -106,7 +106,7 @@ def check_record(record: Record, *, check_names: bool = False) -> list[Violation
 
 def check_variant(source: Record, variant: Record, *, closure: bool = True) -> list[Violation]:
     """Invariants 1, 2, 6 and (``closure=True``) 3 for ``variant`` produced from ``source``."""
-    out = check_record(variant)
+    out = _hook_refusals(source, variant) + check_record(variant)
     source_names = {t["name"] for t in source["tools"]}
     for t in variant["tools"]:
         if t["name"] not in source_names and not is_legal(t["name"], t["dialect"]):
@@ -131,6 +131,19 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True) -> l
             normalize(_json.loads(_json.dumps(denormalize(variant))))
         except RecordError as exc:
             out.append(Violation("closure", exc.reason, exc.detail))
+    return out
+
+
+_HOOK_REFUSAL = "hook sync refused: "  # hsa.codemods.sync.REFUSAL_PREFIX (not imported: keeps libcst off this path)
+
+
+def _hook_refusals(source: Record, variant: Record) -> list[Violation]:
+    """Invariant 7, static part: a hook that a rename could not provably carry (noted by hsa.codemods.sync)."""
+    out = []
+    for note in variant["notes"][len(source["notes"]):]:
+        if note.startswith(_HOOK_REFUSAL):
+            reason, _, detail = note[len(_HOOK_REFUSAL):].partition(" | ")
+            out.append(Violation("hooks", f"sync refused: {reason}", detail))
     return out
 
 

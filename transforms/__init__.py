@@ -1,5 +1,6 @@
 """The transform library: one module per family. Importing this package registers them all."""
 
 from transforms import tool  # noqa: F401
+from transforms import hook  # noqa: F401
 
-__all__ = ["tool"]
+__all__ = ["tool", "hook"]

@@ -1,0 +1,560 @@
+"""hook.sync: carry hook source through one mapping step, or refuse with a reason.
+
+Given the roles that :mod:`hsa.codemods.analysis` found, each mapping step decides
+the new value of every literal:
+
+- a literal compared with a tool (skill) name follows a tool (skill) rename;
+- a key of the tool input follows a parameter rename of a tool that can reach it,
+  and only when every other tool that can reach it agrees (else: refused);
+- a value compared with the tool input follows an enum-value rename;
+- predicates over names (``startswith``, regular expressions, substrings) are
+  re-evaluated over every name of the harness before and after; matcher strings
+  such as ``"Edit|Write"`` are rewritten part by part;
+- every other literal (messages, docstrings) and every comment follows the text
+  renames of the step (:func:`hsa.hooks_model.text_map`), so the hook's messages
+  name things as the variant does;
+- payload keys, dict keys and data comparisons never change.
+
+A literal that equals a renamed name but whose use cannot be resolved, and any
+problem of the analysis that endangers the renamed kind, refuse the step for that
+hook. Edits are spliced at the byte spans LibCST reports, so formatting, comments
+and every other byte stay as they were. Results are cached per (source, entry, step,
+harness).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from functools import lru_cache
+from typing import Any
+
+from hsa import _json
+from hsa.codemods import Refusal
+from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, Analysis, LiteralSite, analyze, transport
+from hsa.hooks_model import entry_of, map_output, map_payload, map_text, text_map
+from hsa.names import replace_tokens
+
+__all__ = ["Harness", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
+           "refusal_note", "parse_refusal_note", "cache_info"]
+
+#: Notes that record a refused hook sync start with this; :func:`hsa.verify.check_variant` turns them into violations.
+REFUSAL_PREFIX = "hook sync refused: "
+
+
+@dataclasses.dataclass(frozen=True)
+class Harness:
+    """What a sync step needs to know of the harness before the step (hashable, for the cache)."""
+
+    tools: tuple[str, ...]
+    skills: tuple[str, ...]
+    skill_tool: tuple[str, str]
+    kinds: tuple[tuple[str, tuple[tuple[tuple, str], ...]], ...] = ()  # per tool: (path, node type)
+
+    def kind_map(self, tool: str) -> dict[tuple, str] | None:
+        for name, table in self.kinds:
+            if name == tool:
+                return dict(table)
+        return None
+
+
+def _node_type(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "null")
+    if t is None:
+        if "properties" in schema:
+            return "object"
+        if "items" in schema:
+            return "array"
+        return "any"
+    return t
+
+
+@lru_cache(maxsize=8192)
+def _kinds_of(schema_json: str) -> tuple[tuple[tuple, str], ...]:
+    schema = _json.loads(schema_json)
+    out = [((), _node_type(schema))]
+
+    def walk(s: Any, prefix: tuple) -> None:
+        if not isinstance(s, dict):
+            return
+        for k, sub in (s.get("properties") or {}).items():
+            out.append((prefix + (k,), _node_type(sub)))
+            walk(sub, prefix + (k,))
+        if isinstance(s.get("items"), dict):
+            out.append((prefix + ("[]",), _node_type(s["items"])))
+            walk(s["items"], prefix + ("[]",))
+
+    walk(schema, ())
+    return tuple(out)
+
+
+def harness_of(record: dict, *, with_schemas: bool = True) -> Harness:
+    """The :class:`Harness` of a record (internal form)."""
+    st = record.get("skill_tool") or {"name": "load_skill", "argument": "skill"}
+    kinds: tuple = ()
+    if with_schemas:
+        kinds = tuple((t["name"], _kinds_of(_json.dumps(t["parameters"]))) for t in record["tools"])
+    return Harness(tuple(t["name"] for t in record["tools"]), tuple(s["name"] for s in record.get("skills") or ()),
+                   (st["name"], st["argument"]), kinds)
+
+
+# ---------------------------------------------------------------------------- planning
+
+
+class _Refuse(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(reason)
+        self.refusal = Refusal(reason, detail)
+
+
+def _map_path(pairs: list, path: tuple) -> tuple:
+    for src, dst in sorted(pairs, key=lambda p: -len(p[0])):
+        src, dst = tuple(src), tuple(dst)
+        if path[:len(src)] == src:
+            return dst + path[len(src):]
+    return path
+
+
+def _candidates(tools: frozenset | None, h: Harness) -> set[str]:
+    return set(h.tools) if tools is None else set(tools) & set(h.tools)
+
+
+def _param_key(site: LiteralSite, tools, path: tuple, step: dict, h: Harness) -> str:
+    """The key the rewritten hook must read at ``path`` (ending with the literal) under a params step."""
+    value = path[-1]
+    T = step["tool"]
+    cands = _candidates(tools, h)
+    if T not in cands:
+        return value
+    if "*" in path:
+        raise _Refuse("dynamic key", f"line {site.line}: {value!r} is read below a key that is not known statically")
+    kinds_T = h.kind_map(T) or {}
+    prefix = path[:-1]
+    for i, k in enumerate(prefix):
+        if k == "[]" and kinds_T.get(prefix[:i]) not in ("array", "any", None):
+            raise _Refuse("iterates over object keys", f"line {site.line}: {value!r} is reached by iterating "
+                                                       f"over the keys of {T!r} input at {list(prefix[:i])}")
+    pairs = step["paths"]
+    declared = path in kinds_T
+    post = {_map_path(pairs, p) for p in kinds_T}
+    if not declared:
+        if _map_path(pairs, prefix) + (value,) in post:
+            raise _Refuse("key collision", f"line {site.line}: {value!r} is not a parameter of {T!r} at "
+                                           f"{list(prefix)}, but the rename makes it one")
+        return value
+    new_key = _map_path(pairs, path)[-1]
+    if new_key == value:
+        return value
+    for c in sorted(cands - {T}):
+        kinds_c = h.kind_map(c) or {}
+        if path in kinds_c:
+            raise _Refuse("shared parameter key", f"line {site.line}: key {value!r} at {list(prefix)} is read for "
+                                                  f"tools {T!r} and {c!r}, but renamed only in {T!r}")
+        if prefix + (new_key,) in kinds_c:
+            raise _Refuse("key collision", f"line {site.line}: new key {new_key!r} is already a parameter of {c!r}, "
+                                           "which also reaches this read")
+    return new_key
+
+
+def _resolve_member(site, tools, path: tuple, value: str, step: dict, h: Harness, op: str) -> tuple[str, tuple]:
+    """``value in <input at path>``: a key test on an object, an item test on an array, a substring test on text."""
+    T = step.get("tool")
+    kinds_T = (h.kind_map(T) or {}) if T else {}
+    kind = kinds_T.get(path)
+    if kind == "array":
+        return "value", path + ("[]",)
+    if kind in ("string", "number", "integer", "boolean"):
+        return "none", path
+    return "param", path + (value,)
+
+
+def _values_key(site, tools, path: tuple, value: str, step: dict, h: Harness) -> str:
+    T = step["tool"]
+    cands = _candidates(tools, h)
+    if T not in cands or tuple(step["path"]) != path:
+        return value
+    table = {old: new for old, new in step["map"] if isinstance(old, str)}
+    if value not in table:
+        return value
+    new = table[value]
+    if not isinstance(new, str):
+        raise _Refuse("value renamed to a non-string", f"line {site.line}: {value!r} becomes {new!r}")
+    for c in sorted(cands - {T}):
+        if path in (h.kind_map(c) or {}):
+            raise _Refuse("shared enum value", f"line {site.line}: {value!r} at {list(path)} is compared for tools "
+                                               f"{T!r} and {c!r}, but renamed only in {T!r}")
+    return new
+
+
+_ALTERNATION = re.compile(r"^(\^?\(?)((?:[A-Za-z0-9_\-]|\\\.)+(?:\|(?:[A-Za-z0-9_\-]|\\\.)+)*)(\)?\$?)$")
+
+
+def _regex_rewrite(pattern: str, table: dict[str, str]) -> str:
+    """Rename the parts of a matcher that is a plain alternation of names (``"Edit|Write"``, ``"^(a|b)$"``)."""
+    m = _ALTERNATION.match(pattern)
+    if not m:
+        return pattern
+    head, body, tail = m.groups()
+    if head.endswith("(") != tail.startswith(")"):
+        return pattern
+    out = []
+    for part in body.split("|"):
+        name = part.replace("\\.", ".")
+        out.append(table[name].replace(".", "\\.") if name in table else part)
+    return head + "|".join(out) + tail
+
+
+def _predicate(kind: str, literal: str, name: str) -> Any:
+    if kind == "startswith":
+        return name.startswith(literal)
+    if kind == "endswith":
+        return name.endswith(literal)
+    if kind == "in":
+        return literal in name
+    raise ValueError(kind)
+
+
+def _regex_check(fn: str, old: str, new: str, names: tuple, table: dict, site) -> None:
+    if fn not in ("match", "fullmatch", "search"):
+        raise _Refuse("regular expression over names", f"line {site.line}: re.{fn} over a renamed name")
+    try:
+        ro, rn = re.compile(old), re.compile(new)
+    except re.error as exc:
+        raise _Refuse("regular expression over names", f"line {site.line}: {exc}") from None
+    for t in names:
+        a = bool(getattr(ro, fn)(t))
+        b = bool(getattr(rn, fn)(table.get(t, t)))
+        if a != b:
+            raise _Refuse("regular expression over names", f"line {site.line}: re.{fn}({old!r}) on {t!r} is {a}, "
+                                                            f"but on the renamed {table.get(t, t)!r} with {new!r} "
+                                                            f"it is {b}")
+
+
+def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
+    """The value a literal must have after the step, as demanded by one name role."""
+    op = step["op"]
+    v = site.value
+    kind = role[0]
+    if op in ("tools", "skills"):
+        which = "tool" if op == "tools" else "skill"
+        table = {k: n for k, n in step["map"].items() if k != n}
+        names = h.tools if op == "tools" else h.skills
+        if kind == which:
+            return table.get(v, v)
+        if kind == "split" and role[1] == which:
+            sep = role[2]
+            parts = v.split(sep)
+            if sep is None and " ".join(parts) != v:
+                if any(p in table for p in parts):
+                    raise _Refuse("matcher string", f"line {site.line}: {v!r} is split on whitespace of odd shape")
+                return v
+            return (sep if sep is not None else " ").join(table.get(p, p) for p in parts)
+        if (kind == "tool_re" and which == "tool") or (kind == "skill_pred" and which == "skill"
+                                                         and role[1] in ("match", "fullmatch", "search")):
+            new = _regex_rewrite(v, table)
+            _regex_check(role[1], v, new, names, table, site)
+            return new
+        if (kind == "tool_pred" and which == "tool") or (kind == "skill_pred" and which == "skill"):
+            for t in names:
+                if _predicate(role[1], v, t) != _predicate(role[1], v, table.get(t, t)):
+                    raise _Refuse("predicate over names", f"line {site.line}: {role[1]} {v!r} is "
+                                                          f"{_predicate(role[1], v, t)} for {t!r} but not for "
+                                                          f"{table.get(t, t)!r}")
+            return v
+        if kind == "in_text" and role[1] == which:
+            new = replace_tokens(v, table)
+            for t in names:
+                if (t in v) != (table.get(t, t) in new):
+                    raise _Refuse("substring test on names", f"line {site.line}: {t!r} in {v!r} changes under "
+                                                             "the rename")
+            return new
+        if op == "skills" and kind in ("value", "member"):
+            tool, arg = step["tool"], step["argument"]
+            path = role[2]
+            if kind == "member":
+                return v
+            cands = _candidates(role[1], h)
+            if path == (arg,) and tool in cands:
+                if v in table and len([c for c in cands if (arg,) in (h.kind_map(c) or {})]) > 1:
+                    raise _Refuse("shared parameter value", f"line {site.line}: {v!r} compared with "
+                                                            f"{arg!r} of several tools, a skill only for {tool!r}")
+                return table.get(v, v)
+        return v
+    if op == "params":
+        if kind == "param":
+            return _param_key(site, role[1], role[2], step, h)
+        if kind == "member":
+            how, path = _resolve_member(site, role[1], role[2], v, step, h, op)
+            return _param_key(site, role[1], path, step, h) if how == "param" else v
+        if kind == "value":
+            path = role[2]
+            T = step["tool"]
+            if path and path[-1] == "[]" and (h.kind_map(T) or {}).get(path[:-1]) == "object" \
+                    and T in _candidates(role[1], h):
+                return _param_key(site, role[1], path[:-1] + (v,), step, h)
+        return v
+    if op == "values":
+        if kind == "value":
+            return _values_key(site, role[1], role[2], v, step, h)
+        if kind == "member":
+            how, path = _resolve_member(site, role[1], role[2], v, step, h, op)
+            if how == "value":
+                return _values_key(site, role[1], path, v, step, h)
+        return v
+    return v
+
+
+def _renamed(step: dict) -> set[str]:
+    op = step["op"]
+    if op in ("tools", "skills"):
+        return {k for k, n in step["map"].items() if k != n}
+    if op == "params":
+        return {src[-1] for src, dst in step["paths"] if src[-1] != dst[-1]}
+    if op == "values":
+        return {old for old, new in step["map"] if isinstance(old, str) and old != new}
+    return set()
+
+
+_STEP_KIND = {"tools": "tool", "skills": "skill", "params": "param", "values": "value"}
+
+
+def plan(an: Analysis, step: dict, h: Harness) -> dict[int, str] | Refusal:
+    """New values by site index for ``step``, or the reason the step cannot be carried through the hook."""
+    op = step.get("op")
+    kind = _STEP_KIND.get(op)
+    renamed = _renamed(step)
+    if kind is None or not renamed:
+        return {}
+    for p in an.problems:
+        if kind in p.kinds and (op in ("tools", "skills") or p.tools is None or step["tool"] in p.tools):
+            return Refusal(p.reason, f"line {p.line}: {p.detail}")
+    table = text_map(step)
+    concat_parts = {i for s in an.sites if s.kind == "concat" for i in s.parts}
+    out: dict[int, str] = {}
+    try:
+        for site in an.sites:
+            if site.index in concat_parts:
+                continue
+            names = site.role_names()
+            name_roles = [r for r in site.roles if r[0] in NAME_ROLES]
+            if name_roles:
+                wanted = {_name_value(site, r, step, h) for r in name_roles}
+                if len(wanted) > 1:
+                    raise _Refuse("literal plays conflicting roles", f"line {site.line}: {site.value!r} would have "
+                                                                     f"to become {sorted(wanted)}")
+                new = wanted.pop()
+                if new != site.value and names & HARD_ROLES:
+                    raise _Refuse("literal plays conflicting roles",
+                                  f"line {site.line}: {site.value!r} names a renamed {kind} and is also used as "
+                                  f"{' and '.join(sorted(names & HARD_ROLES))}")
+            elif "unknown" in names:
+                if site.value in renamed:
+                    raise _Refuse("unresolved reference", f"line {site.line}: {site.value!r} equals a renamed {kind} "
+                                                          "but is compared with a value that cannot be resolved")
+                new = site.value
+            elif names & (HARD_ROLES | SOFT_ROLES):
+                new = site.value
+            else:
+                new = replace_tokens(site.value, table) if table else site.value
+            if new != site.value:
+                out[site.index] = new
+    except _Refuse as exc:
+        return exc.refusal
+    return out
+
+
+# ---------------------------------------------------------------------------- rendering and splicing
+
+
+def _escape(value: str, quote: str) -> str:
+    out = []
+    for ch in value:
+        if ch == "\\":
+            out.append("\\\\")
+        elif quote and ch == quote[0]:
+            out.append("\\" + ch)
+        elif ch == "\n" and len(quote) != 3:
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t" and len(quote) != 3:
+            out.append("\\t")
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def render_literal(site: LiteralSite, old_text: str, new_value: str, table: dict[str, str] | None) -> str:
+    """Source text of ``site`` with value ``new_value``, keeping its prefix and quotes where possible."""
+    if site.kind == "comment":
+        return new_value
+    if site.kind == "ftext":  # the value of an f-string part is its source text ("{{" for a brace)
+        if "\\" in old_text or "\\" in new_value:
+            raise _Refuse("escaped f-string text", f"line {site.line}: cannot rewrite {old_text!r} with escapes")
+        return new_value
+    prefix, quote = site.prefix, site.quote
+    body = old_text[len(prefix) + len(quote):len(old_text) - len(quote)]
+    if table is not None and "\\" not in body:
+        candidate = replace_tokens(body, table)
+        if candidate == new_value:
+            return prefix + quote + candidate + quote
+    if "\\" not in body and "\\" not in new_value and (not quote or quote[0] not in new_value) \
+            and (len(quote) == 3 or "\n" not in new_value):
+        return prefix + quote + new_value + quote
+    prefix = prefix.replace("r", "").replace("R", "")
+    return prefix + quote + _escape(new_value, quote) + quote
+
+
+def _apply_edits(an: Analysis, edits: dict[int, str], table: dict[str, str]
+                 ) -> tuple[str, dict[int, str], list[tuple[int, int, int]]]:
+    """Splice the edits into the source: the new source, the new value of every changed site, the spans replaced."""
+    data = an.source.encode("utf-8")
+    by_index = {s.index: s for s in an.sites}
+    leaf: dict[int, tuple[LiteralSite, str]] = {}  # site index -> (site, new text)
+    values = dict(edits)
+    for index, new_value in edits.items():
+        site = by_index[index]
+        if site.kind == "concat":
+            parts = [by_index[i] for i in site.parts]
+            if site.role_names() & NAME_ROLES or not table:
+                raise _Refuse("name split across implicitly concatenated strings",
+                              f"line {site.line}: {site.value!r} would become {new_value!r}")
+            new_parts = [replace_tokens(p.value, table) for p in parts]
+            if "".join(new_parts) != new_value:
+                raise _Refuse("name split across implicitly concatenated strings",
+                              f"line {site.line}: {site.value!r} holds a renamed name across its parts")
+            for p, nv in zip(parts, new_parts):
+                if nv != p.value:
+                    leaf[p.index] = (p, render_literal(p, data[p.start:p.end].decode("utf-8"), nv, table))
+                    values[p.index] = nv
+        else:
+            text_role = not (site.role_names() & NAME_ROLES)
+            leaf[index] = (site, render_literal(site, data[site.start:site.end].decode("utf-8"), new_value,
+                                                table if text_role else None))
+    pieces: list[bytes] = []
+    replaced: list[tuple[int, int, int]] = []
+    pos = 0
+    for site, text in sorted(leaf.values(), key=lambda x: x[0].start):
+        encoded = text.encode("utf-8")
+        pieces.append(data[pos:site.start])
+        pieces.append(encoded)
+        replaced.append((site.start, site.end, len(encoded)))
+        pos = site.end
+    pieces.append(data[pos:])
+    return b"".join(pieces).decode("utf-8"), values, replaced
+
+
+# ---------------------------------------------------------------------------- public API
+
+
+@lru_cache(maxsize=16384)
+def _sync_cached(source: str, entry: str | None, step_json: str, h: Harness) -> tuple[str, Refusal | None, int]:
+    step = _json.loads(step_json)
+    renamed = _renamed(step)
+    if not renamed:
+        return source, None, 0
+    an = analyze(source, entry)
+    if not an.ok:
+        hits = [n for n in renamed if n in source]
+        if hits:
+            return source, Refusal("hook cannot be analysed", f"{an.error}; it mentions {sorted(hits)[:3]}"), 0
+        return source, None, 0
+    edits = plan(an, step, h)
+    if isinstance(edits, Refusal):
+        return source, edits, 0
+    if not edits:
+        return source, None, 0
+    try:
+        new, values, replaced = _apply_edits(an, edits, text_map(step))
+    except _Refuse as exc:
+        return source, exc.refusal, 0
+    transport(an, new, values, step, replaced)
+    return new, None, len(edits)
+
+
+def sync_source(source: str, entry: str | None, step: dict, harness: Harness) -> tuple[str, Refusal | None]:
+    """Hook ``source`` carried through mapping ``step`` over ``harness`` (the harness before the step).
+
+    Returns the new source and ``None``, or the unchanged source and the :class:`Refusal`.
+    """
+    new, refusal, _ = _sync_cached(source, entry, _json.canonical(step), _harness_for(step, harness))
+    return new, refusal
+
+
+def _harness_for(step: dict, h: Harness) -> Harness:
+    # tool and skill renames need only the names: a smaller key, more cache hits
+    if step.get("op") in ("tools", "skills") and h.kinds:
+        st_arg = h.skill_tool[1]
+        kinds = tuple((name, tuple((p, k) for p, k in table if p == (st_arg,))) for name, table in h.kinds)
+        return Harness(h.tools, h.skills, h.skill_tool, kinds)
+    return h
+
+
+def cache_info():
+    """Hit and miss counts of the rewrite cache and of the analysis cache."""
+    from hsa.codemods.analysis import cache_stats
+
+    return {"rewrites": _sync_cached.cache_info()._asdict(), "analyses": cache_stats()}
+
+
+def refusal_note(hook: dict, refusal: Refusal) -> str:
+    """The note recorded on a variant whose hook could not be synced (see :func:`parse_refusal_note`)."""
+    return f"{REFUSAL_PREFIX}{refusal.reason} | hook {hook.get('name')!r}: {refusal.detail}"
+
+
+def parse_refusal_note(note: str) -> tuple[str, str] | None:
+    """``(reason, detail)`` of a refusal note, or None for any other note."""
+    if not note.startswith(REFUSAL_PREFIX):
+        return None
+    reason, _, detail = note[len(REFUSAL_PREFIX):].partition(" | ")
+    return reason, detail
+
+
+def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, payloads: bool = True) -> None:
+    """Carry every hook of ``record`` (changed in place) through ``step``.
+
+    ``before`` is the record before the step, or its :func:`harness_of`.
+
+    Hook sources are rewritten (or a refusal note is added), matchers follow tool
+    renames, and each hook event's payload, decision and injected message follow
+    the step, so the recorded events stay what the rewritten hooks produce.
+    """
+    h = before if isinstance(before, Harness) else harness_of(before)
+    for hook in record.get("hooks") or ():
+        entry = entry_of(hook)
+        new, refusal = sync_source(hook.get("source", ""), entry, step, h)
+        if refusal is not None:
+            record["notes"].append(refusal_note(hook, refusal))
+            continue
+        hook["source"] = new
+        matcher = hook.get("matcher")
+        if isinstance(matcher, str) and step.get("op") == "tools":
+            table = {k: v for k, v in step["map"].items() if k != v}
+            new_matcher = _regex_rewrite(matcher, table)
+            try:
+                site = LiteralSite(-1, "simple", matcher, 0, 0, 0, frozenset())
+                _regex_check("fullmatch", matcher, new_matcher, h.tools, table, site)
+            except _Refuse as exc:
+                record["notes"].append(refusal_note(hook, exc.refusal))
+                continue
+            hook["matcher"] = new_matcher
+    table = text_map(step)
+    for ev in record.get("hook_events") or ():
+        payload = ev.get("payload")
+        tool_name = payload.get("tool_name") if isinstance(payload, dict) else None
+        if isinstance(ev.get("decision"), dict):
+            ev["decision"] = map_output(ev["decision"], step, tool_name if isinstance(tool_name, str) else None)
+        if payloads and isinstance(payload, dict):
+            ev["payload"] = map_payload(payload, step)
+        if step.get("op") == "params" and table:
+            i = ev.get("message_index")
+            if isinstance(i, int) and 0 <= i < len(record["messages"]):
+                m = record["messages"][i]
+                if isinstance(m.get("content"), str):
+                    m["content"] = map_text(m["content"], step)

@@ -1,0 +1,650 @@
+"""Hook replay in a separate process, and the equivalence check of DESIGN.md invariant 7.
+
+The sandbox is one long-lived Python interpreter per hsa process that runs hook
+calls sent over a pipe, one JSON line each, so thousands of calls share one
+interpreter. Limits and isolation:
+
+- a per-call wall-clock limit (``SIGALRM`` in the worker, and the parent kills the
+  worker when an answer is late, e.g. a regular expression stuck in C code);
+- a per-call CPU limit (``RLIMIT_CPU`` raised by the call's budget before each call,
+  ``SIGXCPU`` stops it) and an address-space limit (``RLIMIT_AS``) for the worker;
+- no core files, no file writes (``RLIMIT_FSIZE`` 0), few file descriptors, no new
+  processes (``RLIMIT_NPROC`` 0 where the kernel enforces it);
+- isolated mode: ``-s -S -B`` (and ``-P`` on 3.11+) with an environment built from
+  nothing (``PATH``, ``LANG``, ``HOME``/``TMPDIR`` in a fresh empty folder, and
+  ``PYTHONHASHSEED=0``) so no variable of the parent (API keys, tokens) reaches a
+  hook. ``-I`` itself is not used because it implies ``-E``, which ignores
+  ``PYTHONHASHSEED``: set iteration order, and so some hooks' messages, would then
+  differ between runs and the output would not be deterministic.
+
+Each call runs the hook's code (compiled once per worker) in a fresh namespace, so
+no state leaks from one call to the next. A hook that raises gives an ``error``
+outcome (part of its behaviour, compared like any output); a hook that times out,
+exceeds a limit or kills the worker gives a ``limit`` outcome, which rejects the
+record with the reason.
+
+Results are cached per (hook source, entry, matcher, payload): every record that
+shares a harness shares the source side of the check, and identical variant hooks
+share the rest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from hsa import _json
+
+__all__ = ["Sandbox", "sandbox", "replay", "replay_many", "check_hooks", "set_execution", "execution_enabled",
+           "stats", "reset_stats", "LIMIT_ERRORS"]
+
+#: Outcome errors that mean the sandbox stopped the hook (the record is rejected), not that the hook raised.
+LIMIT_ERRORS = ("timeout", "cpu limit", "memory limit", "crash", "output limit")
+
+_WORKER = r'''
+import builtins, io, json, os, resource, signal, sys, time, types
+
+class _Stop(BaseException):
+    def __init__(self, kind):
+        self.kind = kind
+
+def _alarm(signum, frame):
+    raise _Stop("timeout")
+
+def _xcpu(signum, frame):
+    raise _Stop("cpu limit")
+
+signal.signal(signal.SIGALRM, _alarm)
+signal.signal(signal.SIGXCPU, _xcpu)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+LIMIT = float(sys.argv[1])
+proto_in = os.fdopen(os.dup(0), "rb")
+proto_out = os.fdopen(os.dup(1), "wb")
+null = os.open(os.devnull, os.O_RDWR)
+os.dup2(null, 0)
+os.dup2(null, 1)
+os.dup2(null, 2)
+sys.stdin = io.StringIO("")
+CODES = {}
+
+def _agents_stub():
+    try:
+        import agents  # noqa: F401 (the real SDK, when installed)
+        return
+    except ImportError:
+        pass
+    m = types.ModuleType("agents")
+    class _Base:
+        def __class_getitem__(cls, item):
+            return cls
+    class RunHooks(_Base): pass
+    class AgentHooks(_Base): pass
+    class RunContextWrapper(_Base):
+        def __init__(self, context=None):
+            self.context = context
+    class Agent(_Base):
+        def __init__(self, name="assistant", **kw):
+            self.name = name
+            for k, v in kw.items():
+                setattr(self, k, v)
+    class Tool(_Base):
+        def __init__(self, name="", description=""):
+            self.name = name
+            self.description = description
+    class ToolContext(RunContextWrapper): pass
+    for cls in (RunHooks, AgentHooks, RunContextWrapper, Agent, Tool, ToolContext):
+        setattr(m, cls.__name__, cls)
+    m.FunctionTool = Tool
+    m.RunHooksBase = RunHooks
+    m.AgentHooksBase = AgentHooks
+    m.TContext = object
+    sys.modules["agents"] = m
+    lc = types.ModuleType("agents.lifecycle")
+    lc.RunHooks, lc.AgentHooks = RunHooks, AgentHooks
+    sys.modules["agents.lifecycle"] = lc
+
+def _jsonable(v, depth=0):
+    if depth > 50:
+        return "<deep>"
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x, depth + 1) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted((_jsonable(x, depth + 1) for x in v), key=repr)
+    return {"__object__": type(v).__name__}
+
+def _call(req):
+    key = req["k"]
+    if key not in CODES:
+        CODES[key] = (compile(req["src"], "<hook>", "exec"), req["entry"], req["style"])
+    code, entry, style = CODES[key]
+    payload = req["p"]
+    out_buf, err_buf = io.StringIO(), io.StringIO()
+    saved = sys.stdin, sys.stdout, sys.stderr, sys.argv
+    sys.stdout, sys.stderr = out_buf, err_buf
+    try:
+        if style == "script":
+            sys.stdin = io.StringIO(json.dumps(payload))
+            sys.argv = ["hook"]
+            ns = {"__name__": "__main__", "__builtins__": builtins}
+            code_ = 0
+            try:
+                exec(code, ns)
+            except SystemExit as e:
+                c = e.code
+                if c is None:
+                    code_ = 0
+                elif isinstance(c, int):
+                    code_ = c
+                else:
+                    err_buf.write(str(c) + "\n")
+                    code_ = 1
+            text = out_buf.getvalue()
+            try:
+                parsed = json.loads(text) if text.strip().startswith("{") else text
+            except ValueError:
+                parsed = text
+            return {"exit_code": code_, "stdout": parsed, "stderr": err_buf.getvalue()}
+        ns = {"__name__": "__hook__", "__builtins__": builtins}
+        if style == "method":
+            _agents_stub()
+        exec(code, ns)
+        if style == "function":
+            return ns[entry](payload)
+        cls_name, _, meth = entry.partition(".")
+        import inspect, asyncio
+        obj = ns[cls_name]()
+        fn = getattr(obj, meth)
+        agents = sys.modules["agents"]
+        ctx = agents.RunContextWrapper(payload.get("context"))
+        ctx.tool_name = payload.get("tool_name")
+        ctx.tool_arguments = json.dumps(payload.get("tool_input", {}))
+        ctx.tool_call_id = payload.get("tool_call_id", "call_1")
+        args = []
+        params = list(inspect.signature(fn).parameters.values())
+        for i, p in enumerate(params):
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            if i == 0:
+                args.append(ctx)
+            elif p.name == "tool":
+                args.append(agents.Tool(payload.get("tool_name", ""), payload.get("tool_description", "")))
+            elif p.name in ("agent", "from_agent", "to_agent", "source"):
+                args.append(agents.Agent(payload.get(p.name + "_name", payload.get("agent_name", "assistant"))))
+            else:
+                args.append(payload.get(p.name, payload.get("result")))
+        ret = fn(*args)
+        if inspect.iscoroutine(ret):
+            ret = asyncio.run(ret)
+        return {"return": ret, "context": ctx.context}
+    finally:
+        sys.stdin, sys.stdout, sys.stderr, sys.argv = saved
+
+def main():
+    while True:
+        line = proto_in.readline()
+        if not line:
+            return
+        req = json.loads(line)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = used.ru_utime + used.ru_stime
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        want = int(cpu + LIMIT) + 1
+        if hard == resource.RLIM_INFINITY or want <= hard:
+            resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+        fatal = False
+        try:
+            signal.setitimer(signal.ITIMER_REAL, LIMIT)
+            try:
+                value = _call(req)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            resp = {"ok": True, "v": _jsonable(value)}
+        except _Stop as e:
+            resp = {"ok": False, "e": e.kind, "d": f"stopped after {LIMIT:g} s", "lim": True}
+            fatal = e.kind == "cpu limit"
+        except MemoryError:
+            resp = {"ok": False, "e": "memory limit", "d": "the hook ran out of its memory limit", "lim": True}
+            fatal = True
+        except RecursionError as e:
+            resp = {"ok": False, "e": "RecursionError", "d": str(e)[:200]}
+        except BaseException as e:
+            resp = {"ok": False, "e": type(e).__name__, "d": str(e)[:200]}
+        try:
+            data = json.dumps(resp, ensure_ascii=False, allow_nan=True)
+        except (TypeError, ValueError) as e:
+            data = json.dumps({"ok": False, "e": "output limit", "d": str(e)[:200], "lim": True})
+        proto_out.write(data.encode("utf-8") + b"\n")
+        proto_out.flush()
+        if fatal:
+            return
+
+main()
+'''
+
+
+def _limits(memory_mb: int) -> None:  # runs in the child before exec
+    import resource
+
+    os.setsid()
+    mem = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    except (ValueError, OSError):
+        pass
+
+
+_ENV_KEEP = ("PATH",)
+
+
+class Sandbox:
+    """A worker process that runs hook calls with limits; restarted when a call kills it.
+
+    ``time_limit`` is per call (seconds), ``memory_mb`` for the worker's address space.
+    """
+
+    def __init__(self, *, time_limit: float = 2.0, memory_mb: int = 512, python: str | None = None):
+        if time_limit <= 0:
+            raise ValueError(f"time_limit must be positive (got {time_limit!r})")
+        if memory_mb < 64:
+            raise ValueError(f"memory_mb must be at least 64 (got {memory_mb!r}); the interpreter alone needs ~30 MiB")
+        self.time_limit = float(time_limit)
+        self.memory_mb = int(memory_mb)
+        self.python = python or sys.executable
+        self.proc: subprocess.Popen | None = None
+        self.loaded: set[str] = set()
+        self.home: str | None = None
+        self.starts = 0
+        self.calls = 0
+        self.seconds = 0.0
+
+    # -- process
+    def _start(self) -> None:
+        self.home = tempfile.mkdtemp(prefix="hsa-hook-")
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": self.home,
+               "TMPDIR": self.home, "PYTHONHASHSEED": "0"}
+        flags = ["-s", "-S", "-B"] + (["-P"] if sys.version_info >= (3, 11) else [])
+        self.proc = subprocess.Popen([self.python, *flags, "-c", _WORKER, repr(self.time_limit)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     cwd=self.home, env=env, close_fds=True,
+                                     preexec_fn=lambda: _limits(self.memory_mb))
+        self.loaded = set()
+        self.starts += 1
+
+    def close(self) -> None:
+        """Stop the worker and remove its folder."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                self._kill(proc)
+        if self.home:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+
+    def _kill(self, proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _restart(self) -> None:
+        if self.proc is not None:
+            self._kill(self.proc)
+            self.proc = None
+        if self.home:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+
+    # -- calls
+    def run(self, calls: Sequence[dict]) -> list[dict]:
+        """Run ``calls`` (``{"source", "entry", "style", "payload"}``) in order; one outcome each.
+
+        An outcome is ``{"ok": True, "value": ...}`` or ``{"ok": False, "error": ..., "detail": ...}``,
+        with ``"limit": True`` when the sandbox stopped the hook.
+        """
+        out = []
+        t0 = time.perf_counter()
+        for call in calls:
+            out.append(self._one(call))
+        self.seconds += time.perf_counter() - t0
+        self.calls += len(calls)
+        return out
+
+    def _one(self, call: dict) -> dict:
+        for attempt in range(2):
+            if self.proc is None or self.proc.poll() is not None:
+                if self.proc is not None:
+                    self._restart()
+                self._start()
+            key = _hook_key(call["source"], call["entry"], call["style"])
+            req: dict[str, Any] = {"k": key, "p": call["payload"]}
+            if key not in self.loaded:
+                req.update(src=call["source"], entry=call["entry"], style=call["style"])
+            try:
+                self.proc.stdin.write(json.dumps(req, ensure_ascii=False).encode("utf-8") + b"\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self._restart()
+                if attempt == 0:
+                    continue
+                return {"ok": False, "error": "crash", "detail": "the sandbox worker could not be started",
+                        "limit": True}
+            self.loaded.add(key)
+            line = self._read_line(self.time_limit + 3.0)
+            if line is None:
+                self._restart()
+                return {"ok": False, "error": "timeout", "detail": f"no answer within {self.time_limit:g} s",
+                        "limit": True}
+            if line == b"":
+                try:
+                    code = self.proc.wait(timeout=2) if self.proc is not None else None
+                except subprocess.TimeoutExpired:
+                    code = None
+                self._restart()
+                if code is not None and code < 0 and -code == 24:
+                    return {"ok": False, "error": "cpu limit", "detail": "stopped by RLIMIT_CPU", "limit": True}
+                return {"ok": False, "error": "crash", "detail": f"the worker died (exit status {code})",
+                        "limit": True}
+            resp = json.loads(line)
+            if resp.get("lim"):
+                if resp["e"] in ("memory limit", "cpu limit"):
+                    self._restart()
+                return {"ok": False, "error": resp["e"], "detail": resp.get("d", ""), "limit": True}
+            if resp["ok"]:
+                return {"ok": True, "value": resp["v"]}
+            return {"ok": False, "error": resp["e"], "detail": resp.get("d", "")}
+        return {"ok": False, "error": "crash", "detail": "the sandbox worker keeps dying", "limit": True}
+
+    def _read_line(self, timeout: float) -> bytes | None:
+        """One line from the worker, b"" when it died, None when it is late."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout
+        deadline = time.monotonic() + timeout
+        buf = b""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = fd.readline()
+            if not chunk:
+                return b"" if not buf else buf
+            buf += chunk
+            if buf.endswith(b"\n"):
+                return buf
+
+
+def _hook_key(source: str, entry: str | None, style: str) -> str:
+    return hashlib.sha256(f"{style}\x00{entry}\x00{source}".encode()).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------------------- process-wide sandbox and cache
+
+_STATE: dict[str, Any] = {"pid": None, "box": None, "enabled": True}
+_RESULTS: OrderedDict[tuple[str, str], dict] = OrderedDict()
+_RESULTS_MAX = 500_000
+_STATS = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds": 0.0}
+
+
+def set_execution(enabled: bool) -> None:
+    """Turn hook execution on or off in this process (``hsa augment --no-exec-hooks`` turns it off)."""
+    _STATE["enabled"] = bool(enabled)
+
+
+def execution_enabled() -> bool:
+    """Whether hooks may be executed in this process."""
+    return bool(_STATE["enabled"])
+
+
+def sandbox() -> Sandbox:
+    """This process's sandbox (a fresh one after a fork)."""
+    if _STATE["pid"] != os.getpid() or _STATE["box"] is None:
+        _STATE["box"] = Sandbox()
+        _STATE["pid"] = os.getpid()
+        _RESULTS.clear()
+    return _STATE["box"]
+
+
+@atexit.register
+def _close_sandbox() -> None:
+    box = _STATE.get("box")
+    if box is not None and _STATE.get("pid") == os.getpid():
+        box.close()
+
+
+def stats() -> dict:
+    """Counters of hook replay in this process: calls asked, cache hits, calls executed, seconds in the sandbox."""
+    return dict(_STATS, cached_results=len(_RESULTS))
+
+
+def reset_stats() -> None:
+    for k in _STATS:
+        _STATS[k] = 0.0 if k == "seconds" else 0
+
+
+def _matches(hook: dict, payload: dict) -> bool:
+    matcher = hook.get("matcher")
+    if not isinstance(matcher, str) or matcher in ("", "*"):
+        return True
+    import re
+
+    name = payload.get("tool_name")
+    return isinstance(name, str) and re.fullmatch(matcher, name) is not None
+
+
+def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
+    """Outcomes of running each ``(hook, payload)``; cached, and the misses run as one batch."""
+    from hsa.hooks_model import entry_of, hook_style
+
+    out: list[dict | None] = [None] * len(items)
+    todo: list[int] = []
+    calls: list[dict] = []
+    keys: list[tuple[str, str]] = []
+    for i, (hook, payload) in enumerate(items):
+        _STATS["calls"] += 1
+        entry, style = entry_of(hook), hook_style(hook)
+        if not _matches(hook, payload):
+            out[i] = {"ok": True, "value": {"exit_code": 0, "stdout": "", "stderr": ""} if style == "script" else None,
+                      "matched": False}
+            continue
+        if entry is None:
+            out[i] = {"ok": False, "error": "no entry", "detail": "the hook has no entry and none can be inferred",
+                      "limit": True}
+            continue
+        key = (_hook_key(hook.get("source", ""), entry, style), _json.canonical(payload))
+        hit = _RESULTS.get(key)
+        if hit is not None:
+            _STATS["cache_hits"] += 1
+            out[i] = hit
+            continue
+        todo.append(i)
+        keys.append(key)
+        calls.append({"source": hook.get("source", ""), "entry": entry, "style": style, "payload": payload})
+    if calls:
+        box = sandbox()
+        t0 = time.perf_counter()
+        results = box.run(calls)
+        _STATS["seconds"] += time.perf_counter() - t0
+        _STATS["executed"] += len(calls)
+        for i, key, res in zip(todo, keys, results):
+            out[i] = res
+            if not res.get("limit"):
+                _RESULTS[key] = res
+                if len(_RESULTS) > _RESULTS_MAX:
+                    _RESULTS.popitem(last=False)
+    return out  # type: ignore[return-value]
+
+
+def replay(hook: dict, payload: dict) -> dict:
+    """The outcome of running ``hook`` on ``payload`` in the sandbox (cached)."""
+    return replay_many([(hook, payload)])[0]
+
+
+# ---------------------------------------------------------------------------- invariant 7
+
+
+_REWORDED = "hook messages reworded by hook.message_format: "  # transforms.hook.REWORDED_NOTE
+
+
+def _mask_messages(value: Any) -> Any:
+    from hsa.codemods.analysis import MESSAGE_KEYS
+
+    if isinstance(value, dict):
+        return {k: ("<message>" if k in MESSAGE_KEYS or k == "stderr" else _mask_messages(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_messages(v) for v in value]
+    return value
+
+
+def _expected(outcome: dict, steps: list[dict], payload: dict) -> dict:
+    from hsa.hooks_model import map_output, map_payload
+
+    if not outcome.get("ok"):
+        return {"ok": False, "error": outcome.get("error")}
+    value = outcome.get("value")
+    p = payload
+    for step in steps:
+        tool = p.get("tool_name") if isinstance(p, dict) else None
+        value = map_output(value, step, tool if isinstance(tool, str) else None)
+        p = map_payload(p, step)
+    return {"ok": True, "value": value}
+
+
+def _observed(outcome: dict) -> dict:
+    if not outcome.get("ok"):
+        return {"ok": False, "error": outcome.get("error")}
+    return {"ok": True, "value": outcome.get("value")}
+
+
+def _short(value: Any, n: int = 160) -> str:
+    text = _json.dumps(value)
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloads: int = 96) -> list:
+    """Invariant 7 for ``variant`` made from ``source`` (internal records): a list of :class:`hsa.verify.Violation`.
+
+    Each hook of the variant runs on the mapped payloads — the recorded hook events
+    and payloads generated from the source's tool schemas, trajectory and skills —
+    and must return the mapped output of the source's hook (messages excepted for
+    hooks reworded by ``hook.message_format``). The variant's recorded hook events
+    must also be what its hooks return. A hook that times out, exceeds a limit or
+    crashes rejects the variant. ``execute=False`` (``--no-exec-hooks``) checks nothing.
+    """
+    from hsa.hooks_model import generated_payloads, map_payload
+    from hsa.verify import Violation
+
+    if not execute or not execution_enabled():
+        return []
+    src_hooks = source.get("hooks") or []
+    var_hooks = variant.get("hooks") or []
+    if not src_hooks and not var_hooks:
+        return []
+    if len(src_hooks) != len(var_hooks):
+        return [Violation("hooks", "hook count changed", f"source has {len(src_hooks)} hooks, variant {len(var_hooks)}")]
+    steps = list(variant["mapping"][len(source["mapping"]):])
+    reworded = set()
+    for note in variant.get("notes", [])[len(source.get("notes", [])):]:
+        if note.startswith(_REWORDED):  # left by hook.message_format: messages changed on purpose
+            reworded.add(note[len(_REWORDED):].strip("'\""))
+    work: list[tuple[dict, dict]] = []
+    checks: list[tuple[str, int, dict, dict, dict | None]] = []  # (kind, hook index, payload, expected-from, ...)
+    for hi, (a, b) in enumerate(zip(src_hooks, var_hooks)):
+        same = a.get("source") == b.get("source") and a.get("entry") == b.get("entry") and \
+            a.get("matcher") == b.get("matcher")
+        payloads = generated_payloads(source, a, limit=max_payloads)
+        if same and not steps:
+            continue
+        for p in payloads:
+            mapped = p
+            for step in steps:
+                mapped = map_payload(mapped, step)
+            if same and mapped == p:
+                continue
+            checks.append(("equiv", hi, p, mapped, None))
+            work.append((a, p))
+            work.append((b, mapped))
+    events = [(i, ev) for i, ev in enumerate(variant.get("hook_events") or ())]
+    src_events = source.get("hook_events") or []
+    names_v = {h.get("name"): h for h in var_hooks}
+    names_s = {h.get("name"): h for h in src_hooks}
+    for i, ev in events:
+        if i >= len(src_events) or not isinstance(ev.get("payload"), dict) or "decision" not in ev:
+            continue
+        sev = src_events[i]
+        hv, hs = names_v.get(ev.get("hook")), names_s.get(sev.get("hook"))
+        if hv is None or hs is None or not isinstance(sev.get("payload"), dict):
+            continue
+        checks.append(("event", i, sev["payload"], ev["payload"], ev))
+        work.append((hs, sev["payload"]))
+        work.append((hv, ev["payload"]))
+    if not work:
+        return []
+    outcomes = replay_many(work)
+    out: list = []
+    bad_hooks: set = set()
+    for k, (kind, idx, p, mapped, ev) in enumerate(checks):
+        oa, ob = outcomes[2 * k], outcomes[2 * k + 1]
+        for o in (oa, ob):
+            if o.get("limit"):
+                hook = src_hooks[idx] if kind == "equiv" else {"name": ev.get("hook")}
+                return [Violation("hooks", f"hook {o['error']}", f"hook {hook.get('name')!r}: {o.get('detail', '')} "
+                                                                   f"on payload {_short(p)}")]
+        if kind == "equiv":
+            if idx in bad_hooks:
+                continue
+            exp, got = _expected(oa, steps, p), _observed(ob)
+            name = src_hooks[idx].get("name")
+            if name in reworded:
+                exp, got = _mask_messages(exp), _mask_messages(got)
+            if not _json.strict_equal(exp, got):
+                bad_hooks.add(idx)
+                out.append(Violation("hooks", "rewritten hook behaves differently",
+                                     f"hook {name!r} on payload {_short(p)}: expected {_short(exp)}, "
+                                     f"got {_short(got)}"))
+        else:
+            sev = src_events[idx]
+            hs, hv = names_s.get(sev.get("hook")), names_v.get(ev.get("hook"))
+            if not oa.get("ok") or not _json.strict_equal(_event_value(hs, oa), sev.get("decision")):
+                continue  # the source's event was not what its hook returns: nothing to keep
+            if not ob.get("ok") or not _json.strict_equal(_event_value(hv, ob), ev.get("decision")):
+                out.append(Violation("hooks", "hook event does not match its hook",
+                                     f"hook_events[{idx}] ({ev.get('hook')!r}): recorded {_short(ev.get('decision'))}, "
+                                     f"the variant's hook returns {_short(ob.get('value'))}"))
+    return out
+
+
+def _event_value(hook: dict, outcome: dict) -> Any:
+    """What a recorded event's ``decision`` is compared with: the hook's return value, or its decision for scripts."""
+    from hsa.hooks_model import decision_of, hook_style
+
+    if hook_style(hook) == "script":
+        return decision_of(hook, outcome)
+    return outcome.get("value")
