@@ -79,6 +79,9 @@ def _print_summary(manifest: dict, out: str) -> None:
     c = manifest["counts"]
     print(f"{c['input_records']} records read: {c['sources_written']} augmented, {c['rejected']} rejected; "
           f"{c['rows_written']} rows in {len(manifest['shards'])} shard(s) at {out}")
+    if c.get("task_changing_variants"):
+        print(f"{c['task_changing_variants']} of those variants change the task (e.g. tool.irrelevance) "
+              "and are not task-preserving")
     if c["variants_failed"]:
         print(f"{c['variants_failed']} variants failed verification and were not written:")
         for reason, n in manifest["variant_failures"].items():

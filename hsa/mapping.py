@@ -9,7 +9,10 @@ concatenation, so any sequence of transforms has an exact inverse. Step kinds:
 ``{"op": "params", "tool": name, "paths": [[old_path, new_path], ...]}``
     argument paths of one tool (``name`` as of this step); a path is a list of keys,
     ``"[]"`` standing for every item of an array. Longest prefix wins, so one list
-    expresses renames at any depth, nesting and flattening.
+    expresses renames at any depth, nesting and flattening. Optional ``"fill": [[path,
+    value], ...]`` sets arguments that exist only in the variant (a required parameter
+    with one allowed value); ``"drop"`` is its inverse. Other keys (a ``"kind"`` naming
+    the record-level applier, and its data) are kept by :meth:`Mapping.inverse`.
 ``{"op": "values", "tool": name, "path": path, "map": [[old, new], ...]}``
     values at one argument path (enum renames, re-drawn defaults); JSON values, compared strictly.
 ``{"op": "skills", "map": {old: new}, "tool": name, "argument": key}``
@@ -132,6 +135,26 @@ def _map_values(arguments: Any, path: tuple, table: list, forward: bool) -> Any:
     return arguments
 
 
+def _fill(arguments: dict, remove: list | None, add: list | None) -> dict:
+    """Delete the ``remove`` entries (``[path, value]``, only where the value is exactly that) and set the ``add`` ones."""
+    if not remove and not add:
+        return arguments
+    out = _json.copy(arguments)
+    for path, value in remove or ():
+        node = out
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and path[-1] in node and _json.strict_equal(node[path[-1]], value):
+            del node[path[-1]]
+    for path, value in add or ():
+        node = out
+        for key in path[:-1]:
+            node = node.setdefault(key, {}) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node[path[-1]] = _json.copy(value)
+    return out
+
+
 # --------------------------------------------------------------------------- steps
 
 
@@ -145,7 +168,12 @@ def _step_apply(step: dict, call: Call, forward: bool) -> Call:
         if name != step["tool"]:
             return call
         pairs = [(tuple(a), tuple(b)) if forward else (tuple(b), tuple(a)) for a, b in step["paths"]]
-        return {"name": name, "arguments": move_paths(args, pairs)}
+        if not forward:
+            args = _fill(args, step.get("fill"), step.get("drop"))
+        args = move_paths(args, pairs)
+        if forward:
+            args = _fill(args, step.get("drop"), step.get("fill"))
+        return {"name": name, "arguments": args}
     if op == "values":
         if name != step["tool"]:
             return call
@@ -224,12 +252,16 @@ class Mapping:
             op = step["op"]
             if op == "tools":
                 inv.append({"op": "tools", "map": {v: k for k, v in step["map"].items()}})
-            elif op == "params":
-                dst_tool = step["tool"]
-                inv.append({"op": "params", "tool": dst_tool, "paths": [[b, a] for a, b in step["paths"]]})
+            elif op == "params":  # other keys (a "kind" and its data) travel with the step
+                inv_step = {**step, "paths": [[b, a] for a, b in step["paths"]]}
+                inv_step.pop("fill", None), inv_step.pop("drop", None)
+                if step.get("fill"):
+                    inv_step["drop"] = step["fill"]
+                if step.get("drop"):
+                    inv_step["fill"] = step["drop"]
+                inv.append(inv_step)
             elif op == "values":
-                inv.append({"op": "values", "tool": step["tool"], "path": step["path"],
-                            "map": [[b, a] for a, b in step["map"]]})
+                inv.append({**step, "map": [[b, a] for a, b in step["map"]]})
             elif op == "skills":
                 inv.append({"op": "skills", "tool": step["tool"], "argument": step["argument"],
                             "map": {v: k for k, v in step["map"].items()}})

@@ -50,6 +50,7 @@ class Stats:
     rows_written: int = 0
     variants_failed: int = 0
     unchanged_variants: int = 0
+    task_changing_variants: int = 0  # written variants whose mapping has an opaque step (e.g. tool.irrelevance)
     reject_reasons: Counter = dataclasses.field(default_factory=Counter)
     variant_failures: Counter = dataclasses.field(default_factory=Counter)
     applied: Counter = dataclasses.field(default_factory=Counter)
@@ -70,7 +71,8 @@ class Stats:
         return {
             "counts": {"input_records": self.input_records, "sources_written": self.sources_written,
                        "rejected": self.rejected, "rows_written": self.rows_written,
-                       "variants_failed": self.variants_failed, "unchanged_variants": self.unchanged_variants},
+                       "variants_failed": self.variants_failed, "unchanged_variants": self.unchanged_variants,
+                       "task_changing_variants": self.task_changing_variants},
             "reject_reasons": dict(sorted(self.reject_reasons.items())),
             "variant_failures": dict(sorted(self.variant_failures.items())),
             "transforms": per_transform,
@@ -170,6 +172,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.applied[a.name] += 1
         if not applied:
             stats.unchanged_variants += 1
+        if not Mapping(variant["mapping"][len(source["mapping"]):]).task_preserving:
+            stats.task_changing_variants += 1
         rows.append(source_row(variant, k, [a.to_json() for a in applied]))
     if rows:
         stats.sources_written = 1

@@ -1,0 +1,108 @@
+"""Word, phrase and tool banks: YAML files in ``transforms/banks/``, extendable by the user.
+
+A bank file is a YAML mapping from bank name (``verbs``, ``nouns``, ``containers``,
+``phrases``, ``tools``, ``params``, ``required_params``, ``replies``) to a list. Every
+built-in file is read, then each extra file a transform names in its ``banks`` option;
+lists with the same bank name are concatenated in that order, so a user file extends
+the built-in banks and never has to repeat them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = ["load_banks", "synonyms", "BANK_KINDS"]
+
+#: Bank names and the type of their entries.
+BANK_KINDS = {
+    "verbs": "list of synonym groups (lists of words)",
+    "nouns": "list of synonym groups (lists of words)",
+    "containers": "list of names",
+    "phrases": "list of groups of interchangeable phrases",
+    "tools": "list of tool definitions (OpenAI function format without the outer wrapper)",
+    "params": "list of {name, schema}",
+    "required_params": "list of {name, value, description}",
+    "replies": "list of strings",
+}
+
+
+def _read(text: str, source: str) -> dict[str, list]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"bank file {source} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"bank file {source} must be a mapping from bank name to a list "
+                         f"(got {type(data).__name__}); bank names: {', '.join(BANK_KINDS)}")
+    unknown = sorted(set(data) - set(BANK_KINDS))
+    if unknown:
+        raise ValueError(f"bank file {source}: unknown bank(s) {unknown}; known banks: {', '.join(BANK_KINDS)}")
+    for key, value in data.items():
+        if not isinstance(value, list):
+            raise ValueError(f"bank file {source}: {key!r} must be a list ({BANK_KINDS[key]}), "
+                             f"got {type(value).__name__}")
+    return data
+
+
+@lru_cache(maxsize=1)
+def _builtin() -> tuple[tuple[str, dict[str, list]], ...]:
+    out = []
+    folder = resources.files("transforms").joinpath("banks")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith((".yaml", ".yml")) and not entry.name.startswith(("skill_", "prompt_")):
+            # skill_*/prompt_* are the skill and prompt families' phrase banks (transforms/phrasebank.py)
+            out.append((entry.name, _read(entry.read_text(encoding="utf-8"), f"transforms/banks/{entry.name}")))
+    return tuple(out)
+
+
+@lru_cache(maxsize=64)
+def _extra(path: str) -> dict[str, list]:
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"bank file {path} does not exist; give a YAML file with some of the banks "
+                         f"{', '.join(BANK_KINDS)}")
+    return _read(p.read_text(encoding="utf-8"), path)
+
+
+@lru_cache(maxsize=64)
+def load_banks(extra: tuple[str, ...] = ()) -> dict[str, tuple]:
+    """All banks: the built-in files, then ``extra`` files, lists concatenated per bank name."""
+    merged: dict[str, list] = {k: [] for k in BANK_KINDS}
+    for _, data in _builtin():
+        for k, v in data.items():
+            merged[k].extend(v)
+    for path in extra:
+        for k, v in _extra(path).items():
+            merged[k].extend(v)
+    return {k: tuple(_freeze(x) for x in v) for k, v in merged.items()}
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+@lru_cache(maxsize=64)
+def synonyms(kind: str, extra: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """Word -> its synonyms (every other member of every group it is in), for a group bank.
+
+    Keys are lower case; the synonym lists keep bank order and never contain the word itself.
+    """
+    groups = load_banks(extra)[kind]
+    out: dict[str, list[str]] = {}
+    for group in groups:
+        words = [str(w) for w in group]
+        for w in words:
+            bucket = out.setdefault(w.lower(), [])
+            for other in words:
+                if other.lower() != w.lower() and other not in bucket:
+                    bucket.append(other)
+    return {k: tuple(v) for k, v in out.items()}
