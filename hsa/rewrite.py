@@ -79,21 +79,12 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
 
     Free text: message contents, tool and parameter descriptions, skill descriptions
     and content, prompt section titles and bodies, and (``hooks=True``) the string
-    literals of hook source. Recorded hook events follow the messages they mirror:
-    decision messages, and payload strings that are prose (contain whitespace, such as
-    a judged reply; bare names are mapped by the rename steps themselves).
+    literals of hook source. Recorded hook events (payloads, decisions) follow each
+    rename step in :func:`_sync_hooks` / :func:`_map_hook_payloads`, not here.
     """
     for m in record["messages"]:
         if "content" in m:
             m["content"] = _map_content(m["content"], fn)
-    for ev in record.get("hook_events") or ():
-        decision, payload = ev.get("decision"), ev.get("payload")
-        if isinstance(decision, dict) and isinstance(decision.get("message"), str):
-            decision["message"] = fn(decision["message"])
-        if isinstance(payload, dict):
-            for key, value in payload.items():
-                if key != "tool_name" and isinstance(value, str) and any(c.isspace() for c in value):
-                    payload[key] = fn(value)
     if tool_descriptions:
         for t in record["tools"]:
             if isinstance(t.get("description"), str):
@@ -405,8 +396,23 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     return out
 
 
+def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
+    """Skill names listed as values in the skill tool's argument schema (enum, const, default, examples)."""
+    st = record["skill_tool"]
+    for t in record["tools"]:
+        sub = (t["parameters"].get("properties") or {}).get(st["argument"]) if t["name"] == st["name"] else None
+        if not isinstance(sub, dict):
+            continue
+        for key in ("enum", "examples"):
+            if isinstance(sub.get(key), list):
+                sub[key] = [renames.get(v, v) if isinstance(v, str) else v for v in sub[key]]
+        for key in ("const", "default"):
+            if isinstance(sub.get(key), str):
+                sub[key] = renames.get(sub[key], sub[key])
+
+
 def rename_skills(record: Record, renames: dict[str, str]) -> Record:
-    """Rename skills everywhere (definitions, skill-tool arguments, texts, hooks) and record the step."""
+    """Rename skills everywhere (definitions, skill-tool arguments and schema values, texts, hooks) and record the step."""
     renames = {k: v for k, v in renames.items() if k != v}
     out = clone(record)
     if not renames:
@@ -416,6 +422,7 @@ def rename_skills(record: Record, renames: dict[str, str]) -> Record:
     for s in out.get("skills") or ():
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
+    _rename_skill_values(out, renames)
     map_texts(out, lambda s: replace_tokens(s, renames))
     _sync_hooks(out, renames, step, _hook_harness(record))
     _map_hook_payloads(out, step)

@@ -61,6 +61,9 @@ _WORDS = ("get", "set", "list", "search", "find", "item", "product", "order", "s
           "city", "color", "note", "file", "page", "id", "text", "message", "reply", "count", "limit", "date",
           "address", "tag", "mode", "v2", "qa")
 _NAME_STYLES = ("snake", "camel", "pascal", "kebab", "word", "dotted")
+# Enum values: mostly their own words, a few that are also name words or odd strings.
+_ENUM_WORDS = ("fast", "slow", "standard", "express", "red", "blue", "XL", "small", "asc", "desc", "on", "off",
+               "celsius", "fahrenheit", "same_day", "next-day", "draft", "final", "item", "A", "Yes", "")
 
 
 # --------------------------------------------------------------------------- option checking
@@ -103,7 +106,7 @@ def _check_dialects(value: Any) -> None:
         raise InvalidArgument(f"dialects must be a dialect name or a list of them (got {value!r})") from None
     _want(bool(ds), f"dialects must name at least one of {list(DIALECTS)}")
     bad = [d for d in ds if d not in DIALECTS]
-    _want(not bad, f"unknown dialect(s) {bad}; expected some of {list(DIALECTS)}")
+    _want(not bad, f"dialects: unknown dialect(s) {bad}; expected some of {list(DIALECTS)}")
 
 
 def _check_names(name: str, value: Any) -> None:
@@ -155,7 +158,7 @@ def _text() -> st.SearchStrategy[str]:
 def _leaf_schema(draw, *, enums: bool, nullable: bool) -> dict:
     kind = draw(st.sampled_from(("string", "integer", "number", "boolean") + (("enum_s", "enum_i") if enums else ())))
     if kind == "enum_s":
-        values = draw(st.lists(st.sampled_from(_WORDS + ("A", "b-c", "Yes", "")), min_size=1, max_size=4, unique=True))
+        values = draw(st.lists(st.sampled_from(_ENUM_WORDS), min_size=1, max_size=4, unique=True))
         schema: dict = {"type": "string", "enum": values}
     elif kind == "enum_i":
         schema = {"type": "integer", "enum": draw(st.lists(st.integers(-3, 50), min_size=1, max_size=4, unique=True))}
@@ -170,6 +173,8 @@ def _leaf_schema(draw, *, enums: bool, nullable: bool) -> dict:
             schema["maxLength"] = 12
     else:
         schema = {"type": kind}
+    if "enum" not in schema and draw(st.integers(0, 3)) == 0:  # a default that calls sometimes pass
+        schema["default"] = draw(_values(schema))
     if draw(st.booleans()):
         schema["description"] = draw(_prose(()))
     if nullable:
@@ -267,6 +272,8 @@ def _values(schema: Any) -> st.SearchStrategy:
     if "enum" in schema:
         return st.sampled_from(list(schema["enum"]))
     options = []
+    if "default" in schema:
+        options.append(st.just(schema["default"]))
     for t in _types(schema):
         if t == "null":
             options.append(st.none())
@@ -286,6 +293,17 @@ def _values(schema: Any) -> st.SearchStrategy:
         elif t == "object":
             options.append(_object_values(schema))
     return st.one_of(options) if options else st.none()
+
+
+def _string_enums(schema: Any) -> list[str]:
+    """Every string enum value declared anywhere in ``schema``."""
+    out: list[str] = []
+    if isinstance(schema, dict):
+        out += [v for v in schema.get("enum") or () if isinstance(v, str)]
+        for sub in (schema.get("properties") or {}).values():
+            out += _string_enums(sub)
+        out += _string_enums(schema.get("items"))
+    return out
 
 
 @st.composite
@@ -368,7 +386,11 @@ def _skill(draw, *, name: str, mentions: tuple[str, ...]) -> dict:
     steps = draw(st.lists(_prose(mentions, 8), min_size=1, max_size=3))
     content = f"# {title}\n\n## When to use\n{draw(_prose(()))}\n\n## Steps\n" + "\n".join(
         f"{i}. {s}" for i, s in enumerate(steps, 1))
-    out = {"name": name, "description": draw(_prose(mentions, 8)), "content": content}
+    if draw(st.integers(0, 2)) == 0:
+        description = f"Answer questions about {draw(_prose(mentions, 5)).rstrip('.?!').lower()}."
+    else:
+        description = draw(_prose(mentions, 8))
+    out = {"name": name, "description": description, "content": content}
     if draw(st.integers(0, 3)) == 0:
         out["kind"] = draw(st.sampled_from(("reply", "strategy")))
     return out
@@ -405,14 +427,52 @@ def render_prompt(prompt: dict) -> str:
     return _template(prompt["template"]).render(sections=prompt["sections"])
 
 
+#: Instruction sentences common in public system prompts, used in generated prompt bodies.
+_INSTRUCTIONS = ("You are a helpful assistant.", "If the request is ambiguous, ask a clarifying question.",
+                 "Don't make assumptions about what values to plug into functions.",
+                 "Keep your answers short and to the point.")
+
+
+def _catalog(skills: list[dict], style: str) -> str:
+    """A skill catalogue body: ``- name: description`` lines, a Markdown table or ``<skill>`` elements."""
+    if style == "table":
+        return "\n".join(["| Skill | Description |", "| --- | --- |"]
+                         + [f"| {s['name']} | {s['description']} |" for s in skills])
+    if style == "xml":
+        return "\n".join(f'<skill name="{s["name"]}">{s["description"]}</skill>' for s in skills)
+    return "\n".join(f"- {s['name']}: {s['description']}" for s in skills)
+
+
+def _tools_json(tools: list[dict]) -> str:
+    """The tools as a JSON list of ``{"name", "description", "parameters"}`` (how many harnesses list them)."""
+    fns = []
+    for t in tools:
+        fn = t["function"] if isinstance(t.get("function"), dict) else t
+        out = {"name": fn["name"]}
+        if "description" in fn:
+            out["description"] = fn["description"]
+        out["parameters"] = next(fn[k] for k in ("parameters", "input_schema", "inputSchema") if k in fn)
+        fns.append(out)
+    return json.dumps(fns, indent=2, ensure_ascii=False)
+
+
 @st.composite
-def _prompt(draw, *, mentions: tuple[str, ...]) -> dict:
-    ids = draw(st.lists(st.sampled_from(_SECTION_IDS), min_size=1, max_size=5, unique=True))
+def _prompt(draw, *, mentions: tuple[str, ...], skills: list[dict] | None = None,
+            tools: list[dict] | None = None) -> dict:
+    ids = draw(st.lists(st.sampled_from(_SECTION_IDS), min_size=draw(st.sampled_from((1, 2, 3))), max_size=5,
+                        unique=True))
     sections = []
     for sid in ids:
-        body = "\n".join(f"- {line}" for line in draw(st.lists(_prose(mentions, 10), min_size=1, max_size=3)))
+        if sid == "skills" and skills and draw(st.integers(0, 3)):
+            body = _catalog(skills, draw(st.sampled_from(("list", "list", "table", "xml"))))
+        elif sid == "tools" and tools and draw(st.booleans()):
+            body = _tools_json(tools)
+        else:
+            lines = draw(st.lists(st.one_of(_prose(mentions, 10), st.sampled_from(_INSTRUCTIONS)), min_size=1,
+                                  max_size=3))
+            body = "\n".join(f"- {line}" for line in lines) if draw(st.integers(0, 3)) else " ".join(lines)
         sec = {"id": sid, "title": sid.capitalize(), "body": body}
-        if draw(st.booleans()):
+        if draw(st.integers(0, 3)):
             sec["movable"] = sid not in ("persona", "safety")
         sections.append(sec)
     return {"sections": sections, "template": draw(st.sampled_from(_TEMPLATES))}
@@ -435,14 +495,26 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
+#: Reply-length limits of generated reply hooks. Ordinary replies stay far below them and
+#: replies that break them go far above, so a rename (which changes a reply's length by a
+#: few characters per mention) never moves a reply across the limit.
+REPLY_LIMITS = (260, 400)
+_OVERSHOOT = 120
+
+
 @st.composite
-def _tool_hook(draw, *, tool_params: dict[str, list[str]]) -> dict:
-    """A pre_tool_use hook: if / match-case / matcher / dict-key checks on tool names and top-level parameters."""
+def _tool_hook(draw, *, tool_params: dict[str, list[str]], whole_arguments: bool = False) -> dict:
+    """A pre_tool_use hook on tool names and top-level parameters: if, match/case, matcher strings, dict keys.
+
+    ``whole_arguments=True`` adds checks that read the argument object as a whole
+    (``len(args)``, ``not args``), which transforms that add or regroup parameters change.
+    """
     names = sorted(tool_params)
-    head = ""
+    head: list[str] = []
     body = []
-    for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(("if", "match", "matcher", "limits")))
+    kinds = ("if", "match", "matcher", "table") + (("count", "empty") if whole_arguments else ())
+    for k in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(kinds))
         tool = draw(st.sampled_from(names))
         params = tool_params[tool]
         param = draw(st.sampled_from(params)) if params else None
@@ -454,16 +526,27 @@ def _tool_hook(draw, *, tool_params: dict[str, list[str]]) -> dict:
                         f"            if args.get({_q(param)}) is None:\n"
                         f"                return {{\"decision\": \"deny\", \"message\": \"Give {param} to {tool}.\"}}\n"
                         f"        case _:\n            pass\n")
-        elif kind == "matcher":
+        elif kind == "matcher" and param:
             group = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
-            body.append(f"    if name in {_q('|'.join(group))}.split(\"|\") and not args:\n"
-                        f"        return {{\"decision\": \"retry\", \"message\": f\"{{name}} needs arguments.\"}}\n")
-        else:
-            limit = draw(st.integers(0, 3))
-            head += f"LIMITS_{len(body)} = {{{_q(tool)}: {limit}}}\n"
-            body.append(f"    if len(args) > LIMITS_{len(body)}.get(name, 99):\n"
+            if tool not in group:
+                group.append(tool)
+            body.append(f"    if name in {_q('|'.join(group))}.split(\"|\") and {_q(param)} in args and "
+                        f"args[{_q(param)}] is None:\n"
+                        f"        return {{\"decision\": \"retry\", \"message\": f\"{{name}} needs a value.\"}}\n")
+        elif kind == "table" and param:
+            head.append(f"NEEDS_{k} = {{{_q(tool)}: {_q(param)}}}\n")
+            body.append(f"    if name in NEEDS_{k} and NEEDS_{k}[name] not in args:\n"
+                        f"        return {{\"decision\": \"retry\", \"message\": \"A required argument is missing.\"}}\n")
+        elif kind == "count":
+            head.append(f"LIMITS_{k} = {{{_q(tool)}: {draw(st.integers(0, 3))}}}\n")
+            body.append(f"    if len(args) > LIMITS_{k}.get(name, 99):\n"
                         f"        return {{\"decision\": \"retry\", \"message\": \"Too many arguments for {tool}.\"}}\n")
-    source = (head + ("\n\n" if head else "") + "def check(payload: dict) -> dict:\n"
+        else:  # "empty", or a keyed check on a tool without parameters
+            if not whole_arguments:
+                continue
+            body.append(f"    if name == {_q(tool)} and not args:\n"
+                        f"        return {{\"decision\": \"retry\", \"message\": \"{tool} needs arguments.\"}}\n")
+    source = ("".join(head) + ("\n\n" if head else "") + "def check(payload: dict) -> dict:\n"
               "    name = payload[\"tool_name\"]\n    args = payload[\"tool_input\"]\n"
               + "".join(body) + "    return {\"decision\": \"allow\"}\n")
     return {"name": draw(st.sampled_from(("check_tool_params", "guard_tools", "param_policy"))),
@@ -472,8 +555,8 @@ def _tool_hook(draw, *, tool_params: dict[str, list[str]]) -> dict:
 
 @st.composite
 def _reply_hook(draw, *, skill_names: list[str]) -> dict:
-    """A pre_reply hook: reply length, and (with skills) which skill must be loaded."""
-    limit = draw(st.integers(20, 200))
+    """A pre_reply hook: reply length (far from any generated reply), and (with skills) which skill to load first."""
+    limit = draw(st.integers(*REPLY_LIMITS))
     body = (f"    if len(payload[\"reply\"]) > {limit}:\n"
             f"        return {{\"decision\": \"retry\", \"message\": \"Keep the reply under {limit} characters.\"}}\n")
     if skill_names:
@@ -486,19 +569,25 @@ def _reply_hook(draw, *, skill_names: list[str]) -> dict:
             "entry": "check_reply", "source": source}
 
 
-def hooks(*, tools: dict[str, list[str]] | None = None, skill_names: Iterable[str] = ()) -> st.SearchStrategy[dict]:
-    """One hook ``{"name", "event", "entry", "source"}`` checking the given tools (name -> top-level params) or replies."""
+def hooks(*, tools: dict[str, list[str]] | None = None, skill_names: Iterable[str] = (),
+          whole_arguments: bool = False) -> st.SearchStrategy[dict]:
+    """One hook ``{"name", "event", "entry", "source"}`` checking the given tools (name -> top-level params) or replies.
+
+    ``whole_arguments=True`` lets tool hooks read the argument object as a whole
+    (``len(args)``, ``not args``) besides reading it by key.
+    """
     skill_names = list(skill_names)
 
     def check():
         _want(tools is None or (isinstance(tools, dict) and all(isinstance(v, list) for v in tools.values())),
               f"tools must map tool names to lists of top-level parameter names (got {tools!r})")
         _check_names("skill_names", skill_names)
+        _check_tristate("whole_arguments", whole_arguments)
 
     def build():
         options = [_reply_hook(skill_names=skill_names)]
         if tools:
-            options.append(_tool_hook(tool_params=tools))
+            options.append(_tool_hook(tool_params=tools, whole_arguments=whole_arguments))
         return st.one_of(options)
 
     return _lazy(check, build)
@@ -521,7 +610,8 @@ def run_hook(hook: dict, payload: dict) -> dict:
 
 @st.composite
 def _harness(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: int, max_properties: int,
-             max_depth: int, with_skills: bool | None, with_prompt: bool | None, with_hooks: bool | None) -> dict:
+             max_depth: int, with_skills: bool | None, with_prompt: bool | None, with_hooks: bool | None,
+             whole_argument_hooks: bool = False) -> dict:
     """A harness plus what the trajectory needs to know about it (``_schemas``, ``_skill_tool``)."""
     dialect = draw(st.sampled_from(dialects))
     has_skills = draw(st.booleans()) if with_skills is None else with_skills
@@ -574,10 +664,10 @@ def _harness(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools:
             harness["skill_tool"] = skill_tool
     mentions = tuple(tool_names) + tuple(skill_names)
     if with_prompt if with_prompt is not None else draw(st.booleans()):
-        harness["prompt"] = draw(_prompt(mentions=mentions))
+        harness["prompt"] = draw(_prompt(mentions=mentions, skills=harness.get("skills"), tools=tool_defs))
     if with_hooks if with_hooks is not None else draw(st.booleans()):
         top = {n: list((schemas[n].get("properties") or {})) for n in tool_names}
-        harness["hooks"] = draw(st.lists(st.one_of(_tool_hook(tool_params=top), _reply_hook(skill_names=skill_names)),
+        harness["hooks"] = draw(st.lists(st.one_of(_tool_hook(tool_params=top, whole_arguments=whole_argument_hooks), _reply_hook(skill_names=skill_names)),
                                          min_size=1, max_size=3, unique_by=lambda h: h["name"]))
     harness["_schemas"] = schemas
     harness["_skill_tool"] = skill_tool
@@ -591,27 +681,31 @@ def _public(harness: dict) -> dict:
 
 def harnesses(*, dialects: str | Iterable[str] = DIALECTS, strict: bool | None = None, max_tools: int = 4,
               max_properties: int = 4, max_depth: int = 2, skills: bool | None = None, prompt: bool | None = None,
-              hooks: bool | None = None) -> st.SearchStrategy[dict]:
+              hooks: bool | None = None, whole_argument_hooks: bool = False) -> st.SearchStrategy[dict]:
     """A harness in the input format: ``tools`` (plus the skill tool), ``skills``, ``skill_tool``, ``prompt``, ``hooks``.
 
     Tool, skill and parameter names are distinct from each other; parameter names
     repeat across tools. ``skills`` / ``prompt`` / ``hooks``: True always, False never,
-    None sometimes.
+    None sometimes. ``whole_argument_hooks=True``: tool hooks may also read the argument
+    object as a whole (``len(args)``, ``not args``).
     """
     return _lazy(lambda: _check_harness_options(dialects, strict, max_tools, max_properties, max_depth,
-                                                skills, prompt, hooks),
+                                                skills, prompt, hooks, whole_argument_hooks),
                  lambda: _harness(dialects=_dialect_tuple(dialects), strict=strict, max_tools=max_tools,
                                   max_properties=max_properties, max_depth=max_depth, with_skills=skills,
-                                  with_prompt=prompt, with_hooks=hooks).map(_public))
+                                  with_prompt=prompt, with_hooks=hooks,
+                                  whole_argument_hooks=whole_argument_hooks).map(_public))
 
 
-def _check_harness_options(dialects, strict, max_tools, max_properties, max_depth, skills, prompt, hooks) -> None:
+def _check_harness_options(dialects, strict, max_tools, max_properties, max_depth, skills, prompt, hooks,
+                           whole_argument_hooks) -> None:
     _check_dialects(dialects)
     _check_tristate("strict", strict)
     _check_int("max_tools", max_tools, 1, 16)
     _check_int("max_properties", max_properties, 0, 12)
     _check_int("max_depth", max_depth, 0, 4)
-    for name, value in (("skills", skills), ("prompt", prompt), ("hooks", hooks)):
+    for name, value in (("skills", skills), ("prompt", prompt), ("hooks", hooks),
+                        ("whole_argument_hooks", whole_argument_hooks)):
         _check_tristate(name, value)
 
 
@@ -665,14 +759,17 @@ def _result(draw, name: str, args: dict, mentions: tuple[str, ...]) -> str:
 @st.composite
 def _record(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: int, max_turns: int,
             max_parallel: int, max_properties: int, max_depth: int, arguments_as: tuple[str, ...],
-            with_skills: bool | None, with_prompt: bool | None, with_hooks: bool | None) -> dict:
+            with_skills: bool | None, with_prompt: bool | None, with_hooks: bool | None,
+            whole_argument_hooks: bool) -> dict:
     h = draw(_harness(dialects=dialects, strict=strict, max_tools=max_tools, max_properties=max_properties,
-                      max_depth=max_depth, with_skills=with_skills, with_prompt=with_prompt, with_hooks=with_hooks))
+                      max_depth=max_depth, with_skills=with_skills, with_prompt=with_prompt, with_hooks=with_hooks,
+                      whole_argument_hooks=whole_argument_hooks))
     schemas: dict[str, dict] = h["_schemas"]
     skill_tool = h["_skill_tool"]
     skill_names = [s["name"] for s in h.get("skills", ())]
     tool_names = list(schemas)
     mentions = tuple(tool_names) + tuple(skill_names)
+    values = tuple(sorted({v for sch in schemas.values() for v in _string_enums(sch) if v}))
     tool_hooks = [x for x in h.get("hooks", ()) if x["event"] == "pre_tool_use"]
     reply_hooks = [x for x in h.get("hooks", ()) if x["event"] == "pre_reply"]
 
@@ -684,7 +781,7 @@ def _record(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: 
         traj.messages.append({"role": "system", "content": draw(_prose(mentions))})
 
     for _turn in range(draw(st.integers(1, max_turns))):
-        user = draw(_prose(mentions))
+        user = draw(_prose(mentions + values))
         if draw(st.integers(0, 4)) == 0:
             traj.messages.append({"role": "user", "content": [{"type": "text", "text": user}]})
         else:
@@ -710,14 +807,17 @@ def _record(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: 
             traj.call([(skill_tool["name"], {skill_tool["argument"]: n}, by_name[n]["content"]) for n in chosen],
                       "", name_results)
             traj.loaded += chosen
-        reply = draw(_prose(mentions))
+        reply = draw(_prose(mentions, 8))
+        if reply_hooks and draw(st.integers(0, 3)) == 0:  # a rambling reply, far over any length limit
+            while len(reply) < REPLY_LIMITS[1] + _OVERSHOOT:
+                reply += " " + draw(_prose((), 12))
         for hook in reply_hooks:
             payload = {"reply": reply, "loaded_skills": list(traj.loaded)}
             decision = run_hook(hook, payload)
             if decision.get("decision") != "allow":
                 traj.messages.append({"role": "assistant", "content": reply})
                 traj.inject(hook, payload, decision)
-                reply = draw(_prose(()))
+                reply = draw(_prose((), 8))
                 break
         traj.messages.append({"role": "assistant", "content": reply})
 
@@ -745,7 +845,7 @@ def _record(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: 
 def records(*, dialects: str | Iterable[str] = DIALECTS, arguments_as: str | Iterable[str] = ("string", "object"),
             strict: bool | None = None, max_tools: int = 4, max_turns: int = 3, max_parallel: int = 3,
             max_properties: int = 4, max_depth: int = 2, skills: bool | None = None, prompt: bool | None = None,
-            hooks: bool | None = None) -> st.SearchStrategy[dict]:
+            hooks: bool | None = None, whole_argument_hooks: bool = False) -> st.SearchStrategy[dict]:
     """Records in the input format (JSON objects): a harness and a multi-turn trajectory valid under it.
 
     Every call is drawn from its tool's schema, so it validates; rounds of up to
@@ -753,11 +853,16 @@ def records(*, dialects: str | Iterable[str] = DIALECTS, arguments_as: str | Ite
     defined skills; hooks that object to a call or a reply inject a message and a
     ``hook_events`` entry with the decision the hook really returns. One dialect and
     one argument encoding (``"string"`` or ``"object"``) per record, as in real datasets.
+
+    Tool hooks read arguments by key; ``whole_argument_hooks=True`` also draws hooks
+    that read the argument object as a whole (``len(args)``, ``not args``). Reply-length
+    limits are far from every drawn reply (see :data:`REPLY_LIMITS`).
     """
     args_styles = (arguments_as,) if isinstance(arguments_as, str) else tuple(arguments_as)
 
     def check():
-        _check_harness_options(dialects, strict, max_tools, max_properties, max_depth, skills, prompt, hooks)
+        _check_harness_options(dialects, strict, max_tools, max_properties, max_depth, skills, prompt, hooks,
+                               whole_argument_hooks)
         _check_int("max_turns", max_turns, 1, 16)
         _check_int("max_parallel", max_parallel, 1, 8)
         _want(bool(args_styles) and set(args_styles) <= {"string", "object"},
@@ -766,7 +871,8 @@ def records(*, dialects: str | Iterable[str] = DIALECTS, arguments_as: str | Ite
     return _lazy(check, lambda: _record(dialects=_dialect_tuple(dialects), strict=strict, max_tools=max_tools,
                                         max_turns=max_turns, max_parallel=max_parallel, max_properties=max_properties,
                                         max_depth=max_depth, arguments_as=args_styles, with_skills=skills,
-                                        with_prompt=prompt, with_hooks=hooks))
+                                        with_prompt=prompt, with_hooks=hooks,
+                                        whole_argument_hooks=whole_argument_hooks))
 
 
 # --------------------------------------------------------------------------- recipes

@@ -228,7 +228,8 @@ def _render(prompt: Any) -> str | None:
     try:
         from jinja2.sandbox import SandboxedEnvironment
 
-        return SandboxedEnvironment().from_string(prompt["template"]).render(sections=prompt.get("sections", []))
+        sections = [s for s in prompt.get("sections", []) if s.get("placement", "system") != "user"]  # prompt.placement
+        return SandboxedEnvironment().from_string(prompt["template"]).render(sections=sections)
     except Exception:  # noqa: BLE001 - a template that does not render is not ours to judge here
         return None
 
