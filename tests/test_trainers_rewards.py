@@ -7,7 +7,6 @@ import json
 import pytest
 
 from trainers import ifcheck
-from trainers.hookrun import run_hooks
 from trainers.rewards import (
     REWARDS,
     MissingColumnError,
@@ -245,16 +244,13 @@ def test_reply_reward_applies_to_replies_only():
 # --------------------------------------------------------------------------- hooks, instructions, registry
 
 
-def test_run_hooks_isolates_failures():
-    """A hook that raises, returns a non-dict or loops forever gives an error decision; others still run."""
-    ok = "def f(p):\n    return {'decision': 'allow' if p['x'] > 0 else 'retry'}\n"
-    jobs = [(ok, "f", {"x": 1}), (ok, "f", {"x": -1}), ("def f(p):\n    raise KeyError('k')\n", "f", {}),
-            ("def f(p):\n    return 3\n", "f", {}), (ok, "missing", {})]
-    results = run_hooks(jobs)
-    assert [r["decision"] for r in results] == ["allow", "retry", "error", "error", "error"]
-    assert "KeyError" in results[2]["message"]
-    slow = run_hooks([("def f(p):\n    while True:\n        pass\n", "f", {})], timeout=1.5)
-    assert slow[0]["decision"] == "error" and "timed out" in slow[0]["message"]
+def test_reply_reward_counts_failing_hooks_as_not_allowing():
+    """A reply hook that raises or loops forever runs in the sandbox, warns, and does not allow the reply."""
+    ok = {"name": "ok", "event": "pre_reply", "entry": "f", "source": "def f(p):\n    return {'decision': 'allow'}\n"}
+    bad = {"name": "bad", "event": "pre_reply", "entry": "f", "source": "def f(p):\n    raise KeyError('k')\n"}
+    cols = {"reference": [ref(content="x")], "hooks": [[ok, bad]]}
+    with pytest.warns(UserWarning, match="reply hook 'bad' failed"):
+        assert reply_reward(["Hello there."], **cols) == [0.5]
 
 
 def test_instruction_reward_scores_checks():

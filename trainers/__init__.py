@@ -13,4 +13,4 @@ Nothing heavy is imported here: ``--help`` of every entry point is instant, and
 ``hsa augment`` works without torch. See docs/training.md.
 """
 
-__all__ = ["common", "sft", "distill", "rl", "eval", "rewards", "ifcheck", "hookrun", "tiny"]
+__all__ = ["common", "sft", "distill", "rl", "eval", "rewards", "ifcheck", "tiny"]

@@ -393,25 +393,28 @@ def format_reward(completions: Sequence[Any], *, parser: Callable[[str], Parsed]
     return out
 
 
-def reply_reward(completions: Sequence[Any], *, event: str = "pre_reply", timeout: float = 20.0,
+def reply_reward(completions: Sequence[Any], *, event: str = "pre_reply",
                  parser: Callable[[str], Parsed] = parse_hermes, **kwargs) -> list[float | None]:
     """Reply checks run through the harness's own reply hooks (event ``pre_reply``).
 
     Applies where the reference is a final reply (no tool calls; else ``None``). The
     payload is ``{"reply": text, "loaded_skills": [...]}`` (the HAT harness convention);
-    the reward is the fraction of the row's reply hooks that return ``"allow"``. A
-    completion that calls a tool or does not parse scores 0; a row without reply hooks
-    scores 1 for any non-empty reply. Hooks run in a child process with limits
-    (:mod:`trainers.hookrun`).
+    the reward is the fraction of the row's reply hooks whose decision is ``"allow"``.
+    A completion that calls a tool or does not parse scores 0; a row without reply hooks
+    scores 1 for any non-empty reply. Hooks run in hsa's sandbox (:mod:`hsa.sandbox`: a
+    separate process with time and memory limits; results cached per payload), so every
+    hook style hsa reads (functions, Claude Code scripts, Agents SDK methods) works; a
+    hook that fails counts as not allowing the reply.
     """
-    from trainers.hookrun import hook_entry, run_hooks
+    from hsa.hooks_model import decision_of
+    from hsa.sandbox import replay_many
 
     n = len(completions)
     refs = _column(kwargs, "reference", "reply", n, required=True)
     hooks = _column(kwargs, "hooks", "reply", n, required=False)
     contexts = _column(kwargs, "hook_context", "reply", n, required=False)
     out: list[float | None] = [None] * n
-    jobs, owners = [], []
+    items, owners = [], []
     for i, completion in enumerate(completions):
         ref = _reference(refs[i], i, "reply")
         if ref.get("tool_calls"):
@@ -427,14 +430,15 @@ def reply_reward(completions: Sequence[Any], *, event: str = "pre_reply", timeou
         ctx = contexts[i] if isinstance(contexts[i], dict) else {}
         payload = {"reply": parsed.content, "loaded_skills": list(ctx.get("loaded_skills") or [])}
         for h in reply_hooks:
-            jobs.append((h["source"], hook_entry(h), payload))
+            items.append((h, payload))
             owners.append(i)
-    results = run_hooks(jobs, timeout=timeout)
     allowed: dict[int, list[bool]] = {}
-    for i, result in zip(owners, results):
-        if result.get("decision") == "error":
-            warnings.warn(f"reply hook failed for completion {i}: {result.get('message')}", stacklevel=2)
-        allowed.setdefault(i, []).append(result.get("decision") == "allow")
+    for (hook, _), i, outcome in zip(items, owners, replay_many(items) if items else []):
+        decision = decision_of(hook, outcome)
+        if decision.get("decision") == "error":
+            warnings.warn(f"reply hook {hook.get('name')!r} failed on completion {i}: "
+                          f"{outcome.get('error')}: {outcome.get('detail', '')}", stacklevel=2)
+        allowed.setdefault(i, []).append(decision.get("decision") == "allow")
     for i, flags in allowed.items():
         out[i] = sum(flags) / len(flags)
     return out
