@@ -136,9 +136,8 @@ def _error(exc: BaseException) -> str:
 
 
 def _check_determinism(transform, source: Record, variant: Record, applied: list, seed: int,
-                       snapshot: str) -> list[Violation]:
-    from hsa.pipeline import rng_for
-    from hsa.transform import from_config, replay, run
+                       snapshot: str, rerun) -> list[Violation]:
+    from hsa.transform import from_config, replay
 
     out = []
     if _json.canonical(source) != snapshot:
@@ -146,7 +145,7 @@ def _check_determinism(transform, source: Record, variant: Record, applied: list
                               "apply must return a new record (use hsa.records.clone)"))
     expected = _json.canonical(variant)
     try:
-        again, _, _ = run(transform, source, rng_for(seed, source["id"], 1))
+        again = rerun()
         if _json.canonical(again) != expected:
             out.append(_violation("determinism", "same seed, different output",
                                   "two runs with the same rng state gave different records; keep all randomness "
@@ -347,15 +346,22 @@ def _check_injected(source: Record, se: dict, variant: Record, ve: dict, i: int)
     return out
 
 
-def check_transform(transform, record: Any, seed: int = 0) -> Report:
+def check_transform(transform, record: Any, seed: int = 0, *, params: dict | None = None) -> Report:
     """Run ``transform`` on ``record`` with the pipeline's rng for ``seed`` and check every invariant.
 
     ``record`` is an input-format JSON object (it goes through
-    :func:`hsa.records.normalize`) or an internal record. Raises ``ValueError`` when the
-    record itself is not valid (its calls must validate before a variant can).
+    :func:`hsa.records.normalize`) or an internal record. ``params`` (a leaf transform's
+    replay record) applies those params instead of sampling: how a pinned regression
+    replays exactly the failure hypothesis found. Raises ``ValueError`` when the record
+    itself is not valid (its calls must validate before a variant can).
     """
     from hsa.pipeline import rng_for
-    from hsa.transform import run
+    from hsa.transform import Applied, run
+
+    def go():
+        if params is None:
+            return run(transform, src, rng_for(seed, src["id"], 1))
+        return transform.apply(src, _json.copy(params)), [Applied(transform.name, transform.config(), params)], []
 
     src = _as_record(record)
     problems = check_record(src)
@@ -368,7 +374,7 @@ def check_transform(transform, record: Any, seed: int = 0) -> Report:
     violations: list[Violation] = []
     config = transform.to_dict()
     try:
-        variant, applied, skipped = run(transform, src, rng_for(seed, src["id"], 1))
+        variant, applied, skipped = go()
     except Exception as exc:  # noqa: BLE001 - reported as a violation
         return Report(config, src["id"], seed, (), (), (_violation("run", "transform raised", _error(exc)),),
                       tuple(checked), raw_source, None)
@@ -379,7 +385,7 @@ def check_transform(transform, record: Any, seed: int = 0) -> Report:
     mapping = Mapping(variant["mapping"][len(src["mapping"]):])
     violations += _check_consistency(src, variant, mapping)
     checked.append("determinism")
-    violations += _check_determinism(transform, src, variant, applied, seed, snapshot)
+    violations += _check_determinism(transform, src, variant, applied, seed, snapshot, lambda: go()[0])
     if not applied:
         checked.append("identity")
         if _json.canonical(variant) != snapshot:
@@ -411,14 +417,14 @@ def _note(text: str) -> None:
         pass
 
 
-def assert_task_preserving(transform, record: Any, seed: int = 0) -> Report:
+def assert_task_preserving(transform, record: Any, seed: int = 0, *, params: dict | None = None) -> Report:
     """Check ``transform`` on ``record``; raise ``AssertionError`` with a readable report when an invariant breaks.
 
     Inside a hypothesis test the transform, the record id, the seed and the replay
     record are ``note()``-d, so the falsifying example shows them after shrinking.
     Returns the report when everything holds.
     """
-    report = check_transform(transform, record, seed)
+    report = check_transform(transform, record, seed, params=params)
     _note(f"hsa.testing: {report.summary()}; applied: {json.dumps(list(report.applied), ensure_ascii=False)[:2000]}")
     if not report.ok:
         raise AssertionError(report.format())

@@ -1,0 +1,194 @@
+"""Failures the property suite found, shrunk to small records and pinned with the exact params.
+
+Each case replays the params of the failure through :func:`hsa.testing.check_transform`
+(``params=``), so it keeps failing the same way if the bug comes back, whatever the
+transform's sampling does. Cases marked ``xfail(strict=True)`` are known bugs not fixed
+yet: when a fix lands they pass, the strict mark fails the run, and the mark is removed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hsa.records import normalize
+from hsa.testing import assert_task_preserving, check_transform
+from hsa.testing.checks import hooks_checker
+from transforms import skill, tool
+
+GUARD = (
+    'def check(payload: dict) -> dict:\n'
+    '    if payload["tool_name"] == "get_item" and "item_id" not in payload["tool_input"]:\n'
+    '        return {"decision": "retry", "message": "get_item needs item_id."}\n'
+    '    return {"decision": "allow"}\n'
+)
+REPLY = (
+    'def check_reply(payload: dict) -> dict:\n'
+    '    if "Link" not in payload["reply"]:\n'
+    '        return {"decision": "retry", "message": "Name the link of the product."}\n'
+    '    return {"decision": "allow"}\n'
+)
+
+
+def _tool(name: str, props: dict, required: list[str] = ()) -> dict:
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": props, "required": list(required)}}}
+
+
+def _call(cid: str, name: str, args: dict) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def _guarded_record() -> dict:
+    """A retry injected by a pre_tool_use hook, recorded in hook_events (shrunk from fixture ls-000042)."""
+    return {
+        "id": "reg-hook-decision",
+        "messages": [
+            {"role": "user", "content": "show me that item"},
+            {"role": "assistant", "content": "", "tool_calls": [_call("c1", "get_item", {})]},
+            {"role": "tool", "tool_call_id": "c1", "name": "get_item", "content": "{\"error\": \"no id\"}"},
+            {"role": "system", "content": "get_item needs item_id."},
+            {"role": "assistant", "content": "", "tool_calls": [_call("c2", "find_item", {"q": "lamp"})]},
+            {"role": "tool", "tool_call_id": "c2", "name": "find_item", "content": "{\"item_id\": 7}"},
+            {"role": "assistant", "content": "Found it."},
+        ],
+        "tools": [_tool("get_item", {"item_id": {"type": "integer"}}), _tool("find_item", {"q": {"type": "string"}})],
+        "hooks": [{"name": "guard", "event": "pre_tool_use", "entry": "check", "source": GUARD}],
+        "hook_events": [{"hook": "guard", "message_index": 3,
+                         "payload": {"tool_name": "get_item", "tool_input": {}},
+                         "decision": {"decision": "retry", "message": "get_item needs item_id."}}],
+    }
+
+
+def test_hook_decision_message_follows_a_tool_rename():
+    """A renamed tool is renamed in the recorded decision of the hook event too, as in the message it injected."""
+    report = assert_task_preserving(tool.ToolRename(), _guarded_record(),
+                                    params={"renames": {"get_item": "getItem"}})
+    event = report.variant["hook_events"][0]
+    assert event["decision"]["message"] == "getItem needs item_id." == report.variant["messages"][3]["content"]
+    assert event["payload"]["tool_name"] == "getItem"
+
+
+def test_swapped_tool_names_are_mapped_once_in_hook_decisions():
+    """A swap (a -> b, b -> a) maps the decision message once: two passes over it would swap the name back."""
+    report = assert_task_preserving(tool.SwapNames(), _guarded_record(),
+                                    params={"tools": {"get_item": "find_item", "find_item": "get_item"}, "params": []})
+    assert report.variant["hook_events"][0]["decision"]["message"] == "find_item needs item_id."
+
+
+def test_judged_reply_in_a_hook_payload_follows_a_tool_rename():
+    """The reply a pre_reply hook judged (its payload) keeps equal to the message it judged after a rename."""
+    bad = "I checked get_item for you."
+    raw = {
+        "id": "reg-judged-reply",
+        "messages": [
+            {"role": "user", "content": "is it in stock?"},
+            {"role": "assistant", "content": "", "tool_calls": [_call("c1", "get_item", {"item_id": 3})]},
+            {"role": "tool", "tool_call_id": "c1", "content": "{\"stock\": 2}"},
+            {"role": "assistant", "content": bad},
+            {"role": "system", "content": "Name the link of the product."},
+            {"role": "assistant", "content": "Link 3 has two left."},
+        ],
+        "tools": [_tool("get_item", {"item_id": {"type": "integer"}}, ["item_id"])],
+        "hooks": [{"name": "reply_link", "event": "pre_reply", "entry": "check_reply", "source": REPLY}],
+        "hook_events": [{"hook": "reply_link", "message_index": 4, "payload": {"reply": bad, "loaded_skills": []},
+                         "decision": {"decision": "retry", "message": "Name the link of the product."}}],
+    }
+    report = assert_task_preserving(tool.ToolRename(), raw, params={"renames": {"get_item": "fetch_item"}})
+    assert report.variant["hook_events"][0]["payload"]["reply"] == "I checked fetch_item for you."
+
+
+def test_parameter_named_like_a_hook_protocol_key_keeps_the_hook_output():
+    """Renaming a parameter called ``message`` leaves the hook's own ``"message"`` output key alone."""
+    source = ('def check(payload):\n'
+              '    if not payload["tool_input"].get("message"):\n'
+              '        return {"decision": "retry", "message": "Say something."}\n'
+              '    return {"decision": "allow"}\n')
+    raw = {
+        "id": "reg-message-key",
+        "messages": [{"role": "user", "content": "tell them hi"},
+                     {"role": "assistant", "content": "", "tool_calls": [_call("c1", "send", {"message": "hi"})]},
+                     {"role": "tool", "tool_call_id": "c1", "content": "sent"},
+                     {"role": "assistant", "content": "Done."}],
+        "tools": [_tool("send", {"message": {"type": "string"}}, ["message"])],
+        "hooks": [{"name": "non_empty", "event": "pre_tool_use", "entry": "check", "source": source}],
+    }
+    report = assert_task_preserving(tool.ParamRename(), raw,
+                                    params={"renames": [{"tool": "send", "path": ["message"], "new": "text"}]})
+    hook = report.variant["hooks"][0]["source"]
+    assert '.get("text")' in hook and '"message": "Say something."' in hook
+
+
+def test_skill_rename_renames_the_skill_tool_enum():
+    """A skill tool whose argument is an enum of skill names gets the new names (else every load fails validation)."""
+    raw = {
+        "id": "reg-skill-enum",
+        "messages": [{"role": "user", "content": "what is it made of?"},
+                     {"role": "assistant", "content": "", "tool_calls": [_call("c1", "load_skill", {"skill": "v2_note"})]},
+                     {"role": "tool", "tool_call_id": "c1", "content": "# V2 note\n\nAnswer briefly."},
+                     {"role": "assistant", "content": "Cotton."}],
+        "tools": [_tool("load_skill", {"skill": {"type": "string", "enum": ["v2_note", "promo_qa"]}}, ["skill"])],
+        "skills": [{"name": "v2_note", "description": "Notes.", "content": "# V2 note\n\nAnswer briefly."},
+                   {"name": "promo_qa", "description": "Coupons.", "content": "# Promo\n\nQuote coupons."}],
+    }
+    report = assert_task_preserving(skill.SkillRename(), raw, params={"renames": {"v2_note": "v2-note"}})
+    tools = normalize(report.variant)["tools"]
+    assert tools[0]["parameters"]["properties"]["skill"]["enum"] == ["v2-note", "promo_qa"]
+
+
+# --------------------------------------------------------------------------- known bugs, not fixed yet
+
+ONE_ARG = (
+    'def check(payload: dict) -> dict:\n'
+    '    args = payload["tool_input"]\n'
+    '    if len(args) > 1:\n'
+    '        return {"decision": "retry", "message": "One argument at a time."}\n'
+    '    return {"decision": "allow"}\n'
+)
+
+
+def _whole_argument_record() -> dict:
+    """A hook that reads the argument object as a whole (``len(args)``), not key by key."""
+    return {
+        "id": "reg-whole-arguments",
+        "messages": [{"role": "user", "content": "find red"},
+                     {"role": "assistant", "content": "", "tool_calls": [_call("c1", "search", {"query": "red"})]},
+                     {"role": "tool", "tool_call_id": "c1", "content": "[]"},
+                     {"role": "assistant", "content": "Nothing found."}],
+        "tools": [_tool("search", {"query": {"type": "string"}, "page": {"type": "integer"}}, ["query"])],
+        "hooks": [{"name": "one_arg", "event": "pre_tool_use", "entry": "check", "source": ONE_ARG}],
+    }
+
+
+WHOLE_ARGUMENTS_BUG = ("known bug: tool.add_required / tool.nest change the argument object a hook reads as a whole "
+                       "(len(args), not args, iteration) and neither skip such tools nor rewrite the hook; "
+                       "hsa.sandbox.check_hooks (invariant 7) rejects the variant")
+
+
+@pytest.mark.skipif(hooks_checker() is None, reason="invariant 7 needs hsa.sandbox.check_hooks")
+@pytest.mark.xfail(strict=True, reason=WHOLE_ARGUMENTS_BUG)
+def test_add_required_keeps_a_hook_that_counts_arguments():
+    """tool.add_required on a tool whose hook counts its arguments keeps the hook's decisions (or skips)."""
+    params = {"steps": [{"op": "params", "tool": "search", "kind": "require", "paths": [],
+                         "fill": [[["dry_run"], False]],
+                         "schema": {"type": "boolean", "enum": [False], "description": "Must be false"}}]}
+    assert_task_preserving(tool.AddRequired(p=1.0), _whole_argument_record(), params=params)
+
+
+@pytest.mark.skipif(hooks_checker() is None, reason="invariant 7 needs hsa.sandbox.check_hooks")
+@pytest.mark.xfail(strict=True, reason=WHOLE_ARGUMENTS_BUG)
+def test_nest_keeps_a_hook_that_counts_arguments():
+    """tool.nest on a tool whose hook counts its arguments keeps the hook's decisions (or skips)."""
+    params = {"steps": [{"op": "params", "tool": "search", "kind": "regroup",
+                         "paths": [[["query"], ["params", "query"]], [["page"], ["params", "page"]]],
+                         "container": {"path": ["params"], "schema": {"type": "object"}, "required": True}}]}
+    assert_task_preserving(tool.Nest(p=1.0), _whole_argument_record(), params=params)
+
+
+def test_whole_argument_hook_failure_is_reported_as_invariant_7():
+    """The check that the two known-bug cases above rely on: the failure is the hooks invariant, nothing else."""
+    if hooks_checker() is None:
+        pytest.skip("invariant 7 needs hsa.sandbox.check_hooks")
+    report = check_transform(tool.Nest(p=1.0), _whole_argument_record(), seed=0)
+    assert report.applied and report.failed == ["hooks"], report.format()
