@@ -1,0 +1,219 @@
+"""Phrase banks: YAML files of equivalent phrasings, shared by ``prompt.paraphrase``,
+``prompt.titles`` and ``skill.describe``.
+
+A bank is a list of *groups*; the phrasings of a group say the same thing and may
+replace one another. A phrasing may hold ``{slot}`` placeholders that capture text
+(one line, at least one character) and carry it across; every phrasing of a group has
+the same slots. Literal braces are written ``{{`` and ``}}``::
+
+    version: 1
+    groups:
+      - id: no-unreturned-facts
+        phrasings:
+          - Never state a price, stock level or delivery time that no tool returned.
+          - Only quote prices, stock levels and delivery times that a tool returned.
+      - id: host-intro
+        phrasings:
+          - "You are {host}, the AI digital host of {store}'s live room."
+          - "You are {host}, the AI host of {store}'s live stream."
+
+Built-in banks live in ``transforms/banks/<name>.yaml``; users add groups with their
+own files (the ``banks`` option of the transforms that use them). A bank also defines
+the canonical form of a text: every match replaced by its group id and captures, so
+two texts that differ only by equivalent phrasings have the same canonical form.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["Group", "Match", "Bank", "BankError", "load_bank", "builtin_bank_names"]
+
+_SLOT = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{|\}")
+_BEFORE = r"(?<![A-Za-z0-9_])"
+_AFTER = r"(?![A-Za-z0-9_])"
+
+
+class BankError(ValueError):
+    """A phrase bank file that cannot be used; the message says which file, group and what to fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """Phrasings that may replace one another; ``slots`` are their placeholders (sorted)."""
+
+    id: str
+    phrasings: tuple[str, ...]
+    slots: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """One phrasing found in a text: span, group index, phrasing index, captured slot values."""
+
+    start: int
+    end: int
+    group: int
+    phrasing: int
+    captures: tuple[tuple[str, str], ...]
+
+
+def _compile(phrasing: str, where: str) -> tuple[re.Pattern[str], tuple[str, ...], str]:
+    """Regex of one phrasing, its slots, and a format string to render it."""
+    parts, slots, fmt, seen, pos = [], [], [], set(), 0
+    for m in _SLOT.finditer(phrasing):
+        literal = phrasing[pos:m.start()]
+        parts.append(re.escape(literal))
+        fmt.append(literal.replace("\x00", ""))
+        pos = m.end()
+        tok = m.group(0)
+        if tok in ("{{", "}}"):
+            parts.append(re.escape(tok[0]))
+            fmt.append(tok[0])
+        elif m.group(1):
+            name = m.group(1)
+            if name in seen:
+                parts.append(f"(?P={name})")
+            else:
+                parts.append(f"(?P<{name}>[^\\n]+?)")
+                seen.add(name)
+                slots.append(name)
+            fmt.append("\x00" + name + "\x00")
+        else:
+            raise BankError(f"{where}: unbalanced brace in {phrasing!r}; write literal braces as '{{{{' and '}}}}'")
+    tail = phrasing[pos:]
+    parts.append(re.escape(tail))
+    fmt.append(tail)
+    if not phrasing.strip():
+        raise BankError(f"{where}: empty phrasing")
+    if _SLOT.sub("", phrasing) == "" or re.fullmatch(r"(\{[A-Za-z_][A-Za-z0-9_]*\})+", phrasing):
+        raise BankError(f"{where}: phrasing {phrasing!r} is only placeholders; add literal words around them")
+    if phrasing.endswith("}") and not phrasing.endswith("}}"):
+        raise BankError(f"{where}: phrasing {phrasing!r} ends with a placeholder, which would capture one character; "
+                        "end it with literal text (for example the full stop)")
+    return re.compile(_BEFORE + "".join(parts) + _AFTER), tuple(sorted(slots)), "".join(fmt)
+
+
+@dataclasses.dataclass(frozen=True)
+class Bank:
+    """A loaded phrase bank: groups with compiled phrasings."""
+
+    groups: tuple[Group, ...]
+    sources: tuple[str, ...]
+    _patterns: tuple[tuple[tuple[re.Pattern[str], str], ...], ...] = dataclasses.field(repr=False)
+
+    def find(self, text: str) -> list[Match]:
+        """Non-overlapping matches in ``text``, leftmost first; the longest wins a tie."""
+        cands = []
+        for gi, pats in enumerate(self._patterns):
+            for pi, (rx, _) in enumerate(pats):
+                for m in rx.finditer(text):
+                    caps = tuple(sorted((k, v) for k, v in m.groupdict().items()))
+                    cands.append(Match(m.start(), m.end(), gi, pi, caps))
+        cands.sort(key=lambda c: (c.start, -(c.end - c.start), c.group, c.phrasing))
+        out, pos = [], 0
+        for c in cands:
+            if c.start >= pos:
+                out.append(c)
+                pos = c.end
+        return out
+
+    def phrase(self, group: int, phrasing: int, captures: tuple[tuple[str, str], ...]) -> str:
+        """Phrasing ``phrasing`` of ``group`` with ``captures`` filled in."""
+        fmt = self._patterns[group][phrasing][1]
+        values = dict(captures)
+        return re.sub("\x00([A-Za-z_][A-Za-z0-9_]*)\x00", lambda m: values[m.group(1)], fmt)
+
+    def substitute(self, text: str, choices: list[int], matches: list[Match] | None = None) -> str:
+        """``text`` with the k-th match replaced by phrasing ``choices[k]`` of its group."""
+        matches = self.find(text) if matches is None else matches
+        if len(choices) != len(matches):
+            raise ValueError(f"{len(choices)} phrasing choices for {len(matches)} matches in the text; "
+                             "the params were drawn for a different text")
+        pieces, pos = [], 0
+        for m, choice in zip(matches, choices):
+            if not 0 <= choice < len(self.groups[m.group].phrasings):
+                raise ValueError(f"phrasing {choice} is out of range for group {self.groups[m.group].id!r}")
+            pieces.append(text[pos:m.start])
+            pieces.append(self.phrase(m.group, choice, m.captures))
+            pos = m.end
+        pieces.append(text[pos:])
+        return "".join(pieces)
+
+    def canonical(self, text: str) -> str:
+        """``text`` with every match replaced by ``⟦group id|captures⟧`` (equal for equivalent texts)."""
+        pieces, pos = [], 0
+        for m in self.find(text):
+            pieces.append(text[pos:m.start])
+            caps = "|".join(f"{k}={v}" for k, v in m.captures)
+            pieces.append(f"\u27e6{self.groups[m.group].id}|{caps}\u27e7")
+            pos = m.end
+        pieces.append(text[pos:])
+        return "".join(pieces)
+
+    def group_of(self, phrase: str) -> int | None:
+        """The group whose phrasing is exactly ``phrase`` (case-insensitive), if any."""
+        key = phrase.casefold()
+        for gi, g in enumerate(self.groups):
+            if any(p.casefold() == key for p in g.phrasings):
+                return gi
+        return None
+
+
+def builtin_bank_names() -> list[str]:
+    """Names of the banks shipped in ``transforms/banks``."""
+    folder = resources.files("transforms").joinpath("banks")
+    return sorted(e.name[:-5] for e in folder.iterdir() if e.name.endswith(".yaml"))
+
+
+def _read(text: str, source: str) -> list[Group]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BankError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
+        raise BankError(f"{source}: a phrase bank is a mapping with a 'groups' list (got {type(data).__name__})")
+    if data.get("version", 1) != 1:
+        raise BankError(f"{source}: bank version {data.get('version')!r} is not supported (expected 1)")
+    groups = []
+    for i, g in enumerate(data["groups"]):
+        where = f"{source}: groups[{i}]"
+        if not isinstance(g, dict) or not isinstance(g.get("id"), str) or not isinstance(g.get("phrasings"), list):
+            raise BankError(f"{where}: each group needs an 'id' string and a 'phrasings' list")
+        phr = g["phrasings"]
+        if len(phr) < 2 or not all(isinstance(p, str) for p in phr):
+            raise BankError(f"{where} ({g['id']}): needs at least two phrasings, all strings")
+        if len(set(phr)) != len(phr):
+            raise BankError(f"{where} ({g['id']}): repeated phrasing")
+        slots = {_compile(p, f"{where} ({g['id']})")[1] for p in phr}
+        if len(slots) != 1:
+            raise BankError(f"{where} ({g['id']}): phrasings use different placeholders {sorted(slots)}; "
+                            "every phrasing of a group must carry the same slots")
+        groups.append(Group(g["id"], tuple(phr), next(iter(slots))))
+    return groups
+
+
+@lru_cache(maxsize=64)
+def load_bank(name: str, extra: tuple[str, ...] = ()) -> Bank:
+    """The built-in bank ``name`` plus the groups of the YAML files ``extra`` (their ids must be new)."""
+    res = resources.files("transforms").joinpath("banks", f"{name}.yaml")
+    if not res.is_file():
+        raise BankError(f"no built-in phrase bank {name!r}; built-in banks: {', '.join(builtin_bank_names())}")
+    groups = _read(res.read_text(encoding="utf-8"), f"transforms/banks/{name}.yaml")
+    for path in extra:
+        p = Path(path)
+        if not p.is_file():
+            raise BankError(f"phrase bank file {path} does not exist")
+        groups += _read(p.read_text(encoding="utf-8"), str(path))
+    ids = [g.id for g in groups]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise BankError(f"phrase bank {name!r}: group ids {dup} are defined more than once; rename one of them")
+    patterns = tuple(tuple(_compile(p, g.id)[::2] for p in g.phrasings) for g in groups)
+    return Bank(tuple(groups), (name, *extra), patterns)

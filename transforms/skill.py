@@ -1,0 +1,911 @@
+"""Skill transforms: the ``skill`` family.
+
+Skills are Markdown modules the model loads with the skill tool (``load_skill(skill=...)``).
+A model trained on one harness memorises their names, their descriptions, the layout of
+their bodies and of the catalogue that lists them; these transforms vary all four and
+keep everything that refers to a skill consistent:
+
+* ``skill.rename`` goes through :func:`hsa.rewrite.rename_skills` (definitions, skill-tool
+  arguments and schema, texts as whole tokens — prompt catalogue, other skills, messages —
+  hook literals and payloads) and records the ``skills`` mapping step;
+* ``skill.describe`` and ``skill.catalog`` re-render the catalogue section of the prompt and
+  the system message it is part of (:mod:`hsa.prompt_import`);
+* ``skill.restructure`` rewrites the tool results that returned a skill's body.
+
+Tool calls are never touched, except the skill tool's argument under ``skill.rename``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+import string
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hsa.names import find_tokens, is_identifier_like, split_words
+from hsa.prompt_import import PREAMBLE_ID, PromptSite, commit, locate
+from hsa.records import Record, clone
+from hsa.rewrite import hook_literals, param_paths, record_tokens, rename_skills, text_fields
+from hsa.skills_dir import is_legal_skill_name, skill_dialect
+from hsa.transform import Skip, Transform, register
+from transforms.phrasebank import BankError, load_bank
+
+__all__ = [
+    "SkillRename",
+    "SkillDescribe",
+    "SkillRestructure",
+    "SkillCatalog",
+    "SKILL_NAME_STYLES",
+    "CATALOG_STYLES",
+    "HEADING_STYLES",
+    "new_skill_name",
+    "render_catalog",
+    "parse_catalog",
+    "find_catalog",
+    "skill_results",
+    "restructure_markdown",
+    "markdown_plan",
+    "skill_canonical",
+    "description_canonical",
+    "reorder_enumerations",
+    "load_distractors",
+]
+
+SKILL_NAME_STYLES = ("kebab", "snake", "opaque", "synonym")
+CATALOG_STYLES = ("list", "table", "xml")
+HEADING_STYLES = ("atx", "atx_closed", "setext")
+BULLETS = ("-", "*", "+")
+ORDERED_DELIMITERS = (".", ")")
+#: Phrases that make a Markdown section refer to its neighbours: such a section keeps its place.
+DEFAULT_ANCHORS = ("above", "below", "previous section", "preceding", "following section", "next section",
+                   "earlier section", "as described", "see section", "this section", "the section")
+
+
+def _check_p(p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be within [0, 1] (got {p!r})")
+
+
+def _check_choices(field: str, values: tuple, allowed: tuple) -> None:
+    if not values:
+        raise ValueError(f"{field} must name at least one of {list(allowed)}")
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ValueError(f"unknown {field} {bad}; expected some of {list(allowed)}")
+
+
+# =========================================================================== names
+
+
+def _opaque(rng: random.Random, sep: str, length: int) -> str:
+    chars = string.ascii_lowercase + string.digits
+    body = "".join(rng.choice(chars) for _ in range(length))
+    if not any(c.isdigit() for c in body):  # "skill_a34b": a digit keeps it from reading as a word
+        i = rng.randrange(length)
+        body = body[:i] + rng.choice(string.digits) + body[i + 1:]
+    return f"skill{sep}{body}"
+
+
+def new_skill_name(old: str, style: str, rng: random.Random, *, dialect: str = "hat",
+                   synonyms: dict[str, tuple[str, ...]] | None = None, opaque_len: int = 4) -> str:
+    """A new name for skill ``old`` in ``style`` (see :data:`SKILL_NAME_STYLES`); may equal ``old``.
+
+    ``kebab`` and ``snake`` re-join the name's words; ``opaque`` draws an id such as
+    ``skill_a34b``; ``synonym`` swaps words for synonyms from the ``skill_synonyms`` bank,
+    keeping the name's separator.
+    """
+    words = split_words(old)
+    if style == "kebab":
+        return "-".join(words) or old
+    if style == "snake":
+        return "_".join(words) or old
+    if style == "opaque":
+        return _opaque(rng, "-" if dialect == "agentskills" else "_", opaque_len)
+    if style == "synonym":
+        table = synonyms if synonyms is not None else _synonym_table(())
+        swapped = []
+        for w in words:
+            alts = [a for a in table.get(w, ()) if a != w]
+            swapped.append(rng.choice(alts) if alts else w)
+        sep = "-" if "-" in old or dialect == "agentskills" else "_"
+        return sep.join(swapped) or old
+    raise ValueError(f"unknown skill name style {style!r}; expected one of {', '.join(SKILL_NAME_STYLES)}")
+
+
+@lru_cache(maxsize=16)
+def _synonym_table(extra: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    bank = load_bank("skill_synonyms", extra)
+    out: dict[str, list[str]] = {}
+    for g in bank.groups:
+        for w in g.phrasings:
+            bucket = out.setdefault(w, [])
+            bucket.extend(o for o in g.phrasings if o != w and o not in bucket)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _declared_params(record: Record) -> set[str]:
+    out: set[str] = set()
+    for t in record["tools"]:
+        out.update(p[-1] for p in param_paths(t["parameters"]))
+    return out
+
+
+# =========================================================================== catalogue
+
+_CAT_NAME = r"([A-Za-z0-9][A-Za-z0-9_.-]*)"
+_TABLE_HEAD = "| Skill | Description |\n| --- | --- |"
+_CAT_LINE = {
+    "list": re.compile(rf"^- {_CAT_NAME}: (.*)$"),
+    "table": re.compile(rf"^\| {_CAT_NAME} \| (.*) \|$"),
+    "xml": re.compile(rf'^<skill name="{_CAT_NAME}">(.*)</skill>$'),
+}
+
+
+def catalog_style_ok(entries: list[tuple[str, str]], style: str) -> bool:
+    """True when every (name, description) can be written in ``style`` and read back unchanged."""
+    for name, desc in entries:
+        if "\n" in desc or "\r" in desc or not re.fullmatch(_CAT_NAME, name):
+            return False
+        if style == "table" and ("|" in desc or desc != desc.strip() or not desc):
+            return False
+        if style == "xml" and ("<" in desc or "&" in desc):
+            return False
+    return True
+
+
+def render_catalog(entries: list[tuple[str, str]], style: str) -> str:
+    """The catalogue body for (name, description) ``entries`` in ``style`` (see :data:`CATALOG_STYLES`)."""
+    if style == "list":
+        return "\n".join(f"- {n}: {d}" for n, d in entries)
+    if style == "table":
+        return "\n".join([_TABLE_HEAD] + [f"| {n} | {d} |" for n, d in entries])
+    if style == "xml":
+        return "\n".join(f'<skill name="{n}">{d}</skill>' for n, d in entries)
+    raise ValueError(f"unknown catalogue style {style!r}; expected one of {', '.join(CATALOG_STYLES)}")
+
+
+def parse_catalog(body: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """(style, entries) when ``body`` is exactly a catalogue in one of :data:`CATALOG_STYLES`."""
+    for style, rx in _CAT_LINE.items():
+        lines = body.split("\n")
+        if style == "table":
+            if "\n".join(lines[:2]) != _TABLE_HEAD:
+                continue
+            lines = lines[2:]
+        entries = []
+        for line in lines:
+            m = rx.match(line)
+            if not m:
+                break
+            entries.append((m.group(1), m.group(2)))
+        else:
+            if entries and render_catalog(entries, style) == body:
+                return style, entries
+    return None
+
+
+def find_catalog(record: Record, prompt: dict) -> tuple[int, str, list[str]] | None:
+    """(section index, style, names in order) of the prompt section that lists the record's skills.
+
+    A section is the catalogue when it is exactly a catalogue (:func:`parse_catalog`)
+    of skills of the record, each with its current description.
+    """
+    skills = {s["name"]: s for s in record.get("skills") or ()}
+    if not skills:
+        return None
+    for i, sec in enumerate(prompt.get("sections") or ()):
+        if sec.get("id") == PREAMBLE_ID or not isinstance(sec.get("body"), str):
+            continue
+        parsed = parse_catalog(sec["body"])
+        if parsed is None:
+            continue
+        style, entries = parsed
+        names = [n for n, _ in entries]
+        if len(set(names)) == len(names) and all(n in skills and skills[n].get("description") == d
+                                                 for n, d in entries):
+            return i, style, names
+    return None
+
+
+def _with_catalog(prompt: dict, index: int, body: str) -> dict:
+    out = {**prompt, "sections": [dict(s) for s in prompt["sections"]]}
+    out["sections"][index]["body"] = body
+    return out
+
+
+# =========================================================================== skill tool results
+
+
+def skill_results(record: Record) -> list[tuple[int, str]]:
+    """(message index, skill name) of every tool result that answers a skill-tool call."""
+    st = record["skill_tool"]
+    by_id: dict[str, str | None] = {}
+    queue: list[tuple[str | None, str | None]] = []
+    out = []
+    for i, m in enumerate(record["messages"]):
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            queue = []
+            for c in m["tool_calls"]:
+                fn = c["function"]
+                skill = None
+                if fn["name"] == st["name"] and isinstance(fn.get("arguments"), dict):
+                    value = fn["arguments"].get(st["argument"])
+                    skill = value if isinstance(value, str) else None
+                queue.append((c.get("id"), skill))
+                if c.get("id"):
+                    by_id[c["id"]] = skill
+        elif m.get("role") == "tool":
+            cid = m.get("tool_call_id")
+            if cid and cid in by_id:
+                skill = by_id[cid]
+                queue = [q for q in queue if q[0] != cid]
+            elif queue:
+                skill = queue.pop(0)[1]
+            else:
+                skill = None
+            if skill is not None:
+                out.append((i, skill))
+    return out
+
+
+def _replace_in_results(record: Record, name: str, old: str, new: str) -> None:
+    """Rewrite (in place) the tool results that returned ``old`` as skill ``name``'s body."""
+    if old == new or not old:
+        return
+    for i, skill in skill_results(record):
+        msg = record["messages"][i]
+        if skill == name and isinstance(msg.get("content"), str) and old in msg["content"]:
+            msg["content"] = msg["content"].replace(old, new, 1)
+
+
+# =========================================================================== skill.rename
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class SkillRename(Transform):
+    """Rename skills (each with probability ``p``) in a style drawn from ``styles``: kebab, snake, opaque, synonym.
+
+    New names are legal in the record's skill-name dialect (Agent Skills when every name
+    follows the open specification, else HAT, which allows underscores) and collide with
+    no token of the record. A skill whose name is a plain word that also occurs in free
+    text, or that is also a tool or parameter name, keeps its name (a whole-token rewrite
+    would reach the other meaning too).
+    """
+
+    name: ClassVar[str] = "skill.rename"
+    family: ClassVar[str] = "skill"
+
+    styles: tuple[str, ...] = SKILL_NAME_STYLES
+    p: float = 1.0
+    opaque_len: int = 4
+    banks: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        _check_choices("styles", self.styles, SKILL_NAME_STYLES)
+        _check_p(self.p)
+        if not 2 <= self.opaque_len <= 16:
+            raise ValueError(f"opaque_len must be within [2, 16] (got {self.opaque_len!r})")
+        if "synonym" in self.styles:
+            try:
+                _synonym_table(tuple(self.banks))
+            except BankError as exc:
+                raise ValueError(str(exc)) from None
+
+    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        skills = record.get("skills") or []
+        names = [s["name"] for s in skills]
+        if not names:
+            return Skip("no skills")
+        dialect = skill_dialect(names)
+        reserved = {t["name"] for t in record["tools"]} | _declared_params(record)
+        plain = [n for n in names if not is_identifier_like(n)]
+        ambiguous: set[str] = set()
+        if plain:
+            for text in text_fields(record):
+                ambiguous.update(find_tokens(text, plain))
+        taken = record_tokens(record) | hook_literals(record)
+        synonyms = _synonym_table(tuple(self.banks)) if "synonym" in self.styles else {}
+        styles = [s for s in self.styles if s != "snake" or dialect == "hat"] or ["kebab"]
+        renames: dict[str, str] = {}
+        for old in names:
+            if rng.random() >= self.p:
+                continue
+            style = rng.choice(styles)
+            if old in ambiguous or old in reserved:
+                continue
+            new = old
+            for _ in range(8 if style in ("opaque", "synonym") else 1):
+                new = new_skill_name(old, style, rng, dialect=dialect, synonyms=synonyms, opaque_len=self.opaque_len)
+                if (new != old and new not in taken and new not in renames.values()
+                        and is_legal_skill_name(new, dialect)):
+                    break
+                new = old
+            if new != old:
+                renames[old] = new
+        if not renames:
+            return Skip("no skill name changed (already in the drawn style, ambiguous or not drawn)")
+        return {"renames": renames}
+
+    def apply(self, record: Record, params: dict) -> Record:
+        known = {s["name"] for s in record.get("skills") or ()}
+        missing = sorted(set(params["renames"]) - known)
+        if missing:
+            raise ValueError(f"skill.rename: skills {missing} are not in the record (have {sorted(known)})")
+        return rename_skills(record, params["renames"])
+
+
+# =========================================================================== skill.describe
+
+_ITEM = r"(?!(?:and|or)\b)[A-Za-z][\w'-]*"
+_ENUM = re.compile(rf"(?<=\s)({_ITEM})((?:, {_ITEM}(?: {_ITEM})?)+)(,?) (and|or) ({_ITEM}(?: {_ITEM})?)(?=[.;,)]|$)")
+
+
+def _enumerations(text: str) -> list[tuple[re.Match, list[str]]]:
+    out = []
+    for m in _ENUM.finditer(text):
+        items = [m.group(1)] + [x for x in m.group(2).split(", ") if x] + [m.group(5)]
+        out.append((m, items))
+    return out
+
+
+def _join_items(items: list[str], comma: str, conj: str) -> str:
+    return ", ".join(items[:-1]) + f"{comma} {conj} {items[-1]}"
+
+
+def reorder_enumerations(text: str, orders: list[list[int]]) -> str:
+    """``text`` with its k-th enumeration (``a, b and c``; three items or more) reordered by ``orders[k]``."""
+    enums = _enumerations(text)
+    if len(orders) != len(enums):
+        raise ValueError(f"{len(orders)} orders for {len(enums)} enumerations in {text!r}")
+    pieces, pos = [], 0
+    for (m, items), order in zip(enums, orders):
+        if sorted(order) != list(range(len(items))):
+            raise ValueError(f"order {order} is not a permutation of the {len(items)} items of {m.group(0)!r}")
+        pieces.append(text[pos:m.start()])
+        pieces.append(_join_items([items[i] for i in order], m.group(3), m.group(4)))
+        pos = m.end()
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def description_canonical(text: str, banks: tuple[str, ...] = ()) -> str:
+    """A description up to the declared equivalences: enumerations sorted, bank phrasings replaced by group ids."""
+    enums = _enumerations(text)
+    orders = [sorted(range(len(items)), key=lambda i, it=items: it[i]) for _, items in enums]
+    return load_bank("skill_descriptions", tuple(banks)).canonical(reorder_enumerations(text, orders))
+
+
+def _mentioned_outside(record: Record, text: str) -> bool:
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str) and text in c:
+            return True
+        if isinstance(c, list) and any(isinstance(p, dict) and text in str(p.get("text", "")) for p in c):
+            return True
+    prompt = record.get("prompt") or {}
+    return any(text in (s.get("body") or "") for s in prompt.get("sections") or ())
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class SkillDescribe(Transform):
+    """Paraphrase skill descriptions (each with probability ``p``) from the ``skill_descriptions`` bank, and reorder enumerations.
+
+    The catalogue section of the prompt follows, and the system message is rendered
+    again. A description that occurs in other text the catalogue does not explain is
+    left alone.
+    """
+
+    name: ClassVar[str] = "skill.describe"
+    family: ClassVar[str] = "skill"
+
+    p: float = 0.7
+    reorder: bool = True
+    banks: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        _check_p(self.p)
+        try:
+            load_bank("skill_descriptions", tuple(self.banks))
+        except BankError as exc:
+            raise ValueError(str(exc)) from None
+
+    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        skills = [s for s in record.get("skills") or () if isinstance(s.get("description"), str)]
+        if not skills:
+            return Skip("no skill descriptions")
+        bank = load_bank("skill_descriptions", tuple(self.banks))
+        site = locate(record)
+        cat = find_catalog(record, site.prompt) if isinstance(site, PromptSite) else None
+        listed = set(cat[2]) if cat else set()
+        out: dict[str, str] = {}
+        for s in skills:
+            if rng.random() >= self.p:
+                continue
+            old = s["description"]
+            matches = bank.find(old)
+            choices = []
+            for m in matches:
+                n = len(bank.groups[m.group].phrasings)
+                others = [i for i in range(n) if i != m.phrasing]
+                choices.append(rng.choice(others) if others else m.phrasing)
+            new = bank.substitute(old, choices, matches) if matches else old
+            if self.reorder:
+                orders = []
+                for _, items in _enumerations(new):
+                    order = list(range(len(items)))
+                    rng.shuffle(order)
+                    orders.append(order)
+                new = reorder_enumerations(new, orders)
+            if new == old or not new.strip():
+                continue
+            if description_canonical(new, self.banks) != description_canonical(old, self.banks):
+                continue  # a phrasing that overlaps another group: not provably equivalent here
+            if s["name"] not in listed and _mentioned_outside(record, old):
+                continue
+            out[s["name"]] = new
+        if not out:
+            return Skip("no description changed (no bank phrasing or enumeration, or not drawn)")
+        return {"descriptions": out}
+
+    def apply(self, record: Record, params: dict) -> Record:
+        new = params["descriptions"]
+        known = {s["name"] for s in record.get("skills") or ()}
+        missing = sorted(set(new) - known)
+        if missing:
+            raise ValueError(f"skill.describe: skills {missing} are not in the record (have {sorted(known)})")
+        site = locate(record)
+        cat = find_catalog(record, site.prompt) if isinstance(site, PromptSite) else None
+        out = clone(record)
+        for s in out.get("skills") or ():
+            if s["name"] in new:
+                s["description"] = new[s["name"]]
+        if cat is None:
+            return out
+        index, style, names = cat
+        descs = {s["name"]: s["description"] for s in out["skills"]}
+        entries = [(n, descs[n]) for n in names]
+        if not catalog_style_ok(entries, style):
+            raise ValueError(f"skill.describe: a new description cannot be written in the {style} catalogue")
+        return commit(out, site, _with_catalog(site.prompt, index, render_catalog(entries, style)))
+
+
+# =========================================================================== skill.restructure
+
+_ATX = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+(#+))?[ \t]*$")
+_SETEXT = re.compile(r"^(=+|-+)[ \t]*$")
+_BULLET = re.compile(r"^([ \t]*)([-*+])([ \t]+)(.*)$")
+_ORDERED = re.compile(r"^([ \t]*)(\d{1,9})([.)])([ \t]+)(.*)$")
+_BREAK = re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_BLOCK_START = re.compile(r"^[ \t]*(?:[-*+>#]|\d{1,9}[.)])(?:[ \t]|$)")
+_FM = re.compile(r"\A(---[ \t]*\n)(.*?\n)(---[ \t]*(?:\n|\Z))", re.DOTALL)
+_FM_KEY = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:")
+
+
+def _split_frontmatter(text: str) -> tuple[str, list[str] | None, str, str]:
+    """(opening line, top-level frontmatter entries or None, closing line, body)."""
+    m = _FM.match(text)
+    if not m:
+        return "", None, "", text
+    inner = m.group(2)
+    lines = inner.splitlines(keepends=True)
+    entries: list[str] = []
+    for line in lines:
+        if _FM_KEY.match(line):
+            entries.append(line)
+        elif entries:
+            entries[-1] += line
+        else:
+            return m.group(1), [inner], m.group(3), text[m.end():]  # leading comment: keep as one block
+    return m.group(1), entries, m.group(3), text[m.end():]
+
+
+def _scan(lines: list[str]) -> list[dict]:
+    """Markdown elements by line: heading (atx/setext), bullet, ordered, fence, text, blank."""
+    out: list[dict] = []
+    fence = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if fence is not None:
+            out.append({"kind": "fence", "lines": [line]})
+            if line.strip().startswith(fence):
+                fence = None
+            i += 1
+            continue
+        fm = _FENCE_OPEN.match(line)
+        if fm:
+            fence = fm.group(1)[:3]
+            out.append({"kind": "fence", "lines": [line]})
+            i += 1
+            continue
+        if not line.strip():
+            out.append({"kind": "blank", "lines": [line]})
+            i += 1
+            continue
+        m = _ATX.match(line)
+        if m and m.group(2).strip():
+            out.append({"kind": "heading", "level": len(m.group(1)), "title": m.group(2),
+                        "style": "atx_closed" if m.group(3) else "atx", "lines": [line]})
+            i += 1
+            continue
+        prev_blank = i == 0 or not lines[i - 1].strip() or (out and out[-1]["kind"] == "heading")
+        if (i + 1 < len(lines) and _SETEXT.match(lines[i + 1]) and prev_blank and not _BLOCK_START.match(line)
+                and not line.startswith(("    ", "\t")) and not _BREAK.match(line)):
+            level = 1 if lines[i + 1].lstrip()[0] == "=" else 2
+            out.append({"kind": "heading", "level": level, "title": line.strip(), "style": "setext",
+                        "lines": [line, lines[i + 1]]})
+            i += 2
+            continue
+        if not _BREAK.match(line):
+            m = _BULLET.match(line)
+            if m:
+                out.append({"kind": "bullet", "indent": m.group(1), "marker": m.group(2), "gap": m.group(3),
+                            "text": m.group(4), "lines": [line]})
+                i += 1
+                continue
+        m = _ORDERED.match(line)
+        if m:
+            out.append({"kind": "ordered", "indent": m.group(1), "number": m.group(2), "delim": m.group(3),
+                        "gap": m.group(4), "text": m.group(5), "lines": [line]})
+            i += 1
+            continue
+        out.append({"kind": "text", "lines": [line]})
+        i += 1
+    return out
+
+
+def _segments(elements: list[dict]) -> tuple[list[dict], list[list[dict]], list[bool]]:
+    """(head elements, segments, is_unit) where units are the headed sections that may move."""
+    heads = [(k, e["level"]) for k, e in enumerate(elements) if e["kind"] == "heading"]
+    if not heads:
+        return elements, [], []
+    top = min(lv for _, lv in heads)
+    at_top = [k for k, lv in heads if lv == top]
+    rest = [lv for k, lv in heads if k not in at_top]
+    if len(at_top) == 1 and at_top[0] == heads[0][0] and rest:
+        level = min(rest)  # one title heading above the sections
+    else:
+        level = top
+    bounds = [k for k, lv in heads if lv <= level]
+    if level != top:
+        bounds = [k for k in bounds if k != at_top[0]]
+    if not bounds:
+        return elements, [], []
+    head = elements[:bounds[0]]
+    segs, units = [], []
+    for j, start in enumerate(bounds):
+        stop = bounds[j + 1] if j + 1 < len(bounds) else len(elements)
+        segs.append(elements[start:stop])
+        units.append(elements[start]["level"] == level)
+    return head, segs, units
+
+
+def _text(elements: list[dict]) -> str:
+    return "".join(line for e in elements for line in e["lines"])
+
+
+def _anchored(seg: list[dict], titles: list[str], own: str, anchors: tuple[str, ...]) -> bool:
+    title = seg[0]["title"]
+    if re.search(r"\d|\b(first|second|third|then|finally|last|next)\b", title, re.IGNORECASE):
+        return True
+    text = _text(seg[1:]).lower()
+    for phrase in anchors:
+        if re.search(rf"(?<![\w-]){re.escape(phrase.lower())}(?![\w-])", text):
+            return True
+    for t in titles:
+        if t != own and len(t) >= 4 and re.search(rf"(?<![\w-]){re.escape(t.lower())}(?![\w-])", text):
+            return True
+    return False
+
+
+def markdown_plan(content: str, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> dict:
+    """What :func:`restructure_markdown` can change in ``content``.
+
+    ``movable``: indices of the sections that may move (the others are anchored by a
+    cross-reference, a numbered title, or a higher-level heading between them);
+    ``sections``: number of sections; ``frontmatter``: number of top-level frontmatter
+    keys (0 without frontmatter); ``headings``, ``bullets``, ``ordered``: counts.
+    """
+    _, entries, _, body = _split_frontmatter(content)
+    lines = body.splitlines(keepends=True)
+    elements = _scan(lines)
+    _, segs, units = _segments(elements)
+    titles = [s[0]["title"] for s in segs]
+    movable = [k for k, (seg, unit) in enumerate(zip(segs, units))
+               if unit and not _anchored(seg, titles, seg[0]["title"], anchors)]
+    return {"movable": movable, "sections": len(segs),
+            "frontmatter": len(entries) if entries and len(entries) > 1 and _FM_KEY.match(entries[0]) else 0,
+            "headings": sum(e["kind"] == "heading" for e in elements),
+            "bullets": sum(e["kind"] == "bullet" for e in elements),
+            "ordered": sum(e["kind"] == "ordered" for e in elements)}
+
+
+def _heading_lines(e: dict, style: str, prev_blank: bool) -> list[str]:
+    nl = "\n" if e["lines"][-1].endswith("\n") else ""
+    title, level = e["title"], e["level"]
+    if style == "setext" and level <= 2 and prev_blank and not _BLOCK_START.match(title) \
+            and not _BREAK.match(title) and not _SETEXT.match(title):
+        return [title + "\n", ("=" if level == 1 else "-") * max(3, len(title)) + nl]
+    if style == "atx_closed":
+        return ["#" * level + " " + title + " " + "#" * level + nl]
+    return ["#" * level + " " + title + nl]
+
+
+def restructure_markdown(content: str, params: dict, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> str:
+    """``content`` with sections reordered and heading, bullet, ordered-list and frontmatter styles changed.
+
+    ``params``: ``order`` (new order of the sections, by index; anchored sections stay),
+    ``heading`` (:data:`HEADING_STYLES`), ``bullet`` (``-``, ``*``, ``+``), ``ordered``
+    (``.`` or ``)``), ``frontmatter`` (new order of the top-level keys); each optional.
+    The text of every section is preserved (:func:`skill_canonical` is unchanged).
+    """
+    opening, entries, closing, body = _split_frontmatter(content)
+    fm = opening + "".join(entries or ()) + closing
+    if params.get("frontmatter") is not None:
+        order = params["frontmatter"]
+        if entries is None or sorted(order) != list(range(len(entries))):
+            raise ValueError(f"frontmatter order {order} does not fit the {len(entries or ())} frontmatter keys")
+        moved = [entries[i] for i in order]
+        if moved and not moved[-1].endswith("\n"):
+            raise ValueError("frontmatter entries must end with a newline")
+        fm = opening + "".join(moved) + closing
+    lines = body.splitlines(keepends=True)
+    elements = _scan(lines)
+    if params.get("order") is not None:
+        head, segs, units = _segments(elements)
+        order = params["order"]
+        plan = markdown_plan(content, anchors)
+        if sorted(order) != list(range(len(segs))) or any(order[k] != k for k in range(len(segs))
+                                                           if k not in plan["movable"]):
+            raise ValueError(f"section order {order} is not a permutation of the {len(segs)} sections that keeps "
+                             "anchored sections in place")
+        texts = [_text(s) for s in segs]
+        cores = [t.rstrip("\n") for t in texts]
+        seps = [t[len(c):] for t, c in zip(texts, cores)]
+        new_body = _text(head) + "".join(cores[order[k]] + seps[k] for k in range(len(segs)))
+        elements = _scan(new_body.splitlines(keepends=True))
+    out: list[str] = []
+    for e in elements:
+        kind = e["kind"]
+        prev_blank = not out or not out[-1].strip()
+        if kind == "heading" and params.get("heading"):
+            out.extend(_heading_lines(e, params["heading"], prev_blank))
+        elif kind == "bullet" and params.get("bullet"):
+            nl = "\n" if e["lines"][0].endswith("\n") else ""
+            out.append(f"{e['indent']}{params['bullet']}{e['gap']}{e['text'].rstrip(chr(10))}{nl}")
+        elif kind == "ordered" and params.get("ordered"):
+            nl = "\n" if e["lines"][0].endswith("\n") else ""
+            out.append(f"{e['indent']}{e['number']}{params['ordered']}{e['gap']}{e['text'].rstrip(chr(10))}{nl}")
+        else:
+            out.extend(e["lines"])
+    return fm + "".join(out)
+
+
+def _normal(e: dict) -> tuple:
+    kind = e["kind"]
+    if kind == "heading":
+        return ("h", e["level"], e["title"].strip())
+    if kind == "bullet":
+        return ("ul", e["indent"], e["text"].rstrip("\n"))
+    if kind == "ordered":
+        return ("ol", e["indent"], e["number"], e["text"].rstrip("\n"))
+    return ("t", e["lines"][0].rstrip("\n"))
+
+
+def skill_canonical(content: str) -> tuple:
+    """A skill body up to layout: frontmatter entries as a set, sections as a multiset, styles normalised, blank lines dropped."""
+    _, entries, _, body = _split_frontmatter(content)
+    elements = [e for e in _scan(body.splitlines(keepends=True)) if e["kind"] != "blank"]
+    head, segs, _ = _segments(elements)
+    fm = tuple(sorted(x if x.endswith("\n") else x + "\n" for x in (entries or ())))
+    return fm, tuple(_normal(e) for e in head), tuple(sorted(tuple(_normal(e) for e in s) for s in segs))
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class SkillRestructure(Transform):
+    """Re-lay skill bodies (each with probability ``p``): independent sections reordered, heading, list and frontmatter-key styles changed.
+
+    The text of every section is preserved; tool results that returned the old body
+    are rewritten to the new one.
+    """
+
+    name: ClassVar[str] = "skill.restructure"
+    family: ClassVar[str] = "skill"
+
+    p: float = 1.0
+    reorder: bool = True
+    headings: tuple[str, ...] = HEADING_STYLES
+    bullets: tuple[str, ...] = BULLETS
+    ordered: tuple[str, ...] = ORDERED_DELIMITERS
+    anchors: tuple[str, ...] = DEFAULT_ANCHORS
+
+    def __post_init__(self):
+        _check_p(self.p)
+        _check_choices("headings", self.headings, HEADING_STYLES)
+        _check_choices("bullets", self.bullets, BULLETS)
+        _check_choices("ordered", self.ordered, ORDERED_DELIMITERS)
+
+    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        skills = [s for s in record.get("skills") or () if isinstance(s.get("content"), str) and s["content"]]
+        if not skills:
+            return Skip("no skill content")
+        out: dict[str, dict] = {}
+        for s in skills:
+            if rng.random() >= self.p:
+                continue
+            plan = markdown_plan(s["content"], self.anchors)
+            params: dict[str, Any] = {}
+            if self.reorder and len(plan["movable"]) >= 2:
+                order = list(range(plan["sections"]))
+                moving = list(plan["movable"])
+                shuffled = moving[:]
+                rng.shuffle(shuffled)
+                for k, v in zip(moving, shuffled):
+                    order[k] = v
+                params["order"] = order
+            if plan["headings"]:
+                params["heading"] = rng.choice(self.headings)
+            if plan["bullets"]:
+                params["bullet"] = rng.choice(self.bullets)
+            if plan["ordered"]:
+                params["ordered"] = rng.choice(self.ordered)
+            if plan["frontmatter"] >= 2:
+                keys = list(range(plan["frontmatter"]))
+                rng.shuffle(keys)
+                params["frontmatter"] = keys
+            if not params:
+                continue
+            new = restructure_markdown(s["content"], params, self.anchors)
+            if new != s["content"] and skill_canonical(new) != skill_canonical(s["content"]) and "order" in params:
+                del params["order"]  # a move that would merge a heading into a paragraph: keep the order
+                new = restructure_markdown(s["content"], params, self.anchors)
+            if new != s["content"] and skill_canonical(new) == skill_canonical(s["content"]):
+                out[s["name"]] = params
+        if not out:
+            return Skip("no skill body changed (no headings, lists or movable sections, or not drawn)")
+        return {"skills": out}
+
+    def apply(self, record: Record, params: dict) -> Record:
+        out = clone(record)
+        by_name = {s["name"]: s for s in out.get("skills") or ()}
+        missing = sorted(set(params["skills"]) - set(by_name))
+        if missing:
+            raise ValueError(f"skill.restructure: skills {missing} are not in the record (have {sorted(by_name)})")
+        for name, p in params["skills"].items():
+            skill = by_name[name]
+            old = skill["content"]
+            new = restructure_markdown(old, p, self.anchors)
+            skill["content"] = new
+            _replace_in_results(out, name, old, new)
+        return out
+
+
+# =========================================================================== skill.catalog
+
+
+@lru_cache(maxsize=16)
+def load_distractors(extra: tuple[str, ...] = ()) -> tuple[dict, ...]:
+    """The distractor-skill pool: ``transforms/banks/skill_distractors.yaml`` plus the files ``extra``."""
+    import yaml
+
+    texts = [("transforms/banks/skill_distractors.yaml",
+              resources.files("transforms").joinpath("banks", "skill_distractors.yaml").read_text(encoding="utf-8"))]
+    for path in extra:
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"distractor skill file {path} does not exist")
+        texts.append((str(p), p.read_text(encoding="utf-8")))
+    pool = []
+    for source, text in texts:
+        data = yaml.safe_load(text)
+        if not isinstance(data, dict) or not isinstance(data.get("skills"), list):
+            raise ValueError(f"{source}: a distractor file is a mapping with a 'skills' list of "
+                             "{name, description, content}")
+        for i, s in enumerate(data["skills"]):
+            if not (isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ("name", "description", "content"))
+                    and is_legal_skill_name(s["name"], "hat")):
+                raise ValueError(f"{source}: skills[{i}] needs string name (a legal skill name), description and "
+                                 "content")
+            pool.append(dict(s))
+    return tuple(pool)
+
+
+def _skill_arg_schema(record: Record) -> dict | None:
+    st = record["skill_tool"]
+    for t in record["tools"]:
+        if t["name"] == st["name"]:
+            sub = (t["parameters"].get("properties") or {}).get(st["argument"])
+            return sub if isinstance(sub, dict) else None
+    return None
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class SkillCatalog(Transform):
+    """Re-render the skill catalogue of the prompt: order shuffled, distractor skills added from a pool, list / table / XML.
+
+    Distractors are off-domain skills (``skill_distractors`` bank, extendable with
+    ``banks``) added to the harness and to the catalogue; the trajectory never loads
+    them. Records whose prompt has no catalogue section pass through with a skip.
+    """
+
+    name: ClassVar[str] = "skill.catalog"
+    family: ClassVar[str] = "skill"
+
+    styles: tuple[str, ...] = CATALOG_STYLES
+    shuffle: bool = True
+    distractors: tuple[int, int] = (0, 2)
+    banks: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        _check_choices("styles", self.styles, CATALOG_STYLES)
+        lo, hi = self.distractors
+        if not 0 <= lo <= hi:
+            raise ValueError(f"distractors must be [lo, hi] with 0 <= lo <= hi (got {list(self.distractors)})")
+        load_distractors(tuple(self.banks))
+
+    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        site = locate(record)
+        if not isinstance(site, PromptSite):
+            return Skip(site)
+        cat = find_catalog(record, site.prompt)
+        if cat is None:
+            return Skip("no skill catalogue in the prompt")
+        index, current, names = cat
+        dialect = skill_dialect(s["name"] for s in record["skills"])
+        taken = record_tokens(record) | hook_literals(record)
+        lo, hi = self.distractors
+        pool = [d for d in load_distractors(tuple(self.banks))]
+        k = min(rng.randint(lo, hi), len(pool))
+        extra = []
+        for d in rng.sample(pool, len(pool)):
+            if len(extra) >= k:
+                break
+            name = d["name"] if dialect == "hat" else "-".join(split_words(d["name"]))
+            if name in taken or not is_legal_skill_name(name, dialect):
+                continue
+            extra.append({**d, "name": name})
+        order = names + [d["name"] for d in extra]
+        if self.shuffle:
+            rng.shuffle(order)
+        descs = {s["name"]: s.get("description", "") for s in record["skills"]} | \
+            {d["name"]: d["description"] for d in extra}
+        entries = [(n, descs[n]) for n in order]
+        styles = [s for s in self.styles if catalog_style_ok(entries, s)]
+        if not styles:
+            return Skip("no catalogue style can hold the descriptions")
+        style = rng.choice(styles)
+        if style == current and order == names and not extra:
+            return Skip("catalogue unchanged (same style and order drawn, no distractor)")
+        return {"section": site.prompt["sections"][index]["id"], "style": style, "order": order,
+                "distractors": extra}
+
+    def apply(self, record: Record, params: dict) -> Record:
+        site = locate(record)
+        if not isinstance(site, PromptSite):
+            raise ValueError(f"skill.catalog: {site}")
+        cat = find_catalog(record, site.prompt)
+        if cat is None or site.prompt["sections"][cat[0]]["id"] != params["section"]:
+            raise ValueError(f"skill.catalog: section {params['section']!r} is not the record's skill catalogue")
+        out = clone(record)
+        have = {s["name"] for s in out["skills"]}
+        clash = [d["name"] for d in params["distractors"] if d["name"] in have]
+        if clash:
+            raise ValueError(f"skill.catalog: distractors {clash} are already skills of the record")
+        out["skills"].extend(dict(d) for d in params["distractors"])
+        schema = _skill_arg_schema(out)
+        if schema is not None and isinstance(schema.get("enum"), list):
+            schema["enum"] = schema["enum"] + [d["name"] for d in params["distractors"]]
+        descs = {s["name"]: s.get("description", "") for s in out["skills"]}
+        if sorted(params["order"]) != sorted(set(cat[2]) | {d["name"] for d in params["distractors"]}):
+            raise ValueError("skill.catalog: order must list the catalogue's skills and the distractors once each")
+        entries = [(n, descs[n]) for n in params["order"]]
+        return commit(out, site, _with_catalog(site.prompt, cat[0], render_catalog(entries, params["style"])))
