@@ -2,7 +2,8 @@
 
 A bank file is a YAML mapping from bank name (``verbs``, ``nouns``, ``containers``,
 ``phrases``, ``tools``, ``params``, ``required_params``, ``replies``) to a list. Every
-built-in file is read, then each extra file a transform names in its ``banks`` option;
+built-in file that names one of these banks is read (files of other families, which
+share the folder, are not), then each extra file a transform names in its ``banks`` option;
 lists with the same bank name are concatenated in that order, so a user file extends
 the built-in banks and never has to repeat them.
 """
@@ -56,10 +57,24 @@ def _builtin() -> tuple[tuple[str, dict[str, list]], ...]:
     out = []
     folder = resources.files("transforms").joinpath("banks")
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith((".yaml", ".yml")) and not entry.name.startswith(("skill_", "prompt_")):
-            # skill_*/prompt_* are the skill and prompt families' phrase banks (transforms/phrasebank.py)
-            out.append((entry.name, _read(entry.read_text(encoding="utf-8"), f"transforms/banks/{entry.name}")))
+        if not entry.name.endswith((".yaml", ".yml")):
+            continue
+        text = entry.read_text(encoding="utf-8")
+        if not _is_tool_bank(text):
+            continue  # another family's bank (e.g. the phrase banks of transforms/phrasebank.py)
+        out.append((entry.name, _read(text, f"transforms/banks/{entry.name}")))
     return tuple(out)
+
+
+def _is_tool_bank(text: str) -> bool:
+    """True when a YAML file names at least one tool-family bank at its top level."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return True  # let _read report it
+    return isinstance(data, dict) and bool(set(data) & set(BANK_KINDS))
 
 
 @lru_cache(maxsize=64)

@@ -76,6 +76,14 @@ _NOISE_CHARS = string.ascii_lowercase
 
 
 def _slight(old: str, rng: random.Random) -> str:
+    for _ in range(8):  # an insert and a delete can cancel out: draw again
+        new = _slight_once(old, rng)
+        if new != old:
+            return new
+    return new
+
+
+def _slight_once(old: str, rng: random.Random) -> str:
     chars = list(old)
     edits = rng.randint(1, max(1, len(chars) // 3))
     for _ in range(edits):
