@@ -264,6 +264,7 @@ class _Progress:
 def _stats_from_json(d: dict) -> Stats:
     s = Stats(**{k: d[k] for k in ("input_records", "sources_written", "rejected", "rows_written",
                                    "variants_failed", "unchanged_variants")})
+    s.task_changing_variants = d.get("task_changing_variants", 0)
     s.reject_reasons = Counter(d["reject_reasons"])
     s.variant_failures = Counter(d["variant_failures"])
     s.applied = Counter(d["applied"])
@@ -274,7 +275,8 @@ def _stats_from_json(d: dict) -> Stats:
 def _stats_to_json(s: Stats) -> dict:
     return {"input_records": s.input_records, "sources_written": s.sources_written, "rejected": s.rejected,
             "rows_written": s.rows_written, "variants_failed": s.variants_failed,
-            "unchanged_variants": s.unchanged_variants, "reject_reasons": dict(sorted(s.reject_reasons.items())),
+            "unchanged_variants": s.unchanged_variants, "task_changing_variants": s.task_changing_variants,
+            "reject_reasons": dict(sorted(s.reject_reasons.items())),
             "variant_failures": dict(sorted(s.variant_failures.items())), "applied": dict(sorted(s.applied.items())),
             "skipped": {f"{k[0]}\x00{k[1]}": v for k, v in sorted(s.skipped.items())}}
 
