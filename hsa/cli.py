@@ -215,6 +215,22 @@ def cmd_rewrite_hook(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_skills(args: argparse.Namespace) -> int:
+    from hsa.skills_dir import SkillFormatError, export_skills, import_skills
+
+    try:
+        if args.action == "import":
+            n, merged = import_skills(args.inputs, args.skills_dir, args.out, dialect=args.dialect)
+            print(f"{n} records written to {args.out}; {merged} received the skills of {args.skills_dir}",
+                  file=sys.stderr)
+        else:
+            files = export_skills(args.inputs[0], args.id, args.out, overwrite=args.overwrite)
+            print(f"{len(files)} skills written under {args.out}", file=sys.stderr)
+    except (SkillFormatError, FileNotFoundError) as exc:
+        return _die(str(exc))
+    return 0
+
+
 def cmd_transforms(args: argparse.Namespace) -> int:
     from hsa.transform import registry
 
@@ -306,6 +322,21 @@ def make_parser() -> argparse.ArgumentParser:
     rh.add_argument("--seed", type=int, default=0, help="seed for the new names (default 0)")
     rh.add_argument("--stats", action="store_true", help="print counts of each rewrite (and refusal) to stderr")
     rh.set_defaults(func=cmd_rewrite_hook)
+
+    sk = sub.add_parser("skills", help="Agent Skills folders: merge one into records (import) or write a record's "
+                        "skills as one (export)", description="import: add the skills of --skills-dir to every "
+                        "record without skills, then run 'hsa augment' on --out. export: write the skills of "
+                        "record --id as <name>/SKILL.md folders.")
+    sk.add_argument("action", choices=("import", "export"))
+    sk.add_argument("inputs", nargs="+", metavar="IN", help="JSONL files (export: a JSONL file or an output folder)")
+    sk.add_argument("--out", required=True, help="import: JSONL file to write; export: skills directory")
+    sk.add_argument("--skills-dir", help="import: the skills directory (<name>/SKILL.md)")
+    sk.add_argument("--id", help="export: the record id (output rows: <source_id>/<variant>)")
+    sk.add_argument("--dialect", choices=("hat", "agentskills"), default="hat",
+                    help="import: skill-name rules (hat also allows underscores; default hat)")
+    sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
+    sk.set_defaults(func=lambda a: _die("skills import needs --skills-dir") if a.action == "import" and not a.skills_dir
+                    else _die("skills export needs --id") if a.action == "export" and not a.id else cmd_skills(a))
 
     t = sub.add_parser("transforms", help="list registered transforms")
     t.set_defaults(func=cmd_transforms)

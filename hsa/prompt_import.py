@@ -159,11 +159,11 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _MD_HEADING = re.compile(r"^(#{1,6}) (\S.*)$")
 _XML_OPEN = re.compile(r"^<([A-Za-z_][A-Za-z0-9_.-]*)>$")
 _BRACKET_OPEN = re.compile(r"^\[BEGIN OF (\S[^\]]*)\]$")
-_CAPS_WORDS = r"[A-Z][A-Z0-9 &/'_-]*[A-Z0-9]"
+_CAPS_WORDS = r"[A-Z](?:[A-Z0-9 &/'_-]*[A-Z0-9])?"
 _CAPS = {
     "caps": re.compile(rf"^\[({_CAPS_WORDS})\]$"),
     "caps_colon": re.compile(rf"^({_CAPS_WORDS}):$"),
-    "caps_line": re.compile(rf"^({_CAPS_WORDS})$"),
+    "caps_line": re.compile(r"^([A-Z][A-Z0-9 &/'_-]*[A-Z0-9])$"),  # two characters at least: "A" alone is prose
 }
 
 

@@ -31,6 +31,8 @@ __all__ = [
     "read_skills_dir",
     "write_skills_dir",
     "merge_skills",
+    "import_skills",
+    "export_skills",
 ]
 
 SKILL_FILE = "SKILL.md"
@@ -210,3 +212,51 @@ def merge_skills(raw: dict[str, Any], skills: list[dict[str, Any]]) -> dict[str,
     out = dict(raw)
     out["skills"] = [dict(s) for s in skills]
     return out
+
+
+# --------------------------------------------------------------------------- the ``hsa skills`` command
+
+
+def import_skills(inputs: Iterable[str | Path], skills_dir: str | Path, out: str | Path, *,
+                  dialect: str = "hat") -> tuple[int, int]:
+    """Write the records of the JSONL ``inputs`` to ``out``, adding the skills of ``skills_dir`` to each that has none.
+
+    Returns (records written, records that received the skills). Lines that are not
+    JSON objects are copied unchanged, so ``hsa augment`` still reports them.
+    """
+    import json
+
+    skills = read_skills_dir(skills_dir, dialect=dialect)
+    written = merged = 0
+    with open(out, "w", encoding="utf-8") as f:
+        for path in inputs:
+            with open(path, encoding="utf-8") as src:
+                for line in src:
+                    if not line.strip():
+                        continue
+                    try:
+                        raw = json.loads(line)
+                    except ValueError:
+                        f.write(line if line.endswith("\n") else line + "\n")
+                        written += 1
+                        continue
+                    new = merge_skills(raw, skills)
+                    merged += new is not raw
+                    f.write(json.dumps(new, ensure_ascii=False) + "\n")
+                    written += 1
+    return written, merged
+
+
+def export_skills(source: str | Path, record_id: str, out: str | Path, *, overwrite: bool = False) -> list[Path]:
+    """Write the skills of record ``record_id`` (a JSONL file or an ``hsa augment`` output folder) as a skills directory."""
+    from hsa.io import read_records
+
+    for rec in read_records(source):
+        if str(rec.get("id")) == record_id:
+            skills = rec.get("skills") or []
+            if not skills:
+                raise SkillFormatError(f"record {record_id!r} has no skills")
+            dialect = skill_dialect(s.get("name", "") for s in skills)
+            return write_skills_dir(skills, out, overwrite=overwrite, dialect=dialect)
+    raise SkillFormatError(f"no record with id {record_id!r} in {source} (output rows have ids like "
+                           "'<source_id>/<variant>')")
