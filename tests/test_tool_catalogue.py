@@ -96,3 +96,15 @@ def test_pipeline_counts_task_changing_variants_separately(small_jsonl, tmp_path
     assert manifest2["counts"]["task_changing_variants"] == 0
     rows = [json.loads(line) for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()]
     assert rows == []
+
+
+def test_python_examples_of_the_tool_chapter_run(monkeypatch):
+    """Every python block of docs/transforms-tool.md runs (from the repository root) without error."""
+    import re
+
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "docs" / "transforms-tool.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 3
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/transforms-tool.md block {i}", "exec"), {"print": lambda *a, **k: None})

@@ -39,6 +39,10 @@ __all__ = [
     "apply_require",
     "apply_values",
     "CONSTRAINING_KEYS",
+    "to_strict",
+    "nullable",
+    "convert_tool",
+    "DIALECT_EXTRA_KEYS",
 ]
 
 #: Keywords of an object schema that constrain its set of properties: nesting, flattening or
@@ -443,6 +447,78 @@ def to_gemini_schema(schema: Any, root: dict | None = None, depth: int = 0) -> A
         elif key in GEMINI_KEYS:
             out[key] = value
     return out
+
+
+# --------------------------------------------------------------------------- strict form and dialects
+
+
+def to_strict(schema: Any) -> Any:
+    """``schema`` in OpenAI strict form: closed objects, every property required, optional ones nullable."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if isinstance(out.get("items"), dict):
+        out["items"] = to_strict(out["items"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [to_strict(s) for s in out[key]]
+    props = out.get("properties")
+    if isinstance(props, dict) or out.get("type") == "object":
+        props = props or {}
+        required = out.get("required") if isinstance(out.get("required"), list) else []
+        new_props = {}
+        for k, sub in props.items():
+            sub = to_strict(sub)
+            if k not in required:
+                sub = nullable(sub)
+            new_props[k] = sub
+        out["properties"] = new_props
+        out["required"] = list(props)
+        out["additionalProperties"] = False
+    return out
+
+
+def nullable(schema: dict) -> dict:
+    out = {k: v for k, v in schema.items() if k != "default"}
+    t = out.get("type")
+    if isinstance(t, str):
+        out["type"] = [t, "null"] if t != "null" else t
+    elif isinstance(t, list):
+        out["type"] = t if "null" in t else [*t, "null"]
+    else:
+        return {"anyOf": [out, {"type": "null"}]}
+    if isinstance(out.get("enum"), list) and None not in out["enum"]:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+#: Tool keys (besides name, description and schema) each dialect defines; others are dropped on conversion.
+DIALECT_EXTRA_KEYS = {
+    "openai": frozenset({"strict"}),
+    "anthropic": frozenset({"strict", "cache_control", "input_examples"}),
+    "mcp": frozenset({"title", "annotations", "outputSchema", "_meta"}),
+    "gemini": frozenset({"response", "behavior"}),
+}
+
+
+def convert_tool(tool: dict, target: str) -> tuple[dict, list[str]]:
+    """``tool`` rendered in dialect ``target``, and the keys dropped on the way.
+
+    Gemini function declarations are the flat ``{"name", "description", "parameters"}``
+    shape with no key of their own, so they are kept (and read back) as the ``plain``
+    dialect. Raises :class:`UnsupportedSchema` when the schema has no faithful Gemini form.
+    """
+    out = _json.copy(tool)
+    out["dialect"] = "plain" if target == "gemini" else target
+    keep = DIALECT_EXTRA_KEYS[target] | {"__no_schema__"}
+    dropped = sorted(k for k in out["extra"] if k not in keep)
+    out["extra"] = {k: v for k, v in out["extra"].items() if k in keep}
+    if target != "openai":
+        dropped += sorted(f"(outer) {k}" for k in out.get("outer", {}))
+        out["outer"] = {}
+    if target == "gemini":
+        out["parameters"] = to_gemini_schema(out["parameters"])
+    return out, dropped
 
 
 # --------------------------------------------------------------------------- record-level appliers

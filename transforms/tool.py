@@ -46,9 +46,12 @@ from hsa.rewrite import (
 from hsa.transform import Skip, Transform, register
 from transforms._banks import load_banks
 from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, detect_style, new_name
+from transforms._tooltext import paraphrase, shorten
 from transforms._toolschema import (
     CONSTRAINING_KEYS,
     UnsupportedSchema,
+    convert_tool,
+    to_strict,
     apply_permute,
     apply_regroup,
     apply_require,
@@ -59,7 +62,6 @@ from transforms._toolschema import (
     node_at,
     object_pointers,
     set_pointer,
-    to_gemini_schema,
     values_at,
 )
 
@@ -80,6 +82,9 @@ __all__ = [
     "new_name",
     "NAME_STYLES",
     "DIALECTS",
+    "paraphrase",
+    "shorten",
+    "convert_tool",
 ]
 
 #: Tool dialects ``tool.dialect`` renders to.
@@ -524,76 +529,6 @@ def _descriptions(record: Record) -> list[tuple[str, str | None, str]]:
     return out
 
 
-@lru_cache(maxsize=16)
-def _phrase_table(banks: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, tuple[str, ...]]]:
-    table: dict[str, list[str]] = {}
-    for group in load_banks(banks)["phrases"]:
-        phrases = [str(p) for p in group]
-        for p in phrases:
-            bucket = table.setdefault(p.lower(), [])
-            bucket.extend(q for q in phrases if q.lower() != p.lower() and q not in bucket)
-    if not table:
-        return None, {}
-    alts = sorted(table, key=lambda s: (-len(s), s))
-    rx = re.compile(r"(?<![A-Za-z0-9_\-`])(" + "|".join(re.escape(a) for a in alts) + r")(?![A-Za-z0-9_\-])",
-                    re.IGNORECASE)
-    return rx, {k: tuple(v) for k, v in table.items()}
-
-
-def _code_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in re.finditer(r"`[^`]*`", text)]
-
-
-def paraphrase(text: str, rng: random.Random, banks: tuple[str, ...] = (), rate: float = 0.7) -> str:
-    """``text`` with bank phrases (whole words, outside code spans) replaced by a synonym with probability ``rate``.
-
-    Identifier-like tokens (names) are never matched: bank phrases are plain words and a
-    match must not touch ``_``, ``-`` or a backtick.
-    """
-    rx, table = _phrase_table(tuple(banks))
-    if rx is None:
-        return text
-    spans = _code_spans(text)
-
-    def sub(m: re.Match) -> str:
-        if any(a <= m.start() < b for a, b in spans) or rng.random() >= rate:
-            return m.group(0)
-        word = m.group(0)
-        alt = rng.choice(table[word.lower()])
-        if word[:1].isupper():
-            return alt[:1].upper() + alt[1:]
-        if word[:1].islower() and not alt[1:2].isupper():
-            return alt[:1].lower() + alt[1:]
-        return alt
-
-    return rx.sub(sub, text)
-
-
-#: Where a description may be cut: semicolons, colons, dashes, and commas that open a qualifying
-#: clause (not the commas of a list, which would leave "title, host.").
-_CLAUSE_BREAK = re.compile(r"\s*(?:[;:]|\s[-\u2013\u2014]|,(?=\s+(?:optionally|e\.g\.|such as|for example|"
-                           r"including|if|when|unless|which|sorted|with|without|starting|in|at|by)\b))\s")
-
-
-def shorten(text: str, max_words: int) -> str:
-    """``text`` cut at a sentence or clause boundary: its first sentence, then, while longer than
-    ``max_words`` words, up to the last clause break (``,``, ``;``, ``:``, a dash) within the limit.
-    Never cuts inside a word or a code span; ``text`` itself when there is no such boundary."""
-    stripped = text.strip()
-    sentences = re.split(r"(?<=[.;!?])\s+", stripped)
-    short = sentences[0] if len(sentences) > 1 and len(sentences[0].split()) >= 2 else stripped
-    if len(short.split()) > max_words:
-        breaks = [m.start() for m in re.finditer(_CLAUSE_BREAK, short)
-                  if len(short[:m.start()].split()) <= max_words and len(short[:m.start()].split()) >= 2
-                  and short[:m.start()].count("`") % 2 == 0]
-        if breaks:
-            short = short[:breaks[-1]]
-    short = short.rstrip().rstrip(",;:").rstrip()
-    if stripped.endswith(".") and not short.endswith((".", "!", "?")):
-        short += "."
-    return short if short and short != stripped else text
-
-
 @register
 @dataclasses.dataclass(frozen=True)
 class Describe(Transform):
@@ -860,46 +795,6 @@ class Flatten(Transform):
 # --------------------------------------------------------------------------- distractors
 
 
-def _to_strict(schema: Any) -> Any:
-    """``schema`` in OpenAI strict form: closed objects, every property required, optional ones nullable."""
-    if not isinstance(schema, dict):
-        return schema
-    out = dict(schema)
-    if isinstance(out.get("items"), dict):
-        out["items"] = _to_strict(out["items"])
-    for key in ("anyOf", "oneOf"):
-        if isinstance(out.get(key), list):
-            out[key] = [_to_strict(s) for s in out[key]]
-    props = out.get("properties")
-    if isinstance(props, dict) or out.get("type") == "object":
-        props = props or {}
-        required = out.get("required") if isinstance(out.get("required"), list) else []
-        new_props = {}
-        for k, sub in props.items():
-            sub = _to_strict(sub)
-            if k not in required:
-                sub = _nullable(sub)
-            new_props[k] = sub
-        out["properties"] = new_props
-        out["required"] = list(props)
-        out["additionalProperties"] = False
-    return out
-
-
-def _nullable(schema: dict) -> dict:
-    out = {k: v for k, v in schema.items() if k != "default"}
-    t = out.get("type")
-    if isinstance(t, str):
-        out["type"] = [t, "null"] if t != "null" else t
-    elif isinstance(t, list):
-        out["type"] = t if "null" in t else [*t, "null"]
-    else:
-        return {"anyOf": [out, {"type": "null"}]}
-    if isinstance(out.get("enum"), list) and None not in out["enum"]:
-        out["enum"] = [*out["enum"], None]
-    return out
-
-
 @lru_cache(maxsize=16)
 def _pool_file(path: str) -> tuple[str, ...]:
     """Tool definitions from a JSON / JSONL file, as JSON strings (a list of tools, records with ``tools``, or one tool a line)."""
@@ -935,7 +830,7 @@ def _internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
     if isinstance(params, dict) and "type" not in params:
         params = {"type": "object", **params}
     if strict:
-        params = _to_strict(params)
+        params = to_strict(params)
     tool: dict[str, Any] = {"name": raw["name"], "parameters": params,
                             "dialect": dialect, "extra": {"strict": True} if strict else {}, "outer": {}}
     if raw.get("description"):
@@ -1259,35 +1154,6 @@ class Values(Transform):
 
 
 # --------------------------------------------------------------------------- dialect
-
-
-#: Tool keys (besides name, description and schema) each dialect defines; others are dropped on conversion.
-DIALECT_EXTRA_KEYS = {
-    "openai": frozenset({"strict"}),
-    "anthropic": frozenset({"strict", "cache_control", "input_examples"}),
-    "mcp": frozenset({"title", "annotations", "outputSchema", "_meta"}),
-    "gemini": frozenset({"response", "behavior"}),
-}
-
-
-def convert_tool(tool: dict, target: str) -> tuple[dict, list[str]]:
-    """``tool`` rendered in dialect ``target``, and the keys dropped on the way.
-
-    Gemini function declarations are the flat ``{"name", "description", "parameters"}``
-    shape with no key of their own, so they are kept (and read back) as the ``plain``
-    dialect. Raises :class:`UnsupportedSchema` when the schema has no faithful Gemini form.
-    """
-    out = _json.copy(tool)
-    out["dialect"] = "plain" if target == "gemini" else target
-    keep = DIALECT_EXTRA_KEYS[target] | {"__no_schema__"}
-    dropped = sorted(k for k in out["extra"] if k not in keep)
-    out["extra"] = {k: v for k, v in out["extra"].items() if k in keep}
-    if target != "openai":
-        dropped += sorted(f"(outer) {k}" for k in out.get("outer", {}))
-        out["outer"] = {}
-    if target == "gemini":
-        out["parameters"] = to_gemini_schema(out["parameters"])
-    return out, dropped
 
 
 @register
