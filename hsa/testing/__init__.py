@@ -61,6 +61,11 @@ _WORDS = ("get", "set", "list", "search", "find", "item", "product", "order", "s
           "city", "color", "note", "file", "page", "id", "text", "message", "reply", "count", "limit", "date",
           "address", "tag", "mode", "v2", "qa")
 _NAME_STYLES = ("snake", "camel", "pascal", "kebab", "word", "dotted")
+_FILLERS = ("the", "a", "and", "then", "please", "it")
+_FRAGMENTS = tuple(dict.fromkeys(
+    [w for w in _WORDS + _FILLERS]
+    + [f"{_FILLERS[i % len(_FILLERS)]} {w}" for i, w in enumerate(_WORDS)]
+    + [" ".join(_WORDS[i:i + 3]) for i in range(len(_WORDS) - 2)]))
 # Enum values: mostly their own words, a few that are also name words or odd strings.
 _ENUM_WORDS = ("fast", "slow", "standard", "express", "red", "blue", "XL", "small", "asc", "desc", "on", "off",
                "celsius", "fahrenheit", "same_day", "next-day", "draft", "final", "item", "A", "Yes", "")
@@ -131,6 +136,7 @@ def _render(words: tuple[str, ...], style: str) -> str:
     return words[0]  # "word": an ordinary word, not identifier-like
 
 
+@lru_cache(maxsize=64)
 def _names(*, styles: tuple[str, ...]) -> st.SearchStrategy[str]:
     words = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(tuple)
     return st.builds(_render, words, st.sampled_from(styles))
@@ -154,8 +160,13 @@ def _text() -> st.SearchStrategy[str]:
     return st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12)
 
 
+@lru_cache(maxsize=8)
+def _leaf_schema(*, enums: bool, nullable: bool) -> st.SearchStrategy[dict]:
+    return _leaf_schema_draw(enums=enums, nullable=nullable)
+
+
 @st.composite
-def _leaf_schema(draw, *, enums: bool, nullable: bool) -> dict:
+def _leaf_schema_draw(draw, *, enums: bool, nullable: bool) -> dict:
     kind = draw(st.sampled_from(("string", "integer", "number", "boolean") + (("enum_s", "enum_i") if enums else ())))
     if kind == "enum_s":
         values = draw(st.lists(st.sampled_from(_ENUM_WORDS), min_size=1, max_size=4, unique=True))
@@ -263,7 +274,21 @@ def _types(schema: dict) -> list[str]:
     return ["string", "integer", "boolean", "null"]
 
 
+_VALUES_CACHE: dict[str, st.SearchStrategy] = {}
+
+
 def _values(schema: Any) -> st.SearchStrategy:
+    """Values valid for ``schema`` (strategies cached by the schema's canonical JSON)."""
+    key = json.dumps(schema, sort_keys=True)
+    strategy = _VALUES_CACHE.get(key)
+    if strategy is None:
+        if len(_VALUES_CACHE) > 4096:
+            _VALUES_CACHE.clear()
+        strategy = _VALUES_CACHE[key] = _values_uncached(schema)
+    return strategy
+
+
+def _values_uncached(schema: Any) -> st.SearchStrategy:
     """Values valid for ``schema`` (the subset of JSON Schema the strategies write, plus the common keywords)."""
     if schema is True or not isinstance(schema, dict) or not schema:
         return st.one_of(st.none(), st.booleans(), st.integers(-10, 10), _text())
@@ -291,7 +316,7 @@ def _values(schema: Any) -> st.SearchStrategy:
             lo = schema.get("minItems", 0)
             options.append(st.lists(_values(schema.get("items", {})), min_size=lo, max_size=max(lo, schema.get("maxItems", 3))))
         elif t == "object":
-            options.append(_object_values(schema))
+            options.append(_object_values_draw(schema))
     return st.one_of(options) if options else st.none()
 
 
@@ -306,8 +331,13 @@ def _string_enums(schema: Any) -> list[str]:
     return out
 
 
+def _object_values(schema: dict) -> st.SearchStrategy[dict]:
+    """Argument objects valid for ``schema`` (cached with :func:`_values`)."""
+    return _values(schema if schema.get("type") == "object" else {**schema, "type": "object"})
+
+
 @st.composite
-def _object_values(draw, schema: dict) -> dict:
+def _object_values_draw(draw, schema: dict) -> dict:
     props = schema.get("properties") or {}
     required = set(schema.get("required") or ())
     out = {}
@@ -367,11 +397,18 @@ def tools(*, dialects: str | Iterable[str] = DIALECTS, strict: bool | None = Non
 # --------------------------------------------------------------------------- texts, skills, prompts
 
 
+@lru_cache(maxsize=4096)
+def _prose(mentions: tuple[str, ...], max_words: int = 12) -> st.SearchStrategy[str]:
+    """A sentence of plain words, sometimes mentioning ``mentions`` (cached: strategies are built once)."""
+    return _prose_draw(mentions, max_words)
+
+
 @st.composite
-def _prose(draw, mentions: tuple[str, ...], max_words: int = 12) -> str:
+def _prose_draw(draw, mentions: tuple[str, ...], max_words: int) -> str:
     """A sentence of plain words, sometimes mentioning ``mentions`` (bare or in backticks)."""
-    words = draw(st.lists(st.sampled_from(_WORDS + ("the", "a", "and", "then", "please", "it")), min_size=1,
-                          max_size=max_words))
+    # words come in fragments of up to three: fewer draws per sentence, the same vocabulary
+    fragments = draw(st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=max(1, max_words // 3)))
+    words = [w for f in fragments for w in f.split(" ")][:max_words]
     if mentions:
         for name in draw(st.lists(st.sampled_from(mentions), max_size=3)):
             pos = draw(st.integers(0, len(words)))
