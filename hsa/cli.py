@@ -218,6 +218,10 @@ def cmd_rewrite_hook(args: argparse.Namespace) -> int:
 def cmd_skills(args: argparse.Namespace) -> int:
     from hsa.skills_dir import SkillFormatError, export_skills, import_skills
 
+    if args.action == "import" and not args.skills_dir:
+        return _die("hsa skills import needs --skills-dir DIR (a folder of <name>/SKILL.md)")
+    if args.action == "export" and not args.id:
+        return _die("hsa skills export needs --id ID (the record whose skills to write)")
     try:
         if args.action == "import":
             n, merged = import_skills(args.inputs, args.skills_dir, args.out, dialect=args.dialect)
@@ -335,8 +339,7 @@ def make_parser() -> argparse.ArgumentParser:
     sk.add_argument("--dialect", choices=("hat", "agentskills"), default="hat",
                     help="import: skill-name rules (hat also allows underscores; default hat)")
     sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
-    sk.set_defaults(func=lambda a: _die("skills import needs --skills-dir") if a.action == "import" and not a.skills_dir
-                    else _die("skills export needs --id") if a.action == "export" and not a.id else cmd_skills(a))
+    sk.set_defaults(func=cmd_skills)
 
     t = sub.add_parser("transforms", help="list registered transforms")
     t.set_defaults(func=cmd_transforms)

@@ -1,0 +1,295 @@
+"""Before/after tests of the skill family: rename, describe, restructure, catalog."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from hsa.names import find_tokens
+from hsa.prompt_import import check_sync, locate
+from hsa.records import normalize
+from hsa.rewrite import canonicalize, hook_literals, text_fields
+from hsa.skills_dir import is_legal_skill_name
+from hsa.transform import run
+from hsa.verify import calls_of, check_variant
+from transforms import skill as S
+from transforms.prompt import canonical_prompt
+
+
+def _rec(raw: dict) -> dict:
+    return normalize(json.loads(json.dumps(raw)))
+
+
+def _run(t, rec, seed=0):
+    return run(t, rec, random.Random(seed))
+
+
+def _non_skill_calls(rec):
+    st = rec["skill_tool"]["name"]
+    return [c for c in calls_of(rec) if c["name"] != st]
+
+
+# --------------------------------------------------------------------------- skill.rename
+
+
+def test_rename_reaches_every_reference(fixture_records):
+    """A renamed skill is renamed in definitions, skill-tool calls, catalogue, rules, other skills and hooks."""
+    raw = next(r for r in fixture_records if any(h["name"] == "require_reply_skill" for h in r["hooks"])
+               and "item_qa" in {s["name"] for s in r["skills"]} and "size_advisor" in {s["name"] for s in r["skills"]})
+    rec = _rec(raw)
+    out = S.SkillRename().apply(rec, {"renames": {"item_qa": "product_help", "size_advisor": "fit-guide"}})
+    names = {s["name"] for s in out["skills"]}
+    assert {"product_help", "fit-guide"} <= names and not {"item_qa", "size_advisor"} & names
+    for text in text_fields(out):
+        assert not find_tokens(text, ["item_qa", "size_advisor"]), text[:120]
+    assert "product_help" in out["messages"][0]["content"]
+    assert "`fit-guide`" in next(s["content"] for s in out["skills"] if s["name"] == "product_help")
+    assert "product_help" in hook_literals(out) and "item_qa" not in hook_literals(out)
+    assert out["mapping"][-1] == {"op": "skills", "map": {"item_qa": "product_help", "size_advisor": "fit-guide"},
+                                  "tool": "load_skill", "argument": "skill"}
+    assert _non_skill_calls(out) == _non_skill_calls(rec)
+    assert check_variant(rec, out) == [] and check_sync(out) is None
+    assert calls_of(canonicalize(out)) == calls_of(rec)
+
+
+@pytest.mark.parametrize("style,check", [
+    ("kebab", lambda old, new: new == old.replace("_", "-")),
+    ("opaque", lambda old, new: new.startswith("skill_") and len(new) == 10 and any(c.isdigit() for c in new)),
+    ("synonym", lambda old, new: new != old and len(new.split("_")) == len(old.split("_"))),
+])
+def test_rename_styles(fixture_records, style, check):
+    """Each style gives names of its shape, legal in the HAT dialect, distinct from every token of the record."""
+    rec = _rec(fixture_records[1])
+    out, applied, _ = _run(S.SkillRename(styles=(style,)), rec, seed=5)
+    renames = applied[0].params["renames"]
+    assert renames
+    for old, new in renames.items():
+        assert check(old, new), (old, new)
+        assert is_legal_skill_name(new, "hat")
+    assert len(set(renames.values())) == len(renames)
+    assert check_variant(rec, out) == []
+
+
+def test_rename_keeps_agent_skills_names_legal():
+    """Names that follow the open spec get spec names (kebab, skill-xxxx), never underscores."""
+    rec = _rec({"id": "a", "tools": [{"name": "load_skill", "parameters": {"type": "object", "properties": {
+        "skill": {"type": "string", "enum": ["pdf-tools", "code-review"]}}}}],
+        "skills": [{"name": "pdf-tools", "description": "PDFs.", "content": "# PDF"},
+                   {"name": "code-review", "description": "Reviews.", "content": "# Review"}],
+        "messages": [{"role": "user", "content": "review this"},
+                     {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {
+                         "name": "load_skill", "arguments": {"skill": "code-review"}}}]},
+                     {"role": "tool", "tool_call_id": "c", "content": "# Review"}]})
+    for seed in range(6):
+        out, applied, _ = _run(S.SkillRename(styles=("snake", "opaque", "synonym")), rec, seed=seed)
+        for new in (applied[0].params["renames"].values() if applied else ()):
+            assert is_legal_skill_name(new, "agentskills"), new
+        assert check_variant(rec, out) == []
+        assert out["tools"][0]["parameters"]["properties"]["skill"]["enum"] == [s["name"] for s in out["skills"]]
+
+
+def test_rename_leaves_plain_word_names_mentioned_in_prose():
+    """A skill named by a plain word that also occurs in the text keeps its name (whole-token rewrite is ambiguous)."""
+    rec = _rec({"id": "w", "tools": [], "skills": [
+        {"name": "welcome", "description": "Say welcome.", "content": "Welcome them."},
+        {"name": "size_advisor", "description": "Sizes.", "content": "# Size"}],
+        "messages": [{"role": "user", "content": "hi"}]})
+    out, applied, _ = _run(S.SkillRename(styles=("opaque",)), rec)
+    assert set(applied[0].params["renames"]) == {"size_advisor"}
+
+
+def test_rename_refuses_unknown_skills(fixture_records):
+    """apply names the missing skills."""
+    with pytest.raises(ValueError, match="not in the record"):
+        S.SkillRename().apply(_rec(fixture_records[0]), {"renames": {"nope": "x"}})
+
+
+# --------------------------------------------------------------------------- skill.describe
+
+
+def test_enumerations_reorder_and_canonicalise():
+    """Three-item enumerations are reordered; two-item and longer phrases are left alone; the canonical form agrees."""
+    text = "Answer questions about coupons, discounts and final prices."
+    assert S.reorder_enumerations(text, [[2, 0, 1]]) == "Answer questions about final prices, coupons and discounts."
+    assert S.reorder_enumerations("Handle returns, exchanges, refunds and problems with an order.", []) == \
+        "Handle returns, exchanges, refunds and problems with an order."
+    assert S.description_canonical(text) == S.description_canonical(
+        "Use this skill for questions about discounts, final prices and coupons.")
+    assert S.description_canonical(text) != S.description_canonical("Answer questions about coupons.")
+
+
+def test_describe_updates_the_catalogue(fixture_records):
+    """New descriptions appear in the skills, in the catalogue section and in the system message; nothing else changes."""
+    rec = _rec(fixture_records[0])
+    out, applied, _ = _run(S.SkillDescribe(p=1.0), rec, seed=2)
+    new = applied[0].params["descriptions"]
+    assert len(new) >= 5
+    for s in out["skills"]:
+        if s["name"] in new:
+            assert s["description"] == new[s["name"]]
+            assert f"- {s['name']}: {new[s['name']]}" in out["messages"][0]["content"]
+            old = next(o["description"] for o in rec["skills"] if o["name"] == s["name"])
+            assert S.description_canonical(old) == S.description_canonical(new[s["name"]])
+    assert calls_of(out) == calls_of(rec) and check_variant(rec, out) == [] and check_sync(out) is None
+    assert [m for m in out["messages"][1:]] == [m for m in rec["messages"][1:]]
+
+
+def test_describe_leaves_descriptions_quoted_outside_a_catalogue():
+    """Without a catalogue, a description that occurs in a message is not changed (it would go stale)."""
+    rec = _rec({"id": "q", "tools": [], "skills": [
+        {"name": "promo_qa", "description": "Answer questions about coupons, discounts and final prices.",
+         "content": "# Promo"}],
+        "messages": [{"role": "user", "content": "What does 'Answer questions about coupons, discounts and final "
+                                                 "prices.' mean?"}]})
+    out, applied, skipped = _run(S.SkillDescribe(p=1.0), rec)
+    assert not applied and out == rec
+
+
+# --------------------------------------------------------------------------- skill.restructure
+
+BODY = """# Item QA
+
+## When to use
+A viewer asks about a product.
+
+## Steps
+1. Resolve the link.
+2. Quote one highlight.
+- never guess
+
+## Reply style
+Two sentences."""
+
+
+def test_restructure_before_after():
+    """Sections reordered, headings setext / closed ATX, bullets and ordered delimiters switched: exact text."""
+    out = S.restructure_markdown(BODY, {"order": [2, 0, 1], "heading": "setext", "bullet": "*", "ordered": ")"})
+    assert out == """Item QA
+=======
+
+Reply style
+-----------
+Two sentences.
+
+When to use
+-----------
+A viewer asks about a product.
+
+Steps
+-----
+1) Resolve the link.
+2) Quote one highlight.
+* never guess"""
+    assert S.skill_canonical(out) == S.skill_canonical(BODY)
+    closed = S.restructure_markdown(BODY, {"heading": "atx_closed"})
+    assert closed.splitlines()[0] == "# Item QA #" and "## Steps ##" in closed
+    assert S.restructure_markdown(out, {"heading": "atx", "bullet": "-", "ordered": ".",
+                                        "order": [1, 2, 0]}) == BODY
+
+
+def test_restructure_keeps_anchored_sections_in_place():
+    """A section that refers to the one above, or a numbered title, keeps its position."""
+    text = "## Setup\nInstall it.\n\n## Use\nAs described above, run it.\n\n## Notes\nNone.\n\n## Step 2\nDone."
+    plan = S.markdown_plan(text)
+    assert plan["sections"] == 4 and plan["movable"] == [0, 2]
+    with pytest.raises(ValueError, match="anchored"):
+        S.restructure_markdown(text, {"order": [1, 0, 2, 3]})
+
+
+def test_restructure_frontmatter_and_fences():
+    """Frontmatter keys are reordered as whole entries; list markers inside code fences are left alone."""
+    text = "---\nname: x\ndescription: y\nmetadata:\n  a: b\n---\n# T\n\n```\n- not a list\n```\n- item\n"
+    out = S.restructure_markdown(text, {"frontmatter": [2, 0, 1], "bullet": "+"})
+    assert out == "---\nmetadata:\n  a: b\nname: x\ndescription: y\n---\n# T\n\n```\n- not a list\n```\n+ item\n"
+    assert S.skill_canonical(out) == S.skill_canonical(text)
+
+
+def test_restructure_rewrites_loaded_skill_results(fixture_records):
+    """Tool results that returned a skill body carry the new body; the canonical body is unchanged."""
+    rec = _rec(fixture_records[0])
+    out, applied, _ = _run(S.SkillRestructure(), rec, seed=1)
+    changed = applied[0].params["skills"]
+    loaded = S.skill_results(out)
+    assert loaded
+    bodies = {s["name"]: s["content"] for s in out["skills"]}
+    for i, name in loaded:
+        assert out["messages"][i]["content"] == bodies[name]
+    for old, new in zip(rec["skills"], out["skills"]):
+        assert S.skill_canonical(old["content"]) == S.skill_canonical(new["content"])
+        assert (old["content"] != new["content"]) == (old["name"] in changed)
+    assert calls_of(out) == calls_of(rec) and check_variant(rec, out) == []
+
+
+@pytest.mark.parametrize("i", range(0, 300, 30))
+def test_restructure_preserves_every_fixture_skill(fixture_records, i):
+    """On fixture records every skill body keeps its canonical form and every load result follows."""
+    rec = _rec(fixture_records[i])
+    out, applied, _ = _run(S.SkillRestructure(), rec, seed=i)
+    for old, new in zip(rec["skills"], out["skills"]):
+        assert S.skill_canonical(old["content"]) == S.skill_canonical(new["content"])
+    assert check_variant(rec, out) == []
+
+
+# --------------------------------------------------------------------------- skill.catalog
+
+
+@pytest.mark.parametrize("style", S.CATALOG_STYLES)
+def test_catalog_styles_round_trip(style):
+    """Each catalogue style parses back to its entries."""
+    entries = [("item_qa", "Answer questions."), ("promo-qa", "Coupons, discounts.")]
+    body = S.render_catalog(entries, style)
+    assert S.parse_catalog(body) == (style, entries)
+
+
+def test_catalog_before_after(fixture_records):
+    """Distractors join the skills and the catalogue, the order is shuffled, the style changes; calls untouched."""
+    rec = _rec(fixture_records[0])
+    out, applied, _ = _run(S.SkillCatalog(styles=("table",), distractors=(2, 2)), rec, seed=3)
+    p = applied[0].params
+    assert p["style"] == "table" and len(p["distractors"]) == 2
+    added = {d["name"] for d in p["distractors"]}
+    assert added <= {s["name"] for s in out["skills"]}
+    body = out["prompt"]["sections"][3]["body"]
+    assert body.startswith("| Skill | Description |\n| --- | --- |\n")
+    assert [n for n, _ in S.parse_catalog(body)[1]] == p["order"]
+    assert body in out["messages"][0]["content"]
+    assert calls_of(out) == calls_of(rec) and check_variant(rec, out) == [] and check_sync(out) is None
+    pool = {d["name"] for d in S.load_distractors()}
+    assert added <= pool
+
+
+def test_catalog_adds_distractors_to_the_skill_enum(fixture_records):
+    """When the skill tool enumerates skill names, distractors are added to the enum (calls still validate)."""
+    raw = json.loads(json.dumps(fixture_records[0]))
+    for t in raw["tools"]:
+        if t["function"]["name"] == "load_skill":
+            t["function"]["parameters"]["properties"]["skill"]["enum"] = [s["name"] for s in raw["skills"]]
+    rec = _rec(raw)
+    out, applied, _ = _run(S.SkillCatalog(distractors=(1, 1)), rec, seed=0)
+    enum = next(t for t in out["tools"] if t["name"] == "load_skill")["parameters"]["properties"]["skill"]["enum"]
+    assert enum == [s["name"] for s in out["skills"]]
+    assert check_variant(rec, out) == []
+
+
+def test_catalog_skips_without_catalogue():
+    """No catalogue section in the prompt: skipped with the reason."""
+    rec = _rec({"id": "n", "tools": [], "skills": [{"name": "a_b", "description": "x", "content": "y"}],
+                "messages": [{"role": "system", "content": "## Rules\nBe nice.\n"}, {"role": "user", "content": "hi"}]})
+    out, applied, skipped = _run(S.SkillCatalog(), rec)
+    assert skipped == [("skill.catalog", "no skill catalogue in the prompt")] and out == rec
+
+
+def test_skill_transforms_keep_the_prompt_in_sync_on_plain_records(fixture_records):
+    """A record without 'prompt' gets its catalogue found by the importer; the variant stores the prompt."""
+    raw = json.loads(json.dumps(fixture_records[4]))
+    del raw["prompt"]
+    rec = _rec(raw)
+    for t in (S.SkillDescribe(p=1.0), S.SkillCatalog(distractors=(1, 1)), S.SkillRename()):
+        out, applied, _ = _run(t, rec, seed=4)
+        assert applied and check_variant(rec, out) == []
+        if "prompt" in out:
+            assert check_sync(out) is None and not isinstance(locate(out), str)
+    out, _, _ = _run(S.SkillRestructure(), rec, seed=4)
+    assert canonical_prompt(out) == canonical_prompt(rec)
