@@ -2,7 +2,8 @@
 
 Each case replays the params of the failure through :func:`hsa.testing.check_transform`
 (``params=``), so it keeps failing the same way if the bug comes back, whatever the
-transform's sampling does. Cases marked ``xfail(strict=True)`` are known bugs not fixed
+transform's sampling does (a bug fixed in sampling is pinned by sampling instead, with
+the old params kept to show that the checker still catches them). Cases marked ``xfail(strict=True)`` are known bugs not fixed
 yet: when a fix lands they pass, the strict mark fails the run, and the mark is removed.
 """
 
@@ -161,34 +162,31 @@ def _whole_argument_record() -> dict:
     }
 
 
-WHOLE_ARGUMENTS_BUG = ("known bug: tool.add_required / tool.nest change the argument object a hook reads as a whole "
-                       "(len(args), not args, iteration) and neither skip such tools nor rewrite the hook; "
-                       "hsa.sandbox.check_hooks (invariant 7) rejects the variant")
+# Fixed: the structural tool transforms (nest, flatten, add_required, swapped parameter names,
+# values) skip when a tool-event hook reads the argument object as a whole
+# (transforms/_toolhooks.py). The params the sampler drew before the fix are kept: replayed,
+# they still break invariant 7, which pins that the checker catches it.
+ADD_REQUIRED_PARAMS = {"steps": [{"op": "params", "tool": "search", "kind": "require", "paths": [],
+                                  "fill": [[["dry_run"], False]],
+                                  "schema": {"type": "boolean", "enum": [False], "description": "Must be false"}}]}
+NEST_PARAMS = {"steps": [{"op": "params", "tool": "search", "kind": "regroup",
+                          "paths": [[["query"], ["params", "query"]], [["page"], ["params", "page"]]],
+                          "container": {"path": ["params"], "schema": {"type": "object"}, "required": True}}]}
 
 
-@pytest.mark.skipif(hooks_checker() is None, reason="invariant 7 needs hsa.sandbox.check_hooks")
-@pytest.mark.xfail(strict=True, reason=WHOLE_ARGUMENTS_BUG)
-def test_add_required_keeps_a_hook_that_counts_arguments():
-    """tool.add_required on a tool whose hook counts its arguments keeps the hook's decisions (or skips)."""
-    params = {"steps": [{"op": "params", "tool": "search", "kind": "require", "paths": [],
-                         "fill": [[["dry_run"], False]],
-                         "schema": {"type": "boolean", "enum": [False], "description": "Must be false"}}]}
-    assert_task_preserving(tool.AddRequired(p=1.0), _whole_argument_record(), params=params)
+@pytest.mark.parametrize("transform", [tool.AddRequired(p=1.0), tool.Nest(p=1.0)], ids=lambda t: t.name)
+def test_structural_tool_transforms_skip_a_hook_that_counts_arguments(transform):
+    """tool.add_required / tool.nest on a tool whose hook counts its arguments skip, saying why (every seed)."""
+    for seed in range(10):
+        report = assert_task_preserving(transform, _whole_argument_record(), seed)
+        assert not report.applied and any("as a whole" in why for _, why in report.skipped), report.format()
 
 
-@pytest.mark.skipif(hooks_checker() is None, reason="invariant 7 needs hsa.sandbox.check_hooks")
-@pytest.mark.xfail(strict=True, reason=WHOLE_ARGUMENTS_BUG)
-def test_nest_keeps_a_hook_that_counts_arguments():
-    """tool.nest on a tool whose hook counts its arguments keeps the hook's decisions (or skips)."""
-    params = {"steps": [{"op": "params", "tool": "search", "kind": "regroup",
-                         "paths": [[["query"], ["params", "query"]], [["page"], ["params", "page"]]],
-                         "container": {"path": ["params"], "schema": {"type": "object"}, "required": True}}]}
-    assert_task_preserving(tool.Nest(p=1.0), _whole_argument_record(), params=params)
-
-
-def test_whole_argument_hook_failure_is_reported_as_invariant_7():
-    """The check that the two known-bug cases above rely on: the failure is the hooks invariant, nothing else."""
+@pytest.mark.parametrize("transform,params", [(tool.AddRequired(p=1.0), ADD_REQUIRED_PARAMS),
+                                              (tool.Nest(p=1.0), NEST_PARAMS)], ids=["add_required", "nest"])
+def test_whole_argument_hook_failure_is_reported_as_invariant_7(transform, params):
+    """The pre-fix params, replayed, break the hooks invariant and nothing else: the checker catches the bug."""
     if hooks_checker() is None:
         pytest.skip("invariant 7 needs hsa.sandbox.check_hooks")
-    report = check_transform(tool.Nest(p=1.0), _whole_argument_record(), seed=0)
+    report = check_transform(transform, _whole_argument_record(), seed=0, params=params)
     assert report.applied and report.failed == ["hooks"], report.format()

@@ -473,3 +473,34 @@ def test_apply_step_dispatches_structural_kinds():
     out = apply_step(src, step)
     assert _calls(out, "get_order_status") == [{"request": {"order_id": "LS1234", "detail": "full_history"}}]
     assert out["mapping"][-1]["op"] == "params" and check_variant(src, out) == []
+
+
+# --------------------------------------------------------------------------- hooks that read arguments as a whole
+
+
+@pytest.mark.parametrize("body,whole", [
+    ('    args = payload["tool_input"]\n    return {"n": len(args)}\n', True),
+    ('    args = payload.get("tool_input") or {}\n    for k in args:\n        pass\n    return {}\n', True),
+    ('    return {"message": str(payload["tool_input"])}\n', True),
+    ('    return helper(payload)\n', True),
+    ('    args = payload["tool_input"]\n    return {"ok": args.get("q") and "page" in args and args["q"]}\n', False),
+    ('    if payload["tool_name"] == "x" and not payload["tool_input"].get("q"):\n        return {}\n'
+     '    return {"decision": "allow"}\n', False),
+])
+def test_whole_input_reads_are_detected(body, whole):
+    """A hook that counts, iterates, prints or passes on the tool input reads it as a whole; keyed reads do not."""
+    from transforms._toolhooks import reads_whole_input
+
+    assert reads_whole_input("def check(payload):\n" + body, "check") is whole
+
+
+def test_structural_transforms_skip_records_whose_hooks_read_inputs_whole():
+    """nest, flatten, add_required, values and parameter swaps skip when a tool hook reads inputs as a whole."""
+    raw = record("shop")
+    raw["hooks"][0]["source"] = ("def check(payload):\n    args = payload['tool_input']\n"
+                                 "    return {'decision': 'retry' if len(args) > 9 else 'allow'}\n")
+    src = normalize(raw)
+    for t in (T.Nest(p=1.0), T.Flatten(), T.AddRequired(p=1.0), T.Values(p=1.0)):
+        assert "as a whole" in t.sample(src, random.Random(0)).reason
+    params = T.SwapNames(params_p=1.0).sample(src, random.Random(0))
+    assert params["params"] == [] and params["tools"]

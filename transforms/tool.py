@@ -46,6 +46,7 @@ from hsa.rewrite import (
 from hsa.transform import Skip, Transform, register
 from transforms._banks import load_banks
 from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, detect_style, new_name
+from transforms._toolhooks import hooks_read_whole_input
 from transforms._tooltext import paraphrase, shorten
 from transforms._toolschema import (
     CONSTRAINING_KEYS,
@@ -140,6 +141,10 @@ def _embedded(names: list[str]) -> set[str]:
     renaming them in text would rewrite part of the other name, so they are left alone."""
     dotted = [n for n in names if "." in n]
     return {n for n in names if any(d != n and find_tokens(d, [n]) for d in dotted)} if dotted else set()
+
+
+#: Skip reason of the structural transforms when a hook reads tool inputs as a whole (invariant 7).
+_WHOLE_INPUT = "a hook reads tool inputs as a whole (len, iteration, passing them on): changing their shape is not safe"
 
 
 def _fresh(make, ok, retry: bool, tries: int = 8) -> str | None:
@@ -378,7 +383,8 @@ class SwapNames(Transform):
     ``params_p`` per tool, the names of its top-level parameters are permuted the same way
     (a ``permute`` step: each schema keeps its place under its new name). The skill tool
     takes part only with ``include_skill_tool``; names that are plain words mentioned in
-    text, and parameter names that are hook literals, are left alone.
+    text, and parameter names that are hook literals, are left alone; parameters are not
+    swapped when a tool hook reads the argument object as a whole.
     """
 
     name: ClassVar[str] = "tool.swap_names"
@@ -413,8 +419,9 @@ class SwapNames(Transform):
                     out["tools"] = dict(zip(pool, perm))
         if self.params_p > 0:
             literals = hook_literals(record)
+            whole = hooks_read_whole_input(record)
             for t in record["tools"]:
-                if rng.random() >= self.params_p or t["name"] == skill_tool:
+                if rng.random() >= self.params_p or t["name"] == skill_tool or whole:
                     continue
                 schema = t["parameters"]
                 if any(k in schema for k in CONSTRAINING_KEYS):
@@ -648,7 +655,8 @@ class Nest(Transform):
     does or the tool is strict, so strict schemas stay strict. The mapping step
     (``kind: regroup``) moves the argument paths back. Objects with property constraints
     (``anyOf``, ``patternProperties``...), the skill tool and parameters named in hook
-    literals are left alone.
+    literals are left alone, and nothing is nested when a tool hook reads the argument
+    object as a whole (``len(args)``, iteration): it would see a different object.
     """
 
     name: ClassVar[str] = "tool.nest"
@@ -665,6 +673,8 @@ class Nest(Transform):
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         lo, hi = _check_range(self.size, "size", 1)
+        if hooks_read_whole_input(record):
+            return Skip(_WHOLE_INPUT)
         literals = hook_literals(record)
         taken = record_tokens(record)
         containers = [str(c) for c in load_banks(tuple(self.banks))["containers"]]
@@ -678,8 +688,8 @@ class Nest(Transform):
             parents = []
             for path in _object_paths(schema):
                 node = node_at(schema, path) if path else schema
-                if node is None or any(k in node for k in CONSTRAINING_KEYS):
-                    continue
+                if node is None or any(k in node for k in CONSTRAINING_KEYS) or set(path) & literals:
+                    continue  # (an object a hook reads by name may be read as a whole)
                 keys = [k for k in node["properties"] if k not in literals]
                 if path and len(keys) == len(node["properties"]):
                     keys = keys[:-1]  # a nested object keeps one property of its own (no pointless wrapper)
@@ -726,7 +736,8 @@ class Flatten(Transform):
     required and listed it. The mapping step (``kind: regroup``) keeps the object's schema,
     so the mapping and ``canonicalize`` rebuild it exactly. Skipped, with the reason, for
     nullable objects, objects with constraints on their properties, objects some call
-    passes empty or with undeclared keys, and names that are hook literals.
+    passes empty or with undeclared keys, names that are hook literals, and records whose
+    tool hooks read the argument object as a whole.
     """
 
     name: ClassVar[str] = "tool.flatten"
@@ -755,7 +766,7 @@ class Flatten(Transform):
                 continue
             if any(k in parent for k in CONSTRAINING_KEYS) or not isinstance(parent.get("properties"), dict):
                 continue
-            if path[-1] in literals or any(k in literals for k in props):
+            if set(path) & literals or any(k in literals for k in props):
                 continue
             values = [v for args in calls for v in values_at(args, path)]
             if any(not isinstance(v, dict) or not v or set(v) - set(props) for v in values):
@@ -775,6 +786,8 @@ class Flatten(Transform):
         return out
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        if hooks_read_whole_input(record):
+            return Skip(_WHOLE_INPUT)
         literals = hook_literals(record)
         taken = record_tokens(record)
         steps = []
@@ -946,6 +959,7 @@ class AddRequired(Transform):
     With probability ``p`` per tool, an entry of the ``required_params`` bank is added at the
     top level (``enum`` of its one value, described), the calls pass it, and the mapping's
     ``fill`` removes it again on the way back. Strict schemas stay strict (it is required).
+    Skipped when a tool hook reads the argument object as a whole (it would see one key more).
     """
 
     name: ClassVar[str] = "tool.add_required"
@@ -964,6 +978,9 @@ class AddRequired(Transform):
         bank = [dict(e) for e in load_banks(tuple(self.banks))["required_params"]]
         if not bank:
             return Skip("the required_params bank is empty")
+        if hooks_read_whole_input(record):
+            return Skip(_WHOLE_INPUT)
+
         taken = record_tokens(record)
         steps = []
         for t in record["tools"]:
@@ -1037,7 +1054,8 @@ class Values(Transform):
     calls passing the old default pass the new one (Hammer), only when neither number
     occurs in any text and no call passes the new one; booleans (whose only other value
     inverts the meaning) and string defaults are never re-drawn. The mapping's ``values``
-    steps give the original values back, with their types.
+    steps give the original values back, with their types. Skipped when a tool hook reads
+    the argument object as a whole.
     """
 
     name: ClassVar[str] = "tool.values"
@@ -1057,6 +1075,8 @@ class Values(Transform):
         _check_banks(self.banks)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+        if hooks_read_whole_input(record):
+            return Skip(_WHOLE_INPUT)
         literals = hook_literals(record)
         texts = text_fields(record)
         taken = record_tokens(record)
