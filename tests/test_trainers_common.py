@@ -48,12 +48,12 @@ def test_config_file_then_cli_flags(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("model_name_or_path: from-yaml\nlearning_rate: 0.001\nuse_peft: true\nwarmup_steps: 7\n")
     model, run, lora, extras = _parse(["--config", str(cfg), "--learning_rate", "0.5", "--lora_r", "4",
-                                       "--max_grad_norm", "0.3", "--bf16", "false"])
+                                       "--max_grad_norm", "-1", "--bf16", "false"])
     assert model.model_name_or_path == "from-yaml"
     assert run.learning_rate == 0.5 and run.bf16 is False and run.per_device_train_batch_size == 4
     assert lora.use_peft is True and lora.lora_r == 4
     assert extras.from_config == {"warmup_steps": 7}
-    assert extras.from_cli == ["--max_grad_norm", "0.3"]
+    assert extras.from_cli == ["--max_grad_norm", "-1"]  # negative values are values, not flags
 
 
 def test_trl_config_gets_typed_extras_and_rejects_unknown(tmp_path):
@@ -62,7 +62,7 @@ def test_trl_config_gets_typed_extras_and_rejects_unknown(tmp_path):
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("warmup_steps: 7\n")
-    _, run, _, extras = _parse(["--config", str(cfg), "--output_dir", str(tmp_path / "o"), "--max_grad_norm", "0.3",
+    _, run, _, extras = _parse(["--config", str(cfg), "--output_dir", str(tmp_path / "o"), "--max_grad_norm=0.3",
                                 "--bf16", "false"])
     config = trl_config(SFTConfig, run, {"max_length": 64}, extras, 2e-5)
     assert (config.warmup_steps, config.max_grad_norm, config.max_length) == (7, 0.3, 64)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.trainers_support import CPU, changed, logged, parameters, shards, tiny_model  # noqa: F401
+from tests.trainers_support import CPU, changed, logged, mini_shards, parameters, shards, tiny_model  # noqa: F401
 from trainers.common import iter_rows, to_chat
 from trainers.sft import _parse, build_dataset, build_trainer, tokenize_chat
 
@@ -67,25 +67,25 @@ def test_build_dataset_drops_rows_without_trained_tokens(tokenizer, shards):  # 
         build_dataset(rows, tokenizer, max_length=50)
 
 
-def test_sft_trains_a_few_steps(tiny_model, shards, tmp_path):  # noqa: F811
-    """Two SFT steps on an original and a variant row log a loss and change the weights; trl keeps our labels."""
-    args = _parse(["--model_name_or_path", str(tiny_model), "--dataset", str(shards), "--output_dir",
-                   str(tmp_path / "out"), "--max_steps", "2", "--max_rows", "2", "--max_length", "4096",
-                   "--learning_rate", "1e-3", *CPU])
+def test_sft_trains_a_few_steps(tiny_model, mini_shards, tmp_path):  # noqa: F811
+    """Three SFT steps on original and variant rows log a loss and change the weights; trl keeps our labels."""
+    args = _parse(["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir",
+                   str(tmp_path / "out"), "--max_steps", "3", "--per_device_train_batch_size", "2",
+                   "--max_length", "4096", "--learning_rate", "1e-3", *CPU])
     trainer = build_trainer(*args)
-    mine = build_dataset(iter_rows(str(shards), max_rows=2), trainer.processing_class, max_length=4096)
+    mine = build_dataset(iter_rows(str(mini_shards)), trainer.processing_class, max_length=4096)
     assert trainer.train_dataset["labels"] == mine["labels"]
     before = parameters(trainer.model)
     trainer.train()
     losses = logged(trainer)
-    assert len(losses) == 2 and all(loss > 0 for loss in losses)
+    assert len(losses) == 3 and all(loss > 0 for loss in losses)
     assert changed(before, trainer.model)
 
 
-def test_sft_with_lora_trains_only_the_adapter(tiny_model, shards, tmp_path):  # noqa: F811
+def test_sft_with_lora_trains_only_the_adapter(tiny_model, mini_shards, tmp_path):  # noqa: F811
     """--use_peft trains LoRA matrices and leaves the base weights as they were."""
-    args = _parse(["--model_name_or_path", str(tiny_model), "--dataset", str(shards), "--output_dir",
-                   str(tmp_path / "out"), "--max_steps", "1", "--max_rows", "1", "--max_length", "4096",
+    args = _parse(["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir",
+                   str(tmp_path / "out"), "--max_steps", "2", "--max_length", "4096",
                    "--learning_rate", "1e-2", "--use_peft", "--lora_r", "4", *CPU])
     trainer = build_trainer(*args)
     before = parameters(trainer.model)

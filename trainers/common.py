@@ -170,6 +170,14 @@ def _add_dataclass(parser: argparse.ArgumentParser, cls: type, defaults: dict[st
         group.add_argument(f"--{f.name}", **kwargs)
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def make_parser(prog: str, description: str, dataclass_types: Sequence[type],
                 defaults: dict[str, Any] | None = None, trl_config_name: str = "the trl config"
                 ) -> argparse.ArgumentParser:
@@ -216,7 +224,7 @@ def parse_args(argv: Sequence[str] | None, prog: str, description: str, dataclas
         extras.from_config = {k: v for k, v in data.items() if k not in names and k != "config"}
         parser.set_defaults(**ours)
     namespace, unknown = parser.parse_known_args(argv)
-    bad = [u for u in unknown if u.startswith("-") and not u.startswith("--")]
+    bad = [u for u in unknown if u.startswith("-") and not u.startswith("--") and not _is_number(u)]
     if bad:
         parser.error(f"unrecognised arguments: {' '.join(bad)}")
     if unknown and not unknown[0].startswith("--"):
