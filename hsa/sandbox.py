@@ -46,7 +46,7 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["Sandbox", "sandbox", "replay", "replay_many", "check_hooks", "set_execution", "execution_enabled",
+__all__ = ["Sandbox", "sandbox", "configure", "replay", "replay_many", "check_hooks", "set_execution", "execution_enabled",
            "stats", "reset_stats", "LIMIT_ERRORS"]
 
 #: Outcome errors that mean the sandbox stopped the hook (the record is rejected), not that the hook raised.
@@ -355,7 +355,7 @@ class Sandbox:
                 return {"ok": False, "error": "crash", "detail": "the sandbox worker could not be started",
                         "limit": True}
             self.loaded.add(key)
-            line = self._read_line(self.time_limit + 3.0)
+            line = self._read_line(self.time_limit + max(1.0, self.time_limit))
             if line is None:
                 self._restart()
                 return {"ok": False, "error": "timeout", "detail": f"no answer within {self.time_limit:g} s",
@@ -426,10 +426,21 @@ def execution_enabled() -> bool:
 def sandbox() -> Sandbox:
     """This process's sandbox (a fresh one after a fork)."""
     if _STATE["pid"] != os.getpid() or _STATE["box"] is None:
-        _STATE["box"] = Sandbox()
+        if _STATE["pid"] != os.getpid():
+            _RESULTS.clear()
+        _STATE["box"] = Sandbox(**_STATE.get("limits", {}))
         _STATE["pid"] = os.getpid()
-        _RESULTS.clear()
     return _STATE["box"]
+
+
+def configure(*, time_limit: float = 2.0, memory_mb: int = 512) -> None:
+    """Set the limits of this process's sandbox (the running worker is replaced; cached results are kept)."""
+    Sandbox(time_limit=time_limit, memory_mb=memory_mb)  # validates
+    _STATE["limits"] = {"time_limit": time_limit, "memory_mb": memory_mb}
+    box = _STATE.get("box")
+    if box is not None and _STATE.get("pid") == os.getpid():
+        box.close()
+    _STATE["box"] = None
 
 
 @atexit.register
@@ -467,6 +478,8 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
     todo: list[int] = []
     calls: list[dict] = []
     keys: list[tuple[str, str]] = []
+    pending: dict[tuple[str, str], int] = {}  # the same call twice in one batch runs once
+    dupes: list[tuple[int, int]] = []
     for i, (hook, payload) in enumerate(items):
         _STATS["calls"] += 1
         entry, style = entry_of(hook), hook_style(hook)
@@ -484,6 +497,11 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
             _STATS["cache_hits"] += 1
             out[i] = hit
             continue
+        if key in pending:
+            _STATS["cache_hits"] += 1
+            dupes.append((i, pending[key]))
+            continue
+        pending[key] = i
         todo.append(i)
         keys.append(key)
         calls.append({"source": hook.get("source", ""), "entry": entry, "style": style, "payload": payload})
@@ -499,6 +517,8 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
                 _RESULTS[key] = res
                 if len(_RESULTS) > _RESULTS_MAX:
                     _RESULTS.popitem(last=False)
+    for i, j in dupes:
+        out[i] = out[j]
     return out  # type: ignore[return-value]
 
 

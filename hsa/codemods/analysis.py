@@ -86,6 +86,7 @@ CTX = ("ctx",)
 TOOLOBJ = ("toolobj",)
 ARGSJSON = ("argsjson",)
 PKEYS = ("pkeys",)
+INT = ("data", "int")  # plain data known to be an integer (an index, a length)
 
 AV = frozenset
 _D = frozenset({DATA})
@@ -135,6 +136,26 @@ def _kinds(av: AV) -> frozenset[str]:
 
 
 _NAME_TAGS = frozenset({"tool", "skill", "pk", "ti", "text"})
+
+
+def _string_kinds(av: AV) -> frozenset[str]:
+    """Name kinds a *string* operation on ``av`` depends on: a tool-input leaf is a value, not a key."""
+    out: set[str] = set()
+    for a in av:
+        tag = a[0]
+        if tag == "tool":
+            out.add("tool")
+        elif tag == "skill":
+            out.add("skill")
+        elif tag == "pk":
+            out.add("param")
+        elif tag == "ti":
+            out.add("value")
+        elif tag == "text":
+            out |= a[1]
+        elif tag == "unknown":
+            out |= {"tool", "skill", "param", "value"}
+    return frozenset(out)
 
 
 # ---------------------------------------------------------------------------- results
@@ -482,9 +503,12 @@ class _Interp:
         return frozenset({_text(kinds, lits)})
 
     def ev_Integer(self, node, env):
+        return frozenset({INT})
+
+    def ev_Float(self, node, env):
         return _D
 
-    ev_Float = ev_Imaginary = ev_Integer
+    ev_Imaginary = ev_Float
 
     def ev_Ellipsis(self, node, env):
         return _D
@@ -585,7 +609,7 @@ class _Interp:
                     out.add(_ti(path + (k,)))
                 elif any(x[0] == "pk" for x in key):
                     out.add(_ti(path + ("*",)))
-                elif key and all(x[0] == "data" for x in key):
+                elif key and all(x == INT for x in key):
                     out.add(_ti(path + ("[]",)))
                 else:
                     lits = self.str_lits(key)
@@ -711,7 +735,10 @@ class _Interp:
             if name in ("min", "max"):
                 return frozenset().union(*pos) if pos else _D
             if name == "enumerate":
-                return frozenset({("coll", -1, frozenset({("tuple", (_D, self.elements(pos[0]) if pos else _U))}))})
+                return frozenset({("coll", -1, frozenset({("tuple", (frozenset({INT}),
+                                                                     self.elements(pos[0]) if pos else _U))}))})
+            if name in ("len", "range"):
+                return frozenset({INT}) if name == "len" else frozenset({("coll", -1, frozenset({INT}))})
             if name == "zip":
                 return frozenset({("coll", -1, frozenset({("tuple", tuple(self.elements(p) for p in pos))}))})
             if name in ("any", "all", "filter", "map"):
@@ -751,6 +778,8 @@ class _Interp:
                     return frozenset({("regex", pi)}) if pi is not None else _D
                 subject = pos[1] if len(pos) > 1 else _E
                 self._regex_use(pi, fname, subject, node)
+                if pi is not None and TOOL in subject:
+                    self.narrow[id(node)] = _alternation(self.lit_value(pi), fname)
                 return _D
             if dotted in ("sys.exit", "os._exit"):
                 return _D
@@ -788,12 +817,12 @@ class _Interp:
             self.mark_message(frozenset().union(*pos) if pos else _E)
 
     def _regex_use(self, pi: int | None, fname: str, subject: AV, node) -> None:
-        kinds = _kinds(subject) & {"tool", "skill", "param"}
+        kinds = _string_kinds(subject)
         if pi is not None:
             if kinds & {"tool", "skill"} and any(a[0] in ("tool", "skill") for a in subject):
                 for k in kinds & {"tool", "skill"}:
                     self.role(pi, ("tool_re" if k == "tool" else "skill_pred", fname))
-                if any(a[0] not in ("tool", "skill") for a in subject):
+                if any(a[0] not in ("tool", "skill", "lit", "data") for a in subject):
                     self.problem(kinds, "regular expression over a computed name", node)
             else:
                 self.role(pi, ("regex_data",))
@@ -940,10 +969,14 @@ class _Interp:
                 any(a[0] in ("coll", "dict") for a in left | right):
             elems = frozenset().union(*[a[2] for a in left | right if a[0] in ("coll", "dict")])
             return frozenset({("coll", -1, elems)})
+        if left | right and all(a == INT for a in left | right):
+            return frozenset({INT})
         return _D if not kinds else frozenset({_text(kinds)})
 
     def ev_UnaryOperation(self, node, env):
-        self.ev(node.expression, env)
+        v = self.ev(node.expression, env)
+        if isinstance(node.operator, cst.Minus) and v and all(a == INT for a in v):
+            return v
         return _D
 
     def ev_BooleanOperation(self, node, env):
@@ -1460,6 +1493,20 @@ class _Interp:
                                              "a table of names is changed at run time", f"line {line}", line))
 
 
+_ALT = __import__("re").compile(r"^\^?\(?([A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*)\)?\$?$")
+
+
+def _alternation(pattern: Any, fname: str) -> frozenset | None:
+    """The names a regex test can match when it is a plain alternation anchored at both ends."""
+    if not isinstance(pattern, str):
+        return None
+    m = _ALT.match(pattern)
+    if not m:
+        return None
+    anchored = fname == "fullmatch" or (pattern.endswith("$") and (fname == "match" or pattern.startswith("^")))
+    return frozenset(m.group(1).split("|")) if anchored else None
+
+
 def _dotted(node) -> str:
     if isinstance(node, cst.Name):
         return node.value
@@ -1560,8 +1607,9 @@ def _analyze(source: str, entry: str | None) -> Analysis:
                         entry=entry)
     if entry is None:
         return Analysis(source, style, (), (), (), error="the hook has no entry; set 'entry' to its function name")
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    spans = wrapper.resolve(ByteSpanPositionProvider)
+    spans = _token_spans(source, module)
+    if spans is None:  # odd layouts (format specs with text, tokenizer surprises): LibCST's own positions
+        spans = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ByteSpanPositionProvider)
     interp = _Interp(module, source.encode("utf-8"), spans, style)
     entries = default_entries(module, style, entry)
     try:
@@ -1585,6 +1633,117 @@ def _analyze(source: str, entry: str | None) -> Analysis:
                                  frozenset(interp.roles.get(i, ())), prefix, quote, parts))
     return Analysis(source, style, entries, tuple(sites), tuple(interp.problems), error,
                     frozenset(interp.reads), entry)
+
+
+class _Span:
+    __slots__ = ("start", "length")
+
+    def __init__(self, start: int, length: int):
+        self.start, self.length = start, length
+
+
+def _token_spans(source: str, module: cst.Module) -> dict | None:
+    """Byte spans of string literals, f-string text parts and comments, from :mod:`tokenize` (fast path).
+
+    LibCST children are in source order, so the k-th string node is the k-th string
+    token. Returns None whenever the correspondence is not exact; the caller then
+    asks LibCST for positions.
+    """
+    import io
+    import tokenize
+
+    data = source.encode("utf-8")
+    line_starts = [0]
+    for line in io.BytesIO(data):
+        line_starts.append(line_starts[-1] + len(line))
+    lines = source.splitlines(keepends=True)
+
+    def offset(row: int, col: int) -> int:
+        if row - 1 >= len(lines):
+            return len(data)
+        return line_starts[row - 1] + len(lines[row - 1][:col].encode("utf-8"))
+
+    strings: list[tuple[int, int]] = []
+    comments: list[tuple[int, int]] = []
+    fstart = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            name = tokenize.tok_name.get(tok.type, "")
+            if tok.type == tokenize.STRING:
+                strings.append((offset(*tok.start), offset(*tok.end)))
+            elif name == "FSTRING_START":
+                fstart = offset(*tok.start)
+            elif name == "FSTRING_END" and fstart is not None:
+                strings.append((fstart, offset(*tok.end)))
+                fstart = None
+            elif tok.type == tokenize.COMMENT:
+                comments.append((offset(*tok.start), offset(*tok.end)))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    if len(lines) + 1 != len(line_starts):  # "\r" or form feeds split lines differently: use LibCST
+        return None
+    out: dict = {}
+    order: list = []
+    nested = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleString(self, node):
+            order.append(("s", node))
+
+        def visit_FormattedString(self, node):
+            order.append(("f", node))
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    code = module.code_for_node(part.expression)
+                    if part.format_spec or '"' in code or "'" in code:
+                        nested[0] = True
+            return False  # strings inside the expressions are part of this token
+
+        def visit_Comment(self, node):
+            order.append(("c", node))
+
+    module.visit(V())
+    if nested[0]:
+        return None
+    si = ci = 0
+    for kind, node in order:
+        if kind == "c":
+            if ci >= len(comments):
+                return None
+            start, end = comments[ci]
+            ci += 1
+            if data[start:end].decode("utf-8") != node.value:
+                return None
+            out[node] = _Span(start, end - start)
+            continue
+        if si >= len(strings):
+            return None
+        start, end = strings[si]
+        si += 1
+        out[node] = _Span(start, end - start)
+        if kind == "f":
+            pos = start + len(node.start.encode("utf-8"))
+            for part in node.parts:
+                text = module.code_for_node(part).encode("utf-8")
+                if isinstance(part, cst.FormattedStringText):
+                    out[part] = _Span(pos, len(text))
+                pos += len(text)
+            if pos + len(node.end.encode("utf-8")) != end:
+                return None
+        elif end - start != len(node.value.encode("utf-8")):
+            return None
+    if si != len(strings) or ci != len(comments):
+        return None
+
+    class C(cst.CSTVisitor):
+        def leave_ConcatenatedString(self, node):
+            parts = _concat_parts(node)
+            first, last = out.get(parts[0]), out.get(parts[-1])
+            if first is not None and last is not None:
+                out[node] = _Span(first.start, last.start + last.length - first.start)
+
+    module.visit(C())
+    return out
 
 
 def _map_role(role: tuple, tools_map: dict, path_map) -> tuple:

@@ -492,3 +492,21 @@ def identifiers_of(source: str) -> set[str]:
 
 __all__ += ["identifiers_of"]
 _ = FunctionScope, ComprehensionScope
+
+
+def codemod(renames: dict[str, str], *, module_helpers: bool = False):
+    """``hook.rename_locals`` as a LibCST Codemod class bound to ``renames``; a refused unit skips the file."""
+    from libcst.codemod import Codemod, SkipFile
+
+    class _RenameLocals(Codemod):
+        def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+            try:
+                return cst.parse_module(rename_locals(tree.code, renames, module_helpers=module_helpers))
+            except ValueError as exc:
+                self.warn(str(exc))
+                raise SkipFile(str(exc)) from None
+
+    return _RenameLocals
+
+
+__all__ += ["codemod"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import string
 from functools import lru_cache
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
@@ -72,14 +73,26 @@ def _quote_of(node: cst.SimpleString) -> str | None:
     return rest[0]
 
 
-def _shadowed(module_wrapper: MetadataWrapper) -> set[str]:
-    scopes = module_wrapper.resolve(ScopeProvider)
+def _shadowed(source: str) -> set[str]:
+    """Every name the module binds anywhere (assignments, defs, parameters, imports...): found with :mod:`ast`."""
+    import ast
+
     out: set[str] = set()
-    for sc in set(scopes.values()):
-        if sc is None:
-            continue
-        for a in sc.assignments:
-            out.add(a.name)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.add(node.name)
     return out
 
 
@@ -91,12 +104,11 @@ class Restyle(cst.CSTTransformer):
     (reason -> n) are filled as the pass goes.
     """
 
-    METADATA_DEPENDENCIES = (ScopeProvider,)
-
-    def __init__(self, selected: dict[str, set[int] | None], shadowed: set[str]):
+    def __init__(self, selected: dict[str, set[int] | None], shadowed: set[str], scopes=None):
         super().__init__()
         self.selected = selected
         self.shadowed = shadowed
+        self.scopes = scopes  # ScopeProvider results, needed only when a format or percent site may exist
         self.counts = {k: 0 for k in KINDS}
         self.applied = {k: 0 for k in KINDS}
         self.refused: dict[str, int] = {}
@@ -122,10 +134,9 @@ class Restyle(cst.CSTTransformer):
             return not node.lpar
         if not isinstance(node, cst.Name) or node.lpar:
             return False
-        try:
-            scope = self.get_metadata(ScopeProvider, node)
-        except KeyError:
+        if self.scopes is None:
             return False
+        scope = self.scopes.get(node)
         if scope is None:
             return False
         assigns = scope[node.value]
@@ -426,11 +437,20 @@ class Restyle(cst.CSTTransformer):
         return updated_node
 
 
+def _prepare(source: str) -> tuple[cst.Module, set[str], Any]:
+    module = cst.parse_module(source)
+    scopes = None
+    if ".format(" in source or "%" in source:  # only these restyles need scopes (local names)
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        scopes = wrapper.resolve(ScopeProvider)
+    return module, _shadowed(source), scopes
+
+
 @lru_cache(maxsize=512)
 def _count(source: str) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
-    wrapper = MetadataWrapper(cst.parse_module(source))
-    t = Restyle({k: set() for k in KINDS}, _shadowed(wrapper))
-    wrapper.visit(t)
+    module, shadowed, scopes = _prepare(source)
+    t = Restyle({k: set() for k in KINDS}, shadowed, scopes)
+    module.visit(t)
     return tuple(t.counts.items()), tuple(sorted(t.refused.items()))
 
 
@@ -442,14 +462,41 @@ def restyle_sites(source: str) -> tuple[dict[str, int], dict[str, int]]:
 
 def restyle(source: str, selected: dict[str, list[int] | None] | None = None) -> tuple[str, dict[str, int]]:
     """``source`` with the selected sites rewritten (``None``: every site of every kind); and counts applied."""
-    wrapper = MetadataWrapper(cst.parse_module(source))
     if selected is None:
-        sel: dict[str, set[int] | None] = {k: None for k in KINDS}
+        key = None
     else:
         unknown = sorted(set(selected) - set(KINDS))
         if unknown:
             raise ValueError(f"hook.restyle: unknown kind(s) {unknown}; expected some of {list(KINDS)}")
-        sel = {k: (None if v is None else set(v)) for k, v in selected.items()}
-    t = Restyle(sel, _shadowed(wrapper))
-    out = wrapper.visit(t)
-    return out.code, {k: v for k, v in t.applied.items() if v}
+        key = tuple(sorted((k, None if v is None else tuple(sorted(v))) for k, v in selected.items()))
+    code, applied = _restyle_cached(source, key)
+    return code, dict(applied)
+
+
+@lru_cache(maxsize=4096)
+def _restyle_cached(source: str, key) -> tuple[str, tuple]:
+    if key is None:
+        sel: dict[str, set[int] | None] = {k: None for k in KINDS}
+    else:
+        sel = {k: (None if v is None else set(v)) for k, v in key}
+    module, shadowed, scopes = _prepare(source)
+    t = Restyle(sel, shadowed, scopes)
+    out = module.visit(t)
+    return out.code, tuple((k, v) for k, v in t.applied.items() if v)
+
+
+def codemod(selected: dict[str, list[int] | None] | None = None):
+    """``hook.restyle`` as a LibCST Codemod class; ``selected`` as in :func:`restyle` (None: every site)."""
+    from libcst.codemod import Codemod, SkipFile
+
+    class _Restyle(Codemod):
+        def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+            new, applied = restyle(tree.code, selected)
+            if not applied:
+                raise SkipFile("no restyle site")
+            return cst.parse_module(new)
+
+    return _Restyle
+
+
+__all__ += ["codemod"]

@@ -139,14 +139,15 @@ def _param_key(site: LiteralSite, tools, path: tuple, step: dict, h: Harness) ->
             raise _Refuse("iterates over object keys", f"line {site.line}: {value!r} is reached by iterating "
                                                        f"over the keys of {T!r} input at {list(prefix[:i])}")
     pairs = step["paths"]
-    declared = path in kinds_T
-    post = {_map_path(pairs, p) for p in kinds_T}
-    if not declared:
-        if _map_path(pairs, prefix) + (value,) in post:
-            raise _Refuse("key collision", f"line {site.line}: {value!r} is not a parameter of {T!r} at "
-                                           f"{list(prefix)}, but the rename makes it one")
+    mapped = _map_path(pairs, path)
+    if mapped == path:
+        for src, dst in pairs:
+            src, dst = tuple(src), tuple(dst)
+            if path[:len(dst)] == dst and src + path[len(dst):] != path:
+                raise _Refuse("key collision", f"line {site.line}: {value!r} at {list(prefix)} is not renamed in "
+                                               f"{T!r}, but another parameter is renamed to it")
         return value
-    new_key = _map_path(pairs, path)[-1]
+    new_key = mapped[-1]
     if new_key == value:
         return value
     for c in sorted(cands - {T}):
@@ -558,3 +559,29 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
                 m = record["messages"][i]
                 if isinstance(m.get("content"), str):
                     m["content"] = map_text(m["content"], step)
+
+
+class SyncCodemod:
+    """``hook.sync`` as a LibCST :class:`~libcst.codemod.Codemod` (for ``CodemodTest`` and ``libcst.tool``).
+
+    ``SyncCodemod.build(step, harness, entry)`` returns a Codemod class bound to one
+    mapping step; a refusal warns and skips the file (``SkipFile``), leaving it unchanged.
+    """
+
+    @staticmethod
+    def build(step: dict, harness: Harness, entry: str | None = "check"):
+        import libcst as cst
+        from libcst.codemod import Codemod, SkipFile
+
+        class _Sync(Codemod):
+            def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+                new, refusal = sync_source(tree.code, entry, step, harness)
+                if refusal is not None:
+                    self.warn(f"{refusal.reason}: {refusal.detail}")
+                    raise SkipFile(refusal.reason)
+                return cst.parse_module(new)
+
+        return _Sync
+
+
+__all__ += ["SyncCodemod", "plan"]

@@ -1,0 +1,195 @@
+"""The hook sandbox: limits, isolation, batching and caching, and the invariant-7 check."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from hsa import sandbox as sb
+from hsa.hooks_model import decision_of
+from hsa.records import normalize
+from hsa.rewrite import rename_tools
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture(scope="module")
+def box():
+    b = sb.Sandbox(time_limit=0.5, memory_mb=256)
+    yield b
+    b.close()
+
+
+def fn(source: str, payload: dict | None = None, entry: str = "f") -> dict:
+    return {"source": source, "entry": entry, "style": "function", "payload": payload or {}}
+
+
+def test_runs_a_function_hook_and_returns_json(box):
+    """A function hook's return value comes back as JSON."""
+    out = box.run([fn("def f(p):\n    return {'decision': 'allow', 'n': len(p), 's': {'b', 'a'}}\n", {"x": 1})])
+    assert out == [{"ok": True, "value": {"decision": "allow", "n": 1, "s": ["a", "b"]}}]
+
+
+def test_a_hook_that_raises_is_an_error_outcome_not_a_limit(box):
+    """An exception is part of the hook's behaviour: reported by type, no limit flag."""
+    out = box.run([fn("def f(p):\n    return p['missing']\n")])[0]
+    assert out["ok"] is False and out["error"] == "KeyError" and not out.get("limit")
+
+
+def test_hang_is_stopped_and_the_next_call_still_runs(box):
+    """A hook that loops forever is stopped at the time limit; the worker keeps serving."""
+    out = box.run([fn("def f(p):\n    while True:\n        pass\n"), fn("def f(p):\n    return 7\n")])
+    assert out[0]["error"] == "timeout" and out[0]["limit"] is True
+    assert out[1] == {"ok": True, "value": 7}
+
+
+def test_stuck_in_c_code_is_killed_by_the_parent(box):
+    """Catastrophic regex backtracking (no Python bytecode runs) is killed from outside."""
+    src = "import re\ndef f(p):\n    return bool(re.match(r'(a+)+$', 'a' * 64 + 'b'))\n"
+    out = box.run([fn(src), fn("def f(p):\n    return 1\n")])
+    assert out[0]["limit"] is True and out[0]["error"] in ("timeout", "cpu limit")
+    assert out[1]["value"] == 1
+
+
+def test_memory_limit(box):
+    """Allocating beyond the address-space limit is a limit outcome."""
+    out = box.run([fn("def f(p):\n    return len(bytearray(2 * 1024 ** 3))\n")])[0]
+    assert out["error"] == "memory limit" and out["limit"] is True
+
+
+def test_crash_is_reported_and_the_worker_restarts(box):
+    """``os._exit`` kills the worker: a crash outcome, then a fresh worker."""
+    box.run([fn("def f(p):\n    return 0\n")])
+    starts = box.starts
+    out = box.run([fn("import os\ndef f(p):\n    os._exit(3)\n"), fn("def f(p):\n    return 2\n")])
+    assert out[0]["error"] == "crash" and out[1]["value"] == 2 and box.starts == starts + 1
+
+
+def test_no_secret_reaches_a_hook():
+    """The worker's environment is built from nothing: a parent's API key is not visible."""
+    os.environ["HSA_TEST_API_KEY"] = "sk-secret"
+    b = sb.Sandbox(time_limit=2)
+    try:
+        env = b.run([fn("import os\ndef f(p):\n    return dict(os.environ)\n")])[0]["value"]
+    finally:
+        b.close()
+        del os.environ["HSA_TEST_API_KEY"]
+    assert "HSA_TEST_API_KEY" not in env and "sk-secret" not in json.dumps(env)
+    assert set(env) <= {"PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "PYTHONHASHSEED"}
+
+
+def test_isolated_flags_and_no_file_writes(box):
+    """No user site, no site-packages, safe path; file contents cannot be written (RLIMIT_FSIZE 0)."""
+    src = ("import sys, os\ndef f(p):\n    fl = sys.flags\n    try:\n        with open('x.txt', 'w') as fh:\n"
+           "            fh.write('data')\n        wrote = os.path.getsize('x.txt')\n    except OSError:\n"
+           "        wrote = 0\n    return [fl.no_user_site, fl.no_site, fl.safe_path, wrote]\n")
+    assert box.run([fn(src)])[0]["value"] == [1, 1, True, 0]
+
+
+def test_fresh_namespace_for_every_call(box):
+    """Module state does not leak from one call to the next."""
+    src = "N = [0]\ndef f(p):\n    N[0] += 1\n    return N[0]\n"
+    assert [o["value"] for o in box.run([fn(src), fn(src)])] == [1, 1]
+
+
+def test_set_order_is_the_same_in_every_worker():
+    """PYTHONHASHSEED is fixed, so a hook that lists a set gives the same order in any worker."""
+    src = "def f(p):\n    return list({'item_qa', 'promo_qa', 'logistics_qa', 'after_sales_qa', 'x1', 'x2'})\n"
+    a, b = sb.Sandbox(), sb.Sandbox()
+    try:
+        assert a.run([fn(src)]) == b.run([fn(src)])
+    finally:
+        a.close()
+        b.close()
+
+
+def test_claude_code_script_exit_2_blocks(box):
+    """A command hook's exit code 2 with stderr becomes a deny decision carrying the stderr text."""
+    src = ("import json, sys\nd = json.load(sys.stdin)\nif d['tool_name'] == 'Bash':\n"
+           "    print('no shell', file=sys.stderr)\n    sys.exit(2)\n")
+    hook = {"name": "g", "event": "pre_tool_use", "entry": "__main__", "source": src}
+    out = box.run([{"source": src, "entry": "__main__", "style": "script",
+                    "payload": {"tool_name": "Bash", "tool_input": {}}}])[0]
+    assert out["value"]["exit_code"] == 2
+    assert decision_of(hook, out) == {"decision": "deny", "message": "no shell"}
+
+
+def test_claude_code_json_output(box):
+    """``permissionDecision`` and ``updatedInput`` on stdout become the decision."""
+    src = ("import json, sys\nd = json.load(sys.stdin)\nprint(json.dumps({'hookSpecificOutput': {"
+           "'permissionDecision': 'allow', 'updatedInput': {**d['tool_input'], 'timeout': 30}}}))\n")
+    hook = {"name": "g", "event": "pre_tool_use", "entry": "__main__", "source": src}
+    out = box.run([{"source": src, "entry": "__main__", "style": "script",
+                    "payload": {"tool_name": "Bash", "tool_input": {"command": "ls"}}}])[0]
+    assert decision_of(hook, out) == {"decision": "allow", "updated_input": {"command": "ls", "timeout": 30}}
+
+
+def test_agents_sdk_hooks_run_with_stub_objects(box):
+    """An Agents SDK RunHooks method runs (async) with context/agent/tool stubs; context changes come back."""
+    src = ("from agents import RunHooks\nclass H(RunHooks):\n"
+           "    async def on_tool_start(self, context, agent, tool):\n"
+           "        if tool.name == 'drop_table':\n            raise PermissionError('blocked')\n"
+           "        context.context.setdefault('seen', []).append(tool.name)\n")
+    call = {"source": src, "entry": "H.on_tool_start", "style": "method"}
+    ok, blocked = box.run([{**call, "payload": {"tool_name": "ls", "tool_input": {}, "context": {}}},
+                           {**call, "payload": {"tool_name": "drop_table", "tool_input": {}, "context": {}}}])
+    assert ok["value"] == {"return": None, "context": {"seen": ["ls"]}}
+    assert blocked["error"] == "PermissionError"
+
+
+def test_replay_is_cached_per_source_and_payload():
+    """Thousands of identical (hook, payload) calls execute once."""
+    sb.reset_stats()
+    hook = {"name": "h", "event": "pre_reply", "entry": "f", "source": "def f(p):\n    return len(p['reply'])\n"}
+    outs = sb.replay_many([(hook, {"reply": "x" * (i % 3)}) for i in range(3000)])
+    assert [o["value"] for o in outs[:3]] == [0, 1, 2]
+    st = sb.stats()
+    assert st["calls"] == 3000 and st["executed"] <= 3 and st["cache_hits"] >= 2997
+
+
+def _fixture(i: int = 0) -> dict:
+    return normalize(json.loads(FIXTURES.read_text().splitlines()[i]))
+
+
+def test_check_hooks_passes_a_synced_variant():
+    """Invariant 7 holds for a renamed fixture record (hooks run on mapped payloads)."""
+    src = _fixture(0)
+    var = rename_tools(src, {t["name"]: t["name"].upper() for t in src["tools"]})
+    assert sb.check_hooks(src, var) == []
+
+
+def test_check_hooks_catches_a_wrong_rewrite():
+    """A hook whose literal was not renamed with its tool behaves differently, and is caught."""
+    src = _fixture(0)
+    var = rename_tools(src, {t["name"]: t["name"].upper() for t in src["tools"]})
+    i = next(k for k, h in enumerate(var["hooks"]) if h["name"] == "check_tool_params")
+    var["hooks"][i]["source"] = src["hooks"][i]["source"]  # the hook left as it was
+    v = sb.check_hooks(src, var)
+    assert v and v[0].invariant == "hooks" and v[0].reason == "rewritten hook behaves differently"
+
+
+def test_check_hooks_rejects_a_hanging_hook():
+    """A variant hook that hangs rejects the variant with the limit as the reason."""
+    sb.configure(time_limit=0.5)
+    try:
+        src = _fixture(0)
+        var = rename_tools(src, {src["tools"][0]["name"]: "renamed_tool_x"})
+        i = next(k for k, h in enumerate(var["hooks"]) if h["event"] == "pre_reply")
+        var["hooks"][i]["source"] = var["hooks"][i]["source"] + "\nwhile True:\n    pass\n"
+        v = sb.check_hooks(src, var)
+        assert v and v[0].reason == "hook timeout"
+    finally:
+        sb.configure()
+
+
+def test_no_execution_when_turned_off():
+    """With execution off (--no-exec-hooks) the run check reports nothing and runs nothing."""
+    src = _fixture(0)
+    var = rename_tools(src, {t["name"]: t["name"].upper() for t in src["tools"]})
+    var["hooks"][0]["source"] = "def check(payload):\n    while True:\n        pass\n"
+    sb.set_execution(False)
+    try:
+        assert sb.check_hooks(src, var) == []
+    finally:
+        sb.set_execution(True)
