@@ -79,7 +79,8 @@ def test_trl_config_gets_typed_extras_and_rejects_unknown(tmp_path):
 def test_iter_rows_reads_shards_and_jsonl(shards, tmp_path):  # noqa: F811
     """A shard folder and a JSONL file both give plain dict rows; JSON columns come back as objects."""
     rows = list(iter_rows(str(shards)))
-    assert len(rows) == 6 and {r["variant"] for r in rows} == {0, 1}
+    manifest = json.loads((shards / "manifest.json").read_text())
+    assert len(rows) == manifest["counts"]["rows_written"] >= 4 and {r["variant"] for r in rows} == {0, 1}
     assert isinstance(rows[1]["mapping"], dict) and isinstance(rows[0]["messages"], list)
     src = tmp_path / "in.jsonl"
     src.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n\n{"messages": []}\n')

@@ -65,7 +65,7 @@ def test_turn_selection_and_length_filter(tokenizer, shards):  # noqa: F811
     assert all(not json.loads(p["reference"])["tool_calls"] for p in replies)
     lengths = sorted(len(tokenizer(p["prompt"])["input_ids"]) for p in first)
     short = build_prompts(rows, tokenizer, turns="first", max_prompt_length=lengths[2])
-    assert len(short) == 3
+    assert len(short) == sum(n <= lengths[2] for n in lengths) < len(rows)
     with pytest.raises(ValueError, match="no RL prompts"):
         build_prompts(rows, tokenizer, turns="first", max_prompt_length=10)
 
