@@ -98,6 +98,12 @@ def _compile(phrasing: str, where: str) -> tuple[re.Pattern[str], tuple[str, ...
     return re.compile(_BEFORE + "".join(parts) + _AFTER), tuple(sorted(slots)), "".join(fmt)
 
 
+def _literal(phrasing: str) -> str:
+    """The longest literal run of ``phrasing``: a text without it cannot match (a cheap pre-check)."""
+    runs = re.split(r"\{[A-Za-z_][A-Za-z0-9_]*\}", phrasing.replace("{{", "{").replace("}}", "}"))
+    return max(runs, key=len)
+
+
 @dataclasses.dataclass(frozen=True)
 class Bank:
     """A loaded phrase bank: groups with compiled phrasings."""
@@ -105,12 +111,15 @@ class Bank:
     groups: tuple[Group, ...]
     sources: tuple[str, ...]
     _patterns: tuple[tuple[tuple[re.Pattern[str], str], ...], ...] = dataclasses.field(repr=False)
+    _literals: tuple[tuple[str, ...], ...] = dataclasses.field(repr=False, default=())
 
     def find(self, text: str) -> list[Match]:
         """Non-overlapping matches in ``text``, leftmost first; the longest wins a tie."""
         cands = []
         for gi, pats in enumerate(self._patterns):
             for pi, (rx, _) in enumerate(pats):
+                if self._literals[gi][pi] not in text:
+                    continue
                 for m in rx.finditer(text):
                     caps = tuple(sorted((k, v) for k, v in m.groupdict().items()))
                     cands.append(Match(m.start(), m.end(), gi, pi, caps))
@@ -216,4 +225,5 @@ def load_bank(name: str, extra: tuple[str, ...] = ()) -> Bank:
     if dup:
         raise BankError(f"phrase bank {name!r}: group ids {dup} are defined more than once; rename one of them")
     patterns = tuple(tuple(_compile(p, g.id)[::2] for p in g.phrasings) for g in groups)
-    return Bank(tuple(groups), (name, *extra), patterns)
+    literals = tuple(tuple(_literal(p) for p in g.phrasings) for g in groups)
+    return Bank(tuple(groups), (name, *extra), patterns, literals)

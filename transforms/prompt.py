@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import keyword
+from functools import lru_cache
 import random
 import re
 from typing import Any, ClassVar
@@ -35,6 +36,7 @@ from hsa.prompt_import import (
     system_sections,
     user_prefix,
 )
+from hsa import _json
 from hsa.records import Record
 from hsa.transform import Skip, Transform, register
 from transforms.phrasebank import BankError, load_bank
@@ -225,7 +227,14 @@ def _render_markdown(tools: list[dict]) -> str | None:
 
 def render_tools(tools: list[dict], fmt: str) -> str | None:
     """The record's tools rendered in ``fmt`` (see :data:`TOOL_FORMATS`); None when ``fmt`` cannot hold them."""
-    fns = [_fn(t) for t in tools]
+    if fmt not in TOOL_FORMATS:
+        raise ValueError(f"unknown tool format {fmt!r}; expected one of {', '.join(TOOL_FORMATS)}")
+    return _render_tools_cached(_json.dumps([_fn(t) for t in tools]), fmt)
+
+
+@lru_cache(maxsize=1024)
+def _render_tools_cached(fns_json: str, fmt: str) -> str | None:
+    fns = _json.loads(fns_json)
     if fmt == "json":
         return json.dumps(fns, indent=2, ensure_ascii=False)
     if fmt == "yaml":
@@ -233,12 +242,10 @@ def render_tools(tools: list[dict], fmt: str) -> str | None:
 
         return yaml.safe_dump(fns, sort_keys=False, allow_unicode=True, width=1 << 20).rstrip("\n")
     if fmt == "typescript":
-        return _render_typescript(tools)
+        return _render_typescript(fns)
     if fmt == "python":
-        return _render_python(tools)
-    if fmt == "markdown":
-        return _render_markdown(tools)
-    raise ValueError(f"unknown tool format {fmt!r}; expected one of {', '.join(TOOL_FORMATS)}")
+        return _render_python(fns)
+    return _render_markdown(fns)
 
 
 _FORMAT_PREFIX = {"json": '[\n  {\n    "name": ', "yaml": "- name: ", "typescript": "namespace functions {",
@@ -592,7 +599,8 @@ class PromptToolFormat(Transform):
         if not found:
             return Skip("no prompt section renders the tools in a known format")
         index, current = found[0]
-        options = [f for f in self.formats if f != current and render_tools(record["tools"], f) is not None]
+        options = [f for f in self.formats if f != current
+                   and (f in ("json", "yaml") or render_tools(record["tools"], f) is not None)]
         if not options:
             return Skip("no other tool format can hold these tools")
         return {"section": site.prompt["sections"][index]["id"], "format": rng.choice(options)}

@@ -561,6 +561,12 @@ def _scan(lines: list[str]) -> list[dict]:
     return out
 
 
+@lru_cache(maxsize=2048)
+def _elements(body: str) -> tuple[dict, ...]:
+    """:func:`_scan` of ``body``, cached (skill bodies repeat across records and variants); do not mutate."""
+    return tuple(_scan(body.splitlines(keepends=True)))
+
+
 def _segments(elements: list[dict]) -> tuple[list[dict], list[list[dict]], list[bool]]:
     """(head elements, segments, is_unit) where units are the headed sections that may move."""
     heads = [(k, e["level"]) for k, e in enumerate(elements) if e["kind"] == "heading"]
@@ -591,18 +597,33 @@ def _text(elements: list[dict]) -> str:
     return "".join(line for e in elements for line in e["lines"])
 
 
-def _anchored(seg: list[dict], titles: list[str], own: str, anchors: tuple[str, ...]) -> bool:
-    title = seg[0]["title"]
-    if re.search(r"\d|\b(first|second|third|then|finally|last|next)\b", title, re.IGNORECASE):
-        return True
-    text = _text(seg[1:]).lower()
-    for phrase in anchors:
-        if re.search(rf"(?<![\w-]){re.escape(phrase.lower())}(?![\w-])", text):
-            return True
-    for t in titles:
-        if t != own and len(t) >= 4 and re.search(rf"(?<![\w-]){re.escape(t.lower())}(?![\w-])", text):
-            return True
-    return False
+_ORDINAL_TITLE = re.compile(r"\d|\b(first|second|third|then|finally|last|next)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=256)
+def _phrases_regex(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not phrases:
+        return None
+    alts = "|".join(re.escape(p.lower()) for p in sorted(set(phrases), key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])")
+
+
+def _movable(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> list[int]:
+    """Indices of the sections that may move: units whose text refers to no neighbour and whose title is not ordinal."""
+    titles = [s[0]["title"] for s in segs]
+    anchor_rx = _phrases_regex(tuple(anchors))
+    out = []
+    for k, (seg, unit) in enumerate(zip(segs, units)):
+        if not unit or _ORDINAL_TITLE.search(seg[0]["title"]):
+            continue
+        text = _text(seg[1:]).lower()
+        if anchor_rx is not None and anchor_rx.search(text):
+            continue
+        others = _phrases_regex(tuple(t for i, t in enumerate(titles) if i != k and len(t) >= 4))
+        if others is not None and others.search(text):
+            continue
+        out.append(k)
+    return out
 
 
 def markdown_plan(content: str, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> dict:
@@ -614,13 +635,9 @@ def markdown_plan(content: str, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> d
     keys (0 without frontmatter); ``headings``, ``bullets``, ``ordered``: counts.
     """
     _, entries, _, body = _split_frontmatter(content)
-    lines = body.splitlines(keepends=True)
-    elements = _scan(lines)
+    elements = list(_elements(body))
     _, segs, units = _segments(elements)
-    titles = [s[0]["title"] for s in segs]
-    movable = [k for k, (seg, unit) in enumerate(zip(segs, units))
-               if unit and not _anchored(seg, titles, seg[0]["title"], anchors)]
-    return {"movable": movable, "sections": len(segs),
+    return {"movable": _movable(segs, units, anchors), "sections": len(segs),
             "frontmatter": len(entries) if entries and len(entries) > 1 and _FM_KEY.match(entries[0]) else 0,
             "headings": sum(e["kind"] == "heading" for e in elements),
             "bullets": sum(e["kind"] == "bullet" for e in elements),
@@ -656,21 +673,20 @@ def restructure_markdown(content: str, params: dict, anchors: tuple[str, ...] = 
         if moved and not moved[-1].endswith("\n"):
             raise ValueError("frontmatter entries must end with a newline")
         fm = opening + "".join(moved) + closing
-    lines = body.splitlines(keepends=True)
-    elements = _scan(lines)
+    elements = list(_elements(body))
     if params.get("order") is not None:
         head, segs, units = _segments(elements)
         order = params["order"]
-        plan = markdown_plan(content, anchors)
+        movable = set(_movable(segs, units, anchors))
         if sorted(order) != list(range(len(segs))) or any(order[k] != k for k in range(len(segs))
-                                                           if k not in plan["movable"]):
+                                                           if k not in movable):
             raise ValueError(f"section order {order} is not a permutation of the {len(segs)} sections that keeps "
                              "anchored sections in place")
         texts = [_text(s) for s in segs]
         cores = [t.rstrip("\n") for t in texts]
         seps = [t[len(c):] for t, c in zip(texts, cores)]
         new_body = _text(head) + "".join(cores[order[k]] + seps[k] for k in range(len(segs)))
-        elements = _scan(new_body.splitlines(keepends=True))
+        elements = list(_elements(new_body))
     out: list[str] = []
     for e in elements:
         kind = e["kind"]
@@ -699,10 +715,11 @@ def _normal(e: dict) -> tuple:
     return ("t", e["lines"][0].rstrip("\n"))
 
 
+@lru_cache(maxsize=2048)
 def skill_canonical(content: str) -> tuple:
     """A skill body up to layout: frontmatter entries as a set, sections as a multiset, styles normalised, blank lines dropped."""
     _, entries, _, body = _split_frontmatter(content)
-    elements = [e for e in _scan(body.splitlines(keepends=True)) if e["kind"] != "blank"]
+    elements = [e for e in _elements(body) if e["kind"] != "blank"]
     head, segs, _ = _segments(elements)
     fm = tuple(sorted(x if x.endswith("\n") else x + "\n" for x in (entries or ())))
     return fm, tuple(_normal(e) for e in head), tuple(sorted(tuple(_normal(e) for e in s) for s in segs))
