@@ -188,7 +188,7 @@ def _unique_ids(raw: list[str]) -> list[str]:
 
 
 def _line_starts(text: str) -> list[tuple[int, str]]:
-    """(offset, line without newline) of every line, and whether it is inside a code fence."""
+    """(offset, line without its newline) of every line of ``text``."""
     out, pos = [], 0
     for line in text.split("\n"):
         out.append((pos, line))
