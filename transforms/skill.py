@@ -880,7 +880,7 @@ class SkillCatalog(Transform):
         dialect = skill_dialect(s["name"] for s in record["skills"])
         taken = record_tokens(record) | hook_literals(record)
         lo, hi = self.distractors
-        pool = [d for d in load_distractors(tuple(self.banks))]
+        pool = list(load_distractors(tuple(self.banks)))
         k = min(rng.randint(lo, hi), len(pool))
         extra = []
         for d in rng.sample(pool, len(pool)):
