@@ -120,7 +120,8 @@ def test_tool_call_parallel_calls_are_order_free_and_count_extras():
 def test_tool_call_nested_arguments_get_partial_credit():
     """Argument credit is per leaf: one of two list items right gives half the argument share."""
     reference = ref(("compare_products", {"product_ids": ["P1", "P2"]}))
-    completions = [call("compare_products", product_ids=["P1", "P2"]), call("compare_products", product_ids=["P1", "P9"])]
+    completions = [call("compare_products", product_ids=["P1", "P2"]),
+                   call("compare_products", product_ids=["P1", "P9"])]
     assert tool_call_reward(completions, **columns(2, reference)) == [1.0, 0.75]
 
 
