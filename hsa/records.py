@@ -432,7 +432,8 @@ def _denormalize_tool(tool: Tool) -> dict[str, Any]:
     if "description" in tool:
         fn["description"] = tool["description"]
     extra = dict(tool.get("extra", {}))
-    if not extra.pop("__no_schema__", False) or tool["parameters"] != {"type": "object", "properties": {}}:
+    if (not extra.pop("__no_schema__", False) or tool["parameters"] != {"type": "object", "properties": {}}
+            or dialect in ("anthropic", "mcp")):  # these dialects require their schema key (it is how they are read)
         fn[schema_key] = tool["parameters"]
     fn.update(extra)
     if dialect == "openai":

@@ -307,6 +307,20 @@ def _sync_hooks(record: Record, renames: dict[str, str], step: dict | None = Non
         h["source"] = new
         for p in problems:
             record["notes"].append(f"hook {h.get('name')!r}: {p}")
+    if step is not None and record.get("hook_events"):  # events without hook source follow as in sync_record_hooks
+        from hsa.hooks_model import map_output, map_text, text_map
+
+        params_text = step.get("op") == "params" and text_map(step)
+        for ev in record["hook_events"]:
+            payload = ev.get("payload")
+            tool = payload.get("tool_name") if isinstance(payload, dict) else None
+            if isinstance(ev.get("decision"), dict):
+                ev["decision"] = map_output(ev["decision"], step, tool if isinstance(tool, str) else None)
+            i = ev.get("message_index")
+            if params_text and isinstance(i, int) and 0 <= i < len(record["messages"]):
+                m = record["messages"][i]  # the message the hook injected names the parameter too
+                if isinstance(m.get("content"), str):
+                    m["content"] = map_text(m["content"], step)
 
 
 def _map_hook_payloads(record: Record, step: dict) -> None:

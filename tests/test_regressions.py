@@ -138,7 +138,35 @@ def test_skill_rename_renames_the_skill_tool_enum():
     assert tools[0]["parameters"]["properties"]["skill"]["enum"] == ["v2-note", "promo_qa"]
 
 
-# --------------------------------------------------------------------------- known bugs, not fixed yet
+def test_hook_decisions_follow_a_rename_when_the_hook_source_is_absent():
+    """A record with hook_events but no hooks (source not shipped) still gets its decision messages renamed."""
+    raw = _guarded_record()
+    del raw["hooks"]
+    report = assert_task_preserving(tool.ToolRename(), raw, params={"renames": {"get_item": "getItem"}})
+    assert report.variant["hook_events"][0]["decision"]["message"] == "getItem needs item_id."
+
+
+def test_injected_message_follows_a_parameter_rename_when_the_hook_source_is_absent():
+    """Without hook source, a parameter rename still reaches the injected message and its recorded decision alike."""
+    raw = _guarded_record()
+    del raw["hooks"]
+    report = assert_task_preserving(tool.ParamRename(), raw,
+                                    params={"renames": [{"tool": "get_item", "path": ["item_id"], "new": "itemId"}]})
+    assert report.variant["messages"][3]["content"] == "get_item needs itemId."
+    assert report.variant["hook_events"][0]["decision"]["message"] == "get_item needs itemId."
+
+
+def test_schema_less_tool_converted_to_mcp_keeps_an_input_schema():
+    """tool.dialect to MCP writes inputSchema even for a tool that came without a schema (else it reads back flat)."""
+    raw = {"id": "reg-no-schema",
+           "messages": [{"role": "user", "content": "ping"}, {"role": "assistant", "content": "pong"}],
+           "tools": [{"type": "function", "function": {"name": "ping", "description": "Check the service."}}]}
+    for target, key in (("mcp", "inputSchema"), ("anthropic", "input_schema")):
+        report = assert_task_preserving(tool.Dialect(), raw, params={"target": target})
+        assert report.variant["tools"][0][key] == {"type": "object", "properties": {}}
+
+
+# --------------------------------------------------------------------------- fixed in sampling: whole-argument hooks
 
 ONE_ARG = (
     'def check(payload: dict) -> dict:\n'

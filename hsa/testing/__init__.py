@@ -607,11 +607,11 @@ def _reply_hook(draw, *, skill_names: list[str]) -> dict:
 
 
 def hooks(*, tools: dict[str, list[str]] | None = None, skill_names: Iterable[str] = (),
-          whole_arguments: bool = False) -> st.SearchStrategy[dict]:
+          whole_arguments: bool = True) -> st.SearchStrategy[dict]:
     """One hook ``{"name", "event", "entry", "source"}`` checking the given tools (name -> top-level params) or replies.
 
-    ``whole_arguments=True`` lets tool hooks read the argument object as a whole
-    (``len(args)``, ``not args``) besides reading it by key.
+    ``whole_arguments`` lets tool hooks read the argument object as a whole (``len(args)``,
+    ``not args``) besides reading it by key; False keeps to by-key reads.
     """
     skill_names = list(skill_names)
 
@@ -648,7 +648,7 @@ def run_hook(hook: dict, payload: dict) -> dict:
 @st.composite
 def _harness(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: int, max_properties: int,
              max_depth: int, with_skills: bool | None, with_prompt: bool | None, with_hooks: bool | None,
-             whole_argument_hooks: bool = False) -> dict:
+             whole_argument_hooks: bool = True) -> dict:
     """A harness plus what the trajectory needs to know about it (``_schemas``, ``_skill_tool``)."""
     dialect = draw(st.sampled_from(dialects))
     has_skills = draw(st.booleans()) if with_skills is None else with_skills
@@ -718,13 +718,13 @@ def _public(harness: dict) -> dict:
 
 def harnesses(*, dialects: str | Iterable[str] = DIALECTS, strict: bool | None = None, max_tools: int = 4,
               max_properties: int = 4, max_depth: int = 2, skills: bool | None = None, prompt: bool | None = None,
-              hooks: bool | None = None, whole_argument_hooks: bool = False) -> st.SearchStrategy[dict]:
+              hooks: bool | None = None, whole_argument_hooks: bool = True) -> st.SearchStrategy[dict]:
     """A harness in the input format: ``tools`` (plus the skill tool), ``skills``, ``skill_tool``, ``prompt``, ``hooks``.
 
     Tool, skill and parameter names are distinct from each other; parameter names
     repeat across tools. ``skills`` / ``prompt`` / ``hooks``: True always, False never,
-    None sometimes. ``whole_argument_hooks=True``: tool hooks may also read the argument
-    object as a whole (``len(args)``, ``not args``).
+    None sometimes. ``whole_argument_hooks``: tool hooks may also read the argument
+    object as a whole (``len(args)``, ``not args``); False draws only by-key reads.
     """
     return _lazy(lambda: _check_harness_options(dialects, strict, max_tools, max_properties, max_depth,
                                                 skills, prompt, hooks, whole_argument_hooks),
@@ -864,14 +864,27 @@ def _record(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: 
         record["id"] = draw(st.integers(0, 10**6))
     elif id_kind > 1:
         record["id"] = "gen-" + draw(st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=8))
+    if draw(st.integers(0, 4)) == 0:  # content as a list of text parts, as multimodal datasets write it
+        for m in traj.messages:
+            if m["role"] != "user" and isinstance(m.get("content"), str) and m["content"]:
+                m["content"] = [{"type": "text", "text": m["content"]}]
     record["messages"] = traj.messages
     tools_field = h["tools"]
+    if h["_dialect"] in ("openai", "plain") and draw(st.integers(0, 3)) == 0:
+        called = {c["function"]["name"] if "function" in c else c["name"]
+                  for m in traj.messages for c in m.get("tool_calls") or ()}
+        for t in tools_field:  # a tool nobody calls, with no parameters, may come without a schema at all
+            fn = t["function"] if "function" in t else t
+            if fn["name"] not in called and not fn["parameters"].get("properties") and draw(st.booleans()):
+                del fn["parameters"]
     record["tools"] = json.dumps(tools_field) if draw(st.integers(0, 9)) == 0 else tools_field
     for key in ("skills", "skill_tool", "prompt", "hooks"):
         if key in h:
             record[key] = h[key]
     if traj.events:
         record["hook_events"] = traj.events
+        if draw(st.integers(0, 9)) == 0:
+            record.pop("hooks", None)  # events recorded, hook source not shipped
     if draw(st.booleans()):
         record["meta"] = {"generator": "hsa.testing", "dialect": h["_dialect"]}
     if draw(st.integers(0, 5)) == 0:
@@ -882,7 +895,7 @@ def _record(draw, *, dialects: tuple[str, ...], strict: bool | None, max_tools: 
 def records(*, dialects: str | Iterable[str] = DIALECTS, arguments_as: str | Iterable[str] = ("string", "object"),
             strict: bool | None = None, max_tools: int = 4, max_turns: int = 3, max_parallel: int = 3,
             max_properties: int = 4, max_depth: int = 2, skills: bool | None = None, prompt: bool | None = None,
-            hooks: bool | None = None, whole_argument_hooks: bool = False) -> st.SearchStrategy[dict]:
+            hooks: bool | None = None, whole_argument_hooks: bool = True) -> st.SearchStrategy[dict]:
     """Records in the input format (JSON objects): a harness and a multi-turn trajectory valid under it.
 
     Every call is drawn from its tool's schema, so it validates; rounds of up to
@@ -891,9 +904,10 @@ def records(*, dialects: str | Iterable[str] = DIALECTS, arguments_as: str | Ite
     ``hook_events`` entry with the decision the hook really returns. One dialect and
     one argument encoding (``"string"`` or ``"object"``) per record, as in real datasets.
 
-    Tool hooks read arguments by key; ``whole_argument_hooks=True`` also draws hooks
-    that read the argument object as a whole (``len(args)``, ``not args``). Reply-length
-    limits are far from every drawn reply (see :data:`REPLY_LIMITS`).
+    Tool hooks read arguments by key and (``whole_argument_hooks=True``, the default) as
+    a whole (``len(args)``, ``not args``), which transforms that add or regroup
+    parameters must respect. Reply-length limits are far from every drawn reply (see
+    :data:`REPLY_LIMITS`).
     """
     args_styles = (arguments_as,) if isinstance(arguments_as, str) else tuple(arguments_as)
 

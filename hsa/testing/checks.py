@@ -96,6 +96,14 @@ class Report:
         return self.format()
 
 
+def _first_difference(a: str, b: str, context: int = 120) -> str:
+    """Where two texts first differ, with some context on each side: ``...a... -> ...b...``."""
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    lo = max(0, i - context)
+    return (f"at character {i}: {'...' if lo else ''}{a[lo:i + context]!s}... -> "
+            f"{'...' if lo else ''}{b[lo:i + context]!s}...")
+
+
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n] + f"... ({len(text) - n} more characters)"
 
@@ -185,11 +193,23 @@ def _check_closure(variant: Record) -> list[Violation]:
         return [_violation("closure", "output is not readable", _error(exc))]
     out = []
     for key in _CONTENT_KEYS:
-        if _json.canonical(variant.get(key)) != _json.canonical(again.get(key)):
+        if key == "tools":  # "no schema in the input" is bookkeeping, not content, once a schema exists
+            mine, back = _without_no_schema(variant["tools"]), _without_no_schema(again["tools"])
+        else:
+            mine, back = variant.get(key), again.get(key)
+        if _json.canonical(mine) != _json.canonical(back):
             out.append(_violation("closure", "not stable through the input format",
                                   f"{key!r} reads back differently after writing the variant in the input format: "
-                                  f"{_clip(_json.canonical(variant.get(key)), 300)} -> "
-                                  f"{_clip(_json.canonical(again.get(key)), 300)}"))
+                                  + _first_difference(_json.canonical(mine), _json.canonical(back))))
+    return out
+
+
+def _without_no_schema(tools: list) -> list:
+    out = []
+    for t in tools:
+        if isinstance(t.get("extra"), dict) and "__no_schema__" in t["extra"]:
+            t = {**t, "extra": {k: v for k, v in t["extra"].items() if k != "__no_schema__"}}
+        out.append(t)
     return out
 
 
@@ -317,11 +337,20 @@ def _check_consistency(source: Record, variant: Record, mapping: Mapping) -> lis
     return out
 
 
+def _content_text(content: Any) -> Any:
+    """A message's text: the string, or the text parts of a content list joined (None for no text)."""
+    if isinstance(content, list):
+        texts = [p["text"] if isinstance(p, dict) else p for p in content
+                 if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        return "".join(texts) if texts else None
+    return content
+
+
 def _check_injected(source: Record, se: dict, variant: Record, ve: dict, i: int) -> list[Violation]:
     def injected(rec, ev):
         idx = ev.get("message_index")
         if isinstance(idx, int) and 0 <= idx < len(rec["messages"]):
-            return rec["messages"][idx].get("content")
+            return _content_text(rec["messages"][idx].get("content"))
         return None
 
     out = []
@@ -335,8 +364,8 @@ def _check_injected(source: Record, se: dict, variant: Record, ve: dict, i: int)
     sj, vj = se.get("message_index"), ve.get("message_index")
     if isinstance(sj, int) and isinstance(vj, int) and 0 < sj <= len(source["messages"]) \
             and 0 < vj <= len(variant["messages"]):
-        judged_src = source["messages"][sj - 1].get("content")
-        judged_var = variant["messages"][vj - 1].get("content")
+        judged_src = _content_text(source["messages"][sj - 1].get("content"))
+        judged_var = _content_text(variant["messages"][vj - 1].get("content"))
         sp, vp = se.get("payload") or {}, ve.get("payload") or {}
         for key, value in sp.items():
             if isinstance(value, str) and value and value == judged_src and vp.get(key) != judged_var:
