@@ -85,7 +85,7 @@ class RunArguments:
         default=-1, metadata={"help": "Optimisation steps; -1 runs num_train_epochs."})
     num_train_epochs: float = dataclasses.field(default=1.0, metadata={"help": "Epochs when max_steps is -1."})
     learning_rate: float | None = dataclasses.field(
-        default=None, metadata={"help": "Peak learning rate (each stage has its own default)."})
+        default=None, metadata={"help": "Peak learning rate (the default depends on the stage)."})
     per_device_train_batch_size: int = dataclasses.field(default=1, metadata={"help": "Batch size per device."})
     gradient_accumulation_steps: int = dataclasses.field(
         default=1, metadata={"help": "Micro-batches accumulated per optimisation step."})

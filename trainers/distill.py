@@ -90,7 +90,7 @@ def build_dataset(rows: Iterable[dict]):
 def _parse(argv: Sequence[str] | None):
     return parse_args(argv, "python -m trainers.distill", __doc__.splitlines()[0],
                       [ModelArguments, DistillArguments, RunArguments, LoraArguments],
-                      trl_config_name="trl.DistillationConfig")
+                      defaults={"learning_rate": DEFAULT_LEARNING_RATE}, trl_config_name="trl.DistillationConfig")
 
 
 def build_trainer(model_args: ModelArguments, args: DistillArguments, run: RunArguments, lora: LoraArguments,

@@ -55,7 +55,7 @@ class RLArguments:
         metadata={"help": "Reward functions: tool_call, tool_call_strict, skill, format, reply, instruction, or "
                           "dotted paths package.module.function."})
     reward_weights: list[float] | None = dataclasses.field(
-        default=None, metadata={"help": "One weight per reward (default: all 1)."})
+        default=None, metadata={"help": "One weight per reward; unset, every reward weighs 1."})
     num_generations: int = dataclasses.field(default=4, metadata={"help": "Completions sampled per prompt."})
     max_completion_length: int = dataclasses.field(default=256, metadata={"help": "Tokens generated per completion."})
     temperature: float = dataclasses.field(default=1.0, metadata={"help": "Sampling temperature."})
@@ -155,7 +155,8 @@ def reward_functions(names: Sequence[str]) -> list:
 def _parse(argv: Sequence[str] | None):
     return parse_args(argv, "python -m trainers.rl", __doc__.splitlines()[0],
                       [ModelArguments, RLArguments, RunArguments, LoraArguments],
-                      defaults={"per_device_train_batch_size": 4}, trl_config_name="trl.GRPOConfig")
+                      defaults={"per_device_train_batch_size": 4, "learning_rate": DEFAULT_LEARNING_RATE},
+                      trl_config_name="trl.GRPOConfig")
 
 
 def build_trainer(model_args: ModelArguments, rl: RLArguments, run: RunArguments, lora: LoraArguments, extras: Any,

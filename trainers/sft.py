@@ -139,7 +139,7 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
 def _parse(argv: Sequence[str] | None):
     return parse_args(argv, "python -m trainers.sft", __doc__.splitlines()[0],
                       [ModelArguments, SFTArguments, RunArguments, LoraArguments],
-                      trl_config_name="trl.SFTConfig")
+                      defaults={"learning_rate": DEFAULT_LEARNING_RATE}, trl_config_name="trl.SFTConfig")
 
 
 def build_trainer(model_args: ModelArguments, sft_args: SFTArguments, run: RunArguments, lora: LoraArguments,
