@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
+from functools import lru_cache
 from collections.abc import Sequence
 from typing import Any
 
@@ -401,16 +402,33 @@ class Sandbox:
                 return buf
 
 
+@lru_cache(maxsize=8192)
 def _hook_key(source: str, entry: str | None, style: str) -> str:
     return hashlib.sha256(f"{style}\x00{entry}\x00{source}".encode()).hexdigest()[:32]
+
+
+try:
+    import orjson as _orjson
+
+    def _key(obj: Any) -> bytes:
+        """A canonical cache key for a JSON value (sorted keys; fast)."""
+        try:
+            return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:  # ints beyond 64 bits
+            return _json.canonical(obj).encode()
+except ImportError:  # pragma: no cover
+    def _key(obj: Any) -> bytes:
+        return _json.canonical(obj).encode()
 
 
 # ---------------------------------------------------------------------------- process-wide sandbox and cache
 
 _STATE: dict[str, Any] = {"pid": None, "box": None, "enabled": True}
-_RESULTS: OrderedDict[tuple[str, str], dict] = OrderedDict()
+_RESULTS: OrderedDict[tuple[str, bytes], dict] = OrderedDict()
+_VERDICTS: OrderedDict[bytes, list] = OrderedDict()  # whole checks, by everything they read
+_VERDICTS_MAX = 100_000
 _RESULTS_MAX = 500_000
-_STATS = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds": 0.0}
+_STATS = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds": 0.0, "verdict_hits": 0}
 
 
 def set_execution(enabled: bool) -> None:
@@ -477,8 +495,8 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
     out: list[dict | None] = [None] * len(items)
     todo: list[int] = []
     calls: list[dict] = []
-    keys: list[tuple[str, str]] = []
-    pending: dict[tuple[str, str], int] = {}  # the same call twice in one batch runs once
+    keys: list[tuple[str, bytes]] = []
+    pending: dict[tuple[str, bytes], int] = {}  # the same call twice in one batch runs once
     dupes: list[tuple[int, int]] = []
     for i, (hook, payload) in enumerate(items):
         _STATS["calls"] += 1
@@ -491,7 +509,7 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
             out[i] = {"ok": False, "error": "no entry", "detail": "the hook has no entry and none can be inferred",
                       "limit": True}
             continue
-        key = (_hook_key(hook.get("source", ""), entry, style), _json.canonical(payload))
+        key = (_hook_key(hook.get("source", ""), entry, style), _key(payload))
         hit = _RESULTS.get(key)
         if hit is not None:
             _STATS["cache_hits"] += 1
@@ -577,8 +595,9 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     hooks reworded by ``hook.message_format``). The variant's recorded hook events
     must also be what its hooks return. A hook that times out, exceeds a limit or
     crashes rejects the variant. ``execute=False`` (``--no-exec-hooks``) checks nothing.
+    Verdicts are cached by everything the check reads, so records that repeat a
+    harness, a trajectory and a mapping are checked once.
     """
-    from hsa.hooks_model import generated_payloads, map_payload
     from hsa.verify import Violation
 
     if not execute or not execution_enabled():
@@ -590,6 +609,27 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     if len(src_hooks) != len(var_hooks):
         return [Violation("hooks", "hook count changed", f"source has {len(src_hooks)} hooks, variant {len(var_hooks)}")]
     steps = list(variant["mapping"][len(source["mapping"]):])
+    verdict_key = _key([[source.get(k) for k in ("tools", "skills", "skill_tool", "messages", "hook_events",
+                                                  "hooks")],
+                        var_hooks, variant.get("hook_events"), steps, variant.get("notes", [])[len(source["notes"]):],
+                        max_payloads])
+    cached = _VERDICTS.get(verdict_key)
+    if cached is not None:
+        _STATS["verdict_hits"] += 1
+        return list(cached)
+    out = _check_hooks(source, variant, src_hooks, var_hooks, steps, max_payloads)
+    if not any(v.reason.startswith("hook ") and v.reason[5:] in LIMIT_ERRORS for v in out):
+        _VERDICTS[verdict_key] = list(out)
+        if len(_VERDICTS) > _VERDICTS_MAX:
+            _VERDICTS.popitem(last=False)
+    return out
+
+
+def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, steps: list,
+                 max_payloads: int) -> list:
+    from hsa.hooks_model import generated_payloads, map_payload
+    from hsa.verify import Violation
+
     reworded = set()
     for note in variant.get("notes", [])[len(source.get("notes", [])):]:
         if note.startswith(_REWORDED):  # left by hook.message_format: messages changed on purpose
