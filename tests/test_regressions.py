@@ -218,3 +218,25 @@ def test_whole_argument_hook_failure_is_reported_as_invariant_7(transform, param
         pytest.skip("invariant 7 needs hsa.sandbox.check_hooks")
     report = check_transform(transform, _whole_argument_record(), seed=0, params=params)
     assert report.applied and report.failed == ["hooks"], report.format()
+
+
+def test_reworded_hook_message_reaches_an_injected_message_in_text_parts():
+    """hook.message_format rewrites the injected message also when its content is a list of text parts."""
+    from transforms import hook
+
+    source = ('def check(payload: dict) -> dict:\n    name = payload["tool_name"]\n    args = payload["tool_input"]\n'
+              '    if name == "get" and "search" not in args:\n'
+              '        return {"decision": "retry", "message": "get needs search."}\n    return {"decision": "allow"}\n')
+    raw = {"id": "r", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Get."}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                                                             "function": {"name": "get", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "system", "content": [{"type": "text", "text": "get needs search."}]},
+        {"role": "assistant", "content": "Done."}],
+        "tools": [{"type": "function", "function": {"name": "get", "parameters": {
+            "type": "object", "properties": {"search": {"type": "string", "default": ""}}}}}],
+        "hooks": [{"name": "check_tool_params", "event": "pre_tool_use", "entry": "check", "source": source}],
+        "hook_events": [{"hook": "check_tool_params", "message_index": 3, "payload": {"tool_name": "get", "tool_input": {}},
+                         "decision": {"decision": "retry", "message": "get needs search."}}]}
+    assert_task_preserving(hook.HookMessageFormat(p=0.8), raw, 0)

@@ -80,6 +80,19 @@ def _message(hook: dict, outcome: dict) -> str | None:
     return msg if isinstance(msg, str) else None
 
 
+def _replaced_content(content, old: str | None, new: str):
+    """``content`` with its text ``old`` replaced by ``new`` (a string, or a list of text parts); None if it is not ``old``."""
+    if isinstance(content, str):
+        return new if old is None or content == old else None
+    if isinstance(content, list):
+        texts = [p for p in content if isinstance(p, dict) and p.get("type", "text") == "text" and "text" in p]
+        if len(texts) == 1 and (old is None or texts[0]["text"] == old):
+            return [{**p, "text": new} if p is texts[0] else p for p in content]
+    if content is None and old is None:
+        return new
+    return None
+
+
 def _set_events(record: Record, events: list[dict]) -> None:
     for e in events:
         ev = record["hook_events"][e["index"]]
@@ -125,8 +138,9 @@ class HookSync(Transform):
             m = record["messages"][ev["message_index"]] if 0 <= ev["message_index"] < len(record["messages"]) else {}
             new_msg = _message(hook, outcome)
             old_msg = old.get("message") if isinstance(old, dict) else None
-            if new_msg is not None and (old_msg is None or m.get("content") == old_msg):
-                entry["content"] = new_msg
+            content = _replaced_content(m.get("content"), old_msg, new_msg) if new_msg is not None else None
+            if content is not None:
+                entry["content"] = content
             events.append(entry)
         if not events:
             return Skip("hook events already match their hooks")
@@ -361,8 +375,10 @@ class HookMessageFormat(Transform):
             entry = {"index": i, "decision": _recorded_value(hook_new, new)}
             m = record["messages"][ev["message_index"]] if 0 <= ev["message_index"] < len(record["messages"]) else {}
             old_msg, new_msg = _message(hook_old, old), _message(hook_new, new)
-            if old_msg is not None and new_msg is not None and m.get("content") == old_msg:
-                entry["content"] = new_msg
+            if old_msg is not None and new_msg is not None:
+                content = _replaced_content(m.get("content"), old_msg, new_msg)
+                if content is not None:
+                    entry["content"] = content
             events.append(entry)
         return {"hooks": chosen, "events": events}
 
