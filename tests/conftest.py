@@ -16,7 +16,9 @@ settings.register_profile("default", deadline=None, max_examples=30,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("thorough", deadline=None, max_examples=500,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("HSA_HYPOTHESIS_PROFILE", "default"))
+# CI: the same examples every run (no flaky discoveries), and no example database to carry over
+settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, database=None)
+settings.load_profile(os.environ.get("HSA_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
 
 @pytest.fixture(scope="session")
