@@ -389,7 +389,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks}
     recipe_config = recipe_to_dict(recipe)
     config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
-                         {"world_size": world_size})
+                         {"world_size": world_size, "exec_hooks": exec_hooks})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
     seen_ids: set[str] = set()
@@ -530,6 +530,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "keep_original": config["keep_original"],
         "shard_size": config["shard_size"],
         "hold_out": config["hold_out"],
+        "exec_hooks": config.get("exec_hooks", True),
         "recipe": config["recipe"],
         **total.to_dict(),
         "shards": shards,
