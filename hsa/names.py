@@ -95,8 +95,10 @@ def is_identifier_like(name: str) -> bool:
     return bool(re.search(r"[_\-.0-9]|[a-z][A-Z]", name))
 
 
-_BOUND_BEFORE = r"(?<![A-Za-z0-9_\-])"
-_BOUND_AFTER = r"(?![A-Za-z0-9_\-])"
+# A token is a run of [A-Za-z0-9_-], and a dotted chain of such runs is one token too
+# ("fs.read_file" does not contain the token "read_file"; "read_file." at a sentence end does).
+_BOUND_BEFORE = r"(?<![A-Za-z0-9_\-])(?<![A-Za-z0-9_\-]\.)"
+_BOUND_AFTER = r"(?![A-Za-z0-9_\-])(?!\.[A-Za-z0-9_\-])"
 
 
 def _token_regex(names: Iterable[str]) -> re.Pattern[str]:
@@ -105,9 +107,9 @@ def _token_regex(names: Iterable[str]) -> re.Pattern[str]:
 
 
 _REGEX_CACHE: dict[tuple[str, ...], re.Pattern[str]] = {}
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]+")
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")
-_TOKEN_SPLIT = re.compile(r"([A-Za-z0-9_\-]+)")
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*$")
+_TOKEN_SPLIT = re.compile(r"([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)")
 
 
 @lru_cache(maxsize=65536)
@@ -140,7 +142,10 @@ def _cached_regex(names: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def find_tokens(text: str, names: Iterable[str]) -> list[str]:
-    """Whole-token occurrences of any of ``names`` in ``text`` (a token is bounded by anything but ``[A-Za-z0-9_-]``)."""
+    """Whole-token occurrences of any of ``names`` in ``text``.
+
+    A token is a maximal run of ``[A-Za-z0-9_-]``, dotted runs joined (``fs.read_file`` is one token).
+    """
     names = tuple(sorted(set(names)))
     if not names or not text or not _may_contain(text, names):
         return []

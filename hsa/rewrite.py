@@ -9,7 +9,7 @@ function returns a new record and appends the matching step to ``record["mapping
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 

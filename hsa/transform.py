@@ -17,7 +17,6 @@ import random
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from hsa import _json
 from hsa.records import Record
 
 __all__ = [

@@ -188,3 +188,13 @@ def test_bare_parameter_maps_become_properties():
     assert params["properties"]["city"] == {"type": "string", "description": "c"}
     assert params["properties"]["days"]["type"] == "integer"
     assert params["required"] == ["city"]
+
+
+def test_whole_tokens_treat_dotted_names_as_one_token():
+    """Renaming read_file leaves fs.read_file alone, and a sentence-final period is not part of a token."""
+    from hsa.names import find_tokens, replace_tokens
+
+    text = "Call read_file. Then fs.read_file, read_file_v2 or (read_file)."
+    assert replace_tokens(text, {"read_file": "readFile"}) == "Call readFile. Then fs.read_file, read_file_v2 or (readFile)."
+    assert find_tokens(text, ["read_file"]) == ["read_file", "read_file"]
+    assert replace_tokens("use math.factorial.", {"math.factorial": "fact"}) == "use fact."

@@ -80,15 +80,17 @@ def test_dotted_mcp_names_are_renamed_whole():
     assert check_variant(src, out) == []
 
 
-def test_names_inside_other_dotted_names_are_left_alone():
-    """A tool whose name is a token of another tool's dotted name (read vs fs.read) is not renamed."""
+def test_renaming_a_name_leaves_dotted_names_that_contain_it_alone():
+    """Renaming read_file never touches fs.read_file (a dotted name is one token) in schemas, calls or text."""
     raw = record("mcp")
-    raw["tools"].append({"name": "read_file", "description": "Plain read.",
+    raw["tools"].append({"name": "read_file", "description": "Plain read; not fs.read_file.",
                          "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}})
     src = normalize(raw)
-    for seed in range(10):
-        params = T.ToolRename(styles=("camel", "mask")).sample(src, random.Random(seed))
-        assert "read_file" not in params["renames"]
+    out = T.ToolRename().apply(src, {"renames": {"read_file": "readFile"}})
+    names = [t["name"] for t in out["tools"]]
+    assert "readFile" in names and "fs.read_file" in names
+    assert out["tools"][-1]["description"] == "Plain read; not fs.read_file."
+    assert check_variant(src, out) == []
 
 
 def test_param_rename_at_any_depth_in_arrays_of_objects():

@@ -136,13 +136,6 @@ def _plain_word_mentions(record: Record, names: list[str]) -> set[str]:
     return found
 
 
-def _embedded(names: list[str]) -> set[str]:
-    """Names that occur as a whole token inside another name (``read_file`` in ``fs.read_file``):
-    renaming them in text would rewrite part of the other name, so they are left alone."""
-    dotted = [n for n in names if "." in n]
-    return {n for n in names if any(d != n and find_tokens(d, [n]) for d in dotted)} if dotted else set()
-
-
 #: Skip reason of the structural transforms when a hook reads tool inputs as a whole (invariant 7).
 _WHOLE_INPUT = "a hook reads tool inputs as a whole (len, iteration, passing them on): changing their shape is not safe"
 
@@ -255,7 +248,7 @@ class ToolRename(Transform):
             dialects = sorted({t["dialect"] for t in record["tools"]})
             legal = [p for p in self.prefixes if all(is_legal(p + "x", d) for d in dialects)]
             prefix = rng.choice(legal) if legal else None
-        ambiguous = _plain_word_mentions(record, names) | _embedded(names)
+        ambiguous = _plain_word_mentions(record, names)
         taken = record_tokens(record)
         renames: dict[str, str] = {}
         for tool in record["tools"]:
@@ -406,7 +399,7 @@ class SwapNames(Transform):
         out: dict[str, Any] = {"tools": {}, "params": []}
         if self.tools:
             names = [t["name"] for t in record["tools"]]
-            ambiguous = _plain_word_mentions(record, names) | _embedded(names)
+            ambiguous = _plain_word_mentions(record, names)
             pool = []
             for t in record["tools"]:
                 joins = rng.random() < self.p
