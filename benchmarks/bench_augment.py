@@ -93,6 +93,8 @@ def main() -> None:
     p.add_argument("--records", type=int, default=2000, help="records for the throughput runs")
     p.add_argument("--variants", type=int, default=4)
     p.add_argument("--memory-sizes", default="10000,100000", help="record counts for the peak-memory runs ('' to skip)")
+    p.add_argument("--memory-recipe", default="default",
+                   help="recipe of the peak-memory runs (a cheaper one, e.g. identity, keeps 100k records short)")
     p.add_argument("--recipes", default="default,tools,skills,prompt,hooks",
                    help="recipes to time (missing ones are skipped)")
     p.add_argument("--work", default=None, help="folder for inputs and outputs (default: a temp folder)")
@@ -104,7 +106,7 @@ def main() -> None:
     work = Path(a.work or tempfile.mkdtemp(prefix="hsa-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     inp = make_input(a.records, work / f"in-{a.records}.jsonl")
-    results: dict = {"records": a.records, "variants": a.variants, "cpu": os.cpu_count(),
+    results: dict = {"memory_recipe": a.memory_recipe, "records": a.records, "variants": a.variants, "cpu": os.cpu_count(),
                      "input_mib": round(inp.stat().st_size / 2**20, 1)}
     floor = io_floor(inp, work / "floor", a.variants)
     rows = a.records * a.variants
@@ -135,9 +137,9 @@ def main() -> None:
     for n in [int(x) for x in a.memory_sizes.split(",") if x]:
         big = make_input(n, work / f"in-{n}.jsonl")
         mib = peak_rss(["augment", str(big), "--out", str(work / f"out-mem-{n}"), "--variants", str(a.variants),
-                        "--workers", "2"])
+                        "--workers", "2", "--recipe", a.memory_recipe])
         results["peak_rss_mib"][n] = mib
-        print(f"peak RSS at {n} records: {mib} MiB")
+        print(f"peak RSS at {n} records ({a.memory_recipe} recipe, 2 workers): {mib} MiB")
     if a.out:
         Path(a.out).write_text(json.dumps(results, indent=2) + "\n")
     if not a.work:

@@ -112,7 +112,7 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*$")
 _TOKEN_SPLIT = re.compile(r"([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)")
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def text_tokens(text: str) -> frozenset[str]:
     """The set of tokens (maximal ``[A-Za-z0-9_-]+`` runs) of ``text``, cached per string."""
     return frozenset(_TOKEN_CHARS.findall(text))
@@ -178,7 +178,7 @@ def replace_tokens(text: str, renames: Mapping[str, str]) -> str:
     return _cached_regex(names).sub(lambda m: renames[m.group(1)], text)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _pieces(text: str) -> tuple[str, ...]:
     """``text`` split into separators (even positions) and tokens (odd positions)."""
     return tuple(_TOKEN_SPLIT.split(text))

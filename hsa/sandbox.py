@@ -426,8 +426,8 @@ except ImportError:  # pragma: no cover
 _STATE: dict[str, Any] = {"pid": None, "box": None, "enabled": True}
 _RESULTS: OrderedDict[tuple[str, bytes], dict] = OrderedDict()
 _VERDICTS: OrderedDict[bytes, list] = OrderedDict()  # whole checks, by everything they read
-_VERDICTS_MAX = 100_000
-_RESULTS_MAX = 500_000
+_VERDICTS_MAX = 20_000  # keys are digests: memory stays flat however long the input
+_RESULTS_MAX = 100_000
 _STATS = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds": 0.0, "verdict_hits": 0}
 
 
@@ -609,10 +609,10 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     if len(src_hooks) != len(var_hooks):
         return [Violation("hooks", "hook count changed", f"source has {len(src_hooks)} hooks, variant {len(var_hooks)}")]
     steps = list(variant["mapping"][len(source["mapping"]):])
-    verdict_key = _key([[source.get(k) for k in ("tools", "skills", "skill_tool", "messages", "hook_events",
-                                                  "hooks")],
-                        var_hooks, variant.get("hook_events"), steps, variant.get("notes", [])[len(source["notes"]):],
-                        max_payloads])
+    verdict_key = hashlib.sha256(_key([[source.get(k) for k in ("tools", "skills", "skill_tool", "messages",
+                                                                 "hook_events", "hooks")],
+                                       var_hooks, variant.get("hook_events"), steps,
+                                       variant.get("notes", [])[len(source["notes"]):], max_payloads])).digest()
     cached = _VERDICTS.get(verdict_key)
     if cached is not None:
         _STATS["verdict_hits"] += 1
