@@ -82,6 +82,19 @@ def test_sft_trains_a_few_steps(tiny_model, mini_shards, tmp_path):  # noqa: F81
     assert changed(before, trainer.model)
 
 
+def test_sft_main_saves_a_model_that_loads(tiny_model, mini_shards, tmp_path):  # noqa: F811
+    """python -m trainers.sft's main trains one step and saves a model and tokenizer that load again."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainers.sft import main
+
+    out = tmp_path / "saved"
+    assert main(["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir", str(out),
+                 "--max_steps", "1", "--per_device_train_batch_size", "1", "--max_length", "4096", *CPU]) == 0
+    assert AutoModelForCausalLM.from_pretrained(out).num_parameters() > 0
+    assert AutoTokenizer.from_pretrained(out).chat_template
+
+
 def test_sft_with_lora_trains_only_the_adapter(tiny_model, mini_shards, tmp_path):  # noqa: F811
     """--use_peft trains LoRA matrices and leaves the base weights as they were."""
     args = _parse(["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir",

@@ -531,3 +531,13 @@ def log(message: str) -> None:
     """A progress line on stderr (only on the main process under accelerate)."""
     if os.environ.get("RANK", "0") == "0" and os.environ.get("LOCAL_RANK", "0") == "0":
         print(f"[hsa] {message}", file=sys.stderr, flush=True)
+
+
+def run_stage(parse, build_trainer, argv) -> int:
+    """The body of every stage's ``main``: parse, build the trainer, train, save."""
+    model_args, stage_args, run, lora, extras = parse(argv)
+    trainer = build_trainer(model_args, stage_args, run, lora, extras)
+    trainer.train()
+    trainer.save_model(run.output_dir)
+    log(f"saved to {run.output_dir}")
+    return 0

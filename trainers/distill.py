@@ -114,12 +114,9 @@ def build_trainer(model_args: ModelArguments, args: DistillArguments, run: RunAr
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    model_args, args, run, lora, extras = _parse(argv)
-    trainer = build_trainer(model_args, args, run, lora, extras)
-    trainer.train()
-    trainer.save_model(run.output_dir)
-    log(f"saved to {run.output_dir}")
-    return 0
+    from trainers.common import run_stage
+
+    return run_stage(_parse, build_trainer, argv)
 
 
 if __name__ == "__main__":

@@ -184,12 +184,9 @@ def build_trainer(model_args: ModelArguments, rl: RLArguments, run: RunArguments
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    model_args, rl, run, lora, extras = _parse(argv)
-    trainer = build_trainer(model_args, rl, run, lora, extras)
-    trainer.train()
-    trainer.save_model(run.output_dir)
-    log(f"saved to {run.output_dir}")
-    return 0
+    from trainers.common import run_stage
+
+    return run_stage(_parse, build_trainer, argv)
 
 
 if __name__ == "__main__":
