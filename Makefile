@@ -21,7 +21,7 @@ venv-train: $(BIN)/python
 
 demo: venv
 	rm -rf demo-out
-	$(BIN)/hsa augment fixtures/livestream/trajectories.jsonl --out demo-out/shards --variants 4 --seed 0
+	$(BIN)/hsa augment fixtures/livestream/trajectories.jsonl --out demo-out/shards --variants 4 --seed 0 --workers 2
 	$(BIN)/python -c "import datasets; print(datasets.load_from_disk('demo-out/shards'))"
 	$(BIN)/hsa export demo-out/shards --out demo-out/variants.jsonl
 	$(BIN)/hsa canonicalize demo-out/variants.jsonl --out demo-out/back.jsonl
