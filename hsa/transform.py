@@ -35,6 +35,8 @@ __all__ = [
     "run",
     "replay",
     "FAMILIES",
+    "check_probability",
+    "check_choices",
 ]
 
 FAMILIES = ("tool", "skill", "prompt", "hook", "trajectory", "meta")
@@ -163,6 +165,24 @@ def from_config(config: dict) -> Transform:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{config['transform']}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- option checks
+
+
+def check_probability(value: float, name: str = "p") -> None:
+    """Raise ``ValueError`` unless ``value`` is a number within [0, 1] (use in ``__post_init__``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be within [0, 1] (got {value!r})")
+
+
+def check_choices(field: str, values: tuple, allowed: tuple) -> None:
+    """Raise ``ValueError`` unless ``values`` is a non-empty selection from ``allowed``."""
+    if not values:
+        raise ValueError(f"{field} must name at least one of {list(allowed)}")
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ValueError(f"unknown {field} {bad}; expected some of {list(allowed)}")
 
 
 # --------------------------------------------------------------------------- running
@@ -321,8 +341,7 @@ class Sometimes(_Combinator):
     p: float = 0.5
 
     def __post_init__(self):
-        if not 0.0 <= self.p <= 1.0:
-            raise ValueError(f"p must be within [0, 1] (got {self.p!r})")
+        check_probability(self.p)
         if self.child is None:
             raise ValueError("meta.sometimes needs a child: child")
 

@@ -26,15 +26,10 @@ import re
 from typing import ClassVar
 
 from hsa.records import Record, clone
-from hsa.transform import Skip, Transform, register
+from hsa.transform import Skip, Transform, check_probability, register
 
 __all__ = ["HookSync", "HookRenameLocals", "HookRestyle", "HookMessageFormat", "StripRetries",
            "MESSAGE_PREFIXES", "MESSAGE_SUFFIXES", "MESSAGE_SWAPS", "reword", "REWORDED_NOTE"]
-
-
-def _check_p(name: str, p: float) -> None:
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{name} must be within [0, 1] (got {p!r})")
 
 
 def _hook_at(record: Record, index: int, name: str) -> dict:
@@ -168,8 +163,8 @@ class HookRenameLocals(Transform):
     module_helpers: bool = True
 
     def __post_init__(self):
-        _check_p("p", self.p)
-        _check_p("p_hook", self.p_hook)
+        check_probability(self.p, "p")
+        check_probability(self.p_hook, "p_hook")
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         from hsa.codemods.locals import fresh_name, identifiers_of, local_units
@@ -230,7 +225,7 @@ class HookRestyle(Transform):
     def __post_init__(self):
         from hsa.codemods.restyle import KINDS
 
-        _check_p("p", self.p)
+        check_probability(self.p, "p")
         bad = [k for k in self.kinds if k not in KINDS]
         if bad:
             raise ValueError(f"unknown restyle kind(s) {bad}; expected some of {list(KINDS)}")
@@ -327,7 +322,7 @@ class HookMessageFormat(Transform):
     p: float = 0.5
 
     def __post_init__(self):
-        _check_p("p", self.p)
+        check_probability(self.p, "p")
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         from hsa.codemods import Refusal
@@ -431,7 +426,7 @@ class StripRetries(Transform):
     p: float = 0.8
 
     def __post_init__(self):
-        _check_p("p", self.p)
+        check_probability(self.p, "p")
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         events = _retry_events(record)

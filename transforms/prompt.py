@@ -38,7 +38,7 @@ from hsa.prompt_import import (
 )
 from hsa import _json
 from hsa.records import Record
-from hsa.transform import Skip, Transform, register
+from hsa.transform import Skip, Transform, check_choices, check_probability, register
 from transforms.phrasebank import BankError, load_bank
 from transforms.skill import find_catalog, parse_catalog
 
@@ -56,19 +56,6 @@ __all__ = [
 ]
 
 TOOL_FORMATS = ("json", "yaml", "typescript", "python", "markdown")
-
-
-def _check_p(p: float) -> None:
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be within [0, 1] (got {p!r})")
-
-
-def _check_choices(field: str, values: tuple, allowed: tuple) -> None:
-    if not values:
-        raise ValueError(f"{field} must name at least one of {list(allowed)}")
-    bad = [v for v in values if v not in allowed]
-    if bad:
-        raise ValueError(f"unknown {field} {bad}; expected some of {list(allowed)}")
 
 
 def _bank(name: str, extra: tuple[str, ...]):
@@ -381,8 +368,8 @@ class PromptDelimiters(Transform):
     xml_tags: tuple[str, ...] = ("id", "title")
 
     def __post_init__(self):
-        _check_choices("styles", self.styles, DELIMITER_STYLES)
-        _check_choices("xml_tags", self.xml_tags, ("id", "title"))
+        check_choices("styles", self.styles, DELIMITER_STYLES)
+        check_choices("xml_tags", self.xml_tags, ("id", "title"))
         if not self.levels or any(not isinstance(lv, int) or not 1 <= lv <= 6 for lv in self.levels):
             raise ValueError(f"levels must be Markdown heading levels 1-6 (got {list(self.levels)})")
 
@@ -454,7 +441,7 @@ class PromptTitles(Transform):
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_p(self.p)
+        check_probability(self.p)
         _bank("prompt_titles", self.banks)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
@@ -523,7 +510,7 @@ class PromptParaphrase(Transform):
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_p(self.p)
+        check_probability(self.p)
         _bank("prompt_paraphrase", self.banks)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
@@ -589,7 +576,7 @@ class PromptToolFormat(Transform):
     formats: tuple[str, ...] = TOOL_FORMATS
 
     def __post_init__(self):
-        _check_choices("formats", self.formats, TOOL_FORMATS)
+        check_choices("formats", self.formats, TOOL_FORMATS)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         site = _site(record)
@@ -654,7 +641,7 @@ class PromptPlacement(Transform):
     kinds: tuple[str, ...] = PLACEMENT_KINDS
 
     def __post_init__(self):
-        _check_choices("kinds", self.kinds, PLACEMENT_KINDS)
+        check_choices("kinds", self.kinds, PLACEMENT_KINDS)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         site = _site(record)

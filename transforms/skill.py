@@ -31,7 +31,7 @@ from hsa.prompt_import import PREAMBLE_ID, PromptSite, commit, locate
 from hsa.records import Record, clone
 from hsa.rewrite import hook_literals, param_paths, record_tokens, rename_skills, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
-from hsa.transform import Skip, Transform, register
+from hsa.transform import Skip, Transform, check_choices, check_probability, register
 from transforms.phrasebank import BankError, load_bank
 
 __all__ = [
@@ -63,19 +63,6 @@ ORDERED_DELIMITERS = (".", ")")
 #: Phrases that make a Markdown section refer to its neighbours: such a section keeps its place.
 DEFAULT_ANCHORS = ("above", "below", "previous section", "preceding", "following section", "next section",
                    "earlier section", "as described", "see section", "this section", "the section")
-
-
-def _check_p(p: float) -> None:
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be within [0, 1] (got {p!r})")
-
-
-def _check_choices(field: str, values: tuple, allowed: tuple) -> None:
-    if not values:
-        raise ValueError(f"{field} must name at least one of {list(allowed)}")
-    bad = [v for v in values if v not in allowed]
-    if bad:
-        raise ValueError(f"unknown {field} {bad}; expected some of {list(allowed)}")
 
 
 # =========================================================================== names
@@ -286,8 +273,8 @@ class SkillRename(Transform):
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_choices("styles", self.styles, SKILL_NAME_STYLES)
-        _check_p(self.p)
+        check_choices("styles", self.styles, SKILL_NAME_STYLES)
+        check_probability(self.p)
         if not 2 <= self.opaque_len <= 16:
             raise ValueError(f"opaque_len must be within [2, 16] (got {self.opaque_len!r})")
         if "synonym" in self.styles:
@@ -409,7 +396,7 @@ class SkillDescribe(Transform):
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_p(self.p)
+        check_probability(self.p)
         try:
             load_bank("skill_descriptions", tuple(self.banks))
         except BankError as exc:
@@ -745,10 +732,10 @@ class SkillRestructure(Transform):
     anchors: tuple[str, ...] = DEFAULT_ANCHORS
 
     def __post_init__(self):
-        _check_p(self.p)
-        _check_choices("headings", self.headings, HEADING_STYLES)
-        _check_choices("bullets", self.bullets, BULLETS)
-        _check_choices("ordered", self.ordered, ORDERED_DELIMITERS)
+        check_probability(self.p)
+        check_choices("headings", self.headings, HEADING_STYLES)
+        check_choices("bullets", self.bullets, BULLETS)
+        check_choices("ordered", self.ordered, ORDERED_DELIMITERS)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         skills = [s for s in record.get("skills") or () if isinstance(s.get("content"), str) and s["content"]]
@@ -863,7 +850,7 @@ class SkillCatalog(Transform):
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_choices("styles", self.styles, CATALOG_STYLES)
+        check_choices("styles", self.styles, CATALOG_STYLES)
         lo, hi = self.distractors
         if not 0 <= lo <= hi:
             raise ValueError(f"distractors must be [lo, hi] with 0 <= lo <= hi (got {list(self.distractors)})")

@@ -43,7 +43,7 @@ from hsa.rewrite import (
     rename_tools,
     text_fields,
 )
-from hsa.transform import Skip, Transform, register
+from hsa.transform import Skip, Transform, check_probability, register
 from transforms._banks import load_banks
 from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, detect_style, new_name
 from transforms._toolhooks import hooks_read_whole_input
@@ -107,11 +107,6 @@ def _check_styles(styles: tuple[str, ...], allowed: tuple[str, ...] = NAME_STYLE
     bad = [s for s in styles if s not in allowed]
     if bad:
         raise ValueError(f"unknown style(s) {bad}; expected some of {list(allowed)}")
-
-
-def _check_p(p: float, what: str = "p") -> None:
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{what} must be within [0, 1] (got {p!r})")
 
 
 def _check_range(value: Any, what: str, lo_min: int = 0) -> tuple[int, int]:
@@ -232,7 +227,7 @@ class ToolRename(Transform):
 
     def __post_init__(self):
         _check_styles(self.styles)
-        _check_p(self.p)
+        check_probability(self.p)
         _check_range(self.mask_len, "mask_len", 1)
         bad = [p for p in self.prefixes if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.:-]*", p)]
         if bad:
@@ -302,7 +297,7 @@ class ParamRename(Transform):
         if "prefix" in self.styles:
             raise ValueError("the prefix style applies to tool names only; use tool.rename for it")
         _check_styles(self.styles, _PARAM_STYLES)
-        _check_p(self.p)
+        check_probability(self.p)
         _check_range(self.mask_len, "mask_len", 1)
         _check_banks(self.banks)
 
@@ -389,8 +384,8 @@ class SwapNames(Transform):
     include_skill_tool: bool = False
 
     def __post_init__(self):
-        _check_p(self.p)
-        _check_p(self.params_p, "params_p")
+        check_probability(self.p)
+        check_probability(self.params_p, "params_p")
         if not self.tools and self.params_p == 0.0:
             raise ValueError("tool.swap_names with tools=false and params_p=0 changes nothing; enable one of them")
 
@@ -553,7 +548,7 @@ class Describe(Transform):
         bad = [m for m in self.modes if m not in ("paraphrase", "shorten")]
         if not self.modes or bad:
             raise ValueError(f"modes must be some of ['paraphrase', 'shorten'] (got {list(self.modes)})")
-        _check_p(self.p)
+        check_probability(self.p)
         if self.max_words < 1:
             raise ValueError(f"max_words must be >= 1 (got {self.max_words})")
         _check_banks(self.banks)
@@ -599,7 +594,7 @@ class DropDescriptions(Transform):
     params: bool = True
 
     def __post_init__(self):
-        _check_p(self.p)
+        check_probability(self.p)
         if not (self.tools or self.params):
             raise ValueError("tool.drop_descriptions with tools=false and params=false drops nothing")
 
@@ -660,7 +655,7 @@ class Nest(Transform):
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_p(self.p)
+        check_probability(self.p)
         _check_range(self.size, "size", 1)
         _check_banks(self.banks)
 
@@ -739,7 +734,7 @@ class Flatten(Transform):
     p: float = 1.0
 
     def __post_init__(self):
-        _check_p(self.p)
+        check_probability(self.p)
 
     def _candidates(self, record: Record, tool: dict, literals: set[str], taken: set[str]) -> list[dict]:
         schema = tool["parameters"]
@@ -869,7 +864,7 @@ class Distractors(Transform):
 
     def __post_init__(self):
         _check_range(self.n, "n")
-        _check_p(self.params_p, "params_p")
+        check_probability(self.params_p, "params_p")
         _check_banks(self.banks)
         if self.pool_file:
             _pool_file(self.pool_file)
@@ -962,7 +957,7 @@ class AddRequired(Transform):
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_p(self.p)
+        check_probability(self.p)
         _check_banks(self.banks)
         for entry in load_banks(tuple(self.banks))["required_params"]:
             _json_type(dict(entry).get("value"))
@@ -1063,7 +1058,7 @@ class Values(Transform):
         bad = [m for m in self.modes if m not in ("enum", "default")]
         if not self.modes or bad:
             raise ValueError(f"modes must be some of ['enum', 'default'] (got {list(self.modes)})")
-        _check_p(self.p)
+        check_probability(self.p)
         _check_styles(self.styles, _VALUE_STYLES)
         _check_banks(self.banks)
 
