@@ -26,7 +26,7 @@ import re
 from typing import ClassVar
 
 from hsa.records import Record, clone
-from hsa.transform import Skip, Transform, check_probability, register
+from hsa.transform import Skip, Transform, check_choices, check_probability, register
 
 __all__ = ["HookSync", "HookRenameLocals", "HookRestyle", "HookMessageFormat", "StripRetries",
            "MESSAGE_PREFIXES", "MESSAGE_SUFFIXES", "MESSAGE_SWAPS", "reword", "REWORDED_NOTE"]
@@ -226,9 +226,7 @@ class HookRestyle(Transform):
         from hsa.codemods.restyle import KINDS
 
         check_probability(self.p, "p")
-        bad = [k for k in self.kinds if k not in KINDS]
-        if bad:
-            raise ValueError(f"unknown restyle kind(s) {bad}; expected some of {list(KINDS)}")
+        check_choices("kinds", self.kinds, tuple(KINDS))
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         from hsa.codemods.restyle import restyle_sites
