@@ -482,7 +482,7 @@ def _count_items(sources) -> int | None:
 
 def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] | None = None) -> dict:
     """Join the done shards of ``out`` (and of ``parts``, for ``hsa merge``) into one dataset and manifest."""
-    from hsa.io import sha256_file, write_dataset_metadata
+    from hsa.io import write_dataset_metadata
 
     out = Path(out)
     state = out / STATE_DIR
@@ -537,7 +537,6 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "rejects_file": "rejects.jsonl",
     }
     _write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    del sha256_file
     return manifest
 
 
@@ -606,4 +605,3 @@ def canonicalize_record(raw: dict) -> dict:
 
 
 __all__ += ["load_manifest", "canonicalize_record", "finalize", "merge"]
-_ = _json
