@@ -289,6 +289,10 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _id_digest(record_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(record_id.encode(), digest_size=8).digest(), "big")
+
+
 def _shard_name(k: int) -> str:
     return f"shard-{k:05d}.arrow"
 
@@ -392,9 +396,10 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                          {"world_size": world_size, "exec_hooks": exec_hooks})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
-    seen_ids: set[str] = set()
+    seen_ids: set[int] = set()  # 64-bit digests of the ids seen: memory stays small on long inputs
     for k in sorted(done):  # ids of shards written before a resume
-        seen_ids.update(json.loads((out / STATE_DIR / f"shard-{k:05d}.done.json").read_text(encoding="utf-8"))["ids"])
+        ids = json.loads((out / STATE_DIR / f"shard-{k:05d}.done.json").read_text(encoding="utf-8"))["ids"]
+        seen_ids.update(_id_digest(i) for i in ids)
 
     n_items = 0
 
@@ -436,14 +441,15 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                     current.finish(out)
                 current = _ShardState(out, k)
             if res.source_id is not None and encoded:
-                if res.source_id in seen_ids:
+                digest = _id_digest(res.source_id)
+                if digest in seen_ids:
                     res = Result([], [{"input": res.where[0], "line": res.where[1],
                                        "reason": "duplicate id", "id": res.source_id,
                                        "detail": f"record id {res.source_id!r} occurs earlier in the input; ids must be unique"}],
                                  Stats(input_records=1, rejected=1, reject_reasons=Counter({"duplicate id": 1})))
                     encoded = []
                 else:
-                    seen_ids.add(res.source_id)
+                    seen_ids.add(digest)
                     current.ids.append(res.source_id)
             if strict and res.stats.rejected:
                 first = next(r for r in res.rejects if "variant" not in r)
