@@ -209,7 +209,7 @@ def text_map(step: dict) -> dict[str, str]:
 
     Tool and skill renames apply to every text (as :func:`hsa.rewrite.map_texts`
     does to the trajectory); a parameter rename applies to identifier-like names of
-    top-level parameters only (as :func:`hsa.rewrite.sync_hook_source` always has);
+    top-level parameters only;
     value and opaque steps change no text.
     """
     op = step.get("op")

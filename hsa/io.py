@@ -205,19 +205,6 @@ def _arrow_schema():
     return pa.schema(fields, metadata=meta)
 
 
-def rows_to_table(rows: list[dict]):
-    """An Arrow table of output rows (JSON columns encoded once, exactly)."""
-    import pyarrow as pa
-
-    schema = _arrow_schema()
-    arrays = [pa.array([r["id"] for r in rows], pa.string()),
-              pa.array([r["source_id"] for r in rows], pa.string()),
-              pa.array([r["variant"] for r in rows], pa.int64())]
-    for c in JSON_COLUMNS:
-        arrays.append(pa.array([None if r.get(c) is None else _json.dumps(r[c]) for r in rows], pa.json_()))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
 ARROW_BATCH_ROWS = 512  # fixed, so shard bytes do not depend on any tunable
 
 

@@ -589,10 +589,6 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
     return finalize(out, command=command)
 
 
-def load_manifest(out: str | Path) -> dict:
-    return json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
-
-
 def canonicalize_record(raw: dict) -> dict:
     """An output row (or any record with a ``mapping``) mapped back to its source harness, as a record.
 
@@ -610,4 +606,4 @@ def canonicalize_record(raw: dict) -> dict:
     return out
 
 
-__all__ += ["load_manifest", "canonicalize_record", "finalize", "merge"]
+__all__ += ["canonicalize_record", "finalize", "merge"]

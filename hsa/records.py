@@ -10,7 +10,6 @@ dialect it came in (tracked in ``record["_fmt"]``).
 
 from __future__ import annotations
 
-import copy as _copy
 import json
 import re
 from functools import lru_cache
@@ -715,5 +714,3 @@ def clone(record: Record) -> Record:
     """A deep copy of ``record`` (transforms must not modify their input)."""
     return _json.copy(record)  # type: ignore[return-value]
 
-
-deepcopy = _copy.deepcopy  # re-exported for callers that hold non-JSON values

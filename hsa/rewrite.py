@@ -24,8 +24,6 @@ __all__ = [
     "map_texts",
     "record_tokens",
     "text_fields",
-    "sync_hook_source",
-    "schema_at",
     "param_paths",
     "apply_step",
     "canonicalize",
@@ -172,19 +170,6 @@ def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
     return out
 
 
-def schema_at(schema: dict, path: tuple) -> dict | None:
-    """The subschema that declares ``path`` (``None`` when it is not declared)."""
-    node: Any = schema
-    for key in path:
-        if not isinstance(node, dict):
-            return None
-        if key == ARRAY:
-            node = node.get("items")
-        else:
-            node = (node.get("properties") or {}).get(key)
-    return node if isinstance(node, dict) else None
-
-
 def _rename_in_schema(schema: dict, path: tuple, new_key: str) -> dict:
     """Rename the last key of ``path`` (a declared property) to ``new_key``, keeping property order."""
     schema = dict(schema)
@@ -207,86 +192,6 @@ def _rename_in_schema(schema: dict, path: tuple, new_key: str) -> dict:
 # --------------------------------------------------------------------------- hook source
 
 
-@lru_cache(maxsize=16384)
-def _string_tokens(source: str) -> tuple[tuple[int, int, str, str, str], ...] | str:
-    """(start offset, end offset, prefix, quote, body) of every string literal; or a parse problem."""
-    import io
-    import tokenize
-
-    line_starts = [0]
-    for line in source.splitlines(keepends=True):
-        line_starts.append(line_starts[-1] + len(line))
-    out = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.STRING:
-                text = tok.string
-                prefix_len = len(text) - len(text.lstrip("rRbBuUfF"))
-                prefix = text[:prefix_len]
-                rest = text[prefix_len:]
-                quote = rest[:3] if rest[:3] in ('"""', "'''") else rest[:1]
-                body = rest[len(quote):-len(quote)]
-            elif tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
-                prefix, quote, body = "f", "", tok.string
-            else:
-                continue
-            start = line_starts[tok.start[0] - 1] + tok.start[1]
-            end = line_starts[tok.end[0] - 1] + tok.end[1]
-            out.append((start, end, prefix, quote, body))
-    except (tokenize.TokenError, SyntaxError, IndentationError) as exc:
-        return f"hook source does not tokenize: {exc}"
-    return tuple(out)
-
-
-def _fix_literal(text: str, renames: dict[str, str], identifier_renames: dict[str, str]) -> str:
-    if text in renames:
-        return renames[text]
-    if "|" in text:
-        parts = text.split("|")
-        if any(p in renames for p in parts) and all(p in renames or p.isidentifier() for p in parts):
-            return "|".join(renames.get(p, p) for p in parts)
-    return replace_tokens(text, identifier_renames)
-
-
-@lru_cache(maxsize=8192)
-def _sync_hook_source_cached(source: str, renames_items: tuple) -> tuple[str, tuple[str, ...]]:
-    renames = dict(renames_items)
-    if not any(old in source for old in renames):
-        return source, ()
-    tokens = _string_tokens(source)
-    if isinstance(tokens, str):
-        return source, (tokens,)
-    identifier_renames = {k: v for k, v in renames.items() if is_identifier_like(k)}
-    pieces, pos = [], 0
-    for start, end, prefix, quote, body in tokens:
-        if "b" in prefix.lower() or "\\" in body:
-            continue  # bytes, or escapes whose value is not the text: leave alone
-        if "f" in prefix.lower():
-            new_body = replace_tokens(body, identifier_renames)
-        else:
-            new_body = _fix_literal(body, renames, identifier_renames)
-        if new_body != body:
-            pieces.append(source[pos:start])
-            pieces.append(source[start:end].replace(body, new_body, 1) if quote == "" else prefix + quote + new_body + quote)
-            pos = end
-    pieces.append(source[pos:])
-    return "".join(pieces), ()
-
-
-def sync_hook_source(source: str, renames: dict[str, str]) -> tuple[str, tuple[str, ...]]:
-    """Rewrite the string literals of hook ``source`` that name a renamed tool, parameter or skill.
-
-    A literal equal to an old name, a matcher such as ``"Edit|Write"`` and whole-token
-    mentions of identifier-like names inside messages follow the rename; string
-    tokens are found with :mod:`tokenize`, so code, comments and identifiers are never
-    touched. Returns the new source and the problems found (a source that does not
-    tokenize is left alone).
-    """
-    if not renames:
-        return source, ()
-    return _sync_hook_source_cached(source, tuple(sorted(renames.items())))
-
-
 def _hook_harness(record: Record):
     """What a hook sync needs to know of the harness, taken before a step changes it (None without hooks)."""
     if not record.get("hooks"):
@@ -296,18 +201,14 @@ def _hook_harness(record: Record):
     return harness_of(record)
 
 
-def _sync_hooks(record: Record, renames: dict[str, str], step: dict | None = None, before=None) -> None:
-    if step is not None and before is not None:  # role-aware sync; refusals become notes (hsa.codemods.sync)
+def _sync_hooks(record: Record, step: dict, before) -> None:
+    """Make hooks, and the events they recorded, follow ``step`` (``before``: :func:`_hook_harness` of the input)."""
+    if before is not None:  # role-aware sync; refusals become notes (hsa.codemods.sync)
         from hsa.codemods.sync import sync_record_hooks
 
         sync_record_hooks(record, step, before, payloads=False)
         return
-    for h in record.get("hooks") or ():
-        new, problems = sync_hook_source(h["source"], renames)
-        h["source"] = new
-        for p in problems:
-            record["notes"].append(f"hook {h.get('name')!r}: {p}")
-    if step is not None and record.get("hook_events"):  # events without hook source follow as in sync_record_hooks
+    if record.get("hook_events"):  # events without hook source follow as in sync_record_hooks
         from hsa.hooks_model import map_output, map_text, text_map
 
         params_text = step.get("op") == "params" and text_map(step)
@@ -359,7 +260,7 @@ def rename_tools(record: Record, renames: dict[str, str]) -> Record:
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
     map_texts(out, lambda s: replace_tokens(s, renames))
-    _sync_hooks(out, renames, step, _hook_harness(record))
+    _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -403,8 +304,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
         arg = (out["skill_tool"]["argument"],)
         if arg in renames:
             out["skill_tool"]["argument"] = renames[arg]
-    hook_renames = {p[-1]: n for p, n in renames.items() if len(p) == 1}
-    _sync_hooks(out, hook_renames, step, hooks_before)
+    _sync_hooks(out, step, hooks_before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -438,7 +338,7 @@ def rename_skills(record: Record, renames: dict[str, str]) -> Record:
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
     map_texts(out, lambda s: replace_tokens(s, renames))
-    _sync_hooks(out, renames, step, _hook_harness(record))
+    _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -500,18 +400,22 @@ def hook_literals(record: Record) -> set[str]:
 def _literals(source: str) -> frozenset[str]:
     """The values of the plain string literals of ``source`` (and their ``|``-separated parts)."""
     import ast
+    import io
+    import tokenize
 
-    tokens = _string_tokens(source)
-    if isinstance(tokens, str):
-        return frozenset()
     found = set()
-    for _, _, prefix, quote, body in tokens:
-        if not quote or "f" in prefix.lower() or "b" in prefix.lower():
-            continue
-        try:
-            value = ast.literal_eval(prefix + quote + body + quote)
-        except (ValueError, SyntaxError):
-            continue
-        found.add(value)
-        found.update(value.split("|"))
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            prefix = tok.string[:len(tok.string) - len(tok.string.lstrip("rRbBuUfF"))].lower()
+            if tok.type != tokenize.STRING or "f" in prefix:
+                continue  # f-strings are not plain literals (3.12+ splits them into other tokens anyway)
+            try:
+                value = ast.literal_eval(tok.string)
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, str):
+                found.add(value)
+                found.update(value.split("|"))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return frozenset()
     return frozenset(found)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hsa.records import Record
@@ -377,5 +376,3 @@ def without_families(t: Transform, families: set[str]) -> Transform | None:
         return None if c2 is None else Sometimes(c2, t.p)
     return None if t.family in families else t
 
-
-Factory = Callable[..., Transform]
