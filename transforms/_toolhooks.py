@@ -83,7 +83,7 @@ def reads_whole_input(source: str, entry: str | None = None) -> bool:
     watched = payloads | inputs
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in watched and isinstance(node.ctx, ast.Load):
-            if not _keyed_use(node, parents, inputs, node.id in payloads and node.id not in inputs):
+            if not _keyed_read(node, parents.get(node), parents):
                 return True
         elif _is_keyed_read(node, INPUT_KEYS) and isinstance(_base(node), ast.Name) and _base(node).id in payloads:
             if not _input_expr_ok(node, parents):
@@ -91,15 +91,15 @@ def reads_whole_input(source: str, entry: str | None = None) -> bool:
     return False
 
 
-def _keyed_use(name: ast.Name, parents: dict, inputs: set[str], payload: bool) -> bool:
-    parent = parents.get(name)
-    if isinstance(parent, ast.Subscript) and parent.value is name:
+def _keyed_read(node: ast.AST, parent: ast.AST | None, parents: dict) -> bool:
+    """``node[KEY]``, ``node.get(KEY, ...)`` or ``KEY in node`` with a constant KEY."""
+    if isinstance(parent, ast.Subscript) and parent.value is node:
         return _const_key(parent.slice) is not None
-    if isinstance(parent, ast.Attribute) and parent.value is name and parent.attr == "get":
+    if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr == "get":
         call = parents.get(parent)
         return isinstance(call, ast.Call) and bool(call.args) and _const_key(call.args[0]) is not None
     if isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], (ast.In, ast.NotIn)):
-        return parent.comparators[0] is name and _const_key(parent.left) is not None
+        return parent.comparators[0] is node and _const_key(parent.left) is not None
     return False
 
 
@@ -110,14 +110,7 @@ def _input_expr_ok(expr: ast.AST, parents: dict) -> bool:
         parent = parents.get(parent)
     if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
         return True
-    if isinstance(parent, ast.Subscript) and parent.value is expr:
-        return _const_key(parent.slice) is not None
-    if isinstance(parent, ast.Attribute) and parent.value is expr and parent.attr == "get":
-        call = parents.get(parent)
-        return isinstance(call, ast.Call) and bool(call.args) and _const_key(call.args[0]) is not None
-    if isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], (ast.In, ast.NotIn)):
-        return parent.comparators[0] is expr and _const_key(parent.left) is not None
-    return False
+    return _keyed_read(expr, parent, parents)
 
 
 def hooks_read_whole_input(record: Record) -> bool:
