@@ -417,13 +417,18 @@ def schema_examples(schema: dict, *, limit: int = 6) -> list[dict]:
                     variant[key] = value
                     out.append(variant)
     out.append({})
+    return _unique(out, limit)
+
+
+def _unique(values: list, limit: int) -> list:
+    """The first ``limit`` distinct JSON values of ``values``, in order."""
     seen: set[str] = set()
     unique = []
-    for args in out:
-        key = _json.canonical(args)
+    for v in values:
+        key = _json.canonical(v)
         if key not in seen:
             seen.add(key)
-            unique.append(args)
+            unique.append(v)
     return unique[:limit]
 
 
@@ -493,11 +498,4 @@ def generated_payloads(record: dict, hook: dict, *, limit: int = 96) -> list[dic
         out = [{**p, "hook_event_name": claude} if claude and "hook_event_name" not in p else p for p in out]
     if style == "method":
         out = [{"agent_name": "assistant", "context": {}, **p} for p in out]
-    seen: set[str] = set()
-    unique = []
-    for p in out:
-        key = _json.canonical(p)
-        if key not in seen:
-            seen.add(key)
-            unique.append(p)
-    return unique[:limit]
+    return _unique(out, limit)
