@@ -285,29 +285,23 @@ class Mapping:
         return call
 
     # -- names
-    def tool_to_variant(self, name: str) -> str:
-        for step in self.steps:
-            if step["op"] == "tools":
-                name = _rename_through(step, name, True)
+    def _rename(self, op: str, name: str, forward: bool) -> str:
+        for step in (self.steps if forward else reversed(self.steps)):
+            if step["op"] == op:
+                name = _rename_through(step, name, forward)
         return name
+
+    def tool_to_variant(self, name: str) -> str:
+        return self._rename("tools", name, True)
 
     def tool_to_canonical(self, name: str) -> str:
-        for step in reversed(self.steps):
-            if step["op"] == "tools":
-                name = _rename_through(step, name, False)
-        return name
+        return self._rename("tools", name, False)
 
     def skill_to_variant(self, name: str) -> str:
-        for step in self.steps:
-            if step["op"] == "skills":
-                name = _rename_through(step, name, True)
-        return name
+        return self._rename("skills", name, True)
 
     def skill_to_canonical(self, name: str) -> str:
-        for step in reversed(self.steps):
-            if step["op"] == "skills":
-                name = _rename_through(step, name, False)
-        return name
+        return self._rename("skills", name, False)
 
     def _names(self, op: str) -> dict[str, str]:
         current: dict[str, str] = {}  # canonical name -> name after the steps so far

@@ -54,6 +54,8 @@ def test_composition_equals_sequential_application():
     call = {"name": "get_weather", "arguments": {"q": 1}}
     assert ab.to_variant(call) == b.to_variant(a.to_variant(call))
     assert ab.tool_names() == {"get_weather": "weather_now", "search": "get_weather"}
+    assert ab.tool_to_variant("get_weather") == "weather_now" and ab.tool_to_variant("search") == "get_weather"
+    assert ab.tool_to_canonical("weather_now") == "get_weather" and ab.tool_to_canonical("get_weather") == "search"
     assert ab.to_canonical(ab.to_variant(call)) == call
     assert ab.inverse().to_variant(ab.to_variant(call)) == call
 
