@@ -62,7 +62,28 @@ class Stats:
             setattr(out, f.name, getattr(self, f.name) + getattr(other, f.name))
         return out
 
+    def to_json(self) -> dict:
+        """Every counter as JSON (a completion record); :meth:`from_json` reads it back."""
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "skipped":
+                v = {f"{k[0]}\x00{k[1]}": n for k, n in v.items()}
+            out[f.name] = dict(sorted(v.items())) if isinstance(v, dict) else v
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> Stats:
+        out = cls()
+        for f in dataclasses.fields(cls):
+            v = data.get(f.name, getattr(out, f.name))
+            if f.name == "skipped":
+                v = {tuple(k.split("\x00", 1)): n for k, n in v.items()}
+            setattr(out, f.name, Counter(v) if isinstance(getattr(out, f.name), Counter) else v)
+        return out
+
     def to_dict(self) -> dict:
+        """The manifest's view: counts, reasons, and per transform applied and skipped (with reasons)."""
         per_transform: dict[str, dict] = {}
         for name, n in sorted(self.applied.items()):
             per_transform.setdefault(name, {"applied": 0, "skipped": {}})["applied"] = n
@@ -261,26 +282,6 @@ class _Progress:
         sys.stderr.flush()
 
 
-def _stats_from_json(d: dict) -> Stats:
-    s = Stats(**{k: d[k] for k in ("input_records", "sources_written", "rejected", "rows_written",
-                                   "variants_failed", "unchanged_variants")})
-    s.task_changing_variants = d.get("task_changing_variants", 0)
-    s.reject_reasons = Counter(d["reject_reasons"])
-    s.variant_failures = Counter(d["variant_failures"])
-    s.applied = Counter(d["applied"])
-    s.skipped = Counter({tuple(k.split("\x00", 1)): v for k, v in d["skipped"].items()})
-    return s
-
-
-def _stats_to_json(s: Stats) -> dict:
-    return {"input_records": s.input_records, "sources_written": s.sources_written, "rejected": s.rejected,
-            "rows_written": s.rows_written, "variants_failed": s.variants_failed,
-            "unchanged_variants": s.unchanged_variants, "task_changing_variants": s.task_changing_variants,
-            "reject_reasons": dict(sorted(s.reject_reasons.items())),
-            "variant_failures": dict(sorted(s.variant_failures.items())), "applied": dict(sorted(s.applied.items())),
-            "skipped": {f"{k[0]}\x00{k[1]}": v for k, v in sorted(s.skipped.items())}}
-
-
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -314,7 +315,7 @@ class _ShardState:
         state = out / STATE_DIR
         _write_atomic(state / f"shard-{self.k:05d}.rejects.jsonl",
                       "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rejects))
-        done = {"shard": _shard_name(self.k), "rows": rows, "sha256": digest, "stats": _stats_to_json(self.stats),
+        done = {"shard": _shard_name(self.k), "rows": rows, "sha256": digest, "stats": self.stats.to_json(),
                 "ids": self.ids}
         _write_atomic(state / f"shard-{self.k:05d}.done.json", json.dumps(done, ensure_ascii=False))
         return done
@@ -509,7 +510,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
     with open(out / "rejects.jsonl.tmp", "w", encoding="utf-8") as rejects:
         for k in range(n_shards):
             done = json.loads((state / f"shard-{k:05d}.done.json").read_text(encoding="utf-8"))
-            total = total + _stats_from_json(done["stats"])
+            total = total + Stats.from_json(done["stats"])
             shards.append({"file": done["shard"], "rows": done["rows"], "sha256": done["sha256"]})
             for i in done["ids"]:
                 if i in ids_seen:

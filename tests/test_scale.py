@@ -179,3 +179,16 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path, fixture_lines):
                         "--quiet"], cwd=ROOT, env=env, check=True)
         outs.append(_files(out))
     assert outs[0] == outs[1]
+
+
+def test_stats_survive_a_completion_record():
+    """Stats written to a shard's completion record read back equal, so resumed and merged runs count right."""
+    from collections import Counter
+
+    from hsa.pipeline import Stats
+
+    s = Stats(input_records=5, sources_written=4, rejected=1, rows_written=12, task_changing_variants=2,
+              reject_reasons=Counter({"malformed JSON": 1}), applied=Counter({"tool.rename": 3}),
+              skipped=Counter({("tool.values", "no value can change: a, b"): 2}))
+    assert Stats.from_json(json.loads(json.dumps(s.to_json()))) == s
+    assert (Stats.from_json(s.to_json()) + s).input_records == 10
