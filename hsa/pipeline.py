@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import random
 import sys
 import time
@@ -285,8 +286,6 @@ class _Progress:
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
-    import os
-
     os.replace(tmp, path)
 
 
@@ -517,8 +516,6 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
                     duplicates.append(i)
                 ids_seen.add(i)
             rejects.write((state / f"shard-{k:05d}.rejects.jsonl").read_text(encoding="utf-8"))
-    import os
-
     os.replace(out / "rejects.jsonl.tmp", out / "rejects.jsonl")
     if duplicates:
         raise AugmentError(f"record ids occur in several shards: {duplicates[:10]}; ids must be unique "
