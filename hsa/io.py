@@ -22,7 +22,7 @@ from hsa import _json
 
 __all__ = ["InputLine", "iter_lines", "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS",
            "iter_rows", "row_to_record", "write_dataset_metadata", "read_records", "InputSource", "iter_inputs",
-           "ShardFile", "encode_row"]
+           "ShardFile", "encode_row", "find_row"]
 
 
 @dataclass(frozen=True)
@@ -308,6 +308,23 @@ def iter_rows(path: str | Path) -> Iterator[dict]:
     else:
         for item in iter_lines(path):
             yield parse_line(item)
+
+
+def find_row(dataset: str | Path, row_id: str) -> dict | None:
+    """The row with ``row_id`` in an output folder, looked up on the ``id`` column (other columns decoded once)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    dataset = Path(dataset)
+    state = json.loads((dataset / "state.json").read_text(encoding="utf-8"))
+    for f in state["_data_files"]:
+        with pa.memory_map(str(dataset / f["filename"])) as src:
+            table = pa.ipc.open_stream(src).read_all()
+        i = pc.index(table.column("id"), row_id).as_py()
+        if i >= 0:
+            row = table.slice(i, 1).to_pylist()[0]
+            return {k: _json.loads(v) if k in JSON_COLUMNS and isinstance(v, str) else v for k, v in row.items()}
+    return None
 
 
 def row_to_record(row: dict) -> dict:

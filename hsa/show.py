@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from hsa import _json
-from hsa.io import iter_lines, iter_rows, row_to_record
+from hsa.io import find_row, iter_lines, row_to_record
 
 __all__ = ["show", "find_source"]
 
@@ -15,10 +15,10 @@ _RED, _GREEN, _CYAN, _BOLD, _RESET = "\033[31m", "\033[32m", "\033[36m", "\033[1
 
 
 def _find_row(dataset: Path, row_id: str) -> dict:
-    for row in iter_rows(dataset):
-        if row["id"] == row_id:
-            return row
-    raise KeyError(f"no row with id {row_id!r} in {dataset} (ids look like <source_id>/<variant>)")
+    row = find_row(dataset, row_id)
+    if row is None:
+        raise KeyError(f"no row with id {row_id!r} in {dataset} (ids look like <source_id>/<variant>)")
+    return row
 
 
 def find_source(dataset: Path, row: dict) -> dict | None:

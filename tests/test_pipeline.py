@@ -125,6 +125,8 @@ def test_export_canonicalize_validate_show(tmp_path, small_jsonl, capsys):
     assert main(["show", str(out), "--id", f"{first}/2", "--no-color"]) == 0
     shown = capsys.readouterr().out
     assert "--- source" in shown and f"+++ {first}/2" in shown
+    assert main(["show", str(out), "--id", f"{first}/99", "--no-color"]) == 2
+    assert "no row with id" in capsys.readouterr().err
 
 
 def test_validate_fails_on_a_broken_variant(tmp_path, small_jsonl):
