@@ -209,19 +209,9 @@ def _sync_hooks(record: Record, step: dict, before) -> None:
         sync_record_hooks(record, step, before, payloads=False)
         return
     if record.get("hook_events"):  # events without hook source follow as in sync_record_hooks
-        from hsa.hooks_model import map_output, map_text, text_map
+        from hsa.codemods.sync import sync_record_events
 
-        params_text = step.get("op") == "params" and text_map(step)
-        for ev in record["hook_events"]:
-            payload = ev.get("payload")
-            tool = payload.get("tool_name") if isinstance(payload, dict) else None
-            if isinstance(ev.get("decision"), dict):
-                ev["decision"] = map_output(ev["decision"], step, tool if isinstance(tool, str) else None)
-            i = ev.get("message_index")
-            if params_text and isinstance(i, int) and 0 <= i < len(record["messages"]):
-                m = record["messages"][i]  # the message the hook injected names the parameter too
-                if isinstance(m.get("content"), str):
-                    m["content"] = map_text(m["content"], step)
+        sync_record_events(record, step, payloads=False)
 
 
 def _map_hook_payloads(record: Record, step: dict) -> None:

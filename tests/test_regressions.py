@@ -240,3 +240,27 @@ def test_reworded_hook_message_reaches_an_injected_message_in_text_parts():
         "hook_events": [{"hook": "check_tool_params", "message_index": 3, "payload": {"tool_name": "get", "tool_input": {}},
                          "decision": {"decision": "retry", "message": "get needs search."}}]}
     assert_task_preserving(hook.HookMessageFormat(p=0.8), raw, 0)
+
+
+def test_injected_message_in_text_parts_follows_a_parameter_rename():
+    """A parameter rename reaches the hook's injected message also when its content is a list of text parts."""
+    source = ('def check(payload: dict) -> dict:\n    name = payload["tool_name"]\n    args = payload["tool_input"]\n'
+              '    if name == "get" and "get_get" not in args:\n'
+              '        return {"decision": "retry", "message": "get needs get_get."}\n    return {"decision": "allow"}\n')
+    raw = {"id": "r", "messages": [
+        {"role": "user", "content": "Get."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                                                             "function": {"name": "get", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "system", "content": [{"type": "text", "text": "get needs get_get."}]},
+        {"role": "assistant", "content": "Done."}],
+        "tools": [{"name": "get", "input_schema": {"type": "object", "properties": {
+            "get_get": {"type": "string", "default": ""}}}}],
+        "hooks": [{"name": "check_tool_params", "event": "pre_tool_use", "entry": "check", "source": source}],
+        "hook_events": [{"hook": "check_tool_params", "message_index": 3, "payload": {"tool_name": "get", "tool_input": {}},
+                         "decision": {"decision": "retry", "message": "get needs get_get."}}]}
+    params = {"renames": [{"tool": "get", "path": ["get_get"], "new": "bIeTe"}]}
+    report = check_transform(tool.ParamRename(), raw, 0, params=params)
+    assert report.ok, report.format()
+    out = tool.ParamRename().apply(normalize(raw), params)
+    assert out["messages"][3]["content"] == [{"type": "text", "text": "get needs bIeTe."}]

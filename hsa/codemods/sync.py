@@ -545,6 +545,14 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
                 record["notes"].append(refusal_note(hook, exc.refusal))
                 continue
             hook["matcher"] = new_matcher
+    sync_record_events(record, step, payloads=payloads)
+
+
+def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> None:
+    """Carry each hook event of ``record`` (in place) through ``step``: its decision, its payload (with
+    ``payloads``) and, for a parameter rename, the message the hook injected (text or text parts)."""
+    from hsa.rewrite import _map_content
+
     table = text_map(step)
     for ev in record.get("hook_events") or ():
         payload = ev.get("payload")
@@ -557,8 +565,8 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
             i = ev.get("message_index")
             if isinstance(i, int) and 0 <= i < len(record["messages"]):
                 m = record["messages"][i]
-                if isinstance(m.get("content"), str):
-                    m["content"] = map_text(m["content"], step)
+                if "content" in m:
+                    m["content"] = _map_content(m["content"], lambda text: map_text(text, step))
 
 
 class SyncCodemod:
