@@ -35,12 +35,15 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def copy(obj: Any) -> Any:
-    """Deep copy of a JSON value (faster than copy.deepcopy for plain data)."""
+    """Deep copy of a JSON value (faster than copy.deepcopy for plain data; leaves are not recursed into)."""
     if isinstance(obj, dict):
-        return {k: copy(v) for k, v in obj.items()}
+        return {k: v if type(v) in _ATOMS else copy(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [copy(v) for v in obj]
+        return [v if type(v) in _ATOMS else copy(v) for v in obj]
     return obj
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal, NotRequired, TypedDict
@@ -374,7 +375,32 @@ _SCHEMA_KEY = {"openai": "parameters", "plain": "parameters", "gemini": "paramet
                "anthropic": "input_schema", "mcp": "inputSchema"}
 
 
+_TOOL_CACHE: OrderedDict[tuple[str, int], tuple[Tool, tuple[str, ...]]] = OrderedDict()
+_TOOL_CACHE_SIZE = 4096
+
+
 def _normalize_tool(raw: Any, i: int, notes: list[str]) -> Tool:
+    """:func:`_read_tool`, cached per (tool, position): a dataset's tools repeat from record to record.
+
+    The key is ``repr(raw)``, which tells apart every pair of JSON values that differ (``1``
+    from ``1.0`` and ``True``, ``nan`` from ``None``, key order); a hit returns a deep copy.
+    """
+    key = (repr(raw), i)
+    hit = _TOOL_CACHE.get(key)
+    if hit is None:
+        added: list[str] = []
+        tool = _read_tool(raw, i, added)
+        hit = (_json.copy(tool), tuple(added))
+        _TOOL_CACHE[key] = hit
+        if len(_TOOL_CACHE) > _TOOL_CACHE_SIZE:
+            _TOOL_CACHE.popitem(last=False)
+    else:
+        _TOOL_CACHE.move_to_end(key)
+    notes.extend(hit[1])
+    return _json.copy(hit[0])  # type: ignore[return-value]
+
+
+def _read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
     if not isinstance(raw, dict):
         raise RecordError("bad tool", f"tools[{i}] is {type(raw).__name__}, expected an object with a name")
     dialect = _tool_dialect(raw)

@@ -175,3 +175,18 @@ def test_retry_rate_and_syntax_coverage(records):
     assert 0.15 <= rate <= 0.25
     sources = [h["source"] for r in records for h in r["hooks"]]
     assert any("    match " in s for s in sources) and any("    def " in s for s in sources)
+
+
+def test_shared_harnesses_give_k_distinct_harnesses_and_valid_records():
+    """generate(n, harnesses=K) draws every record from one of K harnesses, and each record still checks."""
+    from hsa.records import normalize
+    from hsa.verify import check_record
+
+    recs = generate(24, 3, harnesses=4)
+    harness = lambda r: json.dumps([r["tools"], r["skills"], r["prompt"], r["hooks"]], sort_keys=True)  # noqa: E731
+    assert len({harness(r) for r in recs}) == 4
+    assert len({json.dumps(r["messages"]) for r in recs}) == 24
+    for i, r in enumerate(recs):
+        assert harness(r) == harness(recs[i % 4])
+        assert check_record(normalize(r)) == []
+    assert dumps(generate(24, 3, harnesses=4)) == dumps(recs)

@@ -1,0 +1,49 @@
+"""Caches on the data path give the same results as the uncached code (issue 8)."""
+from __future__ import annotations
+
+import json
+
+from hsa import _json
+from hsa.records import _read_tool, normalize
+
+TOOL = {"type": "function", "function": {"name": "lookup", "description": "Find.",
+                                          "parameters": {"type": "object", "properties": {"n": {"type": "int"}}}}}
+
+
+def _record(tools):
+    return {"id": "r", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+
+
+def test_cached_tool_normalisation_equals_uncached_and_keeps_notes():
+    """A repeated tool normalises to the same tool with the same notes as the first time and as _read_tool."""
+    first, second = normalize(_record([TOOL])), normalize(_record([json.loads(json.dumps(TOOL))]))
+    notes: list[str] = []
+    assert first["tools"] == second["tools"] == [_read_tool(TOOL, 0, notes)]
+    assert first["notes"] == second["notes"] == notes and notes  # "int" -> "integer" is noted every time
+
+
+def test_cached_tool_is_not_shared_between_records():
+    """Changing one record's normalised tool leaves the next record's copy untouched."""
+    a = normalize(_record([TOOL]))
+    a["tools"][0]["parameters"]["properties"]["n"]["type"] = "string"
+    b = normalize(_record([TOOL]))
+    assert b["tools"][0]["parameters"]["properties"]["n"]["type"] == "integer"
+
+
+def test_cache_tells_apart_values_that_compare_equal():
+    """1, 1.0 and True in a schema are different tools to the cache (repr keys), as they are in JSON."""
+    outs = []
+    for v in (1, 1.0, True):
+        t = _json.copy(TOOL)
+        t["function"]["parameters"]["properties"]["n"]["default"] = v
+        outs.append(normalize(_record([t]))["tools"][0]["parameters"]["properties"]["n"]["default"])
+    assert [type(x) for x in outs] == [int, float, bool]
+
+
+def test_json_copy_is_deep_and_exact():
+    """_json.copy returns equal values of the same types, with no shared containers."""
+    v = {"a": [1, 1.0, True, None, "s", {"b": [[]]}]}
+    c = _json.copy(v)
+    assert c == v and [type(x) for x in c["a"]] == [type(x) for x in v["a"]]
+    c["a"][5]["b"][0].append(1)
+    assert v["a"][5]["b"] == [[]]
