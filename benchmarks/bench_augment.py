@@ -8,8 +8,11 @@ Measures, in one run on this machine:
 - ``hsa augment`` with the default recipe and with each family's preset alone
   (``--variants 4``): records/s, variants/s and the ratio to the floor;
 - 1 vs 2 workers with the default recipe;
+- the default recipe on records drawn from --harnesses shared harnesses (a log of a few
+  deployments) against that input's own floor;
 - peak memory (max RSS of the child process) at each of --memory-sizes records.
-Inputs are made by the fixture generator. Nothing is asserted: it prints and saves numbers.
+Inputs are made by the fixture generator; every timed run, the floor included, is a child
+process, so interpreter start and imports count on both sides. Nothing is asserted: it prints and saves numbers.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def make_input(n: int, path: Path) -> Path:
+def make_input(n: int, path: Path, harnesses: int | None = None) -> Path:
+    """n generated records: each with its own harness, or drawn from ``harnesses`` shared ones."""
     if path.exists():
         return path
     from fixtures.livestream.generate import generate
@@ -36,20 +40,26 @@ def make_input(n: int, path: Path) -> Path:
     with open(path, "w", encoding="utf-8") as f:
         chunk = 2000
         for start in range(0, n, chunk):  # distinct ids: generate in seeded chunks
-            for rec in generate(min(chunk, n - start), seed=start // chunk):
+            for rec in generate(min(chunk, n - start), seed=start // chunk, harnesses=harnesses):
                 rec["id"] = f"{rec['id']}-{start // chunk}"
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     return path
 
 
 def io_floor(inp: Path, out: Path, variants: int) -> float:
-    """Read, parse and write records x variants rows with the pipeline's encoder; seconds."""
+    """Seconds for a child process (interpreter start and imports included, as for ``hsa augment``) to read,
+    parse and write records x variants rows with the pipeline's encoder."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, __file__, "--floor-only", str(inp), str(out), str(variants)], check=True, cwd=ROOT)
+    return time.perf_counter() - t
+
+
+def _floor_run(inp: Path, out: Path, variants: int) -> None:
     from hsa import _json
     from hsa.io import ShardFile, encode_row, iter_lines, write_dataset_metadata
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    t = time.perf_counter()
     shard, k, n = None, 0, 0
     for item in iter_lines(inp):
         if n % 1000 == 0:
@@ -66,7 +76,6 @@ def io_floor(inp: Path, out: Path, variants: int) -> float:
     if shard:
         shard.close()
     write_dataset_metadata(out, [f"shard-{i:05d}.arrow" for i in range(k)], "floor")
-    return time.perf_counter() - t
 
 
 def run_cli(args: list[str]) -> tuple[float, int]:
@@ -89,6 +98,10 @@ def peak_rss(args: list[str]) -> int:
 
 
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--floor-only":
+        sys.path.insert(0, str(ROOT))
+        _floor_run(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=2000, help="records for the throughput runs")
     p.add_argument("--variants", type=int, default=4)
@@ -97,6 +110,8 @@ def main() -> None:
                    help="recipe of the peak-memory runs (a cheaper one, e.g. identity, keeps 100k records short)")
     p.add_argument("--recipes", default="default,tools,skills,prompt,hooks",
                    help="recipes to time (missing ones are skipped)")
+    p.add_argument("--harnesses", type=int, default=8,
+                   help="also time the default recipe on records drawn from this many shared harnesses (0: skip)")
     p.add_argument("--work", default=None, help="folder for inputs and outputs (default: a temp folder)")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
     a = p.parse_args()
@@ -125,6 +140,15 @@ def main() -> None:
                                     "variants_per_s": round(rows / dt, 1), "x_floor": round(dt / floor, 2)}
         print(f"recipe {name:10s} {dt:7.2f}s  {a.records / dt:7.0f} records/s  {rows / dt:7.0f} variants/s  "
               f"{dt / floor:5.2f}x floor")
+    if a.harnesses:
+        shared = make_input(a.records, work / f"in-{a.records}-h{a.harnesses}.jsonl", a.harnesses)
+        sfloor = io_floor(shared, work / "floor-shared", a.variants)
+        dt, _ = run_cli(["augment", str(shared), "--out", str(work / "out-shared"), "--variants", str(a.variants)])
+        results["shared_harnesses"] = {"harnesses": a.harnesses, "floor_seconds": round(sfloor, 2),
+                                       "seconds": round(dt, 2), "records_per_s": round(a.records / dt, 1),
+                                       "variants_per_s": round(rows / dt, 1), "x_floor": round(dt / sfloor, 2)}
+        print(f"default recipe, {a.harnesses} shared harnesses: {dt:7.2f}s  {a.records / dt:7.0f} records/s  "
+              f"{rows / dt:7.0f} variants/s  {dt / sfloor:5.2f}x its floor ({sfloor:.2f}s)")
     results["workers"] = {}
     for w in (1, 2):
         dt, _ = run_cli(["augment", str(inp), "--out", str(work / f"out-w{w}"), "--variants", str(a.variants),
