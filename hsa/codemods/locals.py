@@ -18,6 +18,11 @@ Never renamed (each with the reason it is refused):
   ``eval``/``exec`` or uses ``globals()`` (then: the whole module);
 - a name shown by a self-documenting f-string (``f"{x=}"`` prints the name);
 - a name with any occurrence that the scope analysis does not resolve to the unit.
+
+Cost: the analysis of a source (scopes, one collecting walk, one codegen that notes
+where each Name is) is done once and cached; units are then selected per
+(``module_helpers``, ``protect``), and a rename splices the new names in at the
+noted offsets, which gives the text a :class:`RenameLocals` pass would.
 """
 
 from __future__ import annotations
@@ -26,11 +31,16 @@ import builtins
 import dataclasses
 import keyword
 import random
+from contextlib import contextmanager
 from functools import lru_cache
+from itertools import accumulate
+from typing import Optional
 
 import libcst as cst
-from libcst.metadata import (ClassScope, ComprehensionScope, FunctionScope, GlobalScope, MetadataWrapper,
-                             ParentNodeProvider, ScopeProvider)
+from libcst.metadata import (BaseMetadataProvider, ClassScope, ComprehensionScope, ExpressionContextProvider,
+                             FunctionScope, GlobalScope, Scope, ScopeProvider)
+
+from hsa.codemods._cst import parse
 
 __all__ = ["LocalUnit", "local_units", "rename_locals", "RenameLocals", "fresh_name", "NAME_STYLES"]
 
@@ -47,173 +57,253 @@ class LocalUnit:
     kind: str  # "local" | "param" | "helper"
 
 
-class _Index:
-    """Scopes, their paths and every Name occurrence of a module, computed once."""
+class _Seen:
+    """What one traversal records for the unit analysis before scopes are known (filled by :class:`_Collect`)."""
+
+    def __init__(self) -> None:
+        self.identifiers: set[str] = set()
+        #: (node, node whose scope is the new scope, scope path) for functions, comprehensions and lambdas
+        self.scope_sites: list[tuple[cst.CSTNode, cst.CSTNode, str]] = []
+        #: ids of Names that are no variable occurrence: ``x.attr``, ``f(kw=...)``, import aliases, global/nonlocal
+        self.not_variables: set[int] = set()
+        #: id(call.func) -> call: "is this access the callee of a direct call?"
+        self.calls: dict[int, cst.Call] = {}
+        self.dynamic_calls: list[cst.Call] = []
+        self.uses_globals = False
+        self.declarations: list[tuple[cst.CSTNode, list[str]]] = []
+        self.self_documenting: set[int] = set()
+        self.strings: list[cst.SimpleString] = []
+        self.fstring_texts: list[str] = []
+
+
+class _Collect(cst.CSTVisitor):
+    """One traversal that fills a :class:`_Seen`; everything that needs scopes is looked up afterwards.
+
+    It replaces ``ParentNodeProvider`` and the separate visitor passes of scope paths,
+    ``locals()``/``eval`` calls, ``global``/``nonlocal``, self-documenting f-strings,
+    strings and identifiers (each a full LibCST walk, the dominant cost).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = _Seen()
+        self.stack: list[str] = []
+        self.counters: list[int] = [0]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.append(node.name.value)
+        self.seen.scope_sites.append((node, node.body, ".".join(self.stack)))
+        self.counters.append(0)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+        self.counters.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+        self.counters.append(0)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.stack.pop()
+        self.counters.pop()
+
+    def _nested(self, node: cst.CSTNode, body: cst.CSTNode, kind: str) -> None:
+        self.counters[-1] += 1
+        self.seen.scope_sites.append((node, body, ".".join(self.stack + [f"<{kind}{self.counters[-1]}>"])))
+
+    def visit_ListComp(self, node) -> None:
+        self._nested(node, node.elt, "comp")
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._nested(node, node.key, "comp")
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self._nested(node, node.body, "lambda")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.seen.identifiers.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.seen.not_variables.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.seen.not_variables.add(id(node.keyword))
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if isinstance(node.name, cst.Name):
+            self.seen.not_variables.add(id(node.name))
+
+    def visit_NameItem(self, node: cst.NameItem) -> None:
+        self.seen.not_variables.add(id(node.name))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.seen.calls[id(node.func)] = node
+        if isinstance(node.func, cst.Name):
+            if node.func.value == "globals":
+                self.seen.uses_globals = True
+            elif node.func.value in _DYNAMIC_FUNCS and (node.func.value in ("eval", "exec") or not node.args):
+                self.seen.dynamic_calls.append(node)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.seen.declarations.append((node, [n.name.value for n in node.names]))
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.seen.declarations.append((node, [n.name.value for n in node.names]))
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if node.equal is not None:
+            self.seen.self_documenting.update(_name_ids(node.expression))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.seen.strings.append(node)
+
+    def visit_FormattedStringText(self, node: cst.FormattedStringText) -> None:
+        self.seen.fstring_texts.append(node.value)
+
+
+def _name_ids(node: cst.CSTNode) -> set[int]:
+    out: set[int] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            out.add(id(n))
+
+    node.visit(V())
+    return out
+
+
+class _Scopes(BaseMetadataProvider[Optional[Scope]]):
+    """The mapping ``ScopeProvider`` gives (node -> scope), computed without a ``MetadataWrapper``.
+
+    Resolving ``ScopeProvider`` through a wrapper costs two extra full walks: both it and
+    its dependency ``ExpressionContextProvider`` are batchable providers whose only
+    method is ``visit_Module`` (each runs its own visitor), so the batched walk, and
+    the ``inspect.getmembers`` of every batched visitor, are pure overhead here. This
+    runs the two ``visit_Module`` directly; ``scopes`` is the same mapping in the same order.
+    """
+
+    METADATA_DEPENDENCIES = (ExpressionContextProvider,)
 
     def __init__(self, module: cst.Module):
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.scopes = self.wrapper.resolve(ScopeProvider)
-        self.parents = self.wrapper.resolve(ParentNodeProvider)
-        self.module = module
+        super().__init__()
+        self._contexts = ExpressionContextProvider()
+        self._contexts.visit_Module(module)
+        ScopeProvider.visit_Module(self, module)  # type: ignore[arg-type] - ScopeVisitor(self) needs get/set_metadata
+        self.scopes: dict[cst.CSTNode, Optional[Scope]] = dict(self._computed)
+
+    def get_metadata(self, key, node, *default):
+        if key is ExpressionContextProvider:
+            return self._contexts.get_metadata(key, node, *default)
+        return super().get_metadata(key, node, *default)
+
+
+def _name_offsets(module: cst.Module) -> tuple[str, dict[int, list[int]]]:
+    """The module's code and, for each Name node (by id), the character offsets of its value in it.
+
+    One codegen pass whose state notes where each Name's value token goes (a Name emits
+    its parentheses, then its value inside ``record_syntactic_position``). The codegen
+    state is not public LibCST API: without it the offsets are empty and renames fall
+    back to a :class:`RenameLocals` pass (see :class:`_Units`).
+    """
+    try:
+        from libcst._nodes.internal import CodegenState
+    except ImportError:  # pragma: no cover - another LibCST layout
+        return module.code, {}
+
+    class NameSpots(CodegenState):
+        def __init__(self):
+            super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+            self.spots: dict[int, list[int]] = {}
+
+        @contextmanager
+        def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+            if type(node) is cst.Name:
+                self.spots.setdefault(id(node), []).append(len(self.tokens))
+            yield
+
+    state = NameSpots()
+    module._codegen(state)
+    ends = list(accumulate(map(len, state.tokens), initial=0))
+    return "".join(state.tokens), {i: [ends[k] for k in ks] for i, ks in state.spots.items()}
+
+
+class _Analysis:
+    """Everything about a source that does not depend on ``module_helpers``/``protect``, computed once.
+
+    Holds the parsed module (shared with the other codemods through :func:`hsa.codemods._cst.parse`),
+    its scopes, what :class:`_Collect` saw, the module's code and the character offset of
+    every Name node in it (for renames as splices).
+    """
+
+    def __init__(self, source: str):
+        self.module = parse(source)
+        self.scopes = _Scopes(self.module).scopes
+        collect = _Collect()
+        self.module.visit(collect)
+        seen = self.seen = collect.seen
+        self.identifiers = frozenset(seen.identifiers)
         self.paths: dict[int, str] = {}
         self.scope_node: dict[int, cst.CSTNode] = {}
-        self._name_scopes()
-
-    def _name_scopes(self) -> None:
-        index = self
-        counters: list[int] = [0]
-        stack: list[str] = []
-
-        def scope_of(node):
-            try:
-                return index.scopes[node]
-            except KeyError:
-                return None
-
-        class V(cst.CSTVisitor):
-            def visit_FunctionDef(self, node):
-                stack.append(node.name.value)
-                sc = scope_of(node.body)
-                if sc is not None:
-                    index.paths[id(sc)] = ".".join(stack)
-                    index.scope_node[id(sc)] = node
-                counters.append(0)
-
-            def leave_FunctionDef(self, node):
-                stack.pop()
-                counters.pop()
-
-            def visit_ClassDef(self, node):
-                stack.append(node.name.value)
-                counters.append(0)
-
-            def leave_ClassDef(self, node):
-                stack.pop()
-                counters.pop()
-
-            def _comp(self, node, body):
-                counters[-1] += 1
-                name = f"<comp{counters[-1]}>"
-                sc = scope_of(body)
-                if sc is not None:
-                    index.paths[id(sc)] = ".".join(stack + [name])
-                    index.scope_node[id(sc)] = node
-
-            def visit_ListComp(self, node):
-                self._comp(node, node.elt)
-
-            visit_SetComp = visit_GeneratorExp = visit_ListComp
-
-            def visit_DictComp(self, node):
-                self._comp(node, node.key)
-
-            def visit_Lambda(self, node):
-                counters[-1] += 1
-                sc = scope_of(node.body)
-                if sc is not None:
-                    index.paths[id(sc)] = ".".join(stack + [f"<lambda{counters[-1]}>"])
-                    index.scope_node[id(sc)] = node
-
-        self.module.visit(V())
+        for node, body, path in seen.scope_sites:
+            sc = self.scopes.get(body)
+            if sc is not None:
+                self.paths[id(sc)] = path
+                self.scope_node[id(sc)] = node
+        self.dynamic: set[int] = set()
+        self.uses_globals = seen.uses_globals
+        for call in seen.dynamic_calls:
+            sc = self.scopes.get(call)
+            while sc is not None and not isinstance(sc, GlobalScope):
+                self.dynamic.add(id(sc))
+                sc = sc.parent
+            if call.func.value in ("eval", "exec"):
+                self.uses_globals = True
+        self.declared: set[tuple[int, str]] = set()
+        for node, names in seen.declarations:
+            sc = self.scopes.get(node)
+            while sc is not None and not isinstance(sc, GlobalScope):
+                for n in names:
+                    self.declared.add((id(sc), n))
+                sc = sc.parent
+            for n in names:
+                self.declared.add((-1, n))  # a module-level name written from a function
+        self.exported = _all_names(self.module)
+        self._strings: set[str] | None = None
+        self.occurrences: dict[str, list] = {}
+        for node, scope in self.scopes.items():
+            if isinstance(node, cst.Name):
+                self.occurrences.setdefault(node.value, []).append((node, scope))
+        self.code, self.offsets = _name_offsets(self.module)
 
     def path(self, scope) -> str:
         if isinstance(scope, GlobalScope):
             return "<module>"
         return self.paths.get(id(scope), "?")
 
-
-def _identifiers(module: cst.Module) -> set[str]:
-    names: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, node):
-            names.add(node.value)
-
-    module.visit(V())
-    return names
-
-
-def _strings(module: cst.Module) -> set[str]:
-    out: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleString(self, node):
-            try:
-                value = node.evaluated_value
-            except Exception:  # noqa: BLE001
-                return
-            if isinstance(value, str):
-                out.update(value.replace(",", " ").replace("'", " ").replace('"', " ").split())
-
-        def visit_FormattedStringText(self, node):
-            out.update(node.value.split())
-
-    module.visit(V())
-    return out
+    @property
+    def strings(self) -> set[str]:
+        """The words of every string of the module (a name mentioned there may be looked up with getattr)."""
+        if self._strings is None:
+            out: set[str] = set()
+            for node in self.seen.strings:
+                try:
+                    value = node.evaluated_value
+                except Exception:  # noqa: BLE001
+                    continue
+                if isinstance(value, str):
+                    out.update(value.replace(",", " ").replace("'", " ").replace('"', " ").split())
+            for text in self.seen.fstring_texts:
+                out.update(text.split())
+            self._strings = out
+        return self._strings
 
 
-def _dynamic_scopes(module: cst.Module, index: _Index) -> tuple[set[int], bool]:
-    """Scopes (ids) whose names may be read by name at run time, and whether globals() is used."""
-    out: set[int] = set()
-    uses_globals = [False]
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, node):
-            if isinstance(node.func, cst.Name):
-                if node.func.value == "globals":
-                    uses_globals[0] = True
-                elif node.func.value in _DYNAMIC_FUNCS and (node.func.value in ("eval", "exec")
-                                                             or not node.args):
-                    sc = index.scopes.get(node)
-                    while sc is not None and not isinstance(sc, GlobalScope):
-                        out.add(id(sc))
-                        sc = sc.parent
-                    if node.func.value in ("eval", "exec"):
-                        uses_globals[0] = True
-
-    module.visit(V())
-    return out, uses_globals[0]
-
-
-def _declared(module: cst.Module, index: _Index) -> set[tuple[int, str]]:
-    """(scope id, name) pairs declared global or nonlocal, in that scope and every enclosing function scope."""
-    out: set[tuple[int, str]] = set()
-
-    class V(cst.CSTVisitor):
-        def _decl(self, node, names):
-            sc = index.scopes.get(node)
-            while sc is not None and not isinstance(sc, GlobalScope):
-                for n in names:
-                    out.add((id(sc), n))
-                sc = sc.parent
-            for n in names:
-                out.add((-1, n))  # a module-level name written from a function
-
-        def visit_Global(self, node):
-            self._decl(node, [n.name.value for n in node.names])
-
-        def visit_Nonlocal(self, node):
-            self._decl(node, [n.name.value for n in node.names])
-
-    module.visit(V())
-    return out
-
-
-def _self_documenting(module: cst.Module) -> set[int]:
-    """Ids of Name nodes inside ``f"{x=}"`` expressions."""
-    out: set[int] = set()
-
-    class Inner(cst.CSTVisitor):
-        def visit_Name(self, node):
-            out.add(id(node))
-
-    class V(cst.CSTVisitor):
-        def visit_FormattedStringExpression(self, node):
-            if node.equal is not None:
-                node.expression.visit(Inner())
-
-    module.visit(V())
-    return out
+@lru_cache(maxsize=64)
+def _analysis(source: str) -> _Analysis:
+    return _Analysis(source)
 
 
 def _all_names(module: cst.Module) -> set[str]:
@@ -244,30 +334,47 @@ def _walk_strings(node: cst.CSTNode) -> list[str]:
 
 
 class _Units:
+    """The units of one source for one (``module_helpers``, ``protect``), light enough to cache many.
+
+    ``units`` maps a key to the unit and the ``(offset, length)`` of each of its Name
+    nodes in ``code``; ``nodes`` keeps the nodes only when a splice is not possible
+    (a Name not met exactly once by codegen), then :class:`RenameLocals` is used.
+    """
+
     def __init__(self, source: str, module_helpers: bool, protect: frozenset[str]):
-        self.module = cst.parse_module(source)
-        self.index = _Index(self.module)
+        a = _analysis(source)
         self.refused: dict[str, str] = {}
-        self.units: dict[str, tuple[LocalUnit, list[cst.Name]]] = {}
         self.module_helpers = module_helpers
         self.protect = protect
-        self.occurrences: dict[str, list] = {}
-        for node, scope in self.index.scopes.items():
-            if isinstance(node, cst.Name):
-                self.occurrences.setdefault(node.value, []).append((node, scope))
-        self._compute()
+        found = self._compute(a)
+        self.code = source if a.code == source else a.code  # the cache key's string, not a copy, when equal
+        self.identifiers = a.identifiers
+        self.units: dict[str, tuple[LocalUnit, tuple[tuple[int, int], ...]]] = {}
+        self.module: cst.Module | None = None
+        self.nodes: dict[str, list[cst.Name]] = {}
+        for key, (unit, nodes) in found.items():
+            spans = []
+            for n in nodes:
+                offs = a.offsets.get(id(n), ())
+                if len(offs) != 1 or a.code[offs[0]:offs[0] + len(n.value)] != n.value:
+                    self.module = a.module
+                    break
+                spans.append((offs[0], len(n.value)))
+            self.units[key] = (unit, tuple(spans))
+            self.nodes[key] = nodes
+        if self.module is None:
+            self.nodes = {}
 
     def _refuse(self, key: str, reason: str) -> None:
         self.refused.setdefault(key, reason)
 
-    def _compute(self) -> None:
-        idx = self.index
+    def _compute(self, idx: _Analysis) -> dict[str, tuple[LocalUnit, list[cst.Name]]]:
+        units: dict[str, tuple[LocalUnit, list[cst.Name]]] = {}
         scopes = {id(s): s for s in idx.scopes.values() if s is not None}
-        dynamic, uses_globals = _dynamic_scopes(self.module, idx)
-        declared = _declared(self.module, idx)
-        self_doc = _self_documenting(self.module)
-        exported = _all_names(self.module)
-        strings = _strings(self.module)
+        dynamic, uses_globals = idx.dynamic, idx.uses_globals
+        declared = idx.declared
+        self_doc = idx.seen.self_documenting
+        exported = idx.exported
         # every access of a name, by scope, to cross-check the resolution
         for sc in scopes.values():
             if isinstance(sc, ClassScope):
@@ -292,7 +399,7 @@ class _Units:
                     reason = "dunder name"
                 elif isinstance(sc, GlobalScope) and not (self.module_helpers and name.startswith("_")):
                     reason = "module-level name (public interface)"
-                elif isinstance(sc, GlobalScope) and (name in exported or name in strings):
+                elif isinstance(sc, GlobalScope) and (name in exported or name in idx.strings):
                     reason = "named in __all__ or in a string"
                 for a in assigns:
                     if reason:
@@ -302,7 +409,7 @@ class _Units:
                         nodes.append(node)
                     elif isinstance(node, cst.Param):
                         fn = idx.scope_node.get(id(sc))
-                        ok, why = self._param_ok(sc, fn)
+                        ok, why = self._param_ok(idx, sc, fn)
                         if not ok:
                             reason = why
                         else:
@@ -331,7 +438,7 @@ class _Units:
                         if reason:
                             break
                 if reason is None:
-                    missing = self._unresolved(sc, name, {id(n) for n in nodes})
+                    missing = self._unresolved(idx, sc, name, {id(n) for n in nodes})
                     if missing:
                         reason = missing
                 if reason is None and any(id(n) in self_doc for n in nodes):
@@ -342,10 +449,11 @@ class _Units:
                     self._refuse(key, reason)
                     continue
                 unique = list({id(n): n for n in nodes}.values())
-                self.units[key] = (LocalUnit(key, name, path, unit_kind), unique)
+                units[key] = (LocalUnit(key, name, path, unit_kind), unique)
+        return units
 
-    def _param_ok(self, sc, fn) -> tuple[bool, str]:
-        idx = self.index
+    @staticmethod
+    def _param_ok(idx: _Analysis, sc, fn) -> tuple[bool, str]:
         if not isinstance(fn, cst.FunctionDef):
             return False, "parameter of a lambda"
         parent_scope = sc.parent
@@ -358,25 +466,19 @@ class _Units:
         for a in parent_scope.assignments:
             if a.name == fn.name.value and a.node is fn:
                 for ref in a.references:
-                    parent = idx.parents.get(ref.node)
-                    if not (isinstance(parent, cst.Call) and parent.func is ref.node
-                            and all(arg.keyword is None and not arg.star for arg in parent.args)):
+                    call = idx.seen.calls.get(id(ref.node))  # the call whose callee is this access, if any
+                    if not (call is not None
+                            and all(arg.keyword is None and not arg.star for arg in call.args)):
                         return False, "the function is used other than by direct positional calls"
                 break
         return True, ""
 
-    def _unresolved(self, sc, name: str, nodes: set[int]) -> str | None:
+    @staticmethod
+    def _unresolved(idx: _Analysis, sc, name: str, nodes: set[int]) -> str | None:
         """An occurrence of ``name`` in ``sc`` (or a nested scope resolving to it) that is not in ``nodes``."""
-        idx = self.index
-        for node, node_scope in self.occurrences.get(name, ()):
-            if id(node) in nodes:
-                continue
-            parent = idx.parents.get(node)
-            if isinstance(parent, cst.Attribute) and parent.attr is node:
-                continue
-            if isinstance(parent, cst.Arg) and parent.keyword is node:
-                continue
-            if isinstance(parent, (cst.ImportAlias, cst.NameItem)):
+        not_variables = idx.seen.not_variables
+        for node, node_scope in idx.occurrences.get(name, ()):
+            if id(node) in nodes or id(node) in not_variables:
                 continue
             s = node_scope
             # walk outwards until the scope that binds the name
@@ -424,11 +526,16 @@ def rename_locals(source: str, renames: dict[str, str], *, module_helpers: bool 
 
     Raises ``ValueError`` naming the unit when a key is not a renameable unit of
     ``source`` or a new name is not fresh.
+
+    The text is the module's code with the new names spliced in at the offsets of the
+    units' Name nodes (found once per source), which is what a :class:`RenameLocals`
+    pass and codegen give, without walking the tree per call.
     """
     if not renames:
         return source
     u = _units(source, module_helpers, frozenset(protect))
-    taken = _identifiers(u.module) | set(dir(builtins))
+    taken = u.identifiers | set(dir(builtins))
+    edits: dict[int, tuple[int, str]] = {}
     by_id: dict[int, str] = {}
     seen: set[str] = set()
     for key, new in renames.items():
@@ -436,15 +543,29 @@ def rename_locals(source: str, renames: dict[str, str], *, module_helpers: bool 
             why = u.refused.get(key, "no such unit")
             raise ValueError(f"hook.rename_locals: {key!r} cannot be renamed ({why}); "
                              f"renameable: {sorted(u.units)[:10]}")
-        unit, nodes = u.units[key]
+        unit, spans = u.units[key]
         if not new.isidentifier() or keyword.iskeyword(new) or new in taken or new in seen:
             raise ValueError(f"hook.rename_locals: new name {new!r} for {key!r} is not a fresh identifier")
         if unit.scope == "<module>" and not new.startswith("_"):
             raise ValueError(f"hook.rename_locals: {key!r} is a private helper; its new name must start with '_'")
         seen.add(new)
-        for n in nodes:
-            by_id[id(n)] = new
-    return u.module.visit(RenameLocals(by_id)).code
+        if u.module is not None:
+            for n in u.nodes[key]:
+                by_id[id(n)] = new
+        for offset, length in spans:
+            edits[offset] = (length, new)
+    if u.module is not None:
+        return u.module.visit(RenameLocals(by_id)).code
+    code = u.code
+    out: list[str] = []
+    last = 0
+    for offset in sorted(edits):
+        length, new = edits[offset]
+        out.append(code[last:offset])
+        out.append(new)
+        last = offset + length
+    out.append(code[last:])
+    return "".join(out)
 
 
 #: How new names are drawn: each takes the old name's words and returns a candidate.
@@ -486,8 +607,13 @@ def fresh_name(old: str, rng: random.Random, taken: set[str]) -> str:
 
 
 def identifiers_of(source: str) -> set[str]:
-    """Every identifier of ``source`` (what a fresh name must avoid)."""
-    return _identifiers(cst.parse_module(source))
+    """Every identifier of ``source`` (what a fresh name must avoid); a new set each call."""
+    return set(_identifiers_of(source))
+
+
+@lru_cache(maxsize=1024)
+def _identifiers_of(source: str) -> frozenset[str]:
+    return _analysis(source).identifiers
 
 
 __all__ += ["identifiers_of"]
