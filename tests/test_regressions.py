@@ -264,3 +264,24 @@ def test_injected_message_in_text_parts_follows_a_parameter_rename():
     assert report.ok, report.format()
     out = tool.ParamRename().apply(normalize(raw), params)
     assert out["messages"][3]["content"] == [{"type": "text", "text": "get needs bIeTe."}]
+
+
+def test_match_sequence_patterns_are_analysed():
+    """A hook with ``case [first, *rest]:`` is analysed (it crashed with AttributeError) and its renames sync."""
+    from hsa.codemods.analysis import analyze
+    from hsa.codemods.sync import sync_source
+    from hsa.codemods.sync import Harness
+
+    source = ('def check(payload):\n'
+              '    match payload.get("tool_name"), payload.get("tool_input"):\n'
+              '        case ["lookup", *rest]:\n'
+              '            return {"decision": "block", "message": "lookup is off"}\n'
+              '        case [first, *rest]:\n'
+              '            return {"decision": "allow"}\n'
+              '    return {"decision": "allow"}\n')
+    an = analyze(source, "check")
+    assert an.error is None
+    h = Harness(tools=("lookup", "other"), skills=(), skill_tool=("load_skill", "skill"))
+    new, refusal = sync_source(source, "check", {"op": "tools", "map": {"lookup": "find_item", "other": "other"}}, h)
+    # the tuple subject mixes the tool name with the input: refusing is the sound answer, crashing was not
+    assert (refusal is None and '"find_item"' in new) or refusal.reason == "literal plays conflicting roles"

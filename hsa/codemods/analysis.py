@@ -1418,8 +1418,8 @@ class _Interp:
                 if isinstance(el, cst.MatchStar):
                     if el.name is not None:
                         env.vars[el.name.value] = frozenset({("coll", -1, self.elements(subject))})
-                else:
-                    self.pattern(el.pattern, self.elements(subject), env, case)
+                else:  # a MatchSequenceElement: its pattern is ``value``
+                    self.pattern(el.value, self.elements(subject), env, case)
             return None
         if isinstance(pat, cst.MatchSingleton):
             return None
