@@ -243,19 +243,21 @@ def _map_strings(value: Any, table: dict[str, str]) -> Any:
     return value
 
 
-def map_payload(payload: dict, step: dict) -> dict:
+def map_payload(payload: dict, step: dict, *, table: dict[str, str] | None = None) -> dict:
     """``payload`` carried through one mapping step (a new dict; the input is not changed).
 
     ``tool_name``/``tool_input`` follow the step like a tool call; for tool and skill
     renames every other top-level string (and list of strings) follows the text
     renames, so a skill list or a reply that names a tool reads as in the variant.
+    ``table`` is ``text_map(step)`` when the caller has it already (many payloads, one step).
     """
     out = dict(payload)
     if isinstance(out.get("tool_name"), str) and isinstance(out.get("tool_input"), dict):
         call = _step_apply(step, {"name": out["tool_name"], "arguments": out["tool_input"]}, True)
         out["tool_name"], out["tool_input"] = call["name"], call["arguments"]
     if step.get("op") in ("tools", "skills"):
-        table = text_map(step)
+        if table is None:
+            table = text_map(step)
         for key, value in list(out.items()):
             if key in _TEXT_SKIP_KEYS:
                 continue
@@ -266,14 +268,16 @@ def map_payload(payload: dict, step: dict) -> dict:
     return out
 
 
-def map_output(output: Any, step: dict, tool_name: str | None) -> Any:
+def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[str, str] | None = None) -> Any:
     """A hook's raw output carried through one mapping step.
 
     Strings follow :func:`text_map` (dict keys are structure and stay); a rewritten
     tool input (``updatedInput``/``updated_input``, at any depth) follows the step as
     the arguments of a call of ``tool_name`` (the payload's tool, before the step).
+    ``table`` is ``text_map(step)`` when the caller has it already.
     """
-    table = text_map(step)
+    if table is None:
+        table = text_map(step)
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):

@@ -2,7 +2,8 @@
 
 The sandbox is one long-lived Python interpreter per hsa process that runs hook
 calls sent over a pipe, one JSON line each, so thousands of calls share one
-interpreter. Limits and isolation:
+interpreter. A batch of calls is pipelined (requests are written while answers are
+read), so it costs about one round trip, not one per call. Limits and isolation:
 
 - a per-call wall-clock limit (``SIGALRM`` in the worker, and the parent kills the
   worker when an answer is late, e.g. a regular expression stuck in C code);
@@ -25,7 +26,9 @@ record with the reason.
 
 Results are cached per (hook source, entry, matcher, payload): every record that
 shares a harness shares the source side of the check, and identical variant hooks
-share the rest.
+share the rest. Within one check, each distinct payload and each distinct output is
+carried through the variant's mapping once (:class:`_Carrier`), and the payloads
+generated from a source are made once for all its variants.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from functools import lru_cache
 from collections.abc import Sequence
 from typing import Any
@@ -287,6 +290,7 @@ class Sandbox:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=self.home, env=env, close_fds=True,
                                      preexec_fn=lambda: _limits(self.memory_mb))
+        os.set_blocking(self.proc.stdin.fileno(), False)  # requests are written as the pipe takes them
         self.loaded = set()
         self.starts += 1
 
@@ -327,79 +331,144 @@ class Sandbox:
 
         An outcome is ``{"ok": True, "value": ...}`` or ``{"ok": False, "error": ..., "detail": ...}``,
         with ``"limit": True`` when the sandbox stopped the hook.
+
+        Calls are pipelined: requests are written while earlier answers are read, so a batch
+        costs about one round trip instead of one per call. The worker still runs them one
+        at a time, in order, each with its own limits and fresh namespace; when a call stops
+        the worker (a limit or a crash), the calls after it go to a fresh worker, as they
+        would one by one.
         """
-        out = []
+        out: list[dict | None] = [None] * len(calls)
         t0 = time.perf_counter()
-        for call in calls:
-            out.append(self._one(call))
+        i, retried = 0, -1
+        while i < len(calls):
+            i, unsent = self._pipeline(calls, i, out)
+            if unsent:  # the worker was gone before it could read call i: one retry in a fresh worker
+                if retried == i:
+                    out[i] = {"ok": False, "error": "crash", "detail": "the sandbox worker could not be started",
+                              "limit": True}
+                    i += 1
+                else:
+                    retried = i
         self.seconds += time.perf_counter() - t0
         self.calls += len(calls)
-        return out
+        return out  # type: ignore[return-value]
 
-    def _one(self, call: dict) -> dict:
-        for attempt in range(2):
-            if self.proc is None or self.proc.poll() is not None:
-                if self.proc is not None:
-                    self._restart()
-                self._start()
-            key = _hook_key(call["source"], call["entry"], call["style"])
-            req: dict[str, Any] = {"k": key, "p": call["payload"]}
-            if key not in self.loaded:
-                req.update(src=call["source"], entry=call["entry"], style=call["style"])
-            try:
-                self.proc.stdin.write(json.dumps(req, ensure_ascii=False).encode("utf-8") + b"\n")
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self._restart()
-                if attempt == 0:
-                    continue
-                return {"ok": False, "error": "crash", "detail": "the sandbox worker could not be started",
-                        "limit": True}
+    def _request(self, call: dict) -> bytes:
+        """One request line; the hook's source travels only the first time this worker sees it."""
+        key = _hook_key(call["source"], call["entry"], call["style"])
+        req: dict[str, Any] = {"k": key, "p": call["payload"]}
+        if key not in self.loaded:
+            req.update(src=call["source"], entry=call["entry"], style=call["style"])
             self.loaded.add(key)
-            line = self._read_line(self.time_limit + max(1.0, self.time_limit))
-            if line is None:
+        return _request_line(req)
+
+    def _pipeline(self, calls: Sequence[dict], start: int, out: list) -> tuple[int, bool]:
+        """Send ``calls[start:]`` to one worker and fill ``out`` in order until every call is answered
+        or the worker must be replaced; returns the first call without an outcome and whether that
+        call's request could not be written (the worker was gone before it)."""
+        if self.proc is None or self.proc.poll() is not None:
+            if self.proc is not None:
                 self._restart()
-                return {"ok": False, "error": "timeout", "detail": f"no answer within {self.time_limit:g} s",
-                        "limit": True}
-            if line == b"":
+            self._start()
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
+        n = len(calls)
+        wait = self.time_limit + max(1.0, self.time_limit)
+        pending = bytearray()  # encoded requests not yet written
+        ends: deque[int] = deque()  # stream offset where each queued request ends, in call order
+        queued = written = 0
+        nxt = start  # next call to encode
+        sent = start  # calls [start, sent) are fully written
+        broken = False
+        answered = start
+        buf = b""
+        deadline = time.monotonic() + wait
+        while answered < n:
+            while nxt < n and len(pending) < _PIPE_AHEAD and not broken:
+                line = self._request(calls[nxt])
+                pending += line
+                queued += len(line)
+                ends.append(queued)
+                nxt += 1
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._restart()
+                out[answered] = {"ok": False, "error": "timeout", "detail": f"no answer within {self.time_limit:g} s",
+                                 "limit": True}
+                return answered + 1, False
+            readable, writable, _ = select.select([rfd], [wfd] if pending and not broken else [], [], left)
+            if writable:
                 try:
-                    code = self.proc.wait(timeout=2) if self.proc is not None else None
+                    k = os.write(wfd, pending)
+                except BlockingIOError:
+                    k = 0
+                except OSError:  # BrokenPipeError: the worker is gone; its end of file tells why
+                    broken, k = True, 0
+                if k:
+                    del pending[:k]
+                    written += k
+                    while ends and ends[0] <= written:
+                        ends.popleft()
+                        sent += 1
+            if not readable:
+                continue
+            chunk = os.read(rfd, 1 << 16)
+            if not chunk:  # the worker died
+                if broken and sent <= answered:
+                    self._restart()
+                    return answered, True
+                try:
+                    code = proc.wait(timeout=2)
                 except subprocess.TimeoutExpired:
                     code = None
                 self._restart()
                 if code is not None and code < 0 and -code == 24:
-                    return {"ok": False, "error": "cpu limit", "detail": "stopped by RLIMIT_CPU", "limit": True}
-                return {"ok": False, "error": "crash", "detail": f"the worker died (exit status {code})",
-                        "limit": True}
-            resp = json.loads(line)
-            if resp.get("lim"):
-                if resp["e"] in ("memory limit", "cpu limit"):
-                    self._restart()
-                return {"ok": False, "error": resp["e"], "detail": resp.get("d", ""), "limit": True}
-            if resp["ok"]:
-                return {"ok": True, "value": resp["v"]}
-            return {"ok": False, "error": resp["e"], "detail": resp.get("d", "")}
-        return {"ok": False, "error": "crash", "detail": "the sandbox worker keeps dying", "limit": True}
+                    out[answered] = {"ok": False, "error": "cpu limit", "detail": "stopped by RLIMIT_CPU",
+                                     "limit": True}
+                else:
+                    out[answered] = {"ok": False, "error": "crash", "detail": f"the worker died (exit status {code})",
+                                     "limit": True}
+                return answered + 1, False
+            *lines, buf = (buf + chunk).split(b"\n")
+            for line in lines:
+                resp = json.loads(line)
+                if resp.get("lim"):
+                    out[answered] = {"ok": False, "error": resp["e"], "detail": resp.get("d", ""), "limit": True}
+                    answered += 1
+                    if resp["e"] in ("memory limit", "cpu limit"):  # the worker exits after these
+                        self._restart()
+                        return answered, False
+                elif resp["ok"]:
+                    out[answered] = {"ok": True, "value": resp["v"]}
+                    answered += 1
+                else:
+                    out[answered] = {"ok": False, "error": resp["e"], "detail": resp.get("d", "")}
+                    answered += 1
+                deadline = time.monotonic() + wait
+        return answered, False
 
-    def _read_line(self, timeout: float) -> bytes | None:
-        """One line from the worker, b"" when it died, None when it is late."""
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                return None
-            chunk = fd.readline()
-            if not chunk:
-                return b"" if not buf else buf
-            buf += chunk
-            if buf.endswith(b"\n"):
-                return buf
+
+_PIPE_AHEAD = 1 << 16  # bytes of requests encoded ahead of the worker
+
+
+def _request_line(req: dict) -> bytes:
+    """``req`` as one JSON line; the worker reads it with ``json.loads``.
+
+    orjson when its bytes decode to the same value: it writes NaN and infinities as
+    ``null`` and refuses ints beyond 64 bits, so those requests (and any with a ``null``)
+    take the standard library path.
+    """
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(req)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in data:
+                return data + b"\n"
+    return json.dumps(req, ensure_ascii=False).encode("utf-8") + b"\n"
 
 
 @lru_cache(maxsize=8192)
@@ -409,14 +478,17 @@ def _hook_key(source: str, entry: str | None, style: str) -> str:
 
 try:
     import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
 
+if _orjson is not None:
     def _key(obj: Any) -> bytes:
         """A canonical cache key for a JSON value (sorted keys; fast)."""
         try:
             return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
         except TypeError:  # ints beyond 64 bits
             return _json.canonical(obj).encode()
-except ImportError:  # pragma: no cover
+else:  # pragma: no cover
     def _key(obj: Any) -> bytes:
         return _json.canonical(obj).encode()
 
@@ -498,9 +570,15 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
     keys: list[tuple[str, bytes]] = []
     pending: dict[tuple[str, bytes], int] = {}  # the same call twice in one batch runs once
     dupes: list[tuple[int, int]] = []
+    hooks: dict[int, tuple] = {}  # id(hook) -> entry, style, key: the items hold the hooks, so ids stay unique
     for i, (hook, payload) in enumerate(items):
         _STATS["calls"] += 1
-        entry, style = entry_of(hook), hook_style(hook)
+        known = hooks.get(id(hook))
+        if known is None:
+            entry, style = entry_of(hook), hook_style(hook)
+            known = hooks[id(hook)] = (entry, style, None if entry is None else
+                                       _hook_key(hook.get("source", ""), entry, style))
+        entry, style, hook_key = known
         if not _matches(hook, payload):
             out[i] = {"ok": True, "value": {"exit_code": 0, "stdout": "", "stderr": ""} if style == "script" else None,
                       "matched": False}
@@ -509,7 +587,7 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
             out[i] = {"ok": False, "error": "no entry", "detail": "the hook has no entry and none can be inferred",
                       "limit": True}
             continue
-        key = (_hook_key(hook.get("source", ""), entry, style), _key(payload))
+        key = (hook_key, _key(payload))
         hit = _RESULTS.get(key)
         if hit is not None:
             _STATS["cache_hits"] += 1
@@ -561,18 +639,94 @@ def _mask_messages(value: Any) -> Any:
     return value
 
 
-def _expected(outcome: dict, steps: list[dict], payload: dict) -> dict:
-    from hsa.hooks_model import map_output, map_payload
+def _exact_key(obj: Any) -> bytes | str:
+    """A dict key for a JSON value that tells apart any two values that differ at all
+    (key order, ``1``/``1.0``/``True``, NaN/``None``), unlike :func:`_key`."""
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(obj)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in data:  # orjson writes NaN and infinities as null too
+                return data
+    return repr(obj)
 
-    if not outcome.get("ok"):
-        return {"ok": False, "error": outcome.get("error")}
-    value = outcome.get("value")
-    p = payload
-    for step in steps:
-        tool = p.get("tool_name") if isinstance(p, dict) else None
-        value = map_output(value, step, tool if isinstance(tool, str) else None)
-        p = map_payload(p, step)
-    return {"ok": True, "value": value}
+
+@lru_cache(maxsize=1)
+def _updated_marks() -> tuple[bytes, ...]:
+    from hsa.hooks_model import UPDATED_KEYS
+
+    return tuple(_orjson.dumps(k) for k in sorted(UPDATED_KEYS)) if _orjson is not None else ()
+
+
+class _Carrier:
+    """One variant's mapping steps, applied to many payloads and outputs.
+
+    Each step's text table is made once, and each distinct payload (and each distinct
+    output along the same tools) is carried through the steps once, however many hooks
+    read it: the memo keys are exact (:func:`_exact_key`), so a memo hit is a value that
+    the per-pair mapping would have produced too.
+    """
+
+    __slots__ = ("steps", "tables", "payloads", "outputs")
+
+    def __init__(self, steps: list[dict]):
+        from hsa.hooks_model import text_map
+
+        self.steps = steps
+        self.tables = [text_map(step) for step in steps]
+        self.payloads: dict[bytes | str, tuple[dict, tuple]] = {}
+        self.outputs: dict[tuple, dict] = {}
+
+    def payload(self, payload: dict) -> tuple[dict, tuple]:
+        """``payload`` after every step, and the tool it names before each step."""
+        from hsa.hooks_model import map_payload
+
+        key = _exact_key(payload)
+        hit = self.payloads.get(key)
+        if hit is not None:
+            return hit
+        p = payload
+        tool = p.get("tool_name")
+        if not (isinstance(tool, str) and isinstance(p.get("tool_input"), dict)):
+            # no tool call to carry: only the text of tool and skill renames changes, never tool_name or tool_input
+            for step, table in zip(self.steps, self.tables):
+                if step.get("op") in ("tools", "skills"):
+                    p = map_payload(p, step, table=table)
+            tools = (tool if isinstance(tool, str) else None,) * len(self.steps)
+        else:
+            names = []
+            for step, table in zip(self.steps, self.tables):
+                tool = p.get("tool_name")
+                names.append(tool if isinstance(tool, str) else None)
+                op = step.get("op")
+                if op == "opaque" or (op in ("params", "values") and not (
+                        isinstance(tool, str) and isinstance(p.get("tool_input"), dict) and tool == step["tool"])):
+                    continue  # map_payload would return an equal copy: a step for another tool changes no text
+                p = map_payload(p, step, table=table)
+            tools = tuple(names)
+        hit = self.payloads[key] = (p, tools)
+        return hit
+
+    def expected(self, outcome: dict, tools: tuple) -> dict:
+        """What the variant's hook must return: the source hook's ``outcome`` carried through the steps."""
+        from hsa.hooks_model import map_output
+
+        if not outcome.get("ok"):
+            return {"ok": False, "error": outcome.get("error")}
+        value = outcome.get("value")
+        if value is None or type(value) in (bool, int, float):  # map_output leaves these as they are
+            return {"ok": True, "value": value}
+        vkey = _exact_key(value)
+        # the tools matter only to a rewritten tool input (map_output's UPDATED_KEYS)
+        key = (vkey, tools if not isinstance(vkey, bytes) or any(m in vkey for m in _updated_marks()) else None)
+        hit = self.outputs.get(key)
+        if hit is None:
+            for step, table, tool in zip(self.steps, self.tables, tools):
+                value = map_output(value, step, tool, table=table)
+            hit = self.outputs[key] = {"ok": True, "value": value}
+        return hit
 
 
 def _observed(outcome: dict) -> dict:
@@ -586,6 +740,9 @@ def _short(value: Any, n: int = 160) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
+_SOURCE_KEYS = ("tools", "skills", "skill_tool", "messages", "hook_events", "hooks")
+
+
 def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloads: int = 96) -> list:
     """Invariant 7 for ``variant`` made from ``source`` (internal records): a list of :class:`hsa.verify.Violation`.
 
@@ -596,7 +753,8 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     must also be what its hooks return. A hook that times out, exceeds a limit or
     crashes rejects the variant. ``execute=False`` (``--no-exec-hooks``) checks nothing.
     Verdicts are cached by everything the check reads, so records that repeat a
-    harness, a trajectory and a mapping are checked once.
+    harness, a trajectory and a mapping are checked once; the generated payloads are
+    cached by the source's digest, so the variants of one record make them once.
     """
     from hsa.verify import Violation
 
@@ -609,15 +767,16 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     if len(src_hooks) != len(var_hooks):
         return [Violation("hooks", "hook count changed", f"source has {len(src_hooks)} hooks, variant {len(var_hooks)}")]
     steps = list(variant["mapping"][len(source["mapping"]):])
-    verdict_key = hashlib.sha256(_key([[source.get(k) for k in ("tools", "skills", "skill_tool", "messages",
-                                                                 "hook_events", "hooks")],
-                                       var_hooks, variant.get("hook_events"), steps,
-                                       variant.get("notes", [])[len(source["notes"]):], max_payloads])).digest()
+    source_part = _key([source.get(k) for k in _SOURCE_KEYS])  # a whole JSON value: the concatenation is unambiguous
+    verdict_key = hashlib.sha256(source_part + _key([var_hooks, variant.get("hook_events"), steps,
+                                                     variant.get("notes", [])[len(source["notes"]):],
+                                                     max_payloads])).digest()
     cached = _VERDICTS.get(verdict_key)
     if cached is not None:
         _STATS["verdict_hits"] += 1
         return list(cached)
-    out = _check_hooks(source, variant, src_hooks, var_hooks, steps, max_payloads)
+    out = _check_hooks(source, variant, src_hooks, var_hooks, steps, max_payloads,
+                       hashlib.sha256(source_part).digest())
     if not any(v.reason.startswith("hook ") and v.reason[5:] in LIMIT_ERRORS for v in out):
         _VERDICTS[verdict_key] = list(out)
         if len(_VERDICTS) > _VERDICTS_MAX:
@@ -625,30 +784,48 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     return out
 
 
+_PAYLOADS: OrderedDict[tuple, list[dict]] = OrderedDict()  # generated payloads, by source digest and hook
+_PAYLOADS_MAX = 256
+
+
+def _payloads_for(source: dict, hook: dict, source_digest: bytes, limit: int) -> list[dict]:
+    """``generated_payloads(source, hook, limit=limit)``, made once per source and hook (a private copy: read only)."""
+    from hsa.hooks_model import generated_payloads, hook_style
+
+    # generated_payloads reads the source's hook_events, skills, skill_tool, tools and messages
+    # (all in the digest) and the hook's event, name and style
+    key = (source_digest, hook.get("event", ""), hook.get("name"), hook_style(hook), limit)
+    hit = _PAYLOADS.get(key)
+    if hit is None:
+        hit = _PAYLOADS[key] = _json.copy(generated_payloads(source, hook, limit=limit))
+        if len(_PAYLOADS) > _PAYLOADS_MAX:
+            _PAYLOADS.popitem(last=False)
+    else:
+        _PAYLOADS.move_to_end(key)
+    return hit
+
+
 def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, steps: list,
-                 max_payloads: int) -> list:
-    from hsa.hooks_model import generated_payloads, map_payload
+                 max_payloads: int, source_digest: bytes) -> list:
     from hsa.verify import Violation
 
     reworded = set()
     for note in variant.get("notes", [])[len(source.get("notes", [])):]:
         if note.startswith(_REWORDED):  # left by hook.message_format: messages changed on purpose
             reworded.add(note[len(_REWORDED):].strip("'\""))
+    carrier = _Carrier(steps)
     work: list[tuple[dict, dict]] = []
-    checks: list[tuple[str, int, dict, dict, dict | None]] = []  # (kind, hook index, payload, expected-from, ...)
+    checks: list[tuple[str, int, dict, tuple | None, dict | None]] = []  # (kind, hook index, payload, tools, event)
     for hi, (a, b) in enumerate(zip(src_hooks, var_hooks)):
         same = a.get("source") == b.get("source") and a.get("entry") == b.get("entry") and \
             a.get("matcher") == b.get("matcher")
-        payloads = generated_payloads(source, a, limit=max_payloads)
         if same and not steps:
             continue
-        for p in payloads:
-            mapped = p
-            for step in steps:
-                mapped = map_payload(mapped, step)
+        for p in _payloads_for(source, a, source_digest, max_payloads):
+            mapped, tools = carrier.payload(p)
             if same and mapped == p:
                 continue
-            checks.append(("equiv", hi, p, mapped, None))
+            checks.append(("equiv", hi, p, tools, None))
             work.append((a, p))
             work.append((b, mapped))
     events = [(i, ev) for i, ev in enumerate(variant.get("hook_events") or ())]
@@ -662,7 +839,7 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
         hv, hs = names_v.get(ev.get("hook")), names_s.get(sev.get("hook"))
         if hv is None or hs is None or not isinstance(sev.get("payload"), dict):
             continue
-        checks.append(("event", i, sev["payload"], ev["payload"], ev))
+        checks.append(("event", i, sev["payload"], None, ev))
         work.append((hs, sev["payload"]))
         work.append((hv, ev["payload"]))
     if not work:
@@ -670,7 +847,7 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
     outcomes = replay_many(work)
     out: list = []
     bad_hooks: set = set()
-    for k, (kind, idx, p, mapped, ev) in enumerate(checks):
+    for k, (kind, idx, p, tools, ev) in enumerate(checks):
         oa, ob = outcomes[2 * k], outcomes[2 * k + 1]
         for o in (oa, ob):
             if o.get("limit"):
@@ -680,7 +857,7 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
         if kind == "equiv":
             if idx in bad_hooks:
                 continue
-            exp, got = _expected(oa, steps, p), _observed(ob)
+            exp, got = carrier.expected(oa, tools), _observed(ob)
             name = src_hooks[idx].get("name")
             if name in reworded:
                 exp, got = _mask_messages(exp), _mask_messages(got)
