@@ -165,10 +165,10 @@ def replace_tokens(text: str, renames: Mapping[str, str]) -> str:
     """
     if not renames or not text:
         return text
-    names = tuple(sorted(k for k, v in renames.items() if k != v))
+    names, plain = _rename_set(tuple(renames.items()))
     if not names or not _may_contain(text, names):
         return text
-    if all(_PLAIN_NAME.match(n) for n in names):  # token split, cached per text: no regex per rename set
+    if plain:  # token split, cached per text: no regex per rename set
         pieces = list(_pieces(text))
         for i in range(1, len(pieces), 2):
             new = renames.get(pieces[i])
@@ -176,6 +176,13 @@ def replace_tokens(text: str, renames: Mapping[str, str]) -> str:
                 pieces[i] = new
         return "".join(pieces)
     return _cached_regex(names).sub(lambda m: renames[m.group(1)], text)
+
+
+@lru_cache(maxsize=4096)
+def _rename_set(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], bool]:
+    """The names a rename table changes (sorted) and whether all are plain tokens; cached per table."""
+    names = tuple(sorted(k for k, v in items if k != v))
+    return names, all(_PLAIN_NAME.match(n) for n in names)
 
 
 @lru_cache(maxsize=16384)
