@@ -28,16 +28,32 @@ what makes that so (assumption throughout: builtins are not replaced at run time
 ``empty_literal``
     ``dict()``/``list()``/``tuple()`` -> ``{}``/``[]``/``()`` when the name is not rebound
     anywhere in the module.
+
+How it runs: each source is analysed once (:func:`_analysis`, cached): one code
+generation pass over the cached parse (:func:`hsa.codemods._cst.parse`) finds every site
+and refusal, in the order a :class:`Restyle` transformer would, and notes where each
+site's text lies. A selection is then applied as text splices: each selected site's
+replacement is generated in the context it sits in (indentation, newline), sites
+selected inside a selected site are spliced into its replacement. Where splicing could
+differ from a transform (a multi-name import rewritten in a block that also has an
+``if``/``return`` site, the test of ``return bool(...)`` being a site itself, a
+replacement that needs more whitespace around keywords, a replacement that fails to
+build) the selection runs through :class:`Restyle` instead, which gives the text (or the
+error) of the transform.
 """
 
 from __future__ import annotations
 
 import string
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import libcst as cst
+from libcst._nodes.expression import ExpressionPosition
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
+
+from hsa.codemods._cst import parse
 
 __all__ = ["KINDS", "restyle", "restyle_sites", "Restyle"]
 
@@ -96,34 +112,87 @@ def _shadowed(source: str) -> set[str]:
     return out
 
 
-class Restyle(cst.CSTTransformer):
-    """All restyles in one pass; ``selected`` maps a kind to the site indices to rewrite (None: all).
+def _has_comments(node: cst.CSTNode) -> bool:
+    found = []
 
-    Sites are numbered per kind in visit order of the original tree, so counting (with
-    nothing selected) and rewriting see the same numbers. ``counts`` and ``refused``
-    (reason -> n) are filled as the pass goes.
+    class V(cst.CSTVisitor):
+        def visit_Comment(self, n):
+            found.append(n)
+
+    node.visit(V())
+    return bool(found)
+
+
+def _returns_bool(block) -> bool | None:
+    if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
+        return None
+    return _return_bool_stmt(block.body[0])
+
+
+def _return_bool_stmt(st) -> bool | None:
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+        return None
+    r = st.body[0]
+    if isinstance(r, cst.Return) and isinstance(r.value, cst.Name) and r.value.value in ("True", "False") \
+            and not r.value.lpar:
+        return r.value.value == "True"
+    return None
+
+
+# -- the replacements (built from the updated node by the transformer, from the original by the splicer)
+
+def _fstring(text: str, node: cst.BaseExpression) -> cst.BaseExpression:
+    return cst.parse_expression(text).with_changes(lpar=node.lpar, rpar=node.rpar)
+
+
+def _empty_literal(name: str, node: cst.Call) -> cst.BaseExpression:
+    if name == "dict":
+        return cst.Dict([], lpar=node.lpar, rpar=node.rpar)
+    if name == "list":
+        return cst.List([], lpar=node.lpar, rpar=node.rpar)
+    return cst.Tuple([], lpar=node.lpar or [cst.LeftParen()], rpar=node.rpar or [cst.RightParen()])
+
+
+def _bool_return(test: cst.BaseExpression, positive: bool, leading_lines) -> cst.SimpleStatementLine:
+    if positive:
+        value = cst.Call(cst.Name("bool"), [cst.Arg(test.with_changes(lpar=[], rpar=[]))])
+    else:
+        needs = isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)) and not test.lpar
+        expr = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if needs else test
+        value = cst.UnaryOperation(cst.Not(), expr)
+    return cst.SimpleStatementLine([cst.Return(value)]).with_changes(leading_lines=leading_lines)
+
+
+def _not_in(node: cst.UnaryOperation) -> cst.Comparison:
+    cmp = node.expression
+    op = cmp.comparisons[0].operator
+    new_op = cst.NotIn() if isinstance(op, cst.In) else cst.IsNot()
+    target = cmp.comparisons[0].with_changes(operator=new_op)
+    return cmp.with_changes(comparisons=[target], lpar=node.lpar, rpar=node.rpar)
+
+
+def _import_lines(node: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine]:
+    lines = []
+    for k, alias in enumerate(node.body[0].names):
+        alias = alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        stmt = node.body[0].with_changes(names=[alias])
+        if isinstance(stmt, cst.ImportFrom):
+            stmt = stmt.with_changes(lpar=None, rpar=None)
+        lines.append(cst.SimpleStatementLine([stmt], leading_lines=node.leading_lines if k == 0 else ()))
+    return lines
+
+
+class _Rules:
+    """The conditions of every restyle, shared by the site finder and :class:`Restyle`.
+
+    Each method looks at an original node, counts the near misses it refuses in
+    ``refused`` (reason -> n) and says whether (and how) the node is a site.
     """
 
-    def __init__(self, selected: dict[str, set[int] | None], shadowed: set[str], scopes=None):
-        super().__init__()
-        self.selected = selected
-        self.shadowed = shadowed
-        self.scopes = scopes  # ScopeProvider results, needed only when a format or percent site may exist
-        self.counts = {k: 0 for k in KINDS}
-        self.applied = {k: 0 for k in KINDS}
-        self.refused: dict[str, int] = {}
-        self._fstring_depth = 0
-
-    # -- bookkeeping
-    def _site(self, kind: str) -> bool:
-        """Count a site of ``kind``; True when it is selected for rewriting."""
-        i = self.counts[kind]
-        self.counts[kind] += 1
-        sel = self.selected.get(kind, set())
-        ok = sel is None or i in sel
-        if ok:
-            self.applied[kind] += 1
-        return ok
+    shadowed: set[str]
+    scopes: Any  # ScopeProvider results, needed only when a format or percent site may exist
+    refused: dict[str, int]
+    _fstring_depth: int
 
     def _refuse(self, kind: str, reason: str) -> None:
         key = f"{kind}: {reason}"
@@ -143,30 +212,20 @@ class Restyle(cst.CSTTransformer):
         return bool(assigns) and all(not isinstance(a.scope, (GlobalScope, ClassScope))
                                      and type(a.scope).__name__ != "BuiltinScope" for a in assigns)
 
-    # -- f-string depth
-    def visit_FormattedString(self, node):
-        self._fstring_depth += 1
-
-    def leave_FormattedString(self, original_node, updated_node):
-        self._fstring_depth -= 1
-        return updated_node
-
-    # -- quotes
-    def leave_SimpleString(self, original_node, updated_node):
-        q = _quote_of(original_node)
+    def _quotes_value(self, node: cst.SimpleString) -> str | None:
+        """The swapped literal when ``node`` is a quotes site."""
+        q = _quote_of(node)
         if q is None or self._fstring_depth:
-            return updated_node
-        body = original_node.value[len(original_node.prefix) + 1:-1]
+            return None
+        body = node.value[len(node.prefix) + 1:-1]
         other = '"' if q == "'" else "'"
         if "\\" in body or other in body or q in body:
             self._refuse("quotes", "body has a quote or a backslash")
-            return updated_node
-        if not self._site("quotes"):
-            return updated_node
-        return updated_node.with_changes(value=original_node.prefix + other + body + other)
+            return None
+        return node.prefix + other + body + other
 
-    # -- str.format
     def _format_fstring(self, node: cst.Call) -> str | None:
+        """The f-string text when ``node`` is a format site; ``""`` when refused, None when not a candidate."""
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "format"
                 and isinstance(func.value, cst.SimpleString)):
@@ -238,45 +297,33 @@ class Restyle(cst.CSTTransformer):
             return ""
         return "f" + q + "".join(pieces) + q
 
-    def leave_Call(self, original_node, updated_node):
-        text = self._format_fstring(original_node)
-        if text:
-            if not self._site("format"):
-                return updated_node
-            return cst.parse_expression(text).with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
-        func = original_node.func
-        if isinstance(func, cst.Name) and func.value in ("dict", "list", "tuple") and not original_node.args:
+    def _empty_literal_name(self, node: cst.Call) -> str | None:
+        """``dict``/``list``/``tuple`` when ``node`` is an empty_literal site."""
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in ("dict", "list", "tuple") and not node.args:
             if func.value in self.shadowed:
                 self._refuse("empty_literal", f"{func.value} is rebound in the module")
-                return updated_node
-            if not self._site("empty_literal"):
-                return updated_node
-            if func.value == "dict":
-                return cst.Dict([], lpar=updated_node.lpar, rpar=updated_node.rpar)
-            if func.value == "list":
-                return cst.List([], lpar=updated_node.lpar, rpar=updated_node.rpar)
-            return cst.Tuple([], lpar=updated_node.lpar or [cst.LeftParen()],
-                             rpar=updated_node.rpar or [cst.RightParen()])
-        return updated_node
+                return None
+            return func.value
+        return None
 
-    # -- percent formatting
-    def leave_BinaryOperation(self, original_node, updated_node):
-        node = original_node
+    def _percent_fstring(self, node: cst.BinaryOperation) -> str | None:
+        """The f-string text when ``node`` is a percent site."""
         if not (isinstance(node.operator, cst.Modulo) and isinstance(node.left, cst.SimpleString)):
-            return updated_node
+            return None
         s = node.left
         q = _quote_of(s)
         if q is None or "b" in s.prefix.lower() or self._fstring_depth:
             self._refuse("percent", "bytes or triple-quoted template")
-            return updated_node
+            return None
         if not isinstance(node.right, cst.Tuple) or any(isinstance(e, cst.StarredElement)
                                                         for e in node.right.elements):
             self._refuse("percent", "right operand is not a tuple display")
-            return updated_node
+            return None
         values = [e.value for e in node.right.elements]
         if not all(self._local_name(v) for v in values):
             self._refuse("percent", "an argument is not a local name or a number")
-            return updated_node
+            return None
         text = s.evaluated_value
         pieces, i, k = [], 0, 0
         literal: list[str] = []
@@ -293,10 +340,10 @@ class Restyle(cst.CSTTransformer):
                 continue
             if nxt not in ("s", "r", "a"):
                 self._refuse("percent", f"directive %{nxt} is not %s, %r or %a")
-                return updated_node
+                return None
             if k >= len(values):
                 self._refuse("percent", "more directives than values")
-                return updated_node
+                return None
             pieces.append(_escape_literal("".join(literal), q))
             literal = []
             code = cst.Module([]).code_for_node(values[k])
@@ -305,68 +352,124 @@ class Restyle(cst.CSTTransformer):
             i += 2
         if k != len(values):
             self._refuse("percent", "fewer directives than values")
-            return updated_node
+            return None
         pieces.append(_escape_literal("".join(literal), q))
-        if not self._site("percent"):
-            return updated_node
-        return cst.parse_expression("f" + q + "".join(pieces) + q).with_changes(lpar=updated_node.lpar,
-                                                                                  rpar=updated_node.rpar)
+        return "f" + q + "".join(pieces) + q
 
-    # -- if/else returning booleans
-    @staticmethod
-    def _returns_bool(block) -> bool | None:
-        if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
-            return None
-        st = block.body[0]
-        return Restyle._return_bool_stmt(st)
-
-    @staticmethod
-    def _return_bool_stmt(st) -> bool | None:
-        if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
-            return None
-        r = st.body[0]
-        if isinstance(r, cst.Return) and isinstance(r.value, cst.Name) and r.value.value in ("True", "False") \
-                and not r.value.lpar:
-            return r.value.value == "True"
-        return None
-
-    @staticmethod
-    def _has_comments(node: cst.CSTNode) -> bool:
-        found = []
-
-        class V(cst.CSTVisitor):
-            def visit_Comment(self, n):
-                found.append(n)
-
-        node.visit(V())
-        return bool(found)
-
-    def _bool_return(self, test: cst.BaseExpression, positive: bool) -> cst.SimpleStatementLine:
-        if positive:
-            value = cst.Call(cst.Name("bool"), [cst.Arg(test.with_changes(lpar=[], rpar=[]))])
-        else:
-            needs = isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)) and not test.lpar
-            expr = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if needs else test
-            value = cst.UnaryOperation(cst.Not(), expr)
-        return cst.SimpleStatementLine([cst.Return(value)])
-
-    def leave_If(self, original_node, updated_node):
-        node = original_node
+    def _bool_if(self, node: cst.If) -> bool | None:
+        """For an ``if``/``else`` bool_return site: whether it returns ``bool(c)`` (True) or ``not c``."""
         if not isinstance(node.orelse, cst.Else):
-            return updated_node
-        a, b = self._returns_bool(node.body), self._returns_bool(node.orelse.body)
+            return None
+        a, b = _returns_bool(node.body), _returns_bool(node.orelse.body)
         if a is None or b is None or a == b:
-            return updated_node
-        if self._has_comments(node.body) or self._has_comments(node.orelse) or \
-                node.orelse.leading_lines:
+            return None
+        if _has_comments(node.body) or _has_comments(node.orelse) or node.orelse.leading_lines:
             self._refuse("bool_return", "comments inside")
-            return updated_node
+            return None
         if a and "bool" in self.shadowed:
             self._refuse("bool_return", "bool is rebound in the module")
+            return None
+        return a
+
+    def _bool_pair(self, st: cst.If, nxt: cst.BaseStatement) -> bool | None:
+        """For an ``if`` (no ``else``) and the statement after it forming a bool_return site: as :meth:`_bool_if`."""
+        a = _returns_bool(st.body)
+        b = _return_bool_stmt(nxt)
+        if a is None or b is None or a == b:
+            return None
+        if _has_comments(st.body) or _has_comments(nxt):
+            self._refuse("bool_return", "comments inside")
+            return None
+        if a and "bool" in self.shadowed:
+            self._refuse("bool_return", "bool is rebound in the module")
+            return None
+        return a
+
+    @staticmethod
+    def _is_not_in(node: cst.UnaryOperation) -> bool:
+        if not isinstance(node.operator, cst.Not) or not isinstance(node.expression, cst.Comparison):
+            return False
+        cmp = node.expression
+        return len(cmp.comparisons) == 1 and isinstance(cmp.comparisons[0].operator, (cst.In, cst.Is))
+
+    def _is_imports(self, node: cst.SimpleStatementLine) -> bool:
+        if len(node.body) != 1:
+            return False
+        imp = node.body[0]
+        if isinstance(imp, cst.Import) and len(imp.names) > 1 or \
+                isinstance(imp, cst.ImportFrom) and not isinstance(imp.names, cst.ImportStar) \
+                and len(imp.names) > 1:
+            if node.trailing_whitespace.comment is not None or _has_comments(imp):
+                self._refuse("imports", "comment on the import")
+                return False
+            return True
+        return False
+
+
+class Restyle(_Rules, cst.CSTTransformer):
+    """All restyles in one transform pass; ``selected`` maps a kind to the site indices to rewrite (None: all).
+
+    Sites are numbered per kind in visit order of the original tree, so counting (with
+    nothing selected) and rewriting see the same numbers. ``counts`` and ``refused``
+    (reason -> n) are filled as the pass goes. :func:`restyle` splices text instead and
+    uses this class only where a splice could differ from it.
+    """
+
+    def __init__(self, selected: dict[str, set[int] | None], shadowed: set[str], scopes=None):
+        super().__init__()
+        self.selected = selected
+        self.shadowed = shadowed
+        self.scopes = scopes
+        self.counts = {k: 0 for k in KINDS}
+        self.applied = {k: 0 for k in KINDS}
+        self.refused = {}
+        self._fstring_depth = 0
+
+    def _site(self, kind: str) -> bool:
+        """Count a site of ``kind``; True when it is selected for rewriting."""
+        i = self.counts[kind]
+        self.counts[kind] += 1
+        sel = self.selected.get(kind, set())
+        ok = sel is None or i in sel
+        if ok:
+            self.applied[kind] += 1
+        return ok
+
+    def visit_FormattedString(self, node):
+        self._fstring_depth += 1
+
+    def leave_FormattedString(self, original_node, updated_node):
+        self._fstring_depth -= 1
+        return updated_node
+
+    def leave_SimpleString(self, original_node, updated_node):
+        value = self._quotes_value(original_node)
+        if value is None or not self._site("quotes"):
             return updated_node
-        if not self._site("bool_return"):
+        return updated_node.with_changes(value=value)
+
+    def leave_Call(self, original_node, updated_node):
+        text = self._format_fstring(original_node)
+        if text:
+            if not self._site("format"):
+                return updated_node
+            return _fstring(text, updated_node)
+        name = self._empty_literal_name(original_node)
+        if name is None or not self._site("empty_literal"):
             return updated_node
-        return self._bool_return(updated_node.test, a).with_changes(leading_lines=updated_node.leading_lines)
+        return _empty_literal(name, updated_node)
+
+    def leave_BinaryOperation(self, original_node, updated_node):
+        text = self._percent_fstring(original_node)
+        if text is None or not self._site("percent"):
+            return updated_node
+        return _fstring(text, updated_node)
+
+    def leave_If(self, original_node, updated_node):
+        a = self._bool_if(original_node)
+        if a is None or not self._site("bool_return"):
+            return updated_node
+        return _bool_return(updated_node.test, a, updated_node.leading_lines)
 
     def leave_IndentedBlock(self, original_node, updated_node):
         orig = list(original_node.body)
@@ -379,85 +482,337 @@ class Restyle(cst.CSTTransformer):
         while i < len(orig):
             st = orig[i]
             if isinstance(st, cst.If) and st.orelse is None and i + 1 < len(orig):
-                a = self._returns_bool(st.body)
-                b = self._return_bool_stmt(orig[i + 1])
-                if a is not None and b is not None and a != b:
-                    if self._has_comments(st.body) or self._has_comments(orig[i + 1]):
-                        self._refuse("bool_return", "comments inside")
-                    elif a and "bool" in self.shadowed:
-                        self._refuse("bool_return", "bool is rebound in the module")
-                    elif self._site("bool_return"):
-                        out.append(self._bool_return(new[i].test, a).with_changes(leading_lines=new[i].leading_lines))
-                        i += 2
-                        changed = True
-                        continue
+                a = self._bool_pair(st, orig[i + 1])
+                if a is not None and self._site("bool_return"):
+                    out.append(_bool_return(new[i].test, a, new[i].leading_lines))
+                    i += 2
+                    changed = True
+                    continue
             out.append(new[i])
             i += 1
         return updated_node.with_changes(body=out) if changed else updated_node
 
-    # -- not in / is not
     def leave_UnaryOperation(self, original_node, updated_node):
-        node = original_node
-        if not isinstance(node.operator, cst.Not) or not isinstance(node.expression, cst.Comparison):
+        if not self._is_not_in(original_node) or not self._site("not_in"):
             return updated_node
-        cmp = node.expression
-        if len(cmp.comparisons) != 1:
-            return updated_node
-        op = cmp.comparisons[0].operator
-        if not isinstance(op, (cst.In, cst.Is)):
-            return updated_node
-        if not self._site("not_in"):
-            return updated_node
-        new_op = cst.NotIn() if isinstance(op, cst.In) else cst.IsNot()
-        ucmp = updated_node.expression
-        target = ucmp.comparisons[0].with_changes(operator=new_op)
-        return ucmp.with_changes(comparisons=[target], lpar=updated_node.lpar, rpar=updated_node.rpar)
+        return _not_in(updated_node)
 
-    # -- imports
     def leave_SimpleStatementLine(self, original_node, updated_node):
-        if len(original_node.body) != 1:
+        if not self._is_imports(original_node) or not self._site("imports"):
             return updated_node
-        imp = original_node.body[0]
-        if isinstance(imp, cst.Import) and len(imp.names) > 1 or \
-                isinstance(imp, cst.ImportFrom) and not isinstance(imp.names, cst.ImportStar) \
-                and len(imp.names) > 1:
-            if original_node.trailing_whitespace.comment is not None or self._has_comments(imp):
-                self._refuse("imports", "comment on the import")
-                return updated_node
-            if not self._site("imports"):
-                return updated_node
-            lines = []
-            for k, alias in enumerate(updated_node.body[0].names):
-                alias = alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                stmt = updated_node.body[0].with_changes(names=[alias])
-                if isinstance(stmt, cst.ImportFrom):
-                    stmt = stmt.with_changes(lpar=None, rpar=None)
-                lines.append(cst.SimpleStatementLine([stmt], leading_lines=updated_node.leading_lines if k == 0 else ()))
-            return cst.FlattenSentinel(lines)
-        return updated_node
+        return cst.FlattenSentinel(_import_lines(updated_node))
 
 
-def _prepare(source: str) -> tuple[cst.Module, set[str], Any]:
-    module = cst.parse_module(source)
-    scopes = None
-    if ".format(" in source or "%" in source:  # only these restyles need scopes (local names)
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        scopes = wrapper.resolve(ScopeProvider)
-    return module, _shadowed(source), scopes
+# ---------------------------------------------------------------------------- sites found once per source
+
+class _Site:
+    """One site: where its text lies in the module's token stream and how to build its replacement."""
+
+    __slots__ = ("kind", "index", "node", "start", "end", "indent", "build", "expr", "conflict", "_rendered")
+
+    def __init__(self, kind: str, index: int, node: cst.CSTNode, start: int, end: int, indent: tuple[str, ...],
+                 build: Callable[[], Any], expr: bool):
+        self.kind = kind
+        self.index = index
+        self.node = node  # the original node (for bool_return after an ``if``: the ``if``)
+        self.start = start  # token span [start, end) in the module's code generation
+        self.end = end
+        self.indent = indent  # indentation tokens in force where the site starts
+        self.build = build  # the replacement node(s), from the original nodes
+        self.expr = expr  # an expression (its neighbours may rely on it needing no space around keywords)
+        self.conflict = False  # an import whose rewrite would change the numbering of bool_return sites
+        self._rendered = None
 
 
-@lru_cache(maxsize=512)
-def _count(source: str) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
-    module, shadowed, scopes = _prepare(source)
-    t = Restyle({k: set() for k in KINDS}, shadowed, scopes)
-    module.visit(t)
-    return tuple(t.counts.items()), tuple(sorted(t.refused.items()))
+_TRACKED = frozenset({cst.SimpleString, cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.If,
+                      cst.SimpleStatementLine})
 
+
+class _Finder(_Rules, CodegenState):
+    """Code generation of the module that finds the sites as it goes (nodes leave in the transformer's order).
+
+    ``tokens`` ends as the module's code (the trailing newline of a module without one
+    is kept: :func:`_splice` drops it like :class:`libcst.Module` does).
+    """
+
+    def __init__(self, module: cst.Module, shadowed: set[str], scopes):
+        CodegenState.__init__(self, default_indent=module.default_indent, default_newline=module.default_newline)
+        self.shadowed = shadowed
+        self.scopes = scopes
+        self.refused = {}
+        self._fstring_depth = 0
+        self.counts = {k: 0 for k in KINDS}
+        self.sites: list[_Site] = []
+        self._indent: tuple[str, ...] = ()
+        self._start: dict[int, tuple[int, tuple[str, ...]]] = {}
+        self._line_end: dict[int, int] = {}
+        self._import_sites: dict[int, _Site] = {}
+
+    def increase_indent(self, value: str) -> None:
+        self.indent_tokens.append(value)
+        self._indent = tuple(self.indent_tokens)
+
+    def decrease_indent(self) -> None:
+        self.indent_tokens.pop()
+        self._indent = tuple(self.indent_tokens)
+
+    def pop_trailing_newline(self) -> None:
+        pass
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        t = type(node)
+        if t in _TRACKED:
+            self._start[id(node)] = (len(self.tokens), self._indent)
+        elif t is cst.FormattedString:
+            self._fstring_depth += 1
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        leave = _LEAVE.get(type(node))
+        if leave is not None:
+            leave(self, node)
+
+    def _add(self, kind: str, node: cst.CSTNode, build: Callable[[], Any], expr: bool, end: int | None = None) -> _Site:
+        index = self.counts[kind]
+        self.counts[kind] = index + 1
+        start, indent = self._start[id(node)]
+        site = _Site(kind, index, node, start, len(self.tokens) if end is None else end, indent, build, expr)
+        self.sites.append(site)
+        return site
+
+    def _leave_FormattedString(self, node):
+        self._fstring_depth -= 1
+
+    def _leave_SimpleString(self, node):
+        value = self._quotes_value(node)
+        if value is not None:
+            self._add("quotes", node, lambda: node.with_changes(value=value), True)
+
+    def _leave_Call(self, node):
+        text = self._format_fstring(node)
+        if text:
+            self._add("format", node, lambda: _fstring(text, node), True)
+            return
+        name = self._empty_literal_name(node)
+        if name is not None:
+            self._add("empty_literal", node, lambda: _empty_literal(name, node), True)
+
+    def _leave_BinaryOperation(self, node):
+        text = self._percent_fstring(node)
+        if text is not None:
+            self._add("percent", node, lambda: _fstring(text, node), True)
+
+    def _leave_If(self, node):
+        a = self._bool_if(node)
+        if a is not None:
+            self._add("bool_return", node, lambda: _bool_return(node.test, a, node.leading_lines), False)
+
+    def _leave_IndentedBlock(self, node):
+        # The transformer counts these sites with the block unchanged in length; skipping the
+        # statement after a rewritten ``if`` changes nothing (it is a ``return``, not an ``if``).
+        body = node.body
+        found = False
+        for i in range(len(body) - 1):
+            st = body[i]
+            if isinstance(st, cst.If) and st.orelse is None:
+                a = self._bool_pair(st, body[i + 1])
+                if a is not None:
+                    self._add("bool_return", st, _pair_builder(st, a), False, end=self._line_end[id(body[i + 1])])
+                    found = True
+        if found:  # rewriting an import of this block would make the transformer skip these sites
+            for st in body:
+                site = self._import_sites.get(id(st))
+                if site is not None:
+                    site.conflict = True
+
+    def _leave_UnaryOperation(self, node):
+        if self._is_not_in(node):
+            self._add("not_in", node, lambda: _not_in(node), True)
+
+    def _leave_SimpleStatementLine(self, node):
+        self._line_end[id(node)] = len(self.tokens)
+        if self._is_imports(node):
+            self._import_sites[id(node)] = self._add("imports", node, lambda: _import_lines(node), False)
+
+
+def _pair_builder(st: cst.If, a: bool) -> Callable[[], cst.SimpleStatementLine]:
+    return lambda: _bool_return(st.test, a, st.leading_lines)
+
+
+_LEAVE = {cst.FormattedString: _Finder._leave_FormattedString, cst.SimpleString: _Finder._leave_SimpleString,
+          cst.Call: _Finder._leave_Call, cst.BinaryOperation: _Finder._leave_BinaryOperation,
+          cst.If: _Finder._leave_If, cst.IndentedBlock: _Finder._leave_IndentedBlock,
+          cst.UnaryOperation: _Finder._leave_UnaryOperation,
+          cst.SimpleStatementLine: _Finder._leave_SimpleStatementLine}
+
+
+class _Analysis:
+    """Everything :func:`restyle` needs about one source: the parse, scopes, sites and the module's tokens."""
+
+    def __init__(self, source: str):
+        module = parse(source)
+        scopes = None
+        if ".format(" in source or "%" in source:  # only these restyles need scopes (local names)
+            scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+        self.source = source
+        self.module = module
+        self.shadowed = _shadowed(source)
+        self.scopes = scopes
+        finder = _Finder(module, self.shadowed, scopes)
+        module._codegen(finder)
+        self.counts = finder.counts
+        self.refused = dict(sorted(finder.refused.items()))
+        self.by_kind: dict[str, list[_Site]] = {k: [] for k in KINDS}
+        for site in finder.sites:
+            self.by_kind[site.kind].append(site)
+        self.order = {id(s): n for n, s in enumerate(finder.sites)}  # detection order: inner sites first
+        self.site_nodes = frozenset(id(s.node) for s in finder.sites)
+        self.tokens = finder.tokens
+        self._offsets: list[int] | None = None
+        self._text: str | None = None
+
+    def text(self) -> str:
+        """The module's code as :attr:`tokens` has it (with the last newline a module without one drops)."""
+        if self._text is None:
+            self._text = self.source if self.module.has_trailing_newline else "".join(self.tokens)
+        return self._text
+
+    def offsets(self) -> list[int]:
+        """Character offset of every token boundary of :attr:`tokens`."""
+        if self._offsets is None:
+            out, n = [0], 0
+            for t in self.tokens:
+                n += len(t)
+                out.append(n)
+            self._offsets = out
+        return self._offsets
+
+
+@lru_cache(maxsize=256)
+def _analysis(source: str) -> _Analysis:
+    return _Analysis(source)
+
+
+class _Unsplicable(Exception):
+    """A selection whose splice could differ from the transform: :func:`restyle` runs :class:`Restyle`."""
+
+
+class _Recorder(CodegenState):
+    """Code generation of a replacement that notes where the original site nodes inside it went."""
+
+    def __init__(self, module: cst.Module, indent: tuple[str, ...], track: frozenset[int]):
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline,
+                         indent_tokens=list(indent))
+        self.track = track
+        self.inner: dict[int, tuple[int, int, tuple[str, ...]]] = {}
+        self._open: dict[int, tuple[int, tuple[str, ...]]] = {}
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.track:
+            self._open[id(node)] = (len(self.tokens), tuple(self.indent_tokens))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        opened = self._open.pop(id(node), None)
+        if opened is not None:
+            self.inner[id(node)] = (opened[0], len(self.tokens), opened[1])
+
+
+def _keyword_may_touch(site: _Site, new: cst.BaseExpression, an: _Analysis) -> bool:
+    """Whether ``new`` could sit right against a keyword that needs a space before or after it.
+
+    The transformer's rebuilt parents then fail to validate (``return"%s" % (a,)`` becomes
+    ``return f"{a!s}"`` only with a space). A keyword can touch the site only where the
+    original text has a word character right next to it.
+    """
+    text, offsets = an.text(), an.offsets()
+    before = text[offsets[site.start] - 1:offsets[site.start]]
+    after = text[offsets[site.end]:offsets[site.end] + 1]
+    for position, neighbour in ((ExpressionPosition.RIGHT, before), (ExpressionPosition.LEFT, after)):
+        if (neighbour.isalnum() or neighbour == "_") and site.node._safe_to_use_with_word_operator(position) \
+                and not new._safe_to_use_with_word_operator(position):
+            return True
+    return False
+
+
+def _rendered(site: _Site, an: _Analysis) -> tuple[list[str], dict[int, tuple[int, int, tuple[str, ...]]]]:
+    """The replacement tokens of ``site`` in its context, and where the site nodes inside it lie."""
+    if site._rendered is None:
+        try:
+            new = site.build()
+            nodes = new if isinstance(new, list) else [new]
+            if site.expr and _keyword_may_touch(site, new, an):
+                raise _Unsplicable("the replacement needs a space next to a keyword where the original did not")
+            state = _Recorder(an.module, site.indent, an.site_nodes)
+            for n in nodes:
+                n._codegen(state)
+            site._rendered = (state.tokens, state.inner)
+        except Exception as e:  # noqa: BLE001 - the transform then gives the same text or raises the same error
+            site._rendered = e
+    if isinstance(site._rendered, Exception):
+        raise _Unsplicable(str(site._rendered))
+    return site._rendered
+
+
+def _nest(sites: list[_Site], an: _Analysis) -> list[tuple[_Site, list]]:
+    """The selected sites as a forest: each with the selected sites directly inside it."""
+    sites = sorted(sites, key=lambda s: (s.start, -s.end, -an.order[id(s)]))
+    roots: list[tuple[_Site, list]] = []
+    stack: list[tuple[_Site, list]] = []
+    for s in sites:
+        while stack and stack[-1][0].end <= s.start:
+            stack.pop()
+        entry = (s, [])
+        (stack[-1][1] if stack else roots).append(entry)
+        stack.append(entry)
+    return roots
+
+
+def _compose(site: _Site, inside: list, an: _Analysis) -> list[str]:
+    """Tokens of ``site`` rewritten, with the selected sites ``inside`` it rewritten too."""
+    tokens, where = _rendered(site, an)
+    if not inside or site.kind in ("format", "percent"):  # built from the original text: inner rewrites are lost
+        return tokens
+    out: list[str] = []
+    pos = 0
+    for child, grand in inside:
+        at = where.get(id(child.node))
+        if at is None or at[2] != child.indent or at[0] < pos:
+            raise _Unsplicable(f"a {child.kind} site inside a {site.kind} site is not kept as it is")
+        out += tokens[pos:at[0]]
+        out += _compose(child, grand, an)
+        pos = at[1]
+    out += tokens[pos:]
+    return out
+
+
+def _splice(an: _Analysis, chosen: list[_Site]) -> str:
+    if not chosen:
+        return an.source
+    if any(s.conflict for s in chosen):
+        raise _Unsplicable("an import rewrite in a block with an if/return site")
+    offsets, text = an.offsets(), an.text()
+    if offsets[-1] != len(text):
+        raise _Unsplicable("the module's code generation does not give its source back")
+    pieces: list[str] = []
+    pos = 0
+    for site, inside in _nest(chosen, an):
+        pieces.append(text[offsets[pos]:offsets[site.start]])
+        pieces += _compose(site, inside, an)
+        pos = site.end
+    if an.module.has_trailing_newline:
+        pieces.append(text[offsets[pos]:])
+    elif pos < len(an.tokens):  # the module drops its last token (a newline it does not have)
+        pieces.append(text[offsets[pos]:offsets[-2]])
+    else:
+        pieces.pop()
+    return "".join(pieces)
+
+
+# ---------------------------------------------------------------------------- API
 
 def restyle_sites(source: str) -> tuple[dict[str, int], dict[str, int]]:
     """How many sites of each kind ``source`` has, and the near misses refused (reason -> count)."""
-    counts, refused = _count(source)
-    return dict(counts), dict(refused)
+    an = _analysis(source)
+    return dict(an.counts), dict(an.refused)
 
 
 def restyle(source: str, selected: dict[str, list[int] | None] | None = None) -> tuple[str, dict[str, int]]:
@@ -479,9 +834,25 @@ def _restyle_cached(source: str, key) -> tuple[str, tuple]:
         sel: dict[str, set[int] | None] = {k: None for k in KINDS}
     else:
         sel = {k: (None if v is None else set(v)) for k, v in key}
-    module, shadowed, scopes = _prepare(source)
-    t = Restyle(sel, shadowed, scopes)
-    out = module.visit(t)
+    an = _analysis(source)
+    chosen: list[_Site] = []
+    applied = []
+    for kind in KINDS:
+        want = sel.get(kind, set())
+        picked = [s for s in an.by_kind[kind] if want is None or s.index in want]
+        chosen += picked
+        if picked:
+            applied.append((kind, len(picked)))
+    try:
+        return _splice(an, chosen), tuple(applied)
+    except _Unsplicable:
+        return _transform(an, sel)
+
+
+def _transform(an: _Analysis, sel: dict[str, set[int] | None]) -> tuple[str, tuple]:
+    """The selection applied by :class:`Restyle` (the reference for what a splice must give)."""
+    t = Restyle(sel, an.shadowed, an.scopes)
+    out = an.module.visit(t)
     return out.code, tuple((k, v) for k, v in t.applied.items() if v)
 
 
