@@ -27,7 +27,9 @@ checked only against the tools that can reach it.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import sys
 from collections.abc import Iterable
 from collections import OrderedDict
@@ -1551,7 +1553,7 @@ def default_entries(module: cst.Module, style: str, entry: str | None) -> tuple[
 
 _CACHE: OrderedDict[tuple[str, str | None], Analysis] = OrderedDict()
 _CACHE_SIZE = 4096
-_STATS = {"hits": 0, "misses": 0, "transported": 0}
+_STATS = {"hits": 0, "misses": 0, "transported": 0, "carried": 0}
 
 
 def _remember(key: tuple[str, str | None], an: Analysis) -> None:
@@ -1933,3 +1935,95 @@ def transport(an: Analysis, new_source: str, new_values: dict[int, str], step: d
     _STATS["transported"] += 1
     _remember(key, out)
     return out
+
+
+def carry(an: Analysis, new_source: str, edits: list[tuple[int, int, str]]) -> Analysis | None:
+    """The analysis of ``new_source`` = ``an.source`` with ``edits`` applied, without analysing it afresh.
+
+    ``edits`` are ``(start, end, text)`` in byte offsets of ``an.source``, not overlapping. Each
+    must be one of two surface edits that change neither the tree's shape nor any literal's
+    value (hook.rename_locals, hook.restyle's ``quotes``):
+
+    - an identifier replaced by another, outside every string literal and comment;
+    - a whole simple string literal re-quoted: same prefix, same body, another quote.
+
+    Literal sites keep their values, lines and roles; offsets shift and re-quoted sites take
+    their new quote. Returns None (the caller analyses afresh) when an edit is neither, when
+    the edits do not give ``new_source``, or when ``an`` has an error or problems (their
+    details quote code). Equal to analysing ``new_source`` afresh (tested).
+    """
+    if an.error is not None or an.problems:
+        return None
+    key = (new_source, an.entry)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    old = an.source.encode("utf-8")
+    edits = sorted(edits)
+    pieces, pos = [], 0
+    for start, end, text in edits:
+        if start < pos or end < start or end > len(old):
+            return None
+        pieces.append(old[pos:start])
+        pieces.append(text.encode("utf-8"))
+        pos = end
+    pieces.append(old[pos:])
+    if b"".join(pieces) != new_source.encode("utf-8"):
+        return None
+    simple = {(s.start, s.end): s for s in an.sites if s.kind == "simple"}
+    leaves = sorted((s.start, s.end) for s in an.sites if s.kind in ("simple", "ftext", "comment"))
+    requoted: dict[int, str] = {}
+    for start, end, text in edits:
+        site = simple.get((start, end))
+        if site is not None:
+            prefix = site.prefix
+            rest = text[len(prefix):] if text[:len(prefix)] == prefix else None
+            if rest is None or len(rest) < 2 or rest[0] not in "'\"" or rest[-1] != rest[0] or rest[:3] in ('"""', "'''"):
+                return None
+            old_text = old[start:end].decode("utf-8")
+            if site.quote not in ("'", '"') or old_text[len(prefix) + 1:-1] != rest[1:-1]:
+                return None
+            body = rest[1:-1]
+            if rest[0] in body or "\\" in body:  # the new quote must not need escaping
+                return None
+            requoted[site.index] = rest[0]
+            continue
+        old_text = old[start:end].decode("utf-8", errors="replace")
+        if not (old_text.isidentifier() and text.isidentifier()):
+            return None
+        k = bisect.bisect_right(leaves, (start, len(old) + 1)) - 1
+        if k >= 0 and leaves[k][1] > start:  # inside a literal or comment
+            return None
+        if k + 1 < len(leaves) and leaves[k + 1][0] < end:
+            return None
+    deltas = [(end, len(text.encode("utf-8")) - (end - start)) for start, end, text in edits]
+    ends = [e for e, _ in deltas]
+    sums = list(itertools.accumulate(d for _, d in deltas))
+
+    def shift(offset: int) -> int:
+        k = bisect.bisect_right(ends, offset)
+        return offset + (sums[k - 1] if k else 0)
+
+    sites = tuple(dataclasses.replace(s, start=shift(s.start), end=shift(s.end),
+                                      quote=requoted.get(s.index, s.quote)) for s in an.sites)
+    out = Analysis(new_source, an.style, an.entries, sites, an.problems, an.error, an.reads, an.entry)
+    _STATS["carried"] += 1
+    _remember(key, out)
+    return out
+
+
+__all__ += ["carry"]
+
+
+def carry_requoted(an: Analysis, new_source: str) -> Analysis | None:
+    """:func:`carry` for ``new_source`` = ``an.source`` with some simple string literals re-quoted
+    (hook.restyle's ``quotes``); None when ``new_source`` differs in any other way."""
+    old, new = an.source.encode("utf-8"), new_source.encode("utf-8")
+    if len(old) != len(new):
+        return None
+    edits = [(s.start, s.end, new[s.start:s.end].decode("utf-8")) for s in an.sites
+             if s.kind == "simple" and old[s.start:s.end] != new[s.start:s.end]]
+    return carry(an, new_source, edits) if edits else None
+
+
+__all__ += ["carry_requoted"]

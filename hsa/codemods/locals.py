@@ -42,7 +42,7 @@ from libcst.metadata import (BaseMetadataProvider, ClassScope, ComprehensionScop
 
 from hsa.codemods._cst import parse
 
-__all__ = ["LocalUnit", "local_units", "rename_locals", "RenameLocals", "fresh_name", "NAME_STYLES"]
+__all__ = ["LocalUnit", "local_units", "rename_locals", "rename_locals_edits", "RenameLocals", "fresh_name", "NAME_STYLES"]
 
 _DYNAMIC_FUNCS = frozenset({"locals", "vars", "dir", "eval", "exec"})
 
@@ -531,8 +531,15 @@ def rename_locals(source: str, renames: dict[str, str], *, module_helpers: bool 
     units' Name nodes (found once per source), which is what a :class:`RenameLocals`
     pass and codegen give, without walking the tree per call.
     """
+    return rename_locals_edits(source, renames, module_helpers=module_helpers, protect=protect)[0]
+
+
+def rename_locals_edits(source: str, renames: dict[str, str], *, module_helpers: bool = False,
+                        protect: frozenset[str] = frozenset()) -> tuple[str, list[tuple[int, int, str]] | None]:
+    """:func:`rename_locals`, and the edits it made as ``(byte start, byte end, new name)`` in ``source``
+    (None when the LibCST transform path was taken), for :func:`hsa.codemods.analysis.carry`."""
     if not renames:
-        return source
+        return source, []
     u = _units(source, module_helpers, frozenset(protect))
     taken = u.identifiers | set(dir(builtins))
     edits: dict[int, tuple[int, str]] = {}
@@ -555,7 +562,7 @@ def rename_locals(source: str, renames: dict[str, str], *, module_helpers: bool 
         for offset, length in spans:
             edits[offset] = (length, new)
     if u.module is not None:
-        return u.module.visit(RenameLocals(by_id)).code
+        return u.module.visit(RenameLocals(by_id)).code, None
     code = u.code
     out: list[str] = []
     last = 0
@@ -565,7 +572,16 @@ def rename_locals(source: str, renames: dict[str, str], *, module_helpers: bool 
         out.append(new)
         last = offset + length
     out.append(code[last:])
-    return "".join(out)
+    if code != source:  # offsets are in the module's code; they are not offsets of ``source``
+        return "".join(out), None
+    if source.isascii():
+        spans = [(offset, offset + length, new) for offset, (length, new) in sorted(edits.items())]
+    else:
+        spans = []
+        for offset, (length, new) in sorted(edits.items()):
+            start = len(source[:offset].encode("utf-8"))
+            spans.append((start, start + len(source[offset:offset + length].encode("utf-8")), new))
+    return "".join(out), spans
 
 
 #: How new names are drawn: each takes the old name's words and returns a candidate.
