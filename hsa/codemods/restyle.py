@@ -10,16 +10,26 @@ what makes that so (assumption throughout: builtins are not replaced at run time
     ``"a {} b {x!r:>4}".format(v, x=w)`` -> ``f"a {v} b {w!r:>4}"``: ``str.format`` and
     f-strings both call ``format(value, spec)`` after the same conversion. Arguments
     must be local names or numbers, each used; fields must be plain (no ``.attr``,
-    ``[key]``, nested ``{}`` in the spec), numbering not mixed. Refuses otherwise.
+    ``[key]``, nested ``{}`` in the spec, no conversion but ``!s``/``!r``/``!a``: ``"{!x}"``
+    raises at run time, ``f"{v!x}"`` does not compile), numbering not mixed. Refuses otherwise.
 ``percent``
     ``"a %s b %r" % (v, w)`` -> ``f"a {v!s} b {w!r}"``: ``%s``/``%r``/``%a`` call
     ``str``/``repr``/``ascii``, exactly what ``!s``/``!r``/``!a`` do. Only with a tuple
     of local names or numbers, the directive count equal to its length, no flags,
     widths or mapping keys (``%d`` truncates floats and is refused).
+
+    Both refuse a site that starts right after a keyword with no space
+    (``assert"%s"%(a,)``, ``x if"{}".format(b)else y``, ``return"%s" % (a,)``): a string
+    with a prefix needs the space (``iff"{b}"`` does not parse). With its own
+    parentheses (``return("%s" % (a,))``) the site is rewritten.
 ``bool_return``
     ``if c: return True / else: return False`` (or the ``if`` followed by ``return
     False``) -> ``return bool(c)``; the inverse form -> ``return not (c)``. Truth is
-    tested once either way. Refuses comments inside, and a shadowed ``bool``.
+    tested once either way. The parentheses of ``c`` are dropped inside ``bool(...)``
+    except those of a tuple (``bool((a, b))``, not ``bool(a, b)``) and of a yield.
+    Refuses comments inside, a shadowed ``bool``, and an ``elif`` (``elif c: return
+    True / else: return False``): ``return bool(c)`` would replace the whole chain,
+    dropping the ``if`` before it.
 ``not_in``
     ``not x in y`` -> ``x not in y``; ``not x is y`` -> ``x is not y`` (same bytecode).
 ``imports``
@@ -37,9 +47,10 @@ replacement is generated in the context it sits in (indentation, newline), sites
 selected inside a selected site are spliced into its replacement. Where splicing could
 differ from a transform (a multi-name import rewritten in a block that also has an
 ``if``/``return`` site, the test of ``return bool(...)`` being a site itself, a
-replacement that needs more whitespace around keywords, a replacement that fails to
-build) the selection runs through :class:`Restyle` instead, which gives the text (or the
-error) of the transform.
+replacement that fails to build) the selection runs through :class:`Restyle` instead,
+which gives the text of the transform. Both find the same sites: an ``elif`` is noted
+when its ``if`` is entered, and the transformer takes from the finder which nodes start
+right after a keyword (:class:`Restyle` run alone finds them itself in ``visit_Module``).
 """
 
 from __future__ import annotations
@@ -49,7 +60,6 @@ from functools import lru_cache
 from typing import Any, Callable
 
 import libcst as cst
-from libcst._nodes.expression import ExpressionPosition
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
 
@@ -155,7 +165,9 @@ def _empty_literal(name: str, node: cst.Call) -> cst.BaseExpression:
 
 def _bool_return(test: cst.BaseExpression, positive: bool, leading_lines) -> cst.SimpleStatementLine:
     if positive:
-        value = cst.Call(cst.Name("bool"), [cst.Arg(test.with_changes(lpar=[], rpar=[]))])
+        # A tuple (``bool(a, b)``) and a yield (a syntax error) need their parentheses as an argument.
+        arg = test if isinstance(test, (cst.Tuple, cst.Yield)) else test.with_changes(lpar=[], rpar=[])
+        value = cst.Call(cst.Name("bool"), [cst.Arg(arg)])
     else:
         needs = isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)) and not test.lpar
         expr = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if needs else test
@@ -193,6 +205,26 @@ class _Rules:
     scopes: Any  # ScopeProvider results, needed only when a format or percent site may exist
     refused: dict[str, int]
     _fstring_depth: int
+    _elifs: set[int]  # ids of the ``If`` nodes that are the ``elif`` of another (noted before they are left)
+
+    def _note_elif(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self._elifs.add(id(node.orelse))
+
+    #: Whether the text of a node starts right after a keyword (``assert"%s"%(a,)``, ``if"{}".format(b)``):
+    #: the finder reads it from the code generated so far, :class:`Restyle` takes the finder's answers.
+    _after_keyword: Callable[[cst.BaseExpression], bool]
+
+    def _glued(self, kind: str, node: cst.BaseExpression) -> bool:
+        """Refuse an f-string rewrite of ``node`` where it would start right after a keyword.
+
+        ``if"{}".format(b)`` is valid, ``iff"{b}"`` is not (an unparenthesised string with a
+        prefix needs a space after a keyword), so the rewrite could not be built.
+        """
+        if not node.lpar and self._after_keyword(node):
+            self._refuse(kind, "right after a keyword with no space (an f-string there would not parse)")
+            return True
+        return False
 
     def _refuse(self, kind: str, reason: str) -> None:
         key = f"{kind}: {reason}"
@@ -266,6 +298,9 @@ class _Rules:
             if spec and ("{" in spec or "}" in spec):
                 self._refuse("format", "nested field in a format spec")
                 return ""
+            if conv not in (None, "s", "r", "a"):  # str.format raises at run time; an f-string does not compile
+                self._refuse("format", "conversion other than !s, !r or !a")
+                return ""
             if field == "":
                 auto = True
                 idx = next_auto
@@ -294,6 +329,8 @@ class _Rules:
             return ""
         if used_pos != set(range(len(positional))) or used_kw != set(keywords):
             self._refuse("format", "an argument is not used")
+            return ""
+        if self._glued("format", node):
             return ""
         return "f" + q + "".join(pieces) + q
 
@@ -353,6 +390,8 @@ class _Rules:
         if k != len(values):
             self._refuse("percent", "fewer directives than values")
             return None
+        if self._glued("percent", node):
+            return None
         pieces.append(_escape_literal("".join(literal), q))
         return "f" + q + "".join(pieces) + q
 
@@ -362,6 +401,9 @@ class _Rules:
             return None
         a, b = _returns_bool(node.body), _returns_bool(node.orelse.body)
         if a is None or b is None or a == b:
+            return None
+        if id(node) in self._elifs:  # ``return bool(c)`` would replace the whole if/elif chain
+            self._refuse("bool_return", "an elif (the rewrite would drop the if before it)")
             return None
         if _has_comments(node.body) or _has_comments(node.orelse) or node.orelse.leading_lines:
             self._refuse("bool_return", "comments inside")
@@ -415,7 +457,8 @@ class Restyle(_Rules, cst.CSTTransformer):
     uses this class only where a splice could differ from it.
     """
 
-    def __init__(self, selected: dict[str, set[int] | None], shadowed: set[str], scopes=None):
+    def __init__(self, selected: dict[str, set[int] | None], shadowed: set[str], scopes=None,
+                 after_keyword: frozenset[int] | None = None):
         super().__init__()
         self.selected = selected
         self.shadowed = shadowed
@@ -424,6 +467,21 @@ class Restyle(_Rules, cst.CSTTransformer):
         self.applied = {k: 0 for k in KINDS}
         self.refused = {}
         self._fstring_depth = 0
+        self._elifs = set()
+        # ids of the original nodes the site finder saw right after a keyword (None: found in visit_Module)
+        self._keyword_glued = after_keyword
+
+    def visit_Module(self, node):
+        if self._keyword_glued is None:
+            finder = _Finder(node, self.shadowed, self.scopes)
+            node._codegen(finder)
+            self._keyword_glued = frozenset(finder.after_keyword)
+
+    def _after_keyword(self, node):
+        return id(node) in self._keyword_glued
+
+    def visit_If(self, node):
+        self._note_elif(node)
 
     def _site(self, kind: str) -> bool:
         """Count a site of ``kind``; True when it is selected for rewriting."""
@@ -508,10 +566,10 @@ class Restyle(_Rules, cst.CSTTransformer):
 class _Site:
     """One site: where its text lies in the module's token stream and how to build its replacement."""
 
-    __slots__ = ("kind", "index", "node", "start", "end", "indent", "build", "expr", "conflict", "_rendered")
+    __slots__ = ("kind", "index", "node", "start", "end", "indent", "build", "conflict", "_rendered")
 
     def __init__(self, kind: str, index: int, node: cst.CSTNode, start: int, end: int, indent: tuple[str, ...],
-                 build: Callable[[], Any], expr: bool):
+                 build: Callable[[], Any]):
         self.kind = kind
         self.index = index
         self.node = node  # the original node (for bool_return after an ``if``: the ``if``)
@@ -519,7 +577,6 @@ class _Site:
         self.end = end
         self.indent = indent  # indentation tokens in force where the site starts
         self.build = build  # the replacement node(s), from the original nodes
-        self.expr = expr  # an expression (its neighbours may rely on it needing no space around keywords)
         self.conflict = False  # an import whose rewrite would change the numbering of bool_return sites
         self._rendered = None
 
@@ -541,6 +598,8 @@ class _Finder(_Rules, CodegenState):
         self.scopes = scopes
         self.refused = {}
         self._fstring_depth = 0
+        self._elifs = set()
+        self.after_keyword: set[int] = set()  # what :meth:`_after_keyword` said yes to: Restyle asks the same
         self.counts = {k: 0 for k in KINDS}
         self.sites: list[_Site] = []
         self._indent: tuple[str, ...] = ()
@@ -563,19 +622,33 @@ class _Finder(_Rules, CodegenState):
         t = type(node)
         if t in _TRACKED:
             self._start[id(node)] = (len(self.tokens), self._indent)
+            if t is cst.If:
+                self._note_elif(node)
         elif t is cst.FormattedString:
             self._fstring_depth += 1
+
+    def _after_keyword(self, node):
+        # A string can follow a word character directly only when that word is a keyword.
+        tokens = self.tokens
+        k = self._start[id(node)][0]
+        while k and not tokens[k - 1]:
+            k -= 1
+        last = tokens[k - 1][-1:] if k else ""
+        if last.isalnum() or last == "_":
+            self.after_keyword.add(id(node))
+            return True
+        return False
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         leave = _LEAVE.get(type(node))
         if leave is not None:
             leave(self, node)
 
-    def _add(self, kind: str, node: cst.CSTNode, build: Callable[[], Any], expr: bool, end: int | None = None) -> _Site:
+    def _add(self, kind: str, node: cst.CSTNode, build: Callable[[], Any], end: int | None = None) -> _Site:
         index = self.counts[kind]
         self.counts[kind] = index + 1
         start, indent = self._start[id(node)]
-        site = _Site(kind, index, node, start, len(self.tokens) if end is None else end, indent, build, expr)
+        site = _Site(kind, index, node, start, len(self.tokens) if end is None else end, indent, build)
         self.sites.append(site)
         return site
 
@@ -585,26 +658,26 @@ class _Finder(_Rules, CodegenState):
     def _leave_SimpleString(self, node):
         value = self._quotes_value(node)
         if value is not None:
-            self._add("quotes", node, lambda: node.with_changes(value=value), True)
+            self._add("quotes", node, lambda: node.with_changes(value=value))
 
     def _leave_Call(self, node):
         text = self._format_fstring(node)
         if text:
-            self._add("format", node, lambda: _fstring(text, node), True)
+            self._add("format", node, lambda: _fstring(text, node))
             return
         name = self._empty_literal_name(node)
         if name is not None:
-            self._add("empty_literal", node, lambda: _empty_literal(name, node), True)
+            self._add("empty_literal", node, lambda: _empty_literal(name, node))
 
     def _leave_BinaryOperation(self, node):
         text = self._percent_fstring(node)
         if text is not None:
-            self._add("percent", node, lambda: _fstring(text, node), True)
+            self._add("percent", node, lambda: _fstring(text, node))
 
     def _leave_If(self, node):
         a = self._bool_if(node)
         if a is not None:
-            self._add("bool_return", node, lambda: _bool_return(node.test, a, node.leading_lines), False)
+            self._add("bool_return", node, lambda: _bool_return(node.test, a, node.leading_lines))
 
     def _leave_IndentedBlock(self, node):
         # The transformer counts these sites with the block unchanged in length; skipping the
@@ -616,7 +689,7 @@ class _Finder(_Rules, CodegenState):
             if isinstance(st, cst.If) and st.orelse is None:
                 a = self._bool_pair(st, body[i + 1])
                 if a is not None:
-                    self._add("bool_return", st, _pair_builder(st, a), False, end=self._line_end[id(body[i + 1])])
+                    self._add("bool_return", st, _pair_builder(st, a), end=self._line_end[id(body[i + 1])])
                     found = True
         if found:  # rewriting an import of this block would make the transformer skip these sites
             for st in body:
@@ -626,12 +699,12 @@ class _Finder(_Rules, CodegenState):
 
     def _leave_UnaryOperation(self, node):
         if self._is_not_in(node):
-            self._add("not_in", node, lambda: _not_in(node), True)
+            self._add("not_in", node, lambda: _not_in(node))
 
     def _leave_SimpleStatementLine(self, node):
         self._line_end[id(node)] = len(self.tokens)
         if self._is_imports(node):
-            self._import_sites[id(node)] = self._add("imports", node, lambda: _import_lines(node), False)
+            self._import_sites[id(node)] = self._add("imports", node, lambda: _import_lines(node))
 
 
 def _pair_builder(st: cst.If, a: bool) -> Callable[[], cst.SimpleStatementLine]:
@@ -667,6 +740,7 @@ class _Analysis:
         self.order = {id(s): n for n, s in enumerate(finder.sites)}  # detection order: inner sites first
         self.site_nodes = frozenset(id(s.node) for s in finder.sites)
         self.tokens = finder.tokens
+        self.after_keyword = frozenset(finder.after_keyword)
         self._offsets: list[int] | None = None
         self._text: str | None = None
 
@@ -716,31 +790,12 @@ class _Recorder(CodegenState):
             self.inner[id(node)] = (opened[0], len(self.tokens), opened[1])
 
 
-def _keyword_may_touch(site: _Site, new: cst.BaseExpression, an: _Analysis) -> bool:
-    """Whether ``new`` could sit right against a keyword that needs a space before or after it.
-
-    The transformer's rebuilt parents then fail to validate (``return"%s" % (a,)`` becomes
-    ``return f"{a!s}"`` only with a space). A keyword can touch the site only where the
-    original text has a word character right next to it.
-    """
-    text, offsets = an.text(), an.offsets()
-    before = text[offsets[site.start] - 1:offsets[site.start]]
-    after = text[offsets[site.end]:offsets[site.end] + 1]
-    for position, neighbour in ((ExpressionPosition.RIGHT, before), (ExpressionPosition.LEFT, after)):
-        if (neighbour.isalnum() or neighbour == "_") and site.node._safe_to_use_with_word_operator(position) \
-                and not new._safe_to_use_with_word_operator(position):
-            return True
-    return False
-
-
 def _rendered(site: _Site, an: _Analysis) -> tuple[list[str], dict[int, tuple[int, int, tuple[str, ...]]]]:
     """The replacement tokens of ``site`` in its context, and where the site nodes inside it lie."""
     if site._rendered is None:
         try:
             new = site.build()
             nodes = new if isinstance(new, list) else [new]
-            if site.expr and _keyword_may_touch(site, new, an):
-                raise _Unsplicable("the replacement needs a space next to a keyword where the original did not")
             state = _Recorder(an.module, site.indent, an.site_nodes)
             for n in nodes:
                 n._codegen(state)
@@ -851,7 +906,7 @@ def _restyle_cached(source: str, key) -> tuple[str, tuple]:
 
 def _transform(an: _Analysis, sel: dict[str, set[int] | None]) -> tuple[str, tuple]:
     """The selection applied by :class:`Restyle` (the reference for what a splice must give)."""
-    t = Restyle(sel, an.shadowed, an.scopes)
+    t = Restyle(sel, an.shadowed, an.scopes, an.after_keyword)
     out = an.module.visit(t)
     return out.code, tuple((k, v) for k, v in t.applied.items() if v)
 
