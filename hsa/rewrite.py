@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from hsa.literals import plain_literals
 from hsa.mapping import ARRAY, _step_apply
 from hsa.names import is_identifier_like, replace_tokens, text_tokens
 from hsa.records import Record, clone
@@ -388,24 +389,5 @@ def hook_literals(record: Record) -> set[str]:
 
 @lru_cache(maxsize=4096)
 def _literals(source: str) -> frozenset[str]:
-    """The values of the plain string literals of ``source`` (and their ``|``-separated parts)."""
-    import ast
-    import io
-    import tokenize
-
-    found = set()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            prefix = tok.string[:len(tok.string) - len(tok.string.lstrip("rRbBuUfF"))].lower()
-            if tok.type != tokenize.STRING or "f" in prefix:
-                continue  # f-strings are not plain literals (3.12+ splits them into other tokens anyway)
-            try:
-                value = ast.literal_eval(tok.string)
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(value, str):
-                found.add(value)
-                found.update(value.split("|"))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return frozenset()
-    return frozenset(found)
+    """The values of the plain string literals of ``source`` (and their ``|``-separated parts), cached."""
+    return plain_literals(source)
