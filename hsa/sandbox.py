@@ -481,22 +481,22 @@ try:
 except ImportError:  # pragma: no cover
     _orjson = None
 
-if _orjson is not None:
-    def _key(obj: Any) -> bytes:
-        """A canonical cache key for a JSON value (sorted keys; fast)."""
-        try:
-            return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
-        except TypeError:  # ints beyond 64 bits
-            return _json.canonical(obj).encode()
-else:  # pragma: no cover
-    def _key(obj: Any) -> bytes:
-        return _json.canonical(obj).encode()
+def _key(obj: Any) -> bytes:
+    """A cache key for a JSON value that tells apart any two values a hook could tell apart: key
+    order (a hook may iterate a payload), ``1``/``1.0``/``True``, NaN/``None`` (see :func:`_exact_key`)."""
+    k = _exact_key(obj)
+    return k if isinstance(k, bytes) else b"\x00" + k.encode("utf-8", "surrogatepass")
+
+
+def _digest(obj: Any) -> bytes:
+    """128-bit digest of :func:`_key` (what the result cache keeps, so its keys stay small)."""
+    return hashlib.blake2b(_key(obj), digest_size=16).digest()
 
 
 # ---------------------------------------------------------------------------- process-wide sandbox and cache
 
 _STATE: dict[str, Any] = {"pid": None, "box": None, "enabled": True}
-_RESULTS: OrderedDict[tuple[str, bytes], dict] = OrderedDict()
+_RESULTS: OrderedDict[tuple[str, bytes], dict] = OrderedDict()  # (hook key, payload digest) -> result
 _VERDICTS: OrderedDict[bytes, list] = OrderedDict()  # whole checks, by everything they read
 _VERDICTS_MAX = 20_000  # keys are digests: memory stays flat however long the input
 _RESULTS_MAX = 100_000
@@ -587,7 +587,7 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
             out[i] = {"ok": False, "error": "no entry", "detail": "the hook has no entry and none can be inferred",
                       "limit": True}
             continue
-        key = (hook_key, _key(payload))
+        key = (hook_key, _digest(payload))
         hit = _RESULTS.get(key)
         if hit is not None:
             _STATS["cache_hits"] += 1

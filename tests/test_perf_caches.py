@@ -47,3 +47,20 @@ def test_json_copy_is_deep_and_exact():
     assert c == v and [type(x) for x in c["a"]] == [type(x) for x in v["a"]]
     c["a"][5]["b"][0].append(1)
     assert v["a"][5]["b"] == [[]]
+
+
+def test_hook_result_cache_tells_apart_key_order_and_nan():
+    """Payloads equal up to key order, or NaN against None, are separate entries of the hook result cache."""
+    from hsa.sandbox import replay_many
+
+    hook = {"name": "first_key", "event": "pre_tool_use", "entry": "check",
+            "source": "def check(payload):\n    k = list(payload['tool_input'])[0]\n"
+                      "    return {'decision': 'allow', 'first': k, 'v': repr(payload['tool_input'][k])}\n"}
+    a = {"tool_name": "t", "tool_input": {"x": None, "y": 2}}
+    b = {"tool_name": "t", "tool_input": {"y": 2, "x": None}}
+    c = {"tool_name": "t", "tool_input": {"x": float("nan"), "y": 2}}
+    ra, rb, rc = (r["value"] for r in replay_many([(hook, a), (hook, b), (hook, c)]))
+    assert (ra["first"], rb["first"]) == ("x", "y")
+    assert (ra["v"], rc["v"]) == ("None", "nan")
+    again = replay_many([(hook, b), (hook, c)])  # from the cache, still told apart
+    assert [r["value"] for r in again] == [rb, rc]
