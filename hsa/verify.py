@@ -12,7 +12,7 @@ from typing import Any
 
 from hsa import _json
 from hsa.mapping import Mapping
-from hsa.names import find_tokens, is_identifier_like, is_legal
+from hsa.names import _PLAIN_NAME, find_tokens, is_identifier_like, is_legal, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
 from hsa.rewrite import text_fields
 
@@ -45,15 +45,27 @@ def validator_for(schema: dict):
     import jsonschema
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        cls = jsonschema.Draft202012Validator
+    if cls is not jsonschema.Draft202012Validator or not _check_schema_moot(key):
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError:
+            cls = jsonschema.Draft202012Validator
     v = cls(schema, format_checker=None)
     _VALIDATORS[key] = v
     if len(_VALIDATORS) > _MAX_VALIDATORS:
         _VALIDATORS.popitem(last=False)
     return v
+
+
+def _check_schema_moot(key: str) -> bool:
+    """True when ``check_schema`` can only raise ``SchemaError`` on the schema of canonical JSON ``key``.
+
+    With the 2020-12 validator already drawn, a ``SchemaError`` falls back to that same
+    class, so the check changes nothing. It could raise anything else only from the
+    ``regex`` format check (``pattern`` keys: ``re.compile`` may overflow) or from a
+    nesting deep enough to exhaust the stack (at most 40 objects deep here; 80 is fine).
+    """
+    return '"pattern' not in key and key.count("{") <= 40
 
 
 def calls_of(record: Record) -> list[dict]:
@@ -155,7 +167,13 @@ def _check_consistency(source: Record, variant: Record, mapping: Mapping) -> lis
     if not stale:
         return []
     out = []
+    # A plain name (a token or dotted chain) is found in a text only if it is one of the text's
+    # tokens: a cached set lookup rules most texts out before find_tokens splits them.
+    plain = {n for n in stale if _PLAIN_NAME.match(n)}
+    some_not_plain = len(plain) < len(stale)
     for text in text_fields(variant):  # a dotted name ("shop.get_x") is one token: it holds no "get_x"
+        if not some_not_plain and plain.isdisjoint(text_tokens(text)):
+            continue
         hits = find_tokens(text, stale)
         if hits:
             snippet = text[:80].replace("\n", " ")

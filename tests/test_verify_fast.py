@@ -1,0 +1,113 @@
+"""hsa.verify shortcuts (issue 8): the same validators and the same violations as the plain checks."""
+
+from __future__ import annotations
+
+import random
+
+import jsonschema
+import pytest
+
+from hsa import _json, verify
+from hsa.mapping import Mapping
+from hsa.names import find_tokens, is_identifier_like
+from hsa.records import normalize
+from hsa.rewrite import rename_skills, rename_tools, text_fields
+
+
+def _class_with_check(schema: dict) -> type:
+    """The validator class validator_for drew before the shortcut: check_schema always runs."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        cls = jsonschema.Draft202012Validator
+    return cls
+
+
+def _nested(depth: int) -> dict:
+    schema: dict = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+ODD_SCHEMAS = [
+    {"type": "object", "properties": {"q": {"type": "string"}}},
+    {"type": 5},  # invalid for the metaschema: the 2020-12 fallback either way
+    {"type": "object", "properties": 3},
+    {"$schema": DRAFT7, "type": "object", "properties": {"q": {"type": "string"}}},
+    {"$schema": DRAFT7, "type": 5},  # invalid draft-07: falls back to 2020-12
+    {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"},
+    {"type": "object", "properties": {"q": {"type": "string", "pattern": "^[a-z]+$"}}},
+    {"type": "object", "properties": {"q": {"type": "string", "pattern": "(unclosed"}}},
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}}},
+    _nested(10),
+    _nested(45),
+]
+
+
+def test_validator_class_is_the_one_check_schema_gives(fixture_records):
+    """validator_for draws the class the full check_schema path draws, for fixture and odd schemas."""
+    schemas = [t["parameters"] for r in fixture_records[:40] for t in normalize(r)["tools"]] + ODD_SCHEMAS
+    verify._VALIDATORS.clear()
+    for schema in schemas:
+        assert type(verify.validator_for(schema)) is _class_with_check(schema), schema
+
+
+@pytest.mark.parametrize("schema, moot", [
+    ({"type": "object", "properties": {"q": {"type": "string"}}}, True),
+    ({"type": "object", "properties": {"q": {"type": "string", "pattern": "a+"}}}, False),  # regex format check
+    ({"type": "object", "patternProperties": {"^a": {}}}, False),
+    (_nested(19), True),
+    (_nested(41), False),  # deep enough that check_schema might exhaust the stack
+])
+def test_check_schema_is_skipped_only_where_it_cannot_raise_anything_else(schema, moot):
+    """check_schema is skipped only for schemas without regexes and at most 40 objects deep."""
+    assert verify._check_schema_moot(_json.canonical(schema)) is moot
+
+
+def _consistency_by_hand(variant: dict, mapping: Mapping) -> list:
+    """Invariant 6 as it was written first: find_tokens on every text."""
+    renamed = {**mapping.tool_names(), **mapping.skill_names()}
+    current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
+    stale = [old for old in renamed if is_identifier_like(old) and old not in current]
+    out = []
+    for text in text_fields(variant) if stale else ():
+        hits = find_tokens(text, stale)
+        if hits:
+            snippet = text[:80].replace("\n", " ")
+            out.append(verify.Violation("consistency", "old name left behind",
+                                        f"{sorted(set(hits))} still occur in text {snippet!r}"))
+    return out
+
+
+def test_consistency_violations_are_those_of_find_tokens_on_every_text(fixture_records):
+    """Planted old names (bare, dotted, at a sentence end, not plain) are reported exactly as before."""
+    rng = random.Random(0)
+    checked = found = 0
+    for raw in fixture_records[:30]:
+        source = normalize(raw)
+        tools = {t["name"]: t["name"] + "_v2" for t in source["tools"][:3]}
+        tools[source["tools"][-1]["name"]] = "odd:name"  # a non-plain new name in the mapping
+        variant = rename_tools(source, tools)
+        if source.get("skills"):
+            variant = rename_skills(variant, {s["name"]: s["name"] + "_v2" for s in source["skills"][:2]})
+        mapping = Mapping(variant["mapping"][len(source["mapping"]):])
+        olds = list(mapping.tool_names()) + list(mapping.skill_names())
+        for trial in range(4):
+            planted = _json.copy(variant)
+            texts = [m for m in planted["messages"] if isinstance(m.get("content"), str)]
+            for old in olds:
+                if texts and rng.random() < 0.5:
+                    m = rng.choice(texts)
+                    m["content"] += rng.choice([f" {old}", f" fs.{old}", f" {old}.", f"{old}", f" ({old})", " x"])
+            if trial == 3:  # a renamed name that is not plain: find_tokens runs on every text
+                planted["mapping"] = planted["mapping"] + [{"op": "tools", "map": {"shop:get_x": "get_x_y"}}]
+                planted["messages"][0]["content"] = "call shop:get_x now"
+                mapping = Mapping(planted["mapping"][len(source["mapping"]):])
+            got = verify._check_consistency(source, planted, mapping)
+            assert got == _consistency_by_hand(planted, mapping)
+            checked += 1
+            found += bool(got)
+    assert found > 10 and checked > found  # both outcomes were exercised
