@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from hsa.records import Prompt, PromptSection, Record, clone
+from hsa.records import Prompt, PromptSection, Record
 
 __all__ = [
     "PREAMBLE_ID",
@@ -426,18 +426,24 @@ def locate(record: Record) -> PromptSite | str:
 
 
 def commit(record: Record, site: PromptSite, prompt: dict) -> Record:
-    """A copy of ``record`` with ``prompt`` stored and the messages it renders re-rendered."""
-    out = clone(record)
+    """A copy of ``record`` with ``prompt`` stored and the messages it renders re-rendered.
+
+    Only the messages list and the re-rendered messages are copied; every other part is
+    shared with ``record`` (transforms never modify their input, so sharing is safe).
+    """
+    out = dict(record)
     old_prefix = user_prefix(site.prompt)
     out["prompt"] = prompt
+    messages = out["messages"] = list(record["messages"])
     if site.system_index is not None:
-        out["messages"][site.system_index]["content"] = render(prompt["template"], system_sections(prompt))
+        msg = messages[site.system_index] = dict(messages[site.system_index])
+        msg["content"] = render(prompt["template"], system_sections(prompt))
     new_prefix = user_prefix(prompt)
     if old_prefix or new_prefix:
         if site.user_index is None:
             raise ValueError("sections are placed in the user message but the record has no user message "
                              "with text content")
-        msg = out["messages"][site.user_index]
+        msg = messages[site.user_index] = dict(messages[site.user_index])
         own = msg["content"][len(old_prefix):]
         msg["content"] = new_prefix + own
     return out

@@ -32,6 +32,15 @@ __all__ = ["HookSync", "HookRenameLocals", "HookRestyle", "HookMessageFormat", "
            "MESSAGE_PREFIXES", "MESSAGE_SUFFIXES", "MESSAGE_SWAPS", "reword", "REWORDED_NOTE"]
 
 
+def _with_own_hooks(record: Record) -> Record:
+    """A copy of ``record`` whose hook list and hooks are its own (one level); every other part is shared
+    with ``record``, which transforms never modify, so an apply that only sets hook fields may share them."""
+    out = dict(record)
+    if record.get("hooks"):
+        out["hooks"] = [dict(h) for h in record["hooks"]]
+    return out
+
+
 def _hook_at(record: Record, index: int, name: str) -> dict:
     hooks = record.get("hooks") or []
     if not 0 <= index < len(hooks) or hooks[index].get("name") != name:
@@ -211,7 +220,7 @@ class HookRenameLocals(Transform):
         from hsa.codemods.locals import rename_locals_edits
         from hsa.hooks_model import entry_of
 
-        out = clone(record)
+        out = _with_own_hooks(record)
         for entry in params["hooks"]:
             h = _hook_at(out, entry["index"], entry["hook"])
             e = entry_of(h) or ""
@@ -271,7 +280,7 @@ class HookRestyle(Transform):
         from hsa.codemods.restyle import restyle
         from hsa.hooks_model import entry_of
 
-        out = clone(record)
+        out = _with_own_hooks(record)
         for entry in params["hooks"]:
             h = _hook_at(out, entry["index"], entry["hook"])
             old = h["source"]

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from hsa.names import find_tokens, is_identifier_like, split_words
 from hsa.prompt_import import PREAMBLE_ID, PromptSite, commit, locate
-from hsa.records import Record, clone
+from hsa.records import Record
 from hsa.rewrite import hook_literals, param_paths, record_tokens, rename_skills, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
@@ -448,10 +448,10 @@ class SkillDescribe(Transform):
             raise ValueError(f"skill.describe: skills {missing} are not in the record (have {sorted(known)})")
         site = locate(record)
         cat = find_catalog(record, site.prompt) if isinstance(site, PromptSite) else None
-        out = clone(record)
-        for s in out.get("skills") or ():
-            if s["name"] in new:
-                s["description"] = new[s["name"]]
+        out = dict(record)  # parts are shared with the input, copied where they change
+        if record.get("skills"):
+            out["skills"] = [_with(s, "description", new[s["name"]]) if s["name"] in new else s
+                             for s in record["skills"]]
         if cat is None:
             return out
         index, style, names = cat
@@ -778,7 +778,10 @@ class SkillRestructure(Transform):
         return {"skills": out}
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = clone(record)
+        out = dict(record)  # parts are shared with the input, copied where they change
+        if record.get("skills"):
+            out["skills"] = [dict(s) if s["name"] in params["skills"] else s for s in record["skills"]]
+        out["messages"] = [dict(m) for m in record["messages"]]  # _replace_in_results sets contents
         by_name = {s["name"]: s for s in out.get("skills") or ()}
         missing = sorted(set(params["skills"]) - set(by_name))
         if missing:
@@ -829,6 +832,26 @@ def _skill_arg_schema(record: Record) -> dict | None:
             sub = (t["parameters"].get("properties") or {}).get(st["argument"])
             return sub if isinstance(sub, dict) else None
     return None
+
+
+def _set_skill_arg_schema(record: Record, sub: dict) -> None:
+    """Put ``sub`` where :func:`_skill_arg_schema` found the argument's schema, copying the path (tools shared)."""
+    st = record["skill_tool"]
+    tools = record["tools"] = list(record["tools"])
+    for i, t in enumerate(tools):
+        if t["name"] == st["name"]:
+            params = dict(t["parameters"])
+            params["properties"] = _with(params["properties"], st["argument"], sub)
+            tools[i] = _with(t, "parameters", params)
+            return
+    raise ValueError(f"skill.catalog: the skill tool {st['name']!r} is not among the tools")
+
+
+def _with(d: dict, key: str, value: Any) -> dict:
+    """A copy of ``d`` with ``key`` set to ``value`` (an existing key keeps its place)."""
+    out = dict(d)
+    out[key] = value
+    return out
 
 
 @register
@@ -899,15 +922,15 @@ class SkillCatalog(Transform):
         cat = find_catalog(record, site.prompt)
         if cat is None or site.prompt["sections"][cat[0]]["id"] != params["section"]:
             raise ValueError(f"skill.catalog: section {params['section']!r} is not the record's skill catalogue")
-        out = clone(record)
+        out = dict(record)  # parts are shared with the input, copied where they change
         have = {s["name"] for s in out["skills"]}
         clash = [d["name"] for d in params["distractors"] if d["name"] in have]
         if clash:
             raise ValueError(f"skill.catalog: distractors {clash} are already skills of the record")
-        out["skills"].extend(dict(d) for d in params["distractors"])
+        out["skills"] = record["skills"] + [dict(d) for d in params["distractors"]]
         schema = _skill_arg_schema(out)
         if schema is not None and isinstance(schema.get("enum"), list):
-            schema["enum"] = schema["enum"] + [d["name"] for d in params["distractors"]]
+            _set_skill_arg_schema(out, _with(schema, "enum", schema["enum"] + [d["name"] for d in params["distractors"]]))
         descs = {s["name"]: s.get("description", "") for s in out["skills"]}
         if sorted(params["order"]) != sorted(set(cat[2]) | {d["name"] for d in params["distractors"]}):
             raise ValueError("skill.catalog: order must list the catalogue's skills and the distractors once each")

@@ -151,6 +151,15 @@ def _tool(record: Record, name: str, what: str) -> dict:
     raise ValueError(f"{what}: tool {name!r} is not in the record (tools: {[t['name'] for t in record['tools']]})")
 
 
+def _with_own_tools(record: Record) -> Record:
+    """A copy of ``record`` whose tool list and tools are its own (one level); every other part, schemas
+    included, is shared with ``record``, which transforms never modify: for an apply that sets tool fields
+    and replaces (never edits) schemas."""
+    out = dict(record)
+    out["tools"] = [dict(t) for t in record["tools"]]
+    return out
+
+
 def _calls_of_tool(record: Record, name: str) -> list[dict]:
     return [c["function"]["arguments"] for _, _, c in iter_calls(record) if c["function"]["name"] == name]
 
@@ -490,7 +499,7 @@ class Reorder(Transform):
         return out
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = clone(record)
+        out = _with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
         for t in out["tools"]:
             for ptr, order in params.get("properties", {}).get(t["name"], ()):
                 def reorder_props(node, order=order, ptr=ptr, tool=t["name"]):
@@ -567,7 +576,7 @@ class Describe(Transform):
         return {"texts": texts}
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = clone(record)
+        out = _with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
         for entry in params["texts"]:
             t = _tool(out, entry["tool"], "tool.describe")
             if entry["at"] is None:
@@ -610,7 +619,7 @@ class DropDescriptions(Transform):
         return {"drop": drop}
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = clone(record)
+        out = _with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
         for entry in params["drop"]:
             t = _tool(out, entry["tool"], "tool.drop_descriptions")
             if entry["at"] is None:
@@ -910,7 +919,7 @@ class Distractors(Transform):
         return out
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = clone(record)
+        out = _with_own_tools(record)  # the schemas are replaced, never changed in place
         for entry in params.get("params", ()):
             t = _tool(out, entry["tool"], "tool.distractors")
             props = t["parameters"].get("properties") or {}
