@@ -13,6 +13,7 @@ the hook reads the whole object.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from functools import lru_cache
 
 from hsa.records import Record
@@ -52,14 +53,11 @@ def reads_whole_input(source: str, entry: str | None = None) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return True
-    parents: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
+    nodes, parents = _walk(tree)
     # payloads: the first parameter of every function, and anything read with an input key
     payloads: set[str] = set()
     method = entry.rsplit(".", 1)[-1] if entry else None
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = [a.arg for a in node.args.args if a.arg not in ("self", "cls")]
             if method is None and args:
@@ -70,7 +68,7 @@ def reads_whole_input(source: str, entry: str | None = None) -> bool:
             payloads.add(_base(node).id)  # type: ignore[union-attr]
     # inputs: names bound to payload[input key] (possibly "... or {}")
     inputs: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
             value = node.value
             if isinstance(value, ast.BoolOp):
@@ -81,7 +79,7 @@ def reads_whole_input(source: str, entry: str | None = None) -> bool:
                     return True
                 inputs.add(targets[0].id)
     watched = payloads | inputs
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Name) and node.id in watched and isinstance(node.ctx, ast.Load):
             if not _keyed_read(node, parents.get(node), parents):
                 return True
@@ -89,6 +87,21 @@ def reads_whole_input(source: str, entry: str | None = None) -> bool:
             if not _input_expr_ok(node, parents):
                 return True
     return False
+
+
+def _walk(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    """The nodes of ``tree`` in ``ast.walk`` order, and each node's parent (the last one met, as a second
+    walk setting ``parents[child] = node`` would leave it): one pass instead of a walk per question."""
+    nodes: list[ast.AST] = []
+    parents: dict[ast.AST, ast.AST] = {}
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+            todo.append(child)
+        nodes.append(node)
+    return nodes, parents
 
 
 def _keyed_read(node: ast.AST, parent: ast.AST | None, parents: dict) -> bool:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from hsa import _json
 from hsa.mapping import ARRAY
 from hsa.names import (
+    _PLAIN_NAME,
     DIALECT_NAME_RULES,
     STYLES,
     find_tokens,
@@ -32,6 +33,7 @@ from hsa.names import (
     is_legal,
     is_legal_param,
     split_words,
+    text_tokens,
 )
 from hsa.records import Record, clone, iter_calls, normalize_schema
 from hsa.rewrite import (
@@ -1094,8 +1096,14 @@ class Values(Transform):
                         if not isinstance(v, (dict, list)):
                             where.setdefault(_json.canonical(v), set()).add((t["name"], path))
 
+        text_toks: list[frozenset[str]] = []  # the tokens of every text, made on first use
+
         def mentioned(forms: list[str]) -> bool:
-            return any(find_tokens(text, forms) for text in texts)
+            if not all(_PLAIN_NAME.match(f) for f in forms):
+                return any(find_tokens(text, forms) for text in texts)
+            if not text_toks:  # find_tokens finds a plain form in a text exactly when it is one of its tokens
+                text_toks.append(frozenset().union(*map(text_tokens, texts)))
+            return not text_toks[0].isdisjoint(forms)
 
         steps = []
         for t in record["tools"]:
