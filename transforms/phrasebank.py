@@ -104,6 +104,9 @@ def _literal(phrasing: str) -> str:
     return max(runs, key=len)
 
 
+_FOUND_MAX = 4096
+
+
 @dataclasses.dataclass(frozen=True)
 class Bank:
     """A loaded phrase bank: groups with compiled phrasings."""
@@ -112,9 +115,21 @@ class Bank:
     sources: tuple[str, ...]
     _patterns: tuple[tuple[tuple[re.Pattern[str], str], ...], ...] = dataclasses.field(repr=False)
     _literals: tuple[tuple[str, ...], ...] = dataclasses.field(repr=False, default=())
+    #: find's answers by text (the variants of a record ask about the same texts); not part of the value
+    _found: dict[str, tuple[Match, ...]] = dataclasses.field(repr=False, compare=False, hash=False,
+                                                             default_factory=dict)
 
     def find(self, text: str) -> list[Match]:
-        """Non-overlapping matches in ``text``, leftmost first; the longest wins a tie."""
+        """Non-overlapping matches in ``text``, leftmost first; the longest wins a tie (cached per text)."""
+        hit = self._found.get(text)
+        if hit is None:
+            hit = tuple(self._find(text))
+            if len(self._found) >= _FOUND_MAX:
+                self._found.clear()
+            self._found[text] = hit
+        return list(hit)
+
+    def _find(self, text: str) -> list[Match]:
         cands = []
         for gi, pats in enumerate(self._patterns):
             for pi, (rx, _) in enumerate(pats):
