@@ -1920,15 +1920,36 @@ def transport(an: Analysis, new_source: str, new_values: dict[int, str], step: d
         return path
 
     deltas = sorted((end, new_len - (end - start)) for start, end, new_len in replaced)
+    ends = [e for e, _ in deltas]
+    sums = list(itertools.accumulate(d for _, d in deltas))
 
     def shift(offset: int) -> int:
-        return offset + sum(d for end, d in deltas if end <= offset)
+        k = bisect.bisect_right(ends, offset)
+        return offset + (sums[k - 1] if k else 0)
 
+    # only tool renames (tool sets of constraints) and parameter renames (argument paths) change roles
+    mapped: dict | None = {} if tools_map or op == "params" else None
     sites = []
     for site in an.sites:
-        roles = frozenset(_map_role(r, tools_map, path_map) for r in site.roles)
-        sites.append(dataclasses.replace(site, value=new_values.get(site.index, site.value), start=shift(site.start),
-                                         end=shift(site.end), roles=roles))
+        roles = site.roles
+        if mapped is not None and roles:
+            new_roles = []
+            changed = False
+            for r in roles:
+                m = mapped.get(r)
+                if m is None:
+                    m = mapped[r] = _map_role(r, tools_map, path_map)
+                changed = changed or m != r
+                new_roles.append(m)
+            if changed:
+                roles = frozenset(new_roles)
+        value = new_values.get(site.index, site.value)
+        start, end = shift(site.start), shift(site.end)
+        if value is site.value and start == site.start and end == site.end and roles is site.roles:
+            sites.append(site)
+        else:
+            sites.append(LiteralSite(site.index, site.kind, value, start, end, site.line, roles, site.prefix,
+                                     site.quote, site.parts))
     problems = tuple(dataclasses.replace(p, tools=frozenset(tools_map.get(t, t) for t in p.tools))
                      if p.tools is not None and tools_map else p for p in an.problems)
     out = Analysis(new_source, an.style, an.entries, tuple(sites), problems, an.error, an.reads, an.entry)

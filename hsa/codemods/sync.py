@@ -57,6 +57,16 @@ class Harness:
                 return dict(table)
         return None
 
+    def __hash__(self) -> int:  # a cache key of every hook of every step: hash the nested tuples once
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.tools, self.skills, self.skill_tool, self.kinds))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:  # str hashes differ per process: a pickle must not carry the cached one
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
 
 def _node_type(schema: Any) -> str:
     if not isinstance(schema, dict):
@@ -322,28 +332,157 @@ def _renamed(step: dict) -> set[str]:
 
 _STEP_KIND = {"tools": "tool", "skills": "skill", "params": "param", "values": "value"}
 
+#: Roles whose verdict under a tool or skill rename does not depend on the literal naming a renamed name.
+_PREDICATE_ROLES = frozenset({"tool_re", "tool_pred", "skill_pred", "in_text"})
+_PATH_ROLES = frozenset({"param", "member", "value"})
+_NAME, _UNKNOWN, _TEXT, _SKIP = 0, 1, 2, 3
+
+
+class _SiteIndex:
+    """The sites of one analysis that a step may change or refuse on, sorted by what can make them matter.
+
+    Every other site keeps its value under every step (HARD and SOFT roles only, or the
+    parts of an implicit concatenation), so :func:`plan` never looks at it. The lists let
+    a step pick, without walking every site, the few that can matter to it:
+
+    - a name site under a tool or skill rename: one with a predicate role (its verdict is
+      taken over every harness name), or whose value contains a renamed name;
+    - a name site under a parameter or value step: one with a ``param``/``member``/``value``
+      role that the step's tool can reach (any tool, or a constraint naming it);
+    - an ``unknown`` site: one whose value is a renamed name;
+    - a text site: one whose value contains a name of the step's text table.
+
+    Containment is tested on the values as substrings: a name that is a whole token of a
+    value, or equal to it, is a substring of it, so nothing that can change is skipped.
+    Positions are indices into ``an.sites``; the index holds few objects (ints, strings and
+    a handful of lists), as thousands are made and kept a while.
+    """
+
+    __slots__ = ("sites", "cats", "name_pos", "pred_pos", "unknown_pos", "unknown_values", "text_pos",
+                 "name_blob", "text_blob", "any_tool", "by_tool")
+
+    def __init__(self, an: Analysis):
+        sites = self.sites = an.sites
+        concat_parts = {i for s in sites if s.kind == "concat" for i in s.parts}
+        cats = bytearray(len(sites))
+        self.name_pos, self.pred_pos, self.unknown_pos, self.text_pos = [], [], [], []
+        self.any_tool: list[int] = []  # name sites with a path role any tool reaches
+        self.by_tool: dict[str, list[int]] = {}  # ... that the named tools reach
+        for pos, site in enumerate(sites):
+            cat = _SKIP if site.index in concat_parts else _role_class(site.roles)[0]
+            cats[pos] = cat
+            if cat == _NAME:
+                self.name_pos.append(pos)
+                tools: set | None = set()
+                pred = False
+                for r in site.roles:
+                    if r[0] in _PATH_ROLES and tools is not None:
+                        tools = None if r[1] is None else tools | r[1]
+                    elif r[0] in _PREDICATE_ROLES:
+                        pred = True
+                if pred:
+                    self.pred_pos.append(pos)
+                if tools is None:
+                    self.any_tool.append(pos)
+                else:
+                    for t in tools:
+                        self.by_tool.setdefault(t, []).append(pos)
+            elif cat == _UNKNOWN:
+                self.unknown_pos.append(pos)
+            elif cat == _TEXT:
+                self.text_pos.append(pos)
+        self.cats = bytes(cats)
+        self.unknown_values = frozenset(sites[i].value for i in self.unknown_pos)
+        # every value of its kind is a substring of the blob: a name absent from it is absent from each
+        self.name_blob = "\0".join(sites[i].value for i in self.name_pos)
+        self.text_blob = "\0".join(sites[i].value for i in self.text_pos)
+
+    def select(self, op: str, step: dict, renamed: set[str], table: dict[str, str]) -> list[int]:
+        """Positions (in site order) of the sites that ``step`` may change or refuse on."""
+        sites = self.sites
+        picked: list[int] = []
+        if op in ("tools", "skills"):
+            picked += self.pred_pos
+            if any(k in self.name_blob for k in renamed):
+                picked += [i for i in self.name_pos if any(k in sites[i].value for k in renamed)]
+        elif op in ("params", "values"):
+            picked += self.any_tool
+            picked += self.by_tool.get(step["tool"], ())
+        if self.unknown_pos and not renamed.isdisjoint(self.unknown_values):
+            picked += [i for i in self.unknown_pos if sites[i].value in renamed]
+        if table and any(k in self.text_blob for k in table):
+            picked += [i for i in self.text_pos if any(k in sites[i].value for k in table)]
+        return sorted(set(picked))
+
+
+_ROLE_CLASSES: dict[frozenset, tuple] = {}
+
+
+def _role_class(roles: frozenset) -> tuple:
+    """``(category, role names)`` of a site with ``roles`` (category ``_SKIP``: no step changes the site)."""
+    hit = _ROLE_CLASSES.get(roles)
+    if hit is None:
+        names = frozenset(r[0] for r in roles)
+        if names & NAME_ROLES:
+            cat = _NAME
+        elif "unknown" in names:
+            cat = _UNKNOWN
+        elif names & (HARD_ROLES | SOFT_ROLES):
+            cat = _SKIP
+        else:
+            cat = _TEXT
+        if len(_ROLE_CLASSES) >= 65536:
+            _ROLE_CLASSES.clear()
+        hit = _ROLE_CLASSES[roles] = (cat, names)
+    return hit
+
+
+_INDEXES: dict[int, tuple[Analysis, _SiteIndex]] = {}
+
+
+def _site_index(an: Analysis) -> _SiteIndex:
+    """The :class:`_SiteIndex` of ``an``, cached while the analysis is (keyed by identity)."""
+    hit = _INDEXES.get(id(an))
+    if hit is not None and hit[0] is an:
+        return hit[1]
+    if len(_INDEXES) >= 512:  # a step reuses the analyses of the record at hand: a few hundred suffice
+        _INDEXES.clear()
+    ix = _SiteIndex(an)
+    _INDEXES[id(an)] = (an, ix)
+    return ix
+
 
 def plan(an: Analysis, step: dict, h: Harness) -> dict[int, str] | Refusal:
     """New values by site index for ``step``, or the reason the step cannot be carried through the hook."""
+    return _plan(an, step, h, select=True)
+
+
+def _plan(an: Analysis, step: dict, h: Harness, *, select: bool, known: tuple | None = None
+          ) -> dict[int, str] | Refusal:
+    """:func:`plan`; ``select=False`` looks at every site instead of those the :class:`_SiteIndex` picks
+    (the same result, slower: kept to test the selection against). ``known``: ``(renamed, text table)``
+    of ``step`` when the caller has them (:func:`_step_info`)."""
     op = step.get("op")
     kind = _STEP_KIND.get(op)
-    renamed = _renamed(step)
+    renamed, table = known if known is not None else (_renamed(step), None)
     if kind is None or not renamed:
         return {}
     for p in an.problems:
         if kind in p.kinds and (op in ("tools", "skills") or p.tools is None or step["tool"] in p.tools):
             return Refusal(p.reason, f"line {p.line}: {p.detail}")
-    table = text_map(step)
-    concat_parts = {i for s in an.sites if s.kind == "concat" for i in s.parts}
+    if table is None:
+        table = text_map(step)
+    ix = _site_index(an)
+    sites, cats = ix.sites, ix.cats
+    positions = ix.select(op, step, renamed, table) if select else range(len(sites))
     out: dict[int, str] = {}
     try:
-        for site in an.sites:
-            if site.index in concat_parts:
-                continue
-            names = site.role_names()
-            name_roles = [r for r in site.roles if r[0] in NAME_ROLES]
-            if name_roles:
-                wanted = {_name_value(site, r, step, h) for r in name_roles}
+        for pos in positions:
+            site, cat = sites[pos], cats[pos]
+            if cat == _NAME:
+                names = _role_class(site.roles)[1]
+                # the site's own role order: the first role that refuses gives the reason
+                wanted = {_name_value(site, r, step, h) for r in site.roles if r[0] in NAME_ROLES}
                 if len(wanted) > 1:
                     raise _Refuse("literal plays conflicting roles", f"line {site.line}: {site.value!r} would have "
                                                                      f"to become {sorted(wanted)}")
@@ -352,15 +491,15 @@ def plan(an: Analysis, step: dict, h: Harness) -> dict[int, str] | Refusal:
                     raise _Refuse("literal plays conflicting roles",
                                   f"line {site.line}: {site.value!r} names a renamed {kind} and is also used as "
                                   f"{' and '.join(sorted(names & HARD_ROLES))}")
-            elif "unknown" in names:
+            elif cat == _UNKNOWN:
                 if site.value in renamed:
                     raise _Refuse("unresolved reference", f"line {site.line}: {site.value!r} equals a renamed {kind} "
                                                           "but is compared with a value that cannot be resolved")
                 new = site.value
-            elif names & (HARD_ROLES | SOFT_ROLES):
-                new = site.value
-            else:
+            elif cat == _TEXT:
                 new = replace_tokens(site.value, table) if table else site.value
+            else:  # _SKIP: payload keys, dict keys, data comparisons, concatenation parts
+                continue
             if new != site.value:
                 out[site.index] = new
     except _Refuse as exc:
@@ -454,10 +593,17 @@ def _apply_edits(an: Analysis, edits: dict[int, str], table: dict[str, str]
 # ---------------------------------------------------------------------------- public API
 
 
+@lru_cache(maxsize=256)
+def _step_info(step_json: str) -> tuple[dict, frozenset[str], dict[str, str]]:
+    """A step decoded once for all the hooks it is carried through: the step, its renamed names and its
+    text table (:func:`hsa.hooks_model.text_map`). Shared by the callers, which only read them."""
+    step = _json.loads(step_json)
+    return step, frozenset(_renamed(step)), text_map(step)
+
+
 @lru_cache(maxsize=16384)
 def _sync_cached(source: str, entry: str | None, step_json: str, h: Harness) -> tuple[str, Refusal | None, int]:
-    step = _json.loads(step_json)
-    renamed = _renamed(step)
+    step, renamed, table = _step_info(step_json)
     if not renamed:
         return source, None, 0
     an = analyze(source, entry)
@@ -466,13 +612,13 @@ def _sync_cached(source: str, entry: str | None, step_json: str, h: Harness) -> 
         if hits:
             return source, Refusal("hook cannot be analysed", f"{an.error}; it mentions {sorted(hits)[:3]}"), 0
         return source, None, 0
-    edits = plan(an, step, h)
+    edits = _plan(an, step, h, select=True, known=(renamed, table))
     if isinstance(edits, Refusal):
         return source, edits, 0
     if not edits:
         return source, None, 0
     try:
-        new, values, replaced = _apply_edits(an, edits, text_map(step))
+        new, values, replaced = _apply_edits(an, edits, table)
     except _Refuse as exc:
         return source, exc.refusal, 0
     transport(an, new, values, step, replaced)
@@ -527,9 +673,10 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
     the step, so the recorded events stay what the rewritten hooks produce.
     """
     h = before if isinstance(before, Harness) else harness_of(before)
+    step_json, hk = _json.canonical(step), _harness_for(step, h)  # once per step, not per hook
     for hook in record.get("hooks") or ():
         entry = entry_of(hook)
-        new, refusal = sync_source(hook.get("source", ""), entry, step, h)
+        new, refusal, _ = _sync_cached(hook.get("source", ""), entry, step_json, hk)
         if refusal is not None:
             record["notes"].append(refusal_note(hook, refusal))
             continue
