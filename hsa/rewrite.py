@@ -9,11 +9,12 @@ function returns a new record and appends the matching step to ``record["mapping
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
 from hsa.literals import plain_literals
+from hsa import _json
 from hsa.mapping import ARRAY, _step_apply
 from hsa.names import is_identifier_like, replace_tokens, text_tokens
 from hsa.records import Record, clone
@@ -72,15 +73,38 @@ def _map_schema_descriptions(schema: Any, fn: Callable[[str], str]) -> Any:
     return schema
 
 
+def _map_schema_descriptions_in_place(schema: Any, fn: Callable[[str], str]) -> None:
+    """:func:`_map_schema_descriptions` on a schema the caller owns: only the changed strings are set."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                new = fn(v)
+                if new != v:
+                    schema[k] = new  # an existing key: the dict keeps its size and order
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                for pv in v.values():
+                    _map_schema_descriptions_in_place(pv, fn)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                _map_schema_descriptions_in_place(v, fn)
+    elif isinstance(schema, list):
+        for v in schema:
+            _map_schema_descriptions_in_place(v, fn)
+
+
 def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
-              tool_descriptions: bool = True) -> Record:
+              tool_descriptions: bool = True, names: Iterable[str] | None = None) -> Record:
     """Apply ``fn`` to every free-text field of ``record`` (in place on a record the caller owns).
 
     Free text: message contents, tool and parameter descriptions, skill descriptions
     and content, prompt section titles and bodies, and (``hooks=True``) the string
     literals of hook source. Recorded hook events (payloads, decisions) follow each
     rename step in :func:`_sync_hooks` / :func:`_map_hook_payloads`, not here.
+
+    ``names``: when given, ``fn`` leaves every text that contains none of them (as a
+    substring) unchanged, as a token rename does; a parameter schema whose JSON holds
+    none of them is then skipped without walking it.
     """
+    skip = _schema_skipper(names)
     for m in record["messages"]:
         if "content" in m:
             m["content"] = _map_content(m["content"], fn)
@@ -88,7 +112,8 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
         for t in record["tools"]:
             if isinstance(t.get("description"), str):
                 t["description"] = fn(t["description"])
-            t["parameters"] = _map_schema_descriptions(t["parameters"], fn)
+            if skip is None or not skip(t["parameters"]):
+                _map_schema_descriptions_in_place(t["parameters"], fn)
     for s in record.get("skills") or ():
         for key in ("description", "content"):
             if isinstance(s.get(key), str):
@@ -100,6 +125,28 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
                 if isinstance(sec.get(key), str):
                     sec[key] = fn(sec[key])
     return record
+
+
+# JSON writes these characters as themselves (no escape), so such a name occurs in a string's JSON iff in the string
+_JSON_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
+
+
+def _schema_skipper(names: Iterable[str] | None) -> Callable[[Any], bool] | None:
+    """A test that a schema's texts hold none of ``names``: one JSON encoding instead of a walk (None: no test)."""
+    if names is None:
+        return None
+    names = tuple(names)
+    if not all(_JSON_PLAIN.fullmatch(n) for n in names):
+        return None  # a name JSON would escape: its encoded form differs, walk every schema
+
+    def skip(schema: Any) -> bool:
+        try:
+            encoded = _json.dumps(schema)
+        except (TypeError, ValueError):  # not JSON (a record built in code): walk it
+            return False
+        return not any(n in encoded for n in names)
+
+    return skip
 
 
 def _schema_texts(schema: Any, out: list[str]) -> None:
@@ -116,6 +163,11 @@ def _schema_texts(schema: Any, out: list[str]) -> None:
 
 def text_fields(record: Record) -> list[str]:
     """Every free-text string of ``record`` (the fields :func:`map_texts` rewrites), hook source included."""
+    return _text_fields(record, schemas=True)
+
+
+def _text_fields(record: Record, *, schemas: bool) -> list[str]:
+    """:func:`text_fields`; without the texts of parameter schemas when ``schemas`` is false."""
     out: list[str] = []
     for m in record["messages"]:
         c = m.get("content")
@@ -127,7 +179,8 @@ def text_fields(record: Record) -> list[str]:
     for t in record["tools"]:
         if isinstance(t.get("description"), str):
             out.append(t["description"])
-        _schema_texts(t["parameters"], out)
+        if schemas:
+            _schema_texts(t["parameters"], out)
     for s in record.get("skills") or ():
         out.extend(s[k] for k in ("description", "content") if isinstance(s.get(k), str))
     prompt = record.get("prompt")
@@ -141,15 +194,51 @@ def text_fields(record: Record) -> list[str]:
 
 def record_tokens(record: Record) -> set[str]:
     """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with."""
-    tokens: set[str] = set()
-    for text in text_fields(record):
-        tokens |= text_tokens(text)
+    tokens: set[str] = set().union(*map(text_tokens, _text_fields(record, schemas=False)))
     for t in record["tools"]:
         tokens.add(t["name"])
-        tokens.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
+        tokens |= _schema_tokens(t["parameters"])
     for s in record.get("skills") or ():
         tokens.add(s["name"])
     return tokens
+
+
+def _schema_tokens(schema: Any) -> frozenset[str]:
+    """The tokens of a parameter schema's texts and its declared property names (but ``"[]"``), cached per schema
+    JSON: variants of a record mostly keep their schemas."""
+    try:
+        encoded = _json.dumps(schema)
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        return _schema_tokens_of(schema)
+    return _schema_tokens_cached(encoded)
+
+
+@lru_cache(maxsize=8192)
+def _schema_tokens_cached(encoded: str) -> frozenset[str]:
+    return _schema_tokens_of(_json.loads(encoded))
+
+
+def _schema_tokens_of(schema: Any) -> frozenset[str]:
+    texts: list[str] = []
+    _schema_texts(schema, texts)
+    keys: set[str] = set()
+    _param_keys(schema, keys)
+    keys.discard(ARRAY)  # a property literally named "[]" is no name (param_paths' filter in record_tokens)
+    return frozenset(keys.union(*map(text_tokens, texts)))
+
+
+def _param_keys(schema: Any, out: set[str]) -> None:
+    """The last keys of :func:`param_paths` of ``schema`` (every declared property name), added to ``out``."""
+    if not isinstance(schema, dict):
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            out.add(k)
+            _param_keys(sub, out)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _param_keys(items, out)
 
 
 # --------------------------------------------------------------------------- schemas
@@ -250,11 +339,25 @@ def rename_tools(record: Record, renames: dict[str, str]) -> Record:
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    map_texts(out, lambda s: replace_tokens(s, renames))
+    map_texts(out, _token_renamer(renames), names=renames)
     _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
+
+
+def _token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
+    """``lambda s: replace_tokens(s, renames)`` that first tests for each name as a substring (a whole token
+    is one): most texts name nothing renamed, and the test is cheaper than a token split."""
+    names = tuple(k for k, v in renames.items() if k != v)
+
+    def fn(text: str) -> str:
+        for n in names:
+            if n in text:
+                return replace_tokens(text, renames)
+        return text
+
+    return fn
 
 
 def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True) -> Record:
@@ -287,10 +390,11 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     leaf_renames = {k: v for k, v in leaf_renames.items()
                     if sum(1 for p in renames if p[-1] == k) == declared_leaves.count(k)}
     t = out["tools"][idx]
-    fn = (lambda s: replace_tokens(s, leaf_renames)) if leaf_renames else (lambda s: s)
-    if isinstance(t.get("description"), str):
-        t["description"] = fn(t["description"])
-    t["parameters"] = _map_schema_descriptions(t["parameters"], fn)
+    if leaf_renames:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
+        fn = lambda s: replace_tokens(s, leaf_renames)  # noqa: E731
+        if isinstance(t.get("description"), str):
+            t["description"] = fn(t["description"])
+        _map_schema_descriptions_in_place(t["parameters"], fn)
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
         if arg in renames:
@@ -328,7 +432,7 @@ def rename_skills(record: Record, renames: dict[str, str]) -> Record:
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    map_texts(out, lambda s: replace_tokens(s, renames))
+    map_texts(out, _token_renamer(renames), names=renames)
     _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)

@@ -351,14 +351,14 @@ class ParamRename(Transform):
         for entry in params["renames"]:
             by_tool.setdefault(entry["tool"], {})[tuple(entry["path"])] = entry["new"]
         known = {t["name"]: t for t in record["tools"]}
-        for tool, renames in by_tool.items():
+        for i, (tool, renames) in enumerate(by_tool.items()):
             if tool not in known:
                 raise ValueError(f"tool.param_rename: tool {tool!r} is not in the record")
             declared = set(param_paths(known[tool]["parameters"]))
             missing = [list(p) for p in renames if p not in declared]
             if missing:
                 raise ValueError(f"tool.param_rename: {tool!r} declares no parameter at {missing}")
-            record = rename_params(record, tool, renames)
+            record = rename_params(record, tool, renames, copy=i == 0)  # one copy, then in place
         return record
 
 
