@@ -64,3 +64,17 @@ def test_hook_result_cache_tells_apart_key_order_and_nan():
     assert (ra["v"], rc["v"]) == ("None", "nan")
     again = replay_many([(hook, b), (hook, c)])  # from the cache, still told apart
     assert [r["value"] for r in again] == [rb, rc]
+
+
+def test_single_process_augment_restores_gc_thresholds(tmp_path):
+    """hsa.pipeline.augment in the caller's process raises the GC thresholds only while it runs."""
+    import gc
+
+    from hsa.pipeline import augment
+    from hsa.recipes import load_recipe
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(_record([TOOL])) + "\n")
+    before = gc.get_threshold()
+    augment([src], tmp_path / "out", load_recipe("identity"), variants=1, workers=1)
+    assert gc.get_threshold() == before
