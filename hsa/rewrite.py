@@ -104,7 +104,12 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
     substring) unchanged, as a token rename does; a parameter schema whose JSON holds
     none of them is then skipped without walking it.
     """
-    skip = _schema_skipper(names)
+    return _map_texts(record, fn, _schema_skipper(names), tool_descriptions=tool_descriptions)
+
+
+def _map_texts(record: Record, fn: Callable[[str], str], skip: Callable[[Any], bool] | None, *,
+               tool_descriptions: bool = True) -> Record:
+    """:func:`map_texts`; ``skip(schema)`` true: ``fn`` changes no text of that parameter schema."""
     for m in record["messages"]:
         if "content" in m:
             m["content"] = _map_content(m["content"], fn)
@@ -127,7 +132,7 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
     return record
 
 
-# JSON writes these characters as themselves (no escape), so such a name occurs in a string's JSON iff in the string
+# JSON writes these characters as themselves (no escape): a name made of them that occurs in a string occurs in its JSON
 _JSON_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
 
 
@@ -327,9 +332,10 @@ def _rewrite_calls(record: Record, step: dict) -> None:
 def rename_tools(record: Record, renames: dict[str, str]) -> Record:
     """Rename tools everywhere (schemas, calls, tool results, skill tool, texts, hooks) and record the step."""
     renames = {k: v for k, v in renames.items() if k != v}
-    out = clone(record)
     if not renames:
-        return out
+        return clone(record)
+    skip = _schema_skipper(renames)  # a schema that names no renamed tool is shared, not copied
+    out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and skip(t["parameters"]))
     step = {"op": "tools", "map": dict(renames)}
     for t in out["tools"]:
         t["name"] = renames.get(t["name"], t["name"])
@@ -339,11 +345,30 @@ def rename_tools(record: Record, renames: dict[str, str]) -> Record:
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    map_texts(out, _token_renamer(renames), names=renames)
+    _map_texts(out, _token_renamer(renames), lambda schema: id(schema) in shared)
     _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
+
+
+def _clone_sharing_schemas(record: Record, share: Callable[[dict], bool]) -> tuple[Record, set[int]]:
+    """A deep copy of ``record`` but for the parameter schemas of the tools ``share`` picks: those stay the
+    input's own objects, for a rename that provably leaves them as they are (transforms never modify their
+    input, and nothing modifies these in the copy). Returns the copy and the ids of the shared schemas."""
+    shared: set[int] = set()
+    tools = []
+    for t in record["tools"]:
+        keep = share(t)
+        tool = {}
+        for k, v in t.items():
+            if k == "parameters" and keep:
+                tool[k] = v
+                shared.add(id(v))
+            else:
+                tool[k] = _json.copy(v)
+        tools.append(tool)
+    return {k: (tools if k == "tools" else _json.copy(v)) for k, v in record.items()}, shared
 
 
 def _token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
@@ -423,16 +448,19 @@ def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
 def rename_skills(record: Record, renames: dict[str, str]) -> Record:
     """Rename skills everywhere (definitions, skill-tool arguments and schema values, texts, hooks) and record the step."""
     renames = {k: v for k, v in renames.items() if k != v}
-    out = clone(record)
     if not renames:
-        return out
+        return clone(record)
+    skip = _schema_skipper(renames)  # shared: schemas that name no renamed skill, but the skill tool's (its values)
+    st_name = record["skill_tool"]["name"]
+    out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and t["name"] != st_name
+                                         and skip(t["parameters"]))
     st = out["skill_tool"]
     step = {"op": "skills", "map": dict(renames), "tool": st["name"], "argument": st["argument"]}
     for s in out.get("skills") or ():
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    map_texts(out, _token_renamer(renames), names=renames)
+    _map_texts(out, _token_renamer(renames), lambda schema: id(schema) in shared)
     _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)

@@ -18,9 +18,14 @@ from hsa.mapping import ARRAY
 from hsa.names import replace_tokens, text_tokens
 from hsa.records import clone, normalize
 from hsa.rewrite import (
+    _hook_harness,
+    _map_hook_payloads,
     _map_schema_descriptions,
     _map_schema_descriptions_in_place,
+    _rename_skill_values,
+    _rewrite_calls,
     _schema_skipper,
+    _sync_hooks,
     _token_renamer,
     map_texts,
     param_paths,
@@ -46,6 +51,43 @@ def _old_record_tokens(record):
     for s in record.get("skills") or ():
         tokens.add(s["name"])
     return tokens
+
+
+def _old_rename_tools(record, renames):
+    """rename_tools as it was: the whole record deep-copied, every schema walked."""
+    renames = {k: v for k, v in renames.items() if k != v}
+    out = clone(record)
+    step = {"op": "tools", "map": dict(renames)}
+    for t in out["tools"]:
+        t["name"] = renames.get(t["name"], t["name"])
+    _rewrite_calls(out, step)
+    for m in out["messages"]:
+        if m.get("role") == "tool" and isinstance(m.get("name"), str):
+            m["name"] = renames.get(m["name"], m["name"])
+    st = out["skill_tool"]
+    st["name"] = renames.get(st["name"], st["name"])
+    map_texts(out, lambda s: replace_tokens(s, renames))
+    _sync_hooks(out, step, _hook_harness(record))
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def _old_rename_skills(record, renames):
+    """rename_skills as it was: the whole record deep-copied, every schema walked."""
+    renames = {k: v for k, v in renames.items() if k != v}
+    out = clone(record)
+    st = out["skill_tool"]
+    step = {"op": "skills", "map": dict(renames), "tool": st["name"], "argument": st["argument"]}
+    for s in out.get("skills") or ():
+        s["name"] = renames.get(s["name"], s["name"])
+    _rewrite_calls(out, step)
+    _rename_skill_values(out, renames)
+    map_texts(out, lambda s: replace_tokens(s, renames))
+    _sync_hooks(out, step, _hook_harness(record))
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
 
 
 def _described(record: dict) -> dict:
@@ -196,3 +238,31 @@ def test_param_rename_copies_once_and_leaves_its_input_alone():
         assert _json.dumps(rec) == before
         done += 1
     assert done >= 5
+
+
+def test_tool_and_skill_renames_share_only_the_schemas_they_leave_alone():
+    """rename_tools / rename_skills give the old (deep-copying) result; schemas that name nothing renamed are
+    the input's own objects, the others (and the skill tool's, whose values change) are copies; the input
+    is left as it was."""
+    shared = copied = 0
+    for rec in FIXTURE:
+        for r in (rec, _described(rec)):
+            snapshot = _json.dumps(r)
+            table = {t["name"]: render for t, render in zip(r["tools"][::2], ("getThing", "shop.find-x", "Zz9"))}
+            out = rename_tools(r, table)
+            assert _json.dumps(out) == _json.dumps(_old_rename_tools(r, table))
+            for a, b in zip(r["tools"], out["tools"]):
+                mentions = any(n in json.dumps(a["parameters"]) for n in table)
+                assert (b["parameters"] is a["parameters"]) == (not mentions)
+                shared += not mentions
+                copied += mentions
+            if r.get("skills"):
+                stable = {s["name"]: s["name"] + "-v2" for s in r["skills"][:2]}
+                out = rename_skills(r, stable)
+                assert _json.dumps(out) == _json.dumps(_old_rename_skills(r, stable))
+                st = r["skill_tool"]["name"]
+                for a, b in zip(r["tools"], out["tools"]):
+                    if a["name"] == st:
+                        assert b["parameters"] is not a["parameters"]
+            assert _json.dumps(r) == snapshot
+    assert shared > 20 and copied > 20
