@@ -214,6 +214,24 @@ def encode_row(row: dict) -> tuple:
             *(None if row.get(c) is None else _json.dumps(row[c]) for c in JSON_COLUMNS))
 
 
+def _trim():
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_MALLOC_TRIM = _trim()
+
+
+def _release_memory() -> None:
+    """Give the heap freed by a written batch back to the system (glibc keeps it otherwise)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
 class ShardFile:
     """One shard written incrementally in fixed-size Arrow batches, then renamed into place."""
 
@@ -244,6 +262,8 @@ class ShardFile:
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.rows += len(self._buffer)
         self._buffer = []
+        del cols, arrays
+        _release_memory()
 
     def close(self) -> tuple[int, str]:
         self._write()
