@@ -206,6 +206,7 @@ def _arrow_schema():
 
 
 ARROW_BATCH_ROWS = 512  # fixed, so shard bytes do not depend on any tunable
+TRIM_EVERY_BATCHES = 4  # see _release_memory
 
 
 def encode_row(row: dict) -> tuple:
@@ -227,7 +228,8 @@ _MALLOC_TRIM = _trim()
 
 
 def _release_memory() -> None:
-    """Give the heap freed by a written batch back to the system (glibc keeps it otherwise)."""
+    """Give the heap freed by written batches back to the system (glibc keeps it and the parent's peak
+    creeps up over a long run); every few batches, since a trim walks the whole heap (about 10-20 ms)."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
@@ -263,7 +265,8 @@ class ShardFile:
         self.rows += len(self._buffer)
         self._buffer = []
         del cols, arrays
-        _release_memory()
+        if self.rows % (TRIM_EVERY_BATCHES * ARROW_BATCH_ROWS) == 0:
+            _release_memory()
 
     def close(self) -> tuple[int, str]:
         self._write()
