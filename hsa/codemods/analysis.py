@@ -1894,6 +1894,20 @@ def _map_role(role: tuple, tools_map: dict, path_map) -> tuple:
     return role
 
 
+def _shifter(spliced: Iterable[tuple[int, int, int]]):
+    """Where an offset of the old source lands after splices ``(old start, old end, new length)``
+    that do not overlap: it moves by the growth of every splice that ends at or before it."""
+    deltas = sorted((end, new_len - (end - start)) for start, end, new_len in spliced)
+    ends = [e for e, _ in deltas]
+    sums = list(itertools.accumulate(d for _, d in deltas))
+
+    def shift(offset: int) -> int:
+        k = bisect.bisect_right(ends, offset)
+        return offset + (sums[k - 1] if k else 0)
+
+    return shift
+
+
 def transport(an: Analysis, new_source: str, new_values: dict[int, str], step: dict,
               replaced: list[tuple[int, int, int]]) -> Analysis:
     """The analysis of ``new_source``: ``an``'s source with literal values ``new_values`` (by site index).
@@ -1919,13 +1933,7 @@ def transport(an: Analysis, new_source: str, new_values: dict[int, str], step: d
                 return dst + path[len(src):]
         return path
 
-    deltas = sorted((end, new_len - (end - start)) for start, end, new_len in replaced)
-    ends = [e for e, _ in deltas]
-    sums = list(itertools.accumulate(d for _, d in deltas))
-
-    def shift(offset: int) -> int:
-        k = bisect.bisect_right(ends, offset)
-        return offset + (sums[k - 1] if k else 0)
+    shift = _shifter((start, end, new_len) for start, end, new_len in replaced)
 
     # only tool renames (tool sets of constraints) and parameter renames (argument paths) change roles
     mapped: dict | None = {} if tools_map or op == "params" else None
@@ -2017,14 +2025,7 @@ def carry(an: Analysis, new_source: str, edits: list[tuple[int, int, str]]) -> A
             return None
         if k + 1 < len(leaves) and leaves[k + 1][0] < end:
             return None
-    deltas = [(end, len(text.encode("utf-8")) - (end - start)) for start, end, text in edits]
-    ends = [e for e, _ in deltas]
-    sums = list(itertools.accumulate(d for _, d in deltas))
-
-    def shift(offset: int) -> int:
-        k = bisect.bisect_right(ends, offset)
-        return offset + (sums[k - 1] if k else 0)
-
+    shift = _shifter((start, end, len(text.encode("utf-8"))) for start, end, text in edits)
     sites = tuple(dataclasses.replace(s, start=shift(s.start), end=shift(s.end),
                                       quote=requoted.get(s.index, s.quote)) for s in an.sites)
     out = Analysis(new_source, an.style, an.entries, sites, an.problems, an.error, an.reads, an.entry)
