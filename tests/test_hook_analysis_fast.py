@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import io
-import json
-import random
 import tokenize
 from pathlib import Path
 
@@ -20,10 +18,7 @@ from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper
 
 from hsa.codemods import analysis as A
 from hsa.hooks_model import infer_entry
-from hsa.records import normalize
-from hsa.recipes import load_recipe
-from hsa.transform import run
-from tests.conftest import FIXTURES
+from tests.hook_corpus import fixture_hooks, rewritten_hooks
 
 # ---------------------------------------------------------------------------- the old implementation (oracle)
 
@@ -182,23 +177,7 @@ def _old_analyze(source: str, entry: str | None) -> A.Analysis:
 
 # ---------------------------------------------------------------------------- corpora
 
-LINES = FIXTURES.read_text(encoding="utf-8").splitlines()
-FIXTURE_HOOKS = list(dict.fromkeys((h["source"], h["entry"]) for line in LINES
-                                   for h in json.loads(line).get("hooks") or ()))
-
-
-def _rewritten_hooks() -> list[tuple[str, str]]:
-    """Hook sources as the default and hooks recipes rewrite them (a sample of the fixture records)."""
-    out: dict = {}
-    for recipe_name in ("default", "hooks"):
-        recipe = load_recipe(recipe_name)
-        for i in range(0, len(LINES), 9):
-            record = normalize(json.loads(LINES[i]))
-            for k in (1, 2):
-                variant, _, _ = run(recipe, record, random.Random(k))
-                for h in variant.get("hooks") or ():
-                    out[(h["source"], h["entry"])] = None
-    return [x for x in out if x not in set(FIXTURE_HOOKS)]
+FIXTURE_HOOKS = list(fixture_hooks())
 
 
 def _hand_written_hooks() -> list[tuple[str, str | None]]:
@@ -281,7 +260,7 @@ def test_fixture_hooks_analyse_as_before():
 
 def test_rewritten_hooks_analyse_as_before():
     """Hook sources after the default and hooks recipes' rewrites get the Analysis they got before."""
-    sources = _rewritten_hooks()
+    sources = rewritten_hooks()
     assert len(sources) > 100
     for source, entry in sources:
         assert _same(A._analyze(source, entry), _old_analyze(source, entry)), (entry, source[:300])

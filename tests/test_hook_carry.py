@@ -1,31 +1,16 @@
 """Analyses carried across hook.rename_locals and hook.restyle quotes edits equal fresh analyses (issue 8)."""
 from __future__ import annotations
 
-import json
-import pathlib
 import random
 
 import pytest
 
 from hsa.codemods import analysis as A
-from hsa.codemods.locals import local_units, rename_locals_edits, fresh_name, identifiers_of
+from hsa.codemods.locals import fresh_name, identifiers_of, local_units, rename_locals_edits
 from hsa.codemods.restyle import restyle, restyle_sites
-from hsa.hooks_model import entry_of
+from tests.hook_corpus import fixture_hooks, rewritten_hooks
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "livestream" / "trajectories.jsonl"
-
-
-def _hooks():
-    seen, out = set(), []
-    for line in FIXTURES.read_text().splitlines():
-        for h in json.loads(line).get("hooks") or ():
-            if h["source"] not in seen:
-                seen.add(h["source"])
-                out.append((h["source"], entry_of(h)))
-    return out
-
-
-HOOKS = _hooks()
+HOOKS = list(fixture_hooks()) + list(rewritten_hooks()[::10])  # as in the inputs, and after the recipes' rewrites
 EXTRA = [
     ('def check(payload):\n    name = payload.get("tool_name")\n    label = f"{name}: \'x\'"\n'
      '    if name in (\'lookup\', "other"):  # lookup\n        return {"decision": "block", "message": label}\n'

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import json
 import random
 import textwrap
 from pathlib import Path
@@ -22,38 +21,10 @@ from hypothesis import strategies as st
 
 from hsa.codemods import locals as L
 from hsa.hooks_model import infer_entry
-from hsa.recipes import load_recipe
-from hsa.records import normalize
-from hsa.transform import run
 from tests import hook_locals_oracle as O
-from tests.conftest import FIXTURES
+from tests.hook_corpus import fixture_hooks, rewritten_hooks
 
-LINES = FIXTURES.read_text(encoding="utf-8").splitlines()
-
-
-def _fixture_hooks() -> list[tuple[str, str]]:
-    out: dict = {}
-    for line in LINES:
-        for h in json.loads(line).get("hooks") or ():
-            out[(h["source"], h.get("entry") or infer_entry(h["source"]) or "")] = None
-    return list(out)
-
-
-FIXTURE_HOOKS = _fixture_hooks()
-
-
-def _rewritten_hooks() -> list[tuple[str, str]]:
-    """Hook sources as the hooks and default recipes rewrite them (a sample of the fixture records)."""
-    out: dict = {}
-    for recipe_name in ("hooks", "default"):
-        recipe = load_recipe(recipe_name)
-        for i in range(0, len(LINES), 15):
-            record = normalize(json.loads(LINES[i]))
-            for k in (1, 2):
-                variant, _, _ = run(recipe, record, random.Random(k))
-                for h in variant.get("hooks") or ():
-                    out[(h["source"], h.get("entry") or infer_entry(h["source"]) or "")] = None
-    return [x for x in out if x not in set(FIXTURE_HOOKS)]
+FIXTURE_HOOKS = list(fixture_hooks())
 
 
 def _hand_written_hooks() -> list[tuple[str, str]]:
@@ -212,7 +183,7 @@ def test_fixture_hooks_rename_as_before():
 
 def test_rewritten_hooks_rename_as_before():
     """Hook sources as the hooks and default recipes rewrite them: the same as before."""
-    hooks = _rewritten_hooks()
+    hooks = rewritten_hooks()
     problems = []
     for i, (source, entry) in enumerate(hooks):
         problems += _differences(source, entry, ((True, True),), seed=i, errors=i % 4 == 0)

@@ -26,10 +26,10 @@ from libcst.codemod import CodemodTest
 from hsa.codemods import restyle as R
 from hsa.codemods import rewrite_module
 from tests import hook_restyle_oracle as O
+from tests.hook_corpus import rewritten_hooks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "livestream" / "trajectories.jsonl"
-REF_HOOKS = Path("/tmp/ref-hooks.jsonl")  # the hook recipe's output made before the performance work (if present)
 
 
 def _hook_sources(path: Path) -> list[str]:
@@ -153,9 +153,7 @@ def _corpus(name: str) -> list[str]:
     if name == "fixture hooks":
         return _hook_sources(FIXTURES)
     if name == "hook recipe output":
-        if not REF_HOOKS.exists():
-            pytest.skip(f"{REF_HOOKS} not here (made by the performance work's reference run)")
-        sources = _hook_sources(REF_HOOKS)
+        sources = [source for source, _ in rewritten_hooks()]
         random.Random(0).shuffle(sources)
         return sources[:60]
     if name == "renamed locals":
