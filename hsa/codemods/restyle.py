@@ -405,13 +405,8 @@ class _Rules:
         if id(node) in self._elifs:  # ``return bool(c)`` would replace the whole if/elif chain
             self._refuse("bool_return", "an elif (the rewrite would drop the if before it)")
             return None
-        if _has_comments(node.body) or _has_comments(node.orelse) or node.orelse.leading_lines:
-            self._refuse("bool_return", "comments inside")
-            return None
-        if a and "bool" in self.shadowed:
-            self._refuse("bool_return", "bool is rebound in the module")
-            return None
-        return a
+        return self._bool_allowed(a, _has_comments(node.body) or _has_comments(node.orelse)
+                                  or bool(node.orelse.leading_lines))
 
     def _bool_pair(self, st: cst.If, nxt: cst.BaseStatement) -> bool | None:
         """For an ``if`` (no ``else``) and the statement after it forming a bool_return site: as :meth:`_bool_if`."""
@@ -419,7 +414,12 @@ class _Rules:
         b = _return_bool_stmt(nxt)
         if a is None or b is None or a == b:
             return None
-        if _has_comments(st.body) or _has_comments(nxt):
+        return self._bool_allowed(a, _has_comments(st.body) or _has_comments(nxt))
+
+    def _bool_allowed(self, a: bool, comments: bool) -> bool | None:
+        """``a`` for a bool_return site that may be rewritten; None (with the refusal noted) when comments
+        would be lost or ``bool`` is not the builtin."""
+        if comments:
             self._refuse("bool_return", "comments inside")
             return None
         if a and "bool" in self.shadowed:
