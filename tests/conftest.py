@@ -37,3 +37,13 @@ def small_jsonl(tmp_path, fixture_lines):
     p = tmp_path / "in.jsonl"
     p.write_text("\n".join(fixture_lines[:20]) + "\n", encoding="utf-8")
     return p
+
+
+@pytest.fixture(scope="module")
+def box():
+    """A sandbox with short limits (0.5 s, 256 MB), one per test module."""
+    from hsa.sandbox import Sandbox
+
+    b = Sandbox(time_limit=0.5, memory_mb=256)
+    yield b
+    b.close()

@@ -5,20 +5,11 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 from hsa import sandbox as sb
 from hsa.hooks_model import decision_of
 from hsa.records import normalize
 from hsa.rewrite import rename_tools
 from tests.conftest import FIXTURES
-
-
-@pytest.fixture(scope="module")
-def box():
-    b = sb.Sandbox(time_limit=0.5, memory_mb=256)
-    yield b
-    b.close()
 
 
 def fn(source: str, payload: dict | None = None, entry: str = "f") -> dict:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,17 +11,7 @@ from hsa import sandbox as sb
 from hsa.hooks_model import map_output, map_payload
 from hsa.records import normalize
 from tests.conftest import FIXTURES
-
-
-@pytest.fixture(scope="module")
-def box():
-    b = sb.Sandbox(time_limit=0.5, memory_mb=256)
-    yield b
-    b.close()
-
-
-def fn(source: str, payload: dict | None = None, entry: str = "f") -> dict:
-    return {"source": source, "entry": entry, "style": "function", "payload": payload or {}}
+from tests.test_hook_sandbox import fn
 
 
 ECHO = "def f(p):\n    return [p.get('i'), len(p.get('pad', ''))]\n"
