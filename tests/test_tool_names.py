@@ -134,7 +134,10 @@ def test_banks_are_extendable_with_user_files(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [("verbs: 3\n", "must be a list"), ("colours: []\n", "unknown bank"),
-                                        ("- a\n", "must be a mapping"), ("verbs: [\n", "not valid YAML")])
+                                        ("- a\n", "must be a mapping"), ("verbs: [\n", "not valid YAML"),
+                                        ("tools:\n  - name: book\n    parameters:\n      type: object\n      properties:\n"
+                                         "        at: {type: string, description: Time, ISO 8601}\n",
+                                         r"tools\[0\]\.parameters\.properties\.at\.ISO 8601 has no value.*quote")])
 def test_bad_bank_files_fail_when_the_transform_is_built(tmp_path, text, match):
     """A bad bank file fails when the transform is built, saying what is wrong."""
     bad = tmp_path / "bad.yaml"
@@ -143,6 +146,28 @@ def test_bad_bank_files_fail_when_the_transform_is_built(tmp_path, text, match):
         T.ToolRename(styles=("verb",), banks=(str(bad),))
     with pytest.raises(ValueError, match="does not exist"):
         T.ToolRename(banks=(str(tmp_path / "missing.yaml"),))
+
+
+def test_builtin_tool_banks_hold_only_meant_values():
+    """Every built-in distractor schema is a valid JSON Schema with no stray keys (an unquoted comma in a
+    YAML flow mapping once turned 'Time, ISO 8601' into a description 'Time' and a key 'ISO 8601': null)."""
+    from jsonschema import Draft202012Validator
+
+    keywords = {"type", "description", "enum", "default", "minimum", "maximum", "items", "format", "properties",
+                "required", "minItems", "maxItems", "minLength", "maxLength", "additionalProperties"}
+
+    def check(schema, where):
+        assert set(schema) <= keywords, (where, sorted(set(schema) - keywords))
+        for name, prop in schema.get("properties", {}).items():
+            check(prop, f"{where}.{name}")
+        if isinstance(schema.get("items"), dict):
+            check(schema["items"], f"{where}[]")
+
+    for tool in load_banks()["tools"]:
+        Draft202012Validator.check_schema(tool["parameters"])
+        check(tool["parameters"], tool["name"])
+    at = next(t for t in load_banks()["tools"] if "at" in t["parameters"].get("properties", {}))
+    assert at["parameters"]["properties"]["at"]["description"] == "Time, ISO 8601"
 
 
 def test_builtin_banks_ignore_other_families_files():

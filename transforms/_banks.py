@@ -49,7 +49,33 @@ def _read(text: str, source: str) -> dict[str, list]:
         if not isinstance(value, list):
             raise ValueError(f"bank file {source}: {key!r} must be a list ({BANK_KINDS[key]}), "
                              f"got {type(value).__name__}")
+        for i, entry in enumerate(value):
+            where = _null_key(entry, f"{key}[{i}]")
+            if where is not None:
+                raise ValueError(f"bank file {source}: {where} has no value. In a YAML flow mapping a comma ends "
+                                 f"the value, so {{description: Time, ISO 8601}} makes a key 'ISO 8601'; "
+                                 f"quote the text: {{description: \"Time, ISO 8601\"}}")
     return data
+
+
+_MAY_BE_NULL = frozenset({"default", "const", "value", "example"})  # JSON values that null is a fine value of
+
+
+def _null_key(value: Any, where: str) -> str | None:
+    """Where in a bank entry a key has a null value that no bank means (the mark of an unquoted comma), or None."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if v is None and k not in _MAY_BE_NULL:
+                return f"{where}.{k}"
+            found = _null_key(v, f"{where}.{k}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for j, v in enumerate(value):
+            found = _null_key(v, f"{where}[{j}]")
+            if found is not None:
+                return found
+    return None
 
 
 @lru_cache(maxsize=1)
