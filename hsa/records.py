@@ -400,6 +400,27 @@ def _normalize_tool(raw: Any, i: int, notes: list[str]) -> Tool:
     return _json.copy(hit[0])  # type: ignore[return-value]
 
 
+def _is_param_spec(value: Any) -> bool:
+    """True for an xLAM parameter entry such as ``{"type": "str", "description": "..."}``."""
+    return isinstance(value, dict) and (isinstance(value.get("type"), str) or isinstance(value.get("description"), str))
+
+
+def _bare_parameter_map(params: Any) -> bool:
+    """True when ``params`` is xLAM's ``{"param": {"type": "str", ...}}`` rather than a JSON Schema.
+
+    Parameters may be named like schema keywords (a ``type`` or ``properties`` parameter is common):
+    a schema's ``type`` is a string or list, never an object, and a schema's ``properties`` maps names to
+    schemas, never holds a string ``type`` or ``description`` of its own.
+    """
+    if not (isinstance(params, dict) and params and all(isinstance(v, dict) for v in params.values())):
+        return False
+    if set(params) & {"$ref", "anyOf", "oneOf", "allOf", "$defs", "definitions", "additionalProperties", "items"}:
+        return False
+    if "properties" in params and not _is_param_spec(params["properties"]):
+        return False
+    return all(_is_param_spec(v) for v in params.values()) or not ({"type", "properties"} & set(params))
+
+
 def _read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
     if not isinstance(raw, dict):
         raise RecordError("bad tool", f"tools[{i}] is {type(raw).__name__}, expected an object with a name")
@@ -428,9 +449,7 @@ def _read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
             notes.append(f"tools[{i}] {name!r}: {schema_key} was a JSON string; parsed")
         except ValueError:
             raise RecordError("bad tool", f"tools[{i}] {name!r}: {schema_key} is a string that is not JSON") from None
-    if (isinstance(params, dict) and params and "type" not in params and "properties" not in params
-            and all(isinstance(v, dict) for v in params.values())
-            and not set(params) & {"$ref", "anyOf", "oneOf", "allOf", "$defs", "definitions", "additionalProperties"}):
+    if _bare_parameter_map(params):
         # xLAM / APIGen: {"param": {"type": "str, optional", "default": ...}} -- a bare properties map
         required = [k for k, v in params.items() if "default" not in v
                     and "optional" not in str(v.get("type", "")).lower() and v.get("required") is not False]

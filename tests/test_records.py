@@ -163,6 +163,24 @@ def test_xlam_layout_is_converted():
     assert any("xLAM" in n for n in rec["notes"])
 
 
+@pytest.mark.parametrize("params,expected", [
+    # xLAM rows whose parameters are named like schema keywords (live_giveaways_by_type has a 'type' parameter)
+    ({"type": {"description": "Kind of giveaway.", "type": "str", "default": "game"}},
+     {"type": "object", "properties": {"type": {"description": "Kind of giveaway.", "type": "string", "default": "game"}},
+      "required": []}),
+    ({"properties": {"type": "Dict[str, Any]", "description": "Fields to set."}, "id": {"type": "int"}},
+     {"type": "object", "properties": {"properties": {"type": "object", "description": "Fields to set."},
+                                       "id": {"type": "integer"}}, "required": ["properties", "id"]}),
+    # real JSON Schemas stay schemas, with or without a type
+    ({"properties": {"type": {"type": "string"}}}, {"type": "object", "properties": {"type": {"type": "string"}}}),
+    ({"type": "object", "properties": {"q": {"type": "string"}}}, {"type": "object", "properties": {"q": {"type": "string"}}}),
+])
+def test_xlam_parameter_maps_with_keyword_names(params, expected):
+    """A bare xLAM parameter map is read as properties even when a parameter is called 'type' or 'properties'."""
+    rec = normalize({"messages": [{"role": "user", "content": "x"}], "tools": [{"name": "f", "parameters": params}]})
+    assert rec["tools"][0]["parameters"] == expected
+
+
 def test_sharegpt_layout_is_converted():
     """ShareGPT conversations with function_call/observation turns become messages."""
     raw = {"conversations": [{"from": "human", "value": "hi"},
