@@ -101,11 +101,16 @@ def _print_summary(manifest: dict, out: str) -> None:
 
 
 def _write_jsonl(records, out: str) -> int:
+    """Write ``records`` as JSON Lines to the file ``out``, or to standard output for ``-``."""
     n = 0
-    with open(out, "w", encoding="utf-8") as f:
+    f = sys.stdout if out == "-" else open(out, "w", encoding="utf-8")
+    try:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
             n += 1
+    finally:
+        if f is not sys.stdout:
+            f.close()
     return n
 
 
@@ -295,12 +300,12 @@ def make_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
     e.add_argument("dataset", help="an 'hsa augment' output folder")
-    e.add_argument("--out", required=True, help="JSONL file to write")
+    e.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
     c.add_argument("input", help="JSONL of variants, or an output folder")
-    c.add_argument("--out", required=True, help="JSONL file to write")
+    c.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
     c.set_defaults(func=cmd_canonicalize)
 
     v = sub.add_parser("validate", help="check invariants 1-3 of any records; exit 1 on a violation")

@@ -127,6 +127,8 @@ def test_export_canonicalize_validate_show(tmp_path, small_jsonl, capsys):
     assert "--- source" in shown and f"+++ {first}/2" in shown
     assert main(["show", str(out), "--id", f"{first}/99", "--no-color"]) == 2
     assert "no row with id" in capsys.readouterr().err
+    assert main(["export", str(out), "--out", "-"]) == 0  # '-' is standard output, not a file named '-'
+    assert capsys.readouterr().out == (tmp_path / "variants.jsonl").read_text(encoding="utf-8")
 
 
 def test_validate_fails_on_a_broken_variant(tmp_path, small_jsonl):
