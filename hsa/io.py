@@ -229,7 +229,11 @@ _MALLOC_TRIM = _trim()
 
 def _release_memory() -> None:
     """Give the heap freed by written batches back to the system (glibc keeps it and the parent's peak
-    creeps up over a long run); every few batches, since a trim walks the whole heap (about 10-20 ms)."""
+    creeps up over a long run); every few batches, since a trim walks the whole heap (about 10-20 ms).
+
+    The batches' Arrow buffers come from the system allocator, not pyarrow's default pool (mimalloc
+    in the wheels), which kept freed batches: 100,000 records peaked at 234 MiB with it, 174-177 MiB
+    without (10,000 records: 193 and 162-164 MiB)."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
@@ -259,8 +263,10 @@ class ShardFile:
         if not self._buffer:
             return
         cols = list(zip(*self._buffer))
-        arrays = [pa.array(cols[0], pa.string()), pa.array(cols[1], pa.string()), pa.array(cols[2], pa.int64())]
-        arrays += [pa.array(c, pa.json_()) for c in cols[3:]]
+        pool = pa.system_memory_pool()  # see _release_memory
+        arrays = [pa.array(cols[0], pa.string(), memory_pool=pool), pa.array(cols[1], pa.string(), memory_pool=pool),
+                  pa.array(cols[2], pa.int64(), memory_pool=pool)]
+        arrays += [pa.array(c, pa.json_(), memory_pool=pool) for c in cols[3:]]
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.rows += len(self._buffer)
         self._buffer = []
