@@ -1,5 +1,8 @@
 """hook.rename_locals as it was before the splice rewrite (commit 2713d63): an oracle for tests only.
 
+Plus the two refusals added later, written here on their own (a parent map and ``ast``):
+helpers used other than as a callee, and names that LibCST mis-scopes in comprehensions.
+
 tests/test_hook_locals_fast.py checks that :mod:`hsa.codemods.locals` gives exactly what this code gives
 (same units, refusals, identifiers and output text of every rename). Do not use it outside the tests.
 """
@@ -225,6 +228,22 @@ def _walk_strings(node: cst.CSTNode) -> list[str]:
     return out
 
 
+def _misscoped(source: str) -> set[str]:
+    """Targets of comprehensions with several ``for`` clauses, and ``:=`` targets inside comprehensions."""
+    import ast
+
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            if len(node.generators) > 1:
+                for gen in node.generators:
+                    out.update(n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name))
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.NamedExpr):
+                    out.add(sub.target.id)
+    return out
+
+
 class _Units:
     def __init__(self, source: str, module_helpers: bool, protect: frozenset[str]):
         self.module = cst.parse_module(source)
@@ -250,6 +269,7 @@ class _Units:
         self_doc = _self_documenting(self.module)
         exported = _all_names(self.module)
         strings = _strings(self.module)
+        misscoped = _misscoped(self.module.code)
         # every access of a name, by scope, to cross-check the resolution
         for sc in scopes.values():
             if isinstance(sc, ClassScope):
@@ -272,6 +292,9 @@ class _Units:
                     reason = "declared global or nonlocal"
                 elif name.startswith("__") and name.endswith("__"):
                     reason = "dunder name"
+                elif name in misscoped:
+                    reason = ("bound by a comprehension with several for clauses or by := in a comprehension "
+                              "(the scope analysis may tie its reads to the wrong variable)")
                 elif isinstance(sc, GlobalScope) and not (self.module_helpers and name.startswith("_")):
                     reason = "module-level name (public interface)"
                 elif isinstance(sc, GlobalScope) and (name in exported or name in strings):
@@ -293,6 +316,10 @@ class _Units:
                     elif isinstance(node, cst.FunctionDef):
                         if node.decorators:
                             reason = "decorated function"
+                        elif not all(isinstance(idx.parents.get(r.node), cst.Call)
+                                     and idx.parents[r.node].func is r.node for r in a.references):
+                            reason = ("the function is used other than by direct calls (its __name__ and "
+                                      "__qualname__ would show the new name)")
                         else:
                             unit_kind = "helper"
                             nodes.append(node.name)

@@ -17,6 +17,12 @@ Never renamed (each with the reason it is refused):
 - every name of a function that calls ``locals()``, ``vars()``, ``dir()``,
   ``eval``/``exec`` or uses ``globals()`` (then: the whole module);
 - a name shown by a self-documenting f-string (``f"{x=}"`` prints the name);
+- a helper function used other than by direct calls (returned, stored, passed:
+  its ``__name__``/``__qualname__`` are visible);
+- a name bound by a comprehension with several ``for`` clauses or by ``:=`` inside a
+  comprehension (LibCST 1.x ties reads in a later clause to the enclosing
+  function's variable of the same name, and puts such ``:=`` targets in the
+  comprehension's scope instead of the function's);
 - a name with any occurrence that the scope analysis does not resolve to the unit.
 
 Cost: the analysis of a source (scopes, one collecting walk, one codegen that notes
@@ -74,6 +80,10 @@ class _Seen:
         self.self_documenting: set[int] = set()
         self.strings: list[cst.SimpleString] = []
         self.fstring_texts: list[str] = []
+        #: names whose scopes LibCST gets wrong: targets of a comprehension with several ``for`` clauses
+        #: (a read in a later clause may be tied to the enclosing function's variable of the same name)
+        #: and ``:=`` targets inside a comprehension (they bind in the enclosing function, not the comprehension)
+        self.misscoped: set[str] = set()
 
 
 class _Collect(cst.CSTVisitor):
@@ -89,6 +99,7 @@ class _Collect(cst.CSTVisitor):
         self.seen = _Seen()
         self.stack: list[str] = []
         self.counters: list[int] = [0]
+        self.comprehensions = 0  # depth of comprehensions around the node visited
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.append(node.name.value)
@@ -111,13 +122,34 @@ class _Collect(cst.CSTVisitor):
         self.counters[-1] += 1
         self.seen.scope_sites.append((node, body, ".".join(self.stack + [f"<{kind}{self.counters[-1]}>"])))
 
+    def _comprehension(self, node) -> None:
+        self.comprehensions += 1
+        clauses, comp_for = [], node.for_in
+        while comp_for is not None:
+            clauses.append(comp_for)
+            comp_for = comp_for.inner_for_in
+        if len(clauses) > 1:
+            for clause in clauses:
+                self.seen.misscoped.update(_bound_names(clause.target))
+
+    def leave_ListComp(self, original_node) -> None:
+        self.comprehensions -= 1
+
+    leave_SetComp = leave_GeneratorExp = leave_DictComp = leave_ListComp
+
     def visit_ListComp(self, node) -> None:
         self._nested(node, node.elt, "comp")
+        self._comprehension(node)
 
     visit_SetComp = visit_GeneratorExp = visit_ListComp
 
     def visit_DictComp(self, node: cst.DictComp) -> None:
         self._nested(node, node.key, "comp")
+        self._comprehension(node)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        if self.comprehensions and isinstance(node.target, cst.Name):
+            self.seen.misscoped.add(node.target.value)
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         self._nested(node, node.body, "lambda")
@@ -162,6 +194,17 @@ class _Collect(cst.CSTVisitor):
 
     def visit_FormattedStringText(self, node: cst.FormattedStringText) -> None:
         self.seen.fstring_texts.append(node.value)
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    """The names a ``for`` target binds (``x``, ``(k, v)``, ``[a, *rest]``)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound_names(e.value) for e in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
 
 
 def _name_ids(node: cst.CSTNode) -> set[int]:
@@ -397,6 +440,9 @@ class _Units:
                     reason = "declared global or nonlocal"
                 elif name.startswith("__") and name.endswith("__"):
                     reason = "dunder name"
+                elif name in idx.seen.misscoped:
+                    reason = ("bound by a comprehension with several for clauses or by := in a comprehension "
+                              "(the scope analysis may tie its reads to the wrong variable)")
                 elif isinstance(sc, GlobalScope) and not (self.module_helpers and name.startswith("_")):
                     reason = "module-level name (public interface)"
                 elif isinstance(sc, GlobalScope) and (name in exported or name in idx.strings):
@@ -418,6 +464,9 @@ class _Units:
                     elif isinstance(node, cst.FunctionDef):
                         if node.decorators:
                             reason = "decorated function"
+                        elif any(id(ref.node) not in idx.seen.calls for ref in a.references):
+                            reason = ("the function is used other than by direct calls (its __name__ and "
+                                      "__qualname__ would show the new name)")
                         else:
                             unit_kind = "helper"
                             nodes.append(node.name)
