@@ -1,0 +1,826 @@
+"""Four widespread public tool-calling layouts, converted to hsa's messages layout.
+
+- **Hermes / Qwen tags** (NousResearch hermes-function-calling-v1, Qwen chat data): ShareGPT
+  ``conversations`` or ``messages`` turns; tools in the system turn between ``<tools>`` and
+  ``</tools>``, calls in assistant turns as ``<tool_call>{...}</tool_call>``, results as
+  ``<tool_response>...</tool_response>``. JSON or Python literals (single quotes) are read.
+- **Glaive function-calling v2**: ``{"system": "SYSTEM: ... -\\n{function}\\n\\n{function}",
+  "chat": "USER: ...\\n\\n\\nASSISTANT: <functioncall> {...} <|endoftext|>\\n\\n\\nFUNCTION RESPONSE: ..."}``.
+- **Anthropic Messages**: content blocks ``tool_use`` / ``tool_result`` (:func:`convert_messages`).
+- **Gemini**: ``{"contents": [{"role", "parts"}], "tools": [{"functionDeclarations"}], "systemInstruction"}``.
+
+The result is ``{"messages": [...], "tools": [...], ...other keys of the row..., "notes": [...]}``:
+OpenAI / Hugging Face chat messages with ``tool_calls`` (arguments as objects) and ``tool``
+messages carrying ``tool_call_id`` and ``name``. Keys that are not converted stay in the row;
+anything dropped is named in a note. Conversion is pure: the input row is never modified.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+from hsa import _json
+
+__all__ = ["convert", "convert_messages"]
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _fail(reason: str, detail: str) -> Exception:
+    """A :class:`hsa.records.RecordError` (imported late: records.py imports this module)."""
+    from hsa.records import RecordError
+
+    return RecordError(reason, detail)
+
+
+_LITERAL_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+
+
+def _from_node(node: ast.AST) -> Any:
+    """The JSON value of a literal expression node (JSON and Python spellings of constants both accepted)."""
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (str, int, float, bool))):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _LITERAL_NAMES:
+        return _LITERAL_NAMES[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _from_node(node.operand)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_from_node(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            key = None if k is None else _from_node(k)
+            if not isinstance(key, str):
+                raise ValueError("a dict key is not a string")
+            out[key] = _from_node(v)
+        return out
+    raise ValueError(f"{type(node).__name__} at line {getattr(node, 'lineno', '?')} is not a literal")
+
+
+def _parse_literal(text: str) -> Any:
+    """``text`` as JSON, else as a Python literal (single quotes, True/None; true/null also accepted).
+
+    Raises ``ValueError`` saying why neither reading works. Nothing is evaluated.
+    """
+    try:
+        return _json.loads(text)
+    except ValueError:
+        pass
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+        return _from_node(node)
+    except SyntaxError as exc:
+        raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.offset}") from None
+    except (RecursionError, MemoryError):
+        raise ValueError("nested too deeply") from None
+
+
+def _strip_body(text: str) -> str:
+    """The text between two tags, without surrounding whitespace or escaped ``\\n`` sequences."""
+    text = text.strip()
+    while text.startswith("\\n"):
+        text = text[2:].lstrip()
+    while text.endswith("\\n") and not text.endswith("\\\\n"):
+        text = text[:-2].rstrip()
+    return text
+
+
+def _json_text(value: Any) -> str:
+    """A tool result as message content: strings unchanged, anything else as JSON text."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _call(call_id: str, name: str, arguments: dict, extra: dict | None = None) -> dict:
+    """An OpenAI tool call with object arguments (``extra``: other keys of the source call, kept)."""
+    function = {"name": name, "arguments": arguments}
+    if extra:
+        function.update(extra)
+    return {"id": call_id, "type": "function", "function": function}
+
+
+def _arguments(value: Any, where: str, name: str) -> dict:
+    """Call arguments as an object: JSON / Python-literal strings are parsed; ``None`` and ``""`` are ``{}``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = _parse_literal(value)
+        except ValueError as exc:
+            raise _fail("arguments not JSON", f"{where} ({name}): the arguments string is not JSON or a "
+                        f"Python literal ({exc}); write arguments as a JSON object") from None
+    if not isinstance(value, dict):
+        raise _fail("bad arguments", f"{where} ({name}): arguments must be an object, got "
+                    f"{type(value).__name__}; write them as {{\"param\": value, ...}}")
+    return value
+
+
+def _take_call(pending: list[dict], where: str, *, name: str | None = None, call_id: str | None = None) -> dict:
+    """The unanswered call a result answers (by id, else by name, else the first) and remove it from ``pending``."""
+    if not pending:
+        raise _fail("unmatched tool result", f"{where}: a tool result with no unanswered tool call before it; "
+                    "a result must follow the assistant turn that made the call")
+    for i, c in enumerate(pending):
+        if call_id is not None and c["id"] == call_id:
+            return pending.pop(i)
+    for i, c in enumerate(pending):
+        if name is not None and c["function"]["name"] == name:
+            return pending.pop(i)
+    if name is not None or call_id is not None:
+        open_calls = [(c["id"], c["function"]["name"]) for c in pending]
+        raise _fail("unmatched tool result", f"{where}: the result names {name or call_id!r}, but the unanswered "
+                    f"calls before it are {open_calls}; make it answer one of them")
+    return pending.pop(0)
+
+
+def _tool_name(tool: Any) -> str | None:
+    if not isinstance(tool, dict):
+        return None
+    fn = tool.get("function")
+    name = fn.get("name") if isinstance(fn, dict) else tool.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def _check_tools(tools: list, where: str) -> list:
+    for i, t in enumerate(tools):
+        if _tool_name(t) is None:
+            raise _fail("bad tool", f"{where}: tool {i + 1} is {str(t)[:80]!r}, expected an object with a 'name' "
+                        "(or an OpenAI {\"type\": \"function\", \"function\": {\"name\", ...}})")
+    return tools
+
+
+def _merge_tools(raw: dict, found: list, source: str, notes: list[str]) -> Any:
+    """The row's ``tools`` plus the ``found`` ones; a name defined in both keeps the row's definition (noted)."""
+    existing = raw.get("tools")
+    if existing is None or existing == [] or existing == "":
+        return found
+    if isinstance(existing, str):
+        try:
+            existing = _json.loads(existing)
+        except ValueError:
+            raise _fail("bad tools", "'tools' is a string that is not JSON") from None
+    if not isinstance(existing, list):
+        raise _fail("bad tools", f"'tools' is {type(existing).__name__}, expected a list")
+    if not found:
+        return existing
+    names = {_tool_name(t): t for t in existing}
+    out = list(existing)
+    for t in found:
+        name = _tool_name(t)
+        if name in names:
+            same = _json.canonical(names[name]) == _json.canonical(t)
+            notes.append(f"tool {name!r} of {source} is also in 'tools'"
+                         + ("" if same else " with a different definition; the one in 'tools' kept"))
+        else:
+            out.append(t)
+            names[name] = t
+    return out
+
+
+def _with_notes(row: dict, notes: list[str]) -> dict:
+    existing = row.get("notes")
+    if existing is not None and not isinstance(existing, list):
+        raise _fail("bad notes", f"'notes' is {type(existing).__name__}, expected a list of strings")
+    row["notes"] = list(existing or []) + notes
+    return row
+
+
+def _count(dropped: dict[str, int], what: str, n: int = 1) -> None:
+    """Count something dropped; the counts become one ``dropped: ...`` note."""
+    dropped[what] = dropped.get(what, 0) + n
+
+
+def _dropped_note(dropped: dict[str, int]) -> list[str]:
+    return ["dropped: " + ", ".join(f"{k} (x{n})" for k, n in sorted(dropped.items()))] if dropped else []
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+# --------------------------------------------------------------------------- Hermes / Qwen tags
+
+_TOOLS_RE = re.compile(r"<tools>(.*?)</tools>", re.S)
+_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+_RESPONSE_RE = re.compile(r"<tool_response>(.*?)</tool_response>", re.S)
+_CALL_SHAPE = '{"name": ..., "arguments": {...}}'
+_SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+                   "tool": "tool", "observation": "tool", "function_response": "tool", "ipython": "tool"}
+
+
+def _turn(turn: Any, where: str) -> tuple[str, Any, dict]:
+    """(role, text, other keys) of a ShareGPT ``{from, value}`` or chat ``{role, content}`` turn."""
+    if isinstance(turn, dict) and "from" in turn and "value" in turn:
+        role = _SHAREGPT_ROLES.get(str(turn["from"]).lower())
+        if role is None:
+            raise _fail("unknown role", f"{where}: from={turn['from']!r} in a row with Hermes tool tags; expected "
+                        f"one of {sorted(_SHAREGPT_ROLES)}")
+        return role, turn["value"], {k: v for k, v in turn.items() if k not in ("from", "value")}
+    if isinstance(turn, dict) and isinstance(turn.get("role"), str):
+        role = _SHAREGPT_ROLES.get(turn["role"].lower(), turn["role"])
+        return role, turn.get("content"), {k: v for k, v in turn.items() if k not in ("role", "content")}
+    raise _fail("bad turn", f"{where} is {str(turn)[:80]!r}; expected {{\"from\", \"value\"}} or "
+                "{\"role\", \"content\"}")
+
+
+def _hermes_turns(raw: dict) -> tuple[str, list] | None:
+    """(key, turns) when ``raw`` is a chat row with Hermes tags in the places they belong, else None."""
+    for key in ("messages", "conversations"):
+        turns = raw.get(key)
+        if isinstance(turns, list) and turns:
+            break
+    else:
+        return None
+    if not all(isinstance(t, dict) and (("from" in t and "value" in t) or isinstance(t.get("role"), str))
+               for t in turns):
+        return None
+    if any("tool_calls" in t or "tool_call_id" in t for t in turns):
+        return None  # already the OpenAI / Hugging Face format
+    for t in turns:
+        role = _SHAREGPT_ROLES.get(str(t.get("from", t.get("role"))).lower())
+        text = t.get("value", t.get("content"))
+        if not isinstance(text, str):
+            continue
+        if role == "system" and any(_is_tools_body(m.group(1)) for m in _TOOLS_RE.finditer(text)):
+            return key, turns
+        if role == "assistant" and "<tool_call>" in text:
+            return key, turns
+        if role == "tool" and "<tool_response>" in text:
+            return key, turns
+    return None
+
+
+def _is_tools_body(body: str) -> bool:
+    """True for a ``<tools>`` body holding definitions, False for prose such as ``<tools> </tools>``."""
+    return _strip_body(body)[:1] in ("[", "{")
+
+
+def _parse_tools_block(body: str, where: str) -> list:
+    """The tools of one ``<tools>`` block: a list, one object, or objects one after another (JSON or Python)."""
+    body = _strip_body(body)
+    try:
+        value = _parse_literal(body)
+    except ValueError as whole_error:
+        value = []
+        decoder = json.JSONDecoder()
+        pos = 0
+        while pos < len(body):
+            if body[pos].isspace():
+                pos += 1
+                continue
+            try:
+                item, pos = decoder.raw_decode(body, pos)
+            except (ValueError, RecursionError):
+                end = body.find("\n", pos)
+                end = len(body) if end < 0 else end
+                try:
+                    item = _parse_literal(body[pos:end])
+                except ValueError:
+                    raise _fail("bad tools", f"{where}: the <tools> block is not JSON or Python literals "
+                                f"({whole_error}); write a list of tool objects or one object per line") from None
+                pos = end
+            value.append(item)
+    tools = value if isinstance(value, list) else [value]
+    return _check_tools(tools, f"{where} <tools> block")
+
+
+def _remove_tools_blocks(text: str, where: str) -> tuple[str, list]:
+    """``text`` without its ``<tools>`` blocks, and their tools. Prose mentions (``<tools></tools>``) stay."""
+    tools: list = []
+    out, pos = [], 0
+    for m in _TOOLS_RE.finditer(text):
+        if not _is_tools_body(m.group(1)):
+            continue
+        tools.extend(_parse_tools_block(m.group(1), where))
+        out.append(text[pos:m.start()])
+        pos = m.end()
+        if text[pos:pos + 1] == "\n" and (m.start() == 0 or text[m.start() - 1] == "\n"):
+            pos += 1  # the block was a line of its own
+    out.append(text[pos:])
+    return "".join(out), tools
+
+
+def _hermes_calls(text: str, where: str, counter: list[int], notes: list[str]) -> tuple[list, str]:
+    """The ``<tool_call>`` blocks of an assistant turn as tool calls, and the text outside them."""
+    blocks = list(_CALL_RE.finditer(text))
+    if text.count("<tool_call>") != len(blocks):
+        raise _fail("bad tool call", f"{where}: a <tool_call> without its closing </tool_call>; close every tag")
+    calls = []
+    for k, m in enumerate(blocks, 1):
+        body = _strip_body(m.group(1))
+        try:
+            value = _parse_literal(body)
+        except ValueError as exc:
+            raise _fail("bad tool call", f"{where}: <tool_call> {k} is neither JSON nor a Python literal ({exc}); "
+                        "expected {\"name\": ..., \"arguments\": {...}}") from None
+        for item in value if isinstance(value, list) else [value]:
+            calls.append(_hermes_call(item, f"{where} <tool_call> {k}", counter, notes))
+    content = _CALL_RE.sub("", text).strip()
+    return calls, content
+
+
+def _hermes_call(item: Any, where: str, counter: list[int], notes: list[str]) -> dict:
+    if not isinstance(item, dict):
+        raise _fail("bad tool call", f"{where} is {type(item).__name__}; expected {_CALL_SHAPE}")
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        hint = ""
+        if isinstance(item.get("arguments"), dict) and "name" in item["arguments"]:
+            hint = " ('name' is inside 'arguments'; move it to the top level of the call)"
+        raise _fail("bad tool call", f"{where} has no string 'name'{hint}; expected {_CALL_SHAPE}")
+    arg_key = "arguments" if "arguments" in item or "parameters" not in item else "parameters"
+    arguments = _arguments(item.get(arg_key), where, name)
+    counter[0] += 1
+    call_id = item["id"] if isinstance(item.get("id"), str) and item["id"] else f"call_{counter[0]}"
+    extra = {k: v for k, v in item.items() if k not in ("name", arg_key, "id")}
+    if extra:
+        notes.append(f"{where}: keys {sorted(extra)} besides name/arguments kept in the call's function")
+    return _call(call_id, name, arguments, extra)
+
+
+def _hermes_results(text: str, pending: list, where: str, extra: dict) -> list[dict]:
+    """Tool messages for the ``<tool_response>`` blocks of ``text`` (the whole text when it has none).
+
+    Each answers the unanswered call it names (a ``"name"`` in its JSON, else the turn's ``name`` key),
+    else the first unanswered call of the preceding assistant turn.
+    """
+    blocks = list(_RESPONSE_RE.finditer(text))
+    if text.count("<tool_response>") != len(blocks):
+        raise _fail("bad tool result", f"{where}: a <tool_response> without its closing </tool_response>; "
+                    "close every tag")
+    bodies = [_strip_body(m.group(1)) for m in blocks] or [text.strip()]
+    out = []
+    for k, body in enumerate(bodies, 1):
+        declared = extra.get("name") if isinstance(extra.get("name"), str) and len(bodies) == 1 else None
+        try:
+            value = _parse_literal(body)
+            if isinstance(value, dict) and isinstance(value.get("name"), str):
+                declared = value["name"]
+        except ValueError:
+            pass
+        call = _take_call(pending, f"{where} <tool_response> {k}", name=declared)
+        out.append({**extra, "role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
+                    "content": body})
+    return out
+
+
+def _convert_hermes(raw: dict, key: str, turns: list) -> dict:
+    notes: list[str] = []
+    messages: list[dict] = []
+    tools: list = []
+    pending: list[dict] = []
+    counter = [0]
+    n_results = 0
+    for i, t in enumerate(turns):
+        where = f"{key}[{i}]"
+        role, text, extra = _turn(t, where)
+        if not isinstance(text, str):
+            messages.append({**extra, "role": role, "content": text})
+            continue
+        if role == "system":
+            text, found = _remove_tools_blocks(text, where)
+            tools.extend(found)
+            if found and not text.strip():
+                notes.append(f"{where}: the system turn held only the <tools> block; dropped")
+                continue
+            messages.append({**extra, "role": "system", "content": text})
+        elif role == "assistant":
+            calls, content = _hermes_calls(text, where, counter, notes)
+            msg = {**extra, "role": "assistant", "content": content if calls else text}
+            if calls:
+                msg["tool_calls"] = calls
+            messages.append(msg)
+            pending = list(calls)
+        elif role == "tool":
+            results = _hermes_results(text, pending, where, extra)
+            if "<tool_response>" in text and _RESPONSE_RE.sub("", text).strip():
+                raise _fail("bad tool result", f"{where}: text outside the <tool_response> tags of a tool turn; "
+                            "put each result inside its own <tool_response> block")
+            n_results += len(results)
+            messages.extend(results)
+        elif role == "user" and "<tool_response>" in text:
+            results = _hermes_results(text, pending, where, extra)
+            n_results += len(results)
+            messages.extend(results)
+            rest = _RESPONSE_RE.sub("", text).strip()
+            if rest:
+                messages.append({**extra, "role": "user", "content": rest})
+        else:
+            messages.append({**extra, "role": role, "content": text})
+            if role == "user":
+                pending = []
+    out = {k: v for k, v in raw.items() if k != key}
+    out["messages"] = messages
+    if tools or "tools" in raw:
+        out["tools"] = _merge_tools(raw, tools, "the <tools> block", notes)
+    summary = (f"converted from the Hermes tool-tag layout ({key} with <tools>/<tool_call>/<tool_response>): "
+               f"{_plural(len(tools), 'tool')}, {_plural(counter[0], 'call')}, {_plural(n_results, 'result')}")
+    return _with_notes(out, [summary] + notes)
+
+
+# --------------------------------------------------------------------------- Glaive function-calling v2
+
+_GLAIVE_TURN_RE = re.compile(r"(?:\A|\n)[ \t]*(USER|ASSISTANT|FUNCTION RESPONSE):[ \t]?")
+_GLAIVE_ROLES = {"USER": "user", "ASSISTANT": "assistant", "FUNCTION RESPONSE": "tool"}
+_GLAIVE_QUOTED_ARGS = re.compile(r"""\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*'(.*)'\s*\}""", re.S)
+_END = "<|endoftext|>"
+
+
+def _is_glaive(raw: dict) -> bool:
+    return (isinstance(raw.get("system"), str) and isinstance(raw.get("chat"), str)
+            and raw["system"].lstrip().startswith("SYSTEM:") and "messages" not in raw
+            and _GLAIVE_TURN_RE.match(raw["chat"].lstrip()) is not None)
+
+
+def _glaive_system(system: str) -> tuple[str, list]:
+    """The prose of a Glaive system text and the function definitions that follow it."""
+    body = system.lstrip()[len("SYSTEM:"):].lstrip(" ")
+    start = re.search(r"(?m)^[ \t]*\{", body)
+    if start is None:
+        return body.strip(), []
+    prose, rest = body[:start.start()], body[start.start():]
+    decoder = json.JSONDecoder()
+    tools, pos = [], 0
+    while pos < len(rest):
+        if rest[pos].isspace():
+            pos += 1
+            continue
+        try:
+            tool, pos = decoder.raw_decode(rest, pos)
+        except (ValueError, RecursionError) as exc:
+            raise _fail("bad tools", f"system: function definition {len(tools) + 1} is not JSON ({exc}); "
+                        "expected JSON objects separated by blank lines after the prose") from None
+        tools.append(tool)
+    return prose.rstrip(), _check_tools(tools, "system")
+
+
+def _glaive_call(text: str, where: str) -> tuple[str, Any]:
+    """(name, arguments) of a ``<functioncall>`` payload; arguments may be JSON quoted in single quotes."""
+    try:
+        value = _parse_literal(text)
+    except ValueError as exc:
+        m = _GLAIVE_QUOTED_ARGS.fullmatch(text.strip())
+        if m is None:
+            raise _fail("bad tool call", f"{where}: the <functioncall> payload is not JSON or a Python literal "
+                        f"({exc}); expected {{\"name\": ..., \"arguments\": '{{...}}'}}") from None
+        value = {"name": json.loads(m.group(1)), "arguments": m.group(2)}
+    if not isinstance(value, dict):
+        raise _fail("bad tool call", f"{where}: the <functioncall> payload is {type(value).__name__}; "
+                    "expected {\"name\": ..., \"arguments\": ...}")
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail("bad tool call", f"{where}: <functioncall> has no string 'name'; "
+                    "expected {\"name\": ..., \"arguments\": '{...}'}")
+    return name, value
+
+
+def _convert_glaive(raw: dict) -> dict:
+    notes: list[str] = []
+    prose, tools = _glaive_system(raw["system"])
+    messages: list[dict] = [{"role": "system", "content": prose}] if prose else []
+    chat = raw["chat"]
+    marks = list(_GLAIVE_TURN_RE.finditer(chat))
+    if chat[:marks[0].start()].strip():
+        raise _fail("bad chat", "chat: text before the first USER:/ASSISTANT: marker; start the chat with 'USER: '")
+    pending: list[dict] = []
+    n_calls = n_results = 0
+    for k, m in enumerate(marks):
+        where = f"chat turn {k + 1} ({m.group(1)})"
+        role = _GLAIVE_ROLES[m.group(1)]
+        text = chat[m.end():marks[k + 1].start() if k + 1 < len(marks) else len(chat)].strip()
+        if role == "assistant":
+            if text.endswith(_END):
+                text = text[:-len(_END)].rstrip()
+            content, *payloads = text.split("<functioncall>")
+            calls = []
+            for payload in payloads:
+                name, value = _glaive_call(payload.strip(), where)
+                n_calls += 1
+                extra = {k2: v for k2, v in value.items() if k2 not in ("name", "arguments")}
+                if extra:
+                    notes.append(f"{where}: keys {sorted(extra)} besides name/arguments kept in the call's function")
+                calls.append(_call(f"call_{n_calls}", name, _arguments(value.get("arguments"), where, name), extra))
+            msg = {"role": "assistant", "content": content.strip() if calls else content}
+            if calls:
+                msg["tool_calls"] = calls
+            messages.append(msg)
+            pending = list(calls)
+        elif role == "tool":
+            call = _take_call(pending, where)
+            n_results += 1
+            messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
+                             "content": text})
+        else:
+            messages.append({"role": "user", "content": text})
+            pending = []
+    out = {k: v for k, v in raw.items() if k not in ("system", "chat")}
+    out["messages"] = messages
+    out["tools"] = _merge_tools(raw, tools, "the system text", notes)
+    summary = (f"converted from the Glaive function-calling v2 layout (system/chat): {_plural(len(tools), 'tool')}, "
+               f"{_plural(n_calls, 'call')}, {_plural(n_results, 'result')}")
+    return _with_notes(out, [summary] + notes)
+
+
+# --------------------------------------------------------------------------- Anthropic content blocks
+
+_ANTHROPIC_TOOL_BLOCKS = ("tool_use", "tool_result")
+
+
+def _has_anthropic_blocks(messages: list) -> bool:
+    return any(isinstance(m, dict) and isinstance(m.get("content"), list)
+               and any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_TOOL_BLOCKS for b in m["content"])
+               for m in messages)
+
+
+def _block_content(blocks: list, joiner: str, dropped: dict[str, int]) -> str | list:
+    """Text blocks joined into one string; a list of the blocks as they are when any is not text."""
+    if all(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in blocks):
+        for b in blocks:
+            for k in b:
+                if k not in ("type", "text"):
+                    _count(dropped, f"text block key {k!r}")
+        return joiner.join(b["text"] for b in blocks)
+    return list(blocks)
+
+
+def _anthropic_assistant(m: dict, where: str, calls_by_id: dict, dropped: dict[str, int], notes: list[str]) -> dict:
+    calls, reasoning, rest = [], [], []
+    for bi, b in enumerate(m["content"]):
+        at = f"{where}.content[{bi}]"
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "tool_use":
+            call_id, name = b.get("id"), b.get("name")
+            if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+                raise _fail("bad tool call", f"{at}: a tool_use block needs a string 'id' and 'name'")
+            args = b.get("input", {})
+            if not isinstance(args, dict):
+                raise _fail("bad arguments", f"{at} ({name}): 'input' must be an object, got {type(args).__name__}")
+            for k in b:
+                if k not in ("type", "id", "name", "input"):
+                    _count(dropped, f"tool_use key {k!r}")
+            call = _call(call_id, name, args)
+            calls.append(call)
+            calls_by_id[call_id] = call
+        elif kind == "tool_result":
+            raise _fail("bad message", f"{at}: a tool_result block in an assistant message; results go in the "
+                        "user message after it")
+        elif kind == "thinking" and isinstance(b.get("thinking"), str):
+            reasoning.append(b["thinking"])
+            if "signature" in b:
+                _count(dropped, "thinking signature")
+        else:
+            rest.append(b)
+    msg = {k: v for k, v in m.items() if k != "content"}
+    content = _block_content(rest, "", dropped)
+    if isinstance(content, list):
+        notes.append(f"{where}: blocks other than text kept as a content list")
+    msg["content"] = content
+    if reasoning:
+        msg["reasoning_content"] = "".join(reasoning)
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+def _anthropic_user(m: dict, where: str, calls_by_id: dict, dropped: dict[str, int], notes: list[str]) -> list[dict]:
+    results, rest = [], []
+    for bi, b in enumerate(m["content"]):
+        at = f"{where}.content[{bi}]"
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "tool_use":
+            raise _fail("bad message", f"{at}: a tool_use block in a {m.get('role')} message; calls are made "
+                        "by the assistant")
+        if kind != "tool_result":
+            rest.append(b)
+            continue
+        call = calls_by_id.get(b.get("tool_use_id"))
+        if call is None:
+            raise _fail("unmatched tool result", f"{at}: tool_use_id {b.get('tool_use_id')!r} matches no earlier "
+                        f"tool_use (ids so far: {sorted(calls_by_id)}); answer a tool_use of an assistant message")
+        content = b.get("content", "")
+        if isinstance(content, list):
+            content = _block_content(content, "\n", dropped)
+            if isinstance(content, list):
+                notes.append(f"{at}: a tool_result with blocks other than text kept as a content list")
+        elif content is None:
+            content = ""
+        elif not isinstance(content, str):
+            content = _json_text(content)
+        result = {"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"], "content": content}
+        if "is_error" in b:
+            result["is_error"] = b["is_error"]
+        for k in b:
+            if k not in ("type", "tool_use_id", "content", "is_error"):
+                _count(dropped, f"tool_result key {k!r}")
+        results.append(result)
+    if rest or not results:
+        msg = {k: v for k, v in m.items() if k != "content"}
+        msg["content"] = _block_content(rest, "\n", dropped)
+        if isinstance(msg["content"], list):
+            notes.append(f"{where}: blocks other than text kept as a content list")
+        results.append(msg)
+    return results
+
+
+def convert_messages(messages: list) -> tuple[list, list[str]] | None:
+    """For a row that already has "messages": Anthropic content blocks (tool_use / tool_result) turned into
+    OpenAI tool_calls / tool messages; (new messages, notes), or None when there is nothing to convert.
+
+    Text blocks are joined into ``content`` (assistant blocks with "", user blocks with a newline);
+    ``tool_use`` becomes a tool call keeping its id; each ``tool_result`` becomes a tool message with the
+    matching call's id and name (``is_error`` kept), followed by a user message for any other user blocks;
+    ``thinking`` becomes ``reasoning_content``. Blocks of other kinds (images, documents) are kept as a
+    content list. Raises :class:`hsa.records.RecordError` for a result that answers no earlier call.
+    """
+    if not isinstance(messages, list) or not _has_anthropic_blocks(messages):
+        return None
+    out: list[dict] = []
+    notes: list[str] = []
+    dropped: dict[str, int] = {}
+    calls_by_id: dict[str, dict] = {}
+    for mi, m in enumerate(messages):
+        where = f"messages[{mi}]"
+        if not (isinstance(m, dict) and isinstance(m.get("content"), list)):
+            out.append(m)
+        elif m.get("role") == "assistant":
+            out.append(_anthropic_assistant(m, where, calls_by_id, dropped, notes))
+        elif m.get("role") == "user":
+            out.extend(_anthropic_user(m, where, calls_by_id, dropped, notes))
+        else:
+            out.append(m)
+    n_results = sum(1 for m in out if isinstance(m, dict) and m.get("role") == "tool" and "tool_call_id" in m)
+    summary = (f"converted Anthropic content blocks: {_plural(len(calls_by_id), 'tool_use')} -> tool_calls, "
+               f"{_plural(n_results, 'tool_result')} -> tool messages")
+    notes.insert(0, summary)
+    return out, notes + _dropped_note(dropped)
+
+
+# --------------------------------------------------------------------------- Gemini
+
+_GEMINI_ROLES = {"user": "user", "model": "assistant", "function": "tool", "tool": "tool"}
+_GEMINI_DECLS = ("functionDeclarations", "function_declarations")
+
+
+def _is_gemini(raw: dict) -> bool:
+    contents = raw.get("contents")
+    return ("messages" not in raw and isinstance(contents, list) and bool(contents)
+            and isinstance(contents[0], dict) and isinstance(contents[0].get("parts"), list))
+
+
+def _gemini_tools(raw: dict, notes: list[str]) -> list:
+    tools_in = raw.get("tools")
+    if tools_in is None:
+        return []
+    if not isinstance(tools_in, list):
+        raise _fail("bad tools", f"'tools' is {type(tools_in).__name__}; expected a list of "
+                    "{\"functionDeclarations\": [...]}")
+    tools = []
+    for ti, entry in enumerate(tools_in):
+        decls = next((entry[k] for k in _GEMINI_DECLS if isinstance(entry, dict) and k in entry), None)
+        if decls is None and _tool_name(entry) is not None:
+            decls = [entry]  # a declaration given directly
+        if decls is None:
+            keys = sorted(entry) if isinstance(entry, dict) else [type(entry).__name__]
+            notes.append(f"tools[{ti}] {keys} dropped: not function declarations")
+            continue
+        if not isinstance(decls, list):
+            raise _fail("bad tools", f"tools[{ti}]: functionDeclarations is {type(decls).__name__}, expected a list")
+        for d in _check_tools(decls, f"tools[{ti}].functionDeclarations"):
+            if isinstance(d, dict) and "parameters" not in d and "parametersJsonSchema" in d:
+                d = {("parameters" if k == "parametersJsonSchema" else k): v for k, v in d.items()}
+                notes.append(f"tool {d['name']!r}: parametersJsonSchema read as parameters")
+            tools.append(d)
+    return tools
+
+
+def _gemini_system(raw: dict) -> tuple[str | None, str | None]:
+    """(key, text) of the system instruction, if any."""
+    for key in ("systemInstruction", "system_instruction"):
+        if key not in raw:
+            continue
+        value = raw[key]
+        if isinstance(value, str):
+            return key, value
+        parts = value.get("parts") if isinstance(value, dict) else None
+        if isinstance(parts, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in parts):
+            return key, "\n".join(p["text"] for p in parts)
+        raise _fail("bad system instruction", f"{key}: expected a string or {{\"parts\": [{{\"text\": ...}}]}}")
+    return None, None
+
+
+def _gemini_content(c: Any, ci: int, pending: list, counter: list[int], dropped: dict[str, int]) -> list[dict]:
+    where = f"contents[{ci}]"
+    if not (isinstance(c, dict) and isinstance(c.get("parts"), list)):
+        raise _fail("bad contents", f"{where}: expected {{\"role\", \"parts\": [...]}}")
+    role = _GEMINI_ROLES.get(c.get("role") or "user")
+    if role is None:
+        raise _fail("unknown role", f"{where}: role {c.get('role')!r}; expected 'user', 'model' or 'function'")
+    texts, thoughts, calls, results = [], [], [], []
+    for pi, p in enumerate(c["parts"]):
+        at = f"{where}.parts[{pi}]"
+        if not isinstance(p, dict):
+            raise _fail("bad part", f"{at} is {type(p).__name__}; expected an object")
+        if "thoughtSignature" in p or "thought_signature" in p:
+            _count(dropped, "thoughtSignature")
+        if isinstance(p.get("text"), str):
+            (thoughts if p.get("thought") is True else texts).append(p["text"])
+        elif isinstance(p.get("functionCall", p.get("function_call")), dict):
+            if role != "assistant":
+                raise _fail("bad part", f"{at}: a functionCall in a {c.get('role') or 'user'} turn; calls are made "
+                            "by the model")
+            fc = p.get("functionCall", p.get("function_call"))
+            name = fc.get("name")
+            if not isinstance(name, str) or not name:
+                raise _fail("bad tool call", f"{at}: functionCall has no string 'name'")
+            counter[0] += 1
+            call_id = fc["id"] if isinstance(fc.get("id"), str) and fc["id"] else f"call_{counter[0]}"
+            extra = {k: v for k, v in fc.items() if k not in ("name", "args", "id")}
+            calls.append(_call(call_id, name, _arguments(fc.get("args"), at, name), extra))
+        elif isinstance(p.get("functionResponse", p.get("function_response")), dict):
+            if role == "assistant":
+                raise _fail("bad part", f"{at}: a functionResponse in a model turn; results go in the next turn")
+            fr = p.get("functionResponse", p.get("function_response"))
+            call = _take_call(pending, at, name=fr.get("name") if isinstance(fr.get("name"), str) else None,
+                              call_id=fr.get("id") if isinstance(fr.get("id"), str) else None)
+            for k in fr:
+                if k not in ("name", "response", "id"):
+                    _count(dropped, f"functionResponse key {k!r}")
+            results.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
+                            "content": _json_text(fr.get("response", {}))})
+        else:
+            kinds = sorted(k for k in p if k not in ("thought", "thoughtSignature", "thought_signature"))
+            raise _fail("unsupported part", f"{at} holds {kinds}; only text, functionCall and functionResponse "
+                        "parts are converted (remove or describe the others in text)")
+    if role == "assistant":
+        msg = {"role": "assistant", "content": "".join(texts)}
+        if thoughts:
+            msg["reasoning_content"] = "".join(thoughts)
+        if calls:
+            msg["tool_calls"] = calls
+        pending[:] = calls
+        return [msg]
+    out = results
+    if texts or not results:
+        out.append({"role": "user", "content": "\n".join(texts)})
+    if thoughts:
+        _count(dropped, "thought text in a user turn", len(thoughts))
+    return out
+
+
+def _convert_gemini(raw: dict) -> dict:
+    notes: list[str] = []
+    dropped: dict[str, int] = {}
+    tools = _gemini_tools(raw, notes)
+    sys_key, system = _gemini_system(raw)
+    messages: list[dict] = [{"role": "system", "content": system}] if system is not None else []
+    pending: list[dict] = []
+    counter = [0]
+    for ci, c in enumerate(raw["contents"]):
+        messages.extend(_gemini_content(c, ci, pending, counter, dropped))
+    n_results = sum(1 for m in messages if m["role"] == "tool" and "tool_call_id" in m)
+    out = {k: v for k, v in raw.items() if k not in ("contents", "tools", sys_key)}
+    out["messages"] = messages
+    out["tools"] = tools
+    summary = (f"converted from the Gemini contents layout: {_plural(len(tools), 'function declaration')}, "
+               f"{_plural(counter[0], 'call')}, {_plural(n_results, 'result')}"
+               + (f", {sys_key} -> system message" if sys_key else ""))
+    return _with_notes(out, [summary] + notes + _dropped_note(dropped))
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def convert(raw: dict) -> dict | None:
+    """The row in hsa's messages layout when it is in one of the layouts below, else None.
+    Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
+    (detail: which key/turn, what was expected, what to do).
+
+    Layouts: Hermes / Qwen tool tags (``conversations`` or ``messages``), Glaive function-calling v2
+    (``system`` + ``chat``), Anthropic content blocks in ``messages`` (see :func:`convert_messages`;
+    a top-level ``system`` is left as it is), Gemini ``contents``. Rows already in the Hugging Face
+    format, and the xLAM and tag-free ShareGPT layouts, give None.
+    """
+    if not isinstance(raw, dict):
+        return None
+    hermes = _hermes_turns(raw)
+    if hermes is not None:
+        return _convert_hermes(raw, *hermes)
+    if isinstance(raw.get("messages"), list):
+        converted = convert_messages(raw["messages"])
+        if converted is None:
+            return None
+        out = dict(raw)
+        out["messages"] = converted[0]
+        return _with_notes(out, converted[1])
+    if _is_glaive(raw):
+        return _convert_glaive(raw)
+    if _is_gemini(raw):
+        return _convert_gemini(raw)
+    return None
