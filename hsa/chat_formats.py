@@ -797,6 +797,11 @@ def _convert_gemini(raw: dict) -> dict:
 # --------------------------------------------------------------------------- entry point
 
 
+#: Keys only hsa's own records carry: such a record is never in a foreign layout, and a ``<tools>`` section of its
+#: prompt (or a tag in a message) is text of the harness, not a Hermes tool block.
+_HSA_ONLY_KEYS = ("prompt", "skills", "hooks", "hook_events", "mapping", "transforms", "source_id")
+
+
 def convert(raw: dict) -> dict | None:
     """The row in hsa's messages layout when it is in one of the layouts below, else None.
     Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
@@ -807,8 +812,8 @@ def convert(raw: dict) -> dict | None:
     a top-level ``system`` is left as it is), Gemini ``contents``. Rows already in the Hugging Face
     format, and the xLAM and tag-free ShareGPT layouts, give None.
     """
-    if not isinstance(raw, dict):
-        return None
+    if not isinstance(raw, dict) or any(k in raw for k in _HSA_ONLY_KEYS):
+        return None  # an hsa record (an output row read back, or written for hsa): its text is the harness's own
     hermes = _hermes_turns(raw)
     if hermes is not None:
         return _convert_hermes(raw, *hermes)

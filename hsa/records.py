@@ -271,6 +271,12 @@ def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool
         notes.append(f"{where}: type {value!r} is not a string; dropped")
         return None, None
     raw = value.strip()
+    union = _union_types(raw)
+    if union is not None:
+        if std_list := [t for t in union if t is not None]:
+            if len(std_list) == len(union):
+                notes.append(f"{where}: type {value!r} -> {std_list!r}")
+                return (std_list[0] if len(std_list) == 1 else std_list), None
     m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
     if m:
         raw, optional = m.group(1), m.group(2).lower() == "optional"
@@ -290,6 +296,69 @@ def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool
     if std != value:
         notes.append(f"{where}: type {value!r} -> {std!r}")
     return std, optional
+
+
+def _split_args(text: str) -> list[str]:
+    """``"int, Dict[str, int]"`` -> ``["int", "Dict[str, int]"]`` (commas inside brackets kept)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return [a for a in out if a]
+
+
+def _union_types(raw: str) -> list[str | None] | None:
+    """The standard types of ``Union[A, B]`` / ``A | B`` (None for an unknown member), or None when not a union."""
+    m = re.fullmatch(r"(?i)union\s*\[(.*)\]", raw)
+    members = _split_args(m.group(1)) if m else ([p.strip() for p in raw.split("|")] if "|" in raw and "[" not in raw
+                                                 else None)
+    if not members:
+        return None
+    out: list[str | None] = []
+    for mem in members:
+        std = _TYPE_ALIASES.get(re.sub(r"\[.*\]$", "", mem).strip().lower())
+        if std not in out:
+            out.append(std)
+    return out
+
+
+def _generic_keywords(value: Any) -> dict[str, Any]:
+    """Element schemas that a generic type string states: ``List[int]`` -> ``items``, ``Dict[str, float]`` ->
+    ``additionalProperties``, ``Tuple[float, float]`` -> ``prefixItems``; empty when there is nothing certain."""
+    if not isinstance(value, str):
+        return {}
+    raw = re.sub(r"(?i)\s*,\s*(optional|required)$", "", value.strip())
+    m = re.fullmatch(r"(?i)optional\s*\[(.*)\]", raw)
+    if m:
+        raw = m.group(1).strip()
+    m = re.fullmatch(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]", raw)
+    if not m:
+        return {}
+    kind, args = m.group(1).lower(), _split_args(m.group(2))
+    if kind in ("dict", "map", "mapping"):
+        if len(args) == 2:
+            sub = _type_schema(args[1])
+            return {"additionalProperties": sub} if sub else {}
+        return {}
+    if kind == "tuple" and len(args) > 1 and args[-1] != "...":
+        subs = [_type_schema(a) for a in args]
+        return {"prefixItems": subs} if all(subs) else {}
+    sub = _type_schema(args[0]) if args else {}
+    return {"items": sub} if sub else {}
+
+
+def _type_schema(text: str) -> dict[str, Any]:
+    """A schema for one type string (``int``, ``List[str]``, ``Union[int, float]``); {} when unknown or any."""
+    std, _ = _normalize_type(text, "", [])
+    if std is None:
+        return {}
+    return {"type": std, **_generic_keywords(text)}
 
 
 def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | None = None) -> Any:
@@ -312,6 +381,10 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
             std, _ = _normalize_type(value, where, notes)
             if std is not None:
                 out["type"] = std
+                for k, sub in _generic_keywords(value).items():
+                    if k not in schema:
+                        out[k] = sub
+                        notes.append(f"{where}: {k} {_json.dumps(sub)} from the type {value!r}")
         elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, dict):
             out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
         elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
@@ -456,6 +529,14 @@ def _read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
         params = {"type": "object", "properties": params, "required": required}
         notes.append(f"tools[{i}] {name!r}: bare parameter map read as properties (required: {required})")
     params = normalize_schema(params, f"tools[{i}].{name}", notes)
+    outside = fn.get("required")
+    if (isinstance(outside, list) and all(isinstance(r, str) for r in outside) and isinstance(params, dict)
+            and isinstance(params.get("properties"), dict) and set(outside) <= set(params["properties"])):
+        # When2Call and others put the required list next to the parameters instead of inside them
+        inside = params.get("required") if isinstance(params.get("required"), list) else []
+        params = {**params, "required": inside + [r for r in outside if r not in inside]}
+        notes.append(f"tools[{i}] {name!r}: 'required' next to the parameters moved into them")
+        fn = {k: v for k, v in fn.items() if k != "required"}
     if isinstance(params, dict) and "type" not in params:
         params = {"type": "object", **params}
         notes.append(f"tools[{i}] {name!r}: schema without a type; type 'object' added")
@@ -585,38 +666,57 @@ def _import_other_format(raw: dict) -> dict:
         answers = _parse_json_field(raw["answers"], "answers")
         if not isinstance(answers, list):
             raise RecordError("bad answers", "'answers' must be a list of {name, arguments}")
+        for i, a in enumerate(answers):
+            if not (isinstance(a, dict) and isinstance(a.get("name"), str) and a["name"]):
+                raise RecordError("bad answers", f"answers[{i}] is {_json.dumps(a)[:80]}; expected "
+                                  f'{{"name": "<tool>", "arguments": {{...}}}}')
         calls = [{"id": f"call_{i}", "type": "function",
-                  "function": {"name": a.get("name") if isinstance(a, dict) else None,
-                               "arguments": a.get("arguments", {}) if isinstance(a, dict) else None}}
+                  "function": {"name": a["name"], "arguments": a.get("arguments", a.get("parameters", {}))}}
                  for i, a in enumerate(answers, 1)]
         out = {k: v for k, v in raw.items() if k not in ("query", "answers")}
-        out["messages"] = [{"role": "user", "content": raw["query"]},
-                           {"role": "assistant", "content": "", "tool_calls": calls}]
+        out["messages"] = [{"role": "user", "content": raw["query"]}]
+        notes = out["notes"] = list(out.get("notes") or [])
+        notes.append("converted from the query/tools/answers (xLAM) layout")
+        if calls:
+            out["messages"].append({"role": "assistant", "content": "", "tool_calls": calls})
+        else:
+            notes.append("'answers' is empty: the record has the user query only (no assistant turn)")
         out["tools"] = _parse_json_field(raw.get("tools"), "tools")
-        out.setdefault("notes", []).append("converted from the query/tools/answers (xLAM) layout")
         return out
+    if "question" in raw and "function" in raw and "messages" not in raw:
+        return _import_bfcl(raw)
     conv = raw.get("conversations")
     if isinstance(conv, list) and all(isinstance(t, dict) and "from" in t and "value" in t for t in conv):
         messages: list[dict] = []
         n = 0
-        for t in conv:
+        waiting: list[dict] = []  # calls of the last function_call turn not yet paired with a result
+        for ti, t in enumerate(conv):
             role = _SHAREGPT_ROLES.get(str(t["from"]).lower())
             if str(t["from"]).lower() == "function_call":
-                call = _parse_json_field(t["value"], "function_call")
+                call = _parse_json_field(t["value"], f"conversations[{ti}].value")
                 calls = call if isinstance(call, list) else [call]
                 tcs = []
                 for c in calls:
+                    if not (isinstance(c, dict) and isinstance(c.get("name"), str)):
+                        raise RecordError("bad function_call",
+                                          f"conversations[{ti}] (function_call) holds {_json.dumps(c)[:80]}; expected "
+                                          f'{{"name": ..., "arguments": {{...}}}} or a list of them')
                     n += 1
                     tcs.append({"id": f"call_{n}", "type": "function",
-                                "function": {"name": c.get("name"), "arguments": c.get("arguments", {})}})
+                                "function": {"name": c["name"], "arguments": c.get("arguments", c.get("parameters", {}))}})
                 messages.append({"role": "assistant", "content": "", "tool_calls": tcs})
+                waiting = list(tcs)
                 continue
             if role is None:
-                raise RecordError("unknown role", f"conversations turn with from={t['from']!r}; expected one of "
+                raise RecordError("unknown role", f"conversations[{ti}] has from={t['from']!r}; expected one of "
                                   f"{sorted(_SHAREGPT_ROLES) + ['function_call']}")
             msg = {"role": role, "content": t["value"]}
-            if role == "tool" and messages and messages[-1].get("tool_calls"):
-                msg["tool_call_id"] = messages[-1]["tool_calls"][0]["id"]
+            if role == "tool" and waiting:  # results answer the calls in order
+                call = waiting.pop(0)
+                msg["tool_call_id"] = call["id"]
+                msg["name"] = call["function"]["name"]
+            elif role != "tool":
+                waiting = []
             messages.append(msg)
         out = {k: v for k, v in raw.items() if k != "conversations"}
         out["messages"] = messages
@@ -625,7 +725,27 @@ def _import_other_format(raw: dict) -> dict:
         out.setdefault("notes", []).append("converted from the ShareGPT conversations layout")
         return out
     raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
-                      "the xLAM (query/tools/answers) and ShareGPT (conversations) layouts are converted too")
+                      f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
+                      "(conversations, with or without Hermes <tool_call> tags), Glaive (system/chat), Anthropic "
+                      "(content blocks), Gemini (contents/parts) and BFCL (question/function); see docs/format.md")
+
+
+def _import_bfcl(raw: dict) -> dict:
+    """BFCL / Gorilla rows: ``question`` (turns, each a list of messages) and ``function`` (tool documents)."""
+    question = _parse_json_field(raw["question"], "question")
+    if isinstance(question, str):
+        question = [[{"role": "user", "content": question}]]
+    if not (isinstance(question, list) and all(isinstance(t, (list, dict)) for t in question)):
+        raise RecordError("bad question", "'question' must be a list of turns, each a list of {role, content} messages")
+    messages = [m for turn in question for m in (turn if isinstance(turn, list) else [turn])]
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+        raise RecordError("bad question", "every message of 'question' must be an object with a 'role'")
+    out = {k: v for k, v in raw.items() if k not in ("question", "function")}
+    out["messages"] = messages
+    out["tools"] = _parse_json_field(raw["function"], "function")
+    out["notes"] = list(out.get("notes") or []) + [
+        "converted from the BFCL question/function layout (no assistant turn: the answers live in a separate file)"]
+    return out
 
 
 # --------------------------------------------------------------------------- whole records
@@ -650,17 +770,84 @@ def normalize(raw: Any, *, default_id: str | None = None) -> Record:
     """
     if not isinstance(raw, dict):
         raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
-    if "messages" not in raw:
+    try:
+        return _normalize(raw, default_id)
+    except RecordError:
+        raise
+    except Exception as exc:  # a layout the readers do not foresee must cost one reject, never the run
+        raise RecordError("unreadable record", f"{type(exc).__name__}: {str(exc)[:200]} (hsa could not read this "
+                          f"layout; please report it with the line)") from exc
+
+
+def _import_layouts(raw: dict) -> dict:
+    """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
+    from hsa.chat_formats import convert, convert_messages
+
+    converted = convert(raw)
+    if converted is not None:
+        raw = converted
+    elif "messages" not in raw:
         raw = _import_other_format(raw)
-    fmt: dict[str, Any] = {}
-    notes: list[str] = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
-    raw = dict(raw)
-    if isinstance(raw.get("tools"), str):
+    elif isinstance(raw["messages"], list):
+        done = convert_messages(raw["messages"])
+        if done is not None:
+            raw = {**raw, "messages": done[0], "notes": list(raw.get("notes") or []) + done[1]}
+    system = raw.get("system")
+    if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in system):
+        system = "\n\n".join(str(b.get("text", "")) for b in system)  # Anthropic text blocks
+    if isinstance(system, str) and isinstance(raw.get("messages"), list):
+        msgs = raw["messages"]
+        if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
+            if msgs[0].get("content") == system:
+                raw = {k: v for k, v in raw.items() if k != "system"}
+                raw["notes"] = list(raw.get("notes") or []) + ["top-level 'system' dropped: the same text is messages[0]"]
+            else:
+                raw = {**raw, "notes": list(raw.get("notes") or []) + [
+                    "top-level 'system' kept as an extra key: the messages already start with another system message"]}
+        else:
+            raw = {k: v for k, v in raw.items() if k != "system"}
+            raw["messages"] = [{"role": "system", "content": system}, *msgs]
+            raw["notes"] = list(raw.get("notes") or []) + ["top-level 'system' moved into messages[0]"]
+    return raw
+
+
+def _read_tool_list(tools: Any, fmt: dict[str, Any], notes: list[str]) -> Any:
+    """The tool list with JSON-string tools parsed and Gemini's ``functionDeclarations`` groups unwrapped."""
+    if isinstance(tools, str):
         try:
-            raw["tools"] = _json.loads(raw["tools"])
+            tools = _json.loads(tools)
         except ValueError:
             raise RecordError("bad tools", "'tools' is a string that is not JSON") from None
         fmt["tools_str"] = True
+    if not isinstance(tools, list):
+        return tools
+    out = []
+    for i, t in enumerate(tools):
+        if isinstance(t, str):
+            try:
+                t = _json.loads(t)
+            except ValueError:
+                raise RecordError("bad tools", f"tools[{i}] is a string that is not JSON; expected a tool object "
+                                  f"(or its JSON text)") from None
+            notes.append(f"tools[{i}] was a JSON string; parsed")
+        group = None
+        if isinstance(t, dict) and len(t) == 1:
+            group = t.get("functionDeclarations", t.get("function_declarations"))
+        if isinstance(group, list):
+            out.extend(group)
+            notes.append(f"tools[{i}]: Gemini functionDeclarations unwrapped ({len(group)} tools)")
+        else:
+            out.append(t)
+    return out
+
+
+def _normalize(raw: dict, default_id: str | None) -> Record:
+    raw = _import_layouts(raw)
+    fmt: dict[str, Any] = {}
+    notes: list[str] = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
+    raw = dict(raw)
+    if raw.get("tools") is not None:
+        raw["tools"] = _read_tool_list(raw["tools"], fmt, notes)
     if raw.get("tools") is None:
         raw["tools"] = []
         fmt["no_tools"] = "tools" not in raw or "null"

@@ -80,7 +80,7 @@ def test_non_standard_types_are_normalised_with_notes():
     assert props["d"] == {}
     assert props["e"] == {"type": "string"}
     assert props["f"] == {"type": "boolean"}
-    assert props["g"] == {"type": "array"}
+    assert props["g"] == {"type": "array", "items": {"type": "integer"}}  # the element type is kept
     assert sorted(out["required"]) == ["a", "f"]
     assert any("'dict' -> 'object'" in n for n in notes)
     assert len(notes) >= 7

@@ -1,0 +1,155 @@
+"""Public dataset layouts read without loss: ShareGPT corner cases, xLAM, BFCL, top-level system, tool lists."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hsa import records as R
+from hsa.records import RecordError, normalize
+from hsa.verify import check_record
+
+QUOTE_TOOL = '[{"name": "get_random_quote", "description": "Get a random quote", "parameters": {}}]'
+
+
+def _calls(rec):
+    return [c["function"] for m in rec["messages"] for c in m.get("tool_calls") or []]
+
+
+@pytest.mark.parametrize("value", ["null", '"get_random_quote"', "[1]", '{"arguments": {}}'])
+def test_sharegpt_function_call_that_is_no_call_is_a_reject_not_a_crash(value):
+    """A function_call turn holding null, a string or a nameless object is a clear RecordError."""
+    raw = {"conversations": [{"from": "human", "value": "Quote?"}, {"from": "function_call", "value": value},
+                             {"from": "gpt", "value": "x"}], "tools": QUOTE_TOOL}
+    with pytest.raises(RecordError, match=r"conversations\[1\] \(function_call\) holds .*expected") as e:
+        normalize(raw)
+    assert e.value.reason == "bad function_call"
+
+
+def test_sharegpt_calls_with_parameters_keep_their_arguments():
+    """glaive-style {"name", "parameters"} calls keep their arguments."""
+    raw = {"conversations": [{"from": "human", "value": "Weather?"},
+                             {"from": "function_call", "value": '{"name": "w", "parameters": {"city": "Tokyo"}}'},
+                             {"from": "observation", "value": "sunny"}],
+           "tools": '[{"name": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]'}
+    assert _calls(normalize(raw)) == [{"name": "w", "arguments": {"city": "Tokyo"}}]
+
+
+def test_sharegpt_parallel_results_pair_with_their_calls_in_order():
+    """Two calls in one function_call turn, then two observations: each result gets its call's id and name."""
+    calls = [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]
+    raw = {"conversations": [{"from": "human", "value": "both"}, {"from": "function_call", "value": json.dumps(calls)},
+                             {"from": "observation", "value": "A"}, {"from": "observation", "value": "B"},
+                             {"from": "gpt", "value": "done"}],
+           "tools": [{"name": "a", "parameters": {}}, {"name": "b", "parameters": {}}]}
+    rec = normalize(raw)
+    tools = [m for m in rec["messages"] if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["name"], m["content"]) for m in tools] == [("call_1", "a", "A"), ("call_2", "b", "B")]
+    assert check_record(rec) == []
+
+
+def test_xlam_answers_are_checked_and_empty_answers_noted():
+    """An answer without a name is named as answers[i]; empty answers leave the query alone, with a note."""
+    tools = '[{"name": "peers", "parameters": {"symbol": {"type": "str", "default": ""}}}]'
+    with pytest.raises(RecordError, match=r"answers\[0\] is \"peers\"; expected"):
+        normalize({"query": "q", "tools": tools, "answers": '["peers"]'})
+    rec = normalize({"query": "Nothing to call here", "tools": tools, "answers": "[]"})
+    assert rec["messages"] == [{"role": "user", "content": "Nothing to call here"}]
+    assert any("'answers' is empty" in n for n in rec["notes"])
+
+
+def test_bfcl_question_function_rows_are_read():
+    """BFCL rows: the turns of 'question' become messages, 'function' the tools (BFCL's 'dict' type read)."""
+    raw = {"id": "simple_0", "question": [[{"role": "user", "content": "Find the area of a triangle with a base of "
+                                                                          "10 units and height of 5 units."}]],
+           "function": [{"name": "calculate_triangle_area", "description": "Calculate the area of a triangle.",
+                         "parameters": {"type": "dict", "properties": {
+                             "base": {"type": "integer", "description": "The base of the triangle."},
+                             "height": {"type": "integer", "description": "The height of the triangle."},
+                             "unit": {"type": "string", "description": "The unit of measure (defaults to 'units')."}},
+                             "required": ["base", "height"]}}]}
+    rec = normalize(raw)
+    assert rec["id"] == "simple_0" and [m["role"] for m in rec["messages"]] == ["user"]
+    assert rec["tools"][0]["parameters"]["type"] == "object" and rec["tools"][0]["parameters"]["required"] == ["base", "height"]
+    assert any("BFCL" in n for n in rec["notes"])
+
+
+def test_top_level_system_becomes_the_system_message():
+    """A top-level 'system' (LLaMA-Factory, Anthropic, ToolACE) is moved into the messages, so renames reach it."""
+    msgs = [{"role": "user", "content": "hi"}]
+    rec = normalize({"system": "You can call get_weather.", "messages": msgs})
+    assert rec["messages"][0] == {"role": "system", "content": "You can call get_weather."}
+    assert "system" not in rec["extra"]
+    blocks = normalize({"system": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"}], "messages": msgs})
+    assert blocks["messages"][0] == {"role": "system", "content": "A\n\nB"}
+    same = normalize({"system": "S", "messages": [{"role": "system", "content": "S"}, *msgs]})
+    assert [m["role"] for m in same["messages"]] == ["system", "user"] and "system" not in same["extra"]
+    other = normalize({"system": "T", "messages": [{"role": "system", "content": "S"}, *msgs]})
+    assert other["extra"]["system"] == "T" and any("kept as an extra key" in n for n in other["notes"])
+
+
+def test_tool_lists_with_json_strings_and_gemini_groups():
+    """Tools given one by one as JSON text, and Gemini functionDeclarations groups, are read as tools."""
+    one = {"name": "a", "parameters": {"type": "object", "properties": {}}}
+    rec = normalize({"messages": [{"role": "user", "content": "x"}],
+                     "tools": [json.dumps(one), {"functionDeclarations": [{"name": "b"}, {"name": "c"}]}]})
+    assert [t["name"] for t in rec["tools"]] == ["a", "b", "c"]
+    assert any("tools[0] was a JSON string" in n for n in rec["notes"])
+    assert any("functionDeclarations unwrapped (2 tools)" in n for n in rec["notes"])
+    with pytest.raises(RecordError, match=r"tools\[0\] is a string that is not JSON"):
+        normalize({"messages": [{"role": "user", "content": "x"}], "tools": ["get_weather"]})
+
+
+def test_required_next_to_the_parameters_moves_into_them():
+    """When2Call puts 'required' beside 'parameters': it becomes the schema's required list."""
+    tool = {"name": "get_company_by_domain", "description": "d", "parameters": {"type": "dict", "properties": {
+        "domain": {"description": "The web domain.", "type": "str"}}}, "required": ["domain"]}
+    rec = normalize({"messages": [{"role": "user", "content": "x"}], "tools": [tool]})
+    t = rec["tools"][0]
+    assert t["parameters"]["required"] == ["domain"] and "required" not in t["extra"]
+
+
+@pytest.mark.parametrize("typ,expected", [
+    ("List[int]", {"type": "array", "items": {"type": "integer"}}),
+    ("List[Dict[str, Any]]", {"type": "array", "items": {"type": "object"}}),
+    ("Tuple[float, float]", {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]}),
+    ("Dict[str, int]", {"type": "object", "additionalProperties": {"type": "integer"}}),
+    ("Union[int, float]", {"type": ["integer", "number"]}),
+    ("Optional[List[str]]", {"type": "array", "items": {"type": "string"}}),
+    ("List[Callable]", {"type": "array"}),
+])
+def test_generic_type_strings_keep_their_element_types(typ, expected):
+    """xLAM's generic type strings become element schemas, not bare arrays."""
+    out = R.normalize_schema({"type": "object", "properties": {"p": {"type": typ}}})
+    assert out["properties"]["p"] == expected
+
+
+def test_a_layout_the_reader_does_not_foresee_is_one_reject(monkeypatch):
+    """An unexpected error inside the reader becomes RecordError('unreadable record'), never a crash."""
+    def boom(raw):
+        raise AttributeError("'str' object has no attribute 'get'")
+
+    monkeypatch.setattr(R, "_import_other_format", boom)
+    with pytest.raises(RecordError, match="AttributeError") as e:
+        normalize({"conversations": []})
+    assert e.value.reason == "unreadable record"
+
+
+def test_augment_counts_an_unreadable_line_as_rejected(tmp_path):
+    """A run with a broken ShareGPT row finishes: the good row is written, the bad one is in rejects.jsonl."""
+    from hsa.cli import main
+
+    good = {"conversations": [{"from": "human", "value": "Quote?"},
+                              {"from": "function_call", "value": '{"name": "get_random_quote", "arguments": {}}'},
+                              {"from": "observation", "value": "{\"quote\": \"x\"}"}, {"from": "gpt", "value": "x"}],
+            "tools": QUOTE_TOOL}
+    bad = {"conversations": [{"from": "human", "value": "Quote?"}, {"from": "function_call", "value": "null"}],
+           "tools": QUOTE_TOOL}
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    assert main(["augment", str(inp), "--out", str(tmp_path / "out"), "--variants", "2", "--quiet"]) == 0
+    rejects = [json.loads(x) for x in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["reason"]) for r in rejects] == [(2, "bad function_call")]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["counts"]["input_records"] == 2 and manifest["counts"]["rejected"] == 1
