@@ -531,6 +531,23 @@ def _tool_index(record: Record, name: str, what: str) -> int:
     raise ValueError(f"{what}: tool {name!r} is not in the record (tools: {[t['name'] for t in record['tools']]})")
 
 
+def _clone_for_step(record: Record, i: int) -> Record:
+    """A copy of ``record`` that :func:`_finish` may edit after the tool at index ``i`` changes: the tool list, the
+    tool itself, every message with tool calls down to each call's ``function`` (calls are reassigned there),
+    the hook events (payloads are reassigned) and the mapping are the copy's own; everything else (other
+    tools, texts, skills, hooks) is shared with ``record``, which no transform modifies."""
+    out = dict(record)
+    out["tools"] = list(record["tools"])
+    out["tools"][i] = _json.copy(record["tools"][i])
+    out["messages"] = [m if not m.get("tool_calls") else
+                       {**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
+                       for m in record["messages"]]
+    if record.get("hook_events"):
+        out["hook_events"] = [dict(ev) if isinstance(ev, dict) else ev for ev in record["hook_events"]]
+    out["mapping"] = list(record["mapping"])
+    return out
+
+
 def _finish(out: Record, step: dict) -> Record:
     _rewrite_calls(out, step)
     _map_hook_payloads(out, step)
@@ -545,8 +562,8 @@ def _params_step(step: dict) -> dict:
 def apply_regroup(record: Record, step: dict) -> Record:
     """Record-level applier of ``{"op": "params", "kind": "regroup", ...}`` (nest / flatten)."""
     step = _params_step(step)
-    out = clone(record)
-    i = _tool_index(out, step["tool"], "regroup")
+    i = _tool_index(record, step["tool"], "regroup")
+    out = _clone_for_step(record, i)
     out["tools"][i]["parameters"] = regroup_schema(out["tools"][i]["parameters"], step)
     return _finish(out, step)
 
@@ -567,8 +584,8 @@ def _rename_in_descriptions(tool: dict, names: dict[str, str], before: dict) -> 
 def apply_permute(record: Record, step: dict) -> Record:
     """Record-level applier of ``{"op": "params", "kind": "permute", ...}`` (names swapped between siblings)."""
     step = _params_step(step)
-    out = clone(record)
-    i = _tool_index(out, step["tool"], "permute")
+    i = _tool_index(record, step["tool"], "permute")
+    out = _clone_for_step(record, i)
     tool = out["tools"][i]
     before = tool["parameters"]
     tool["parameters"] = permute_schema(before, step)
@@ -579,8 +596,8 @@ def apply_permute(record: Record, step: dict) -> Record:
 def apply_require(record: Record, step: dict) -> Record:
     """Record-level applier of ``{"op": "params", "kind": "require", ...}`` (a required one-value parameter)."""
     step = _params_step(step)
-    out = clone(record)
-    i = _tool_index(out, step["tool"], "require")
+    i = _tool_index(record, step["tool"], "require")
+    out = _clone_for_step(record, i)
     out["tools"][i]["parameters"] = require_schema(out["tools"][i]["parameters"], step)
     return _finish(out, step)
 
@@ -588,8 +605,8 @@ def apply_require(record: Record, step: dict) -> Record:
 def apply_values(record: Record, step: dict) -> Record:
     """Record-level applier of ``{"op": "values", ...}``: schema, calls, hook payloads and, when
     the step says ``"texts": true``, whole-token mentions of the string values in every text."""
-    out = clone(record)
-    i = _tool_index(out, step["tool"], "values")
+    i = _tool_index(record, step["tool"], "values")
+    out = clone(record) if step.get("texts") else _clone_for_step(record, i)  # map_texts edits every text
     out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
     if step.get("texts"):
         table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
