@@ -10,6 +10,8 @@ Measures, in one run on this machine:
 - 1 vs 2 workers with the default recipe;
 - the default recipe on records drawn from --harnesses shared harnesses (a log of a few
   deployments) against that input's own floor;
+- the default recipe on the records reduced to messages + tools (the shape of public
+  function-calling datasets such as xLAM or Hermes) against that input's own floor;
 - peak memory (max RSS of the child process) at each of --memory-sizes records.
 Inputs are made by the fixture generator; every timed run, the floor included, is a child
 process, so interpreter start and imports count on both sides. Nothing is asserted: it prints and saves numbers.
@@ -43,6 +45,23 @@ def make_input(n: int, path: Path, harnesses: int | None = None) -> Path:
             for rec in generate(min(chunk, n - start), seed=start // chunk, harnesses=harnesses):
                 rec["id"] = f"{rec['id']}-{start // chunk}"
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return path
+
+
+def make_public_input(n: int, path: Path) -> Path:
+    """The same generated records in the shape of a public function-calling dataset: messages (no system
+    message, no hook events) and tools only, the way xLAM, Hermes or Glaive rows read in."""
+    if path.exists():
+        return path
+    from fixtures.livestream.generate import generate
+
+    with open(path, "w", encoding="utf-8") as f:
+        chunk = 2000
+        for start in range(0, n, chunk):
+            for rec in generate(min(chunk, n - start), seed=start // chunk):
+                row = {"id": f"{rec['id']}-{start // chunk}", "tools": rec["tools"],
+                       "messages": [m for m in rec["messages"] if m["role"] != "system"]}
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
 
 
@@ -112,6 +131,9 @@ def main() -> None:
                    help="recipes to time (missing ones are skipped)")
     p.add_argument("--harnesses", type=int, default=8,
                    help="also time the default recipe on records drawn from this many shared harnesses (0: skip)")
+    p.add_argument("--public-layout", type=int, default=1,
+                   help="also time the default recipe on the records reduced to messages + tools, the shape of "
+                        "public function-calling datasets (0: skip)")
     p.add_argument("--work", default=None, help="folder for inputs and outputs (default: a temp folder)")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
     a = p.parse_args()
@@ -149,6 +171,16 @@ def main() -> None:
                                        "variants_per_s": round(rows / dt, 1), "x_floor": round(dt / sfloor, 2)}
         print(f"default recipe, {a.harnesses} shared harnesses: {dt:7.2f}s  {a.records / dt:7.0f} records/s  "
               f"{rows / dt:7.0f} variants/s  {dt / sfloor:5.2f}x its floor ({sfloor:.2f}s)")
+    if a.public_layout:
+        public = make_public_input(a.records, work / f"in-{a.records}-public.jsonl")
+        pfloor = io_floor(public, work / "floor-public", a.variants)
+        dt, _ = run_cli(["augment", str(public), "--out", str(work / "out-public"), "--variants", str(a.variants)])
+        results["public_layout"] = {"input_mib": round(public.stat().st_size / 2**20, 1),
+                                    "floor_seconds": round(pfloor, 2), "seconds": round(dt, 2),
+                                    "records_per_s": round(a.records / dt, 1), "variants_per_s": round(rows / dt, 1),
+                                    "x_floor": round(dt / pfloor, 2)}
+        print(f"default recipe, public layout (messages + tools): {dt:7.2f}s  {a.records / dt:7.0f} records/s  "
+              f"{rows / dt:7.0f} variants/s  {dt / pfloor:5.2f}x its floor ({pfloor:.2f}s)")
     results["workers"] = {}
     for w in (1, 2):
         dt, _ = run_cli(["augment", str(inp), "--out", str(work / f"out-w{w}"), "--variants", str(a.variants),
