@@ -36,6 +36,8 @@ __all__ = [
     "parse_args",
     "iter_rows",
     "to_chat",
+    "CHAT_COMPAT",
+    "check_template_renders_harness",
     "tools_to_openai",
     "resolve_model_path",
     "load_tokenizer",
@@ -73,6 +75,12 @@ class ModelArguments:
                                         "flash_attention_2, ...)."})
     trust_remote_code: bool = dataclasses.field(
         default=False, metadata={"help": "Allow models and tokenizers that ship custom code."})
+    chat_compat: list[str] | None = dataclasses.field(
+        default=None, metadata={"help": "Rewrites for chat templates that cannot render some conversations: "
+                                        "split_parallel_calls (one call per assistant turn: Llama 3.1/3.2, gpt-oss), "
+                                        "alnum9_call_ids (tool-call ids of 9 letters and digits: Mistral), "
+                                        "system_as_user (a system message after the first, such as a hook's "
+                                        "message, sent as a user message: Qwen 3.5, Mistral, Gemma)."})
 
 
 @dataclasses.dataclass
@@ -334,14 +342,82 @@ def _content(value: Any) -> Any:
     return value
 
 
-def to_chat(row: dict, *, where: str = "row") -> dict[str, Any]:
+def _result_text(content: Any) -> str:
+    """A tool result as the text a chat template expects: MCP / Anthropic text blocks joined, other values as JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(
+            isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
+        return "\n".join(b["text"] for b in content)
+    return json.dumps(content, ensure_ascii=False)
+
+
+#: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations.
+CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user")
+
+
+def _split_parallel_calls(messages: list[dict], train: list[bool]) -> tuple[list[dict], list[bool]]:
+    """An assistant turn with N calls answered by N tool messages becomes N (one call, its result) pairs; the
+    turn's text stays on the first. Turns whose results do not follow them one for one are left as they are."""
+    out_m: list[dict] = []
+    out_t: list[bool] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        calls = m.get("tool_calls") or []
+        results = messages[i + 1:i + 1 + len(calls)]
+        ids = [c.get("id") for c in calls]
+        if (m.get("role") == "assistant" and len(calls) > 1 and len(results) == len(calls)
+                and all(r.get("role") == "tool" for r in results)
+                and (all(i_ is None for i_ in ids) or sorted(map(str, ids)) == sorted(str(r.get("tool_call_id")) for r in results))):
+            by_id = {str(r.get("tool_call_id")): r for r in results}
+            for k, call in enumerate(calls):
+                turn = {**m, "tool_calls": [call]}
+                if k:
+                    turn["content"] = ""
+                out_m += [turn, by_id[str(call["id"])] if call.get("id") is not None else results[k]]
+                out_t += [train[i], train[i + 1 + k]]
+            i += 1 + len(calls)
+            continue
+        out_m.append(m)
+        out_t.append(train[i])
+        i += 1
+    return out_m, out_t
+
+
+def _alnum9_call_ids(messages: list[dict]) -> list[dict]:
+    """Tool-call ids rewritten to 9 letters and digits (``call00001``), the same in calls and results."""
+    new: dict[str, str] = {}
+
+    def fresh(old: Any) -> str:
+        key = str(old)
+        if key not in new:
+            new[key] = f"call{len(new) + 1:05d}"[-9:]
+        return new[key]
+
+    out = []
+    for m in messages:
+        if m.get("tool_calls"):
+            m = {**m, "tool_calls": [{**c, "id": fresh(c.get("id", f"#missing{id(c)}"))} for c in m["tool_calls"]]}
+        elif m.get("role") == "tool":
+            m = {**m, "tool_call_id": fresh(m.get("tool_call_id", f"#missing{id(m)}"))}
+        out.append(m)
+    return out
+
+
+def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dict[str, Any]:
     """One row as trl's conversational format, plus what the trainers need beside it.
 
     Returns ``{"messages", "tools", "train", "record"}``: messages without hsa-only keys
-    (tool-call arguments as objects, tool results as strings), tools in the OpenAI form
-    (``None`` when the row has none), one train flag per message (``False`` where the
-    message carries ``"train": false``) and the normalised hsa record.
+    (tool-call arguments as objects, tool results as strings, text blocks joined, each
+    result named after its call), tools in the OpenAI form (``None`` when the row has
+    none), one train flag per message (``False`` where the message carries
+    ``"train": false``) and the normalised hsa record. ``compat`` names rewrites of
+    :data:`CHAT_COMPAT` for templates that cannot render some conversations.
     """
+    unknown = [c for c in compat if c not in CHAT_COMPAT]
+    if unknown:
+        raise TrainerInputError(f"unknown chat_compat {unknown}; expected some of {list(CHAT_COMPAT)}")
     from hsa.io import row_to_record
     from hsa.records import RecordError, normalize
 
@@ -359,20 +435,70 @@ def to_chat(row: dict, *, where: str = "row") -> dict[str, Any]:
     except RecordError as exc:
         raise TrainerInputError(f"{where}: {exc.reason}: {exc.detail}") from None
     messages, train = [], []
+    names: dict[str, str] = {}  # call id -> tool name, to name results that come without one
+    waiting: list[str] = []  # names of the last assistant turn's calls not yet answered, in order
+    seen_first = False
     for m in record["messages"]:
         msg = {k: v for k, v in m.items() if k != "train"}
         msg["content"] = _content(msg.get("content"))
-        if msg.get("role") == "tool" and not isinstance(msg["content"], str):
-            msg["content"] = json.dumps(msg["content"], ensure_ascii=False)
+        if msg.get("role") == "tool":
+            msg["content"] = _result_text(msg["content"])
+            if not isinstance(msg.get("name"), str):
+                name = names.get(str(msg.get("tool_call_id"))) if msg.get("tool_call_id") is not None else None
+                if name is None and waiting:
+                    name = waiting[0]
+                if name is not None:
+                    msg["name"] = name
+            if msg.get("name") in waiting:
+                waiting.remove(msg["name"])
+        elif msg.get("role") == "system" and seen_first and "system_as_user" in compat:
+            msg["role"] = "user"
         if msg.get("tool_calls"):
             msg["tool_calls"] = [{**({"id": c["id"]} if "id" in c else {}), "type": "function",
                                   "function": {"name": c["function"]["name"],
                                                "arguments": c["function"]["arguments"]}}
                                  for c in msg["tool_calls"]]
+            names.update({str(c["id"]): c["function"]["name"] for c in msg["tool_calls"] if "id" in c})
+            waiting = [c["function"]["name"] for c in msg["tool_calls"]]
+        seen_first = True
         messages.append(msg)
         train.append(m.get("train", True) is not False)
+    if "split_parallel_calls" in compat:
+        messages, train = _split_parallel_calls(messages, train)
+    if "alnum9_call_ids" in compat:
+        messages = _alnum9_call_ids(messages)
     tools = tools_to_openai(record["tools"]) or None
     return {"messages": messages, "tools": tools, "train": train, "record": record}
+
+
+def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: str = "row") -> None:
+    """Raise :class:`TrainerInputError` when a chat template leaves out the tools or the tool calls of ``chat``.
+
+    ``render(messages, tools) -> str`` renders with the template being checked. A template that
+    ignores ``tools`` (or reads them under another name) or drops ``tool_calls`` gives the same
+    text without them: training would then fit calls to names the model never sees.
+    """
+    messages, tools = chat["messages"], chat["tools"]
+    full = render(messages, tools)
+
+    def same_without(msgs, tls) -> bool:
+        try:
+            return render(msgs, tls) == full
+        except Exception:  # noqa: BLE001  (a template that needs the part to render at all does render it)
+            return False
+
+    if tools and same_without(messages, None):
+        raise TrainerInputError(
+            f"{where}: the chat template does not render the 'tools' list (the text is the same without it), so "
+            "the model would never see the harness it is trained to call. Pass --chat_template_path with a "
+            "template that renders tools (trainers/data/hsa_chatml_tools.jinja is bundled).")
+    if any(m.get("tool_calls") for m in messages):
+        bare = [{k: v for k, v in m.items() if k != "tool_calls"} for m in messages]
+        if same_without(bare, tools):
+            raise TrainerInputError(
+                f"{where}: the chat template does not render assistant 'tool_calls' (the text is the same without "
+                "them), so there would be no call to learn. Pass --chat_template_path with a template that renders "
+                "tool calls (trainers/data/hsa_chatml_tools.jinja is bundled).")
 
 
 # --------------------------------------------------------------------------- models and tokenizers

@@ -26,6 +26,7 @@ from trainers.common import (
     iter_rows,
     log,
     parse_args,
+    check_template_renders_harness,
     to_chat,
 )
 
@@ -84,16 +85,28 @@ def _select(turns: list[int], train: list[bool], messages: list[dict], mode: str
 
 
 def build_prompts(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_prompt_length: int | None = None,
-                  max_prompts: int | None = None) -> list[dict[str, Any]]:
-    """GRPO rows: one per selected assistant turn of each input row (see the module docstring)."""
+                  max_prompts: int | None = None, compat: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """GRPO rows: one per selected assistant turn of each input row (see the module docstring).
+
+    The first row with tools also checks that the chat template renders them
+    (:func:`trainers.common.check_template_renders_harness`)."""
     from hsa.mapping import Mapping
 
     if turns not in TURNS:
         raise ValueError(f"turns must be one of {TURNS}, got {turns!r}")
     out: list[dict[str, Any]] = []
     too_long = 0
+    checked = False
+
+    def render(messages, tools):
+        return tokenizer.apply_chat_template(list(messages), tools=tools, tokenize=False)
+
     for n, row in enumerate(rows, 1):
-        chat = to_chat(row, where=f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}")
+        where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"
+        chat = to_chat(row, where=where, compat=compat)
+        if not checked and chat["tools"]:
+            check_template_renders_harness(render, chat, where=where)
+            checked = True
         record, messages = chat["record"], chat["messages"]
         mapping = Mapping(record["mapping"])
         st = record["skill_tool"]
@@ -177,7 +190,7 @@ def build_trainer(model_args: ModelArguments, rl: RLArguments, run: RunArguments
     config = trl_config(GRPOConfig, run, stage, extras, DEFAULT_LEARNING_RATE)
     rows = iter_rows(rl.dataset, split=rl.dataset_split, max_rows=rl.max_rows)
     train_dataset = build_dataset(rows, tokenizer, turns=rl.turns, max_prompt_length=rl.max_prompt_length,
-                                  max_prompts=rl.max_prompts)
+                                  max_prompts=rl.max_prompts, compat=model_args.chat_compat or ())
     log(f"GRPO on {len(train_dataset)} prompts with rewards {[getattr(f, '__name__', f) for f in funcs]}")
     return GRPOTrainer(model=model_path, reward_funcs=funcs, args=config, train_dataset=train_dataset,
                        processing_class=tokenizer, peft_config=peft_config(lora))

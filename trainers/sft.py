@@ -28,6 +28,7 @@ from trainers.common import (
     iter_rows,
     log,
     parse_args,
+    check_template_renders_harness,
     to_chat,
 )
 
@@ -113,14 +114,28 @@ def tokenize_chat(tokenizer, messages: Sequence[dict], tools: Sequence[dict] | N
     return {"input_ids": ids, "labels": labels}
 
 
-def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = None):
-    """A ``datasets.Dataset`` of ``input_ids``/``labels`` from hsa (or plain conversational) rows."""
+def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = None, compat: Sequence[str] = ()):
+    """A ``datasets.Dataset`` of ``input_ids``/``labels`` from hsa (or plain conversational) rows.
+
+    The first row with tools and calls also checks that the template renders both
+    (:func:`trainers.common.check_template_renders_harness`)."""
     import datasets
+    from transformers.utils.chat_template_utils import render_jinja_template
 
     template = training_template(tokenizer)
+
+    def render(messages, tools):
+        return render_jinja_template(conversations=[list(messages)], tools=list(tools) if tools else None,
+                                     chat_template=template, **tokenizer.special_tokens_map)[0][0]
+
+    checked = False
     ids, labels, dropped, n = [], [], 0, 0
     for n, row in enumerate(rows, 1):
-        chat = to_chat(row, where=f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}")
+        where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"
+        chat = to_chat(row, where=where, compat=compat)
+        if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
+            check_template_renders_harness(render, chat, where=where)
+            checked = True
         out = tokenize_chat(tokenizer, chat["messages"], chat["tools"], chat["train"], chat_template=template,
                             max_length=max_length)
         if all(x == -100 for x in out["labels"]):
@@ -155,7 +170,8 @@ def build_trainer(model_args: ModelArguments, sft_args: SFTArguments, run: RunAr
                                          "model_init_kwargs": model_init_kwargs(model_args)},
                         extras, DEFAULT_LEARNING_RATE)
     rows = iter_rows(sft_args.dataset, split=sft_args.dataset_split, max_rows=sft_args.max_rows)
-    train_dataset = build_dataset(rows, tokenizer, max_length=sft_args.max_length)
+    train_dataset = build_dataset(rows, tokenizer, max_length=sft_args.max_length,
+                                  compat=model_args.chat_compat or ())
     log(f"SFT on {len(train_dataset)} rows, {sum(len(x) for x in train_dataset['input_ids'])} tokens")
     return SFTTrainer(model=model_path, args=config, train_dataset=train_dataset, processing_class=tokenizer,
                       peft_config=peft_config(lora))
