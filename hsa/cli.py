@@ -36,7 +36,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            batch_size=args.batch_size, strict=args.strict, overwrite=args.overwrite,
                            resume=args.resume, rank=args.rank, world_size=args.world_size,
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
-                           exec_hooks=not args.no_exec_hooks)
+                           exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -282,6 +282,9 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--world-size", type=int, default=1,
                    help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
     a.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="keep",
+                   help="tool-call arguments as each record has them (keep), or all as JSON objects (what most chat "
+                        "templates and trl expect: `arguments | tojson`) or all as JSON strings")
     a.add_argument("--no-exec-hooks", action="store_true",
                    help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
     a.set_defaults(func=cmd_augment)

@@ -144,16 +144,23 @@ def _reject(item: InputLine, reason: str, detail: str, record_id: str | None = N
     return out
 
 
+#: How tool-call arguments are written: as each record had them, or all as JSON objects or all as JSON strings.
+CALL_ARGUMENTS = ("keep", "object", "string")
+
+
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
-                   keep_original: bool, exec_hooks: bool = True) -> Result:
+                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "keep") -> Result:
     """Everything that happens to one input line; pure, so any worker may run it.
 
     ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
+    ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
     """
     stats = Stats(input_records=1)
     try:
         raw = parse_line(item)
         source = normalize(raw)
+        if call_arguments != "keep":
+            source["_fmt"]["args"] = call_arguments
     except RecordError as exc:
         stats.rejected = 1
         stats.reject_reasons[exc.reason] += 1
@@ -373,7 +380,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             keep_original: bool = False, workers: int = 1, shard_size: int = 1000, batch_size: int = 16,
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
-            command: str | None = None, exec_hooks: bool = True) -> dict:
+            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "keep") -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
@@ -388,6 +395,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         raise AugmentError(f"--variants must be >= 0 (got {variants})")
     if variants == 0 and not keep_original:
         raise AugmentError("--variants 0 without --keep-original would write nothing")
+    if call_arguments not in CALL_ARGUMENTS:
+        raise AugmentError(f"--call-arguments must be one of {list(CALL_ARGUMENTS)} (got {call_arguments!r})")
     if shard_size < 1 or batch_size < 1 or workers < 1:
         raise AugmentError("--shard-size, --batch-size and --workers must be at least 1")
     if not 0 <= rank < world_size:
@@ -399,10 +408,12 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     if progress is None:
         progress = sys.stderr.isatty()
 
-    options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks}
+    options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks,
+               "call_arguments": call_arguments}
     recipe_config = recipe_to_dict(recipe)
     config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
-                         {"world_size": world_size, "exec_hooks": exec_hooks})
+                         {"world_size": world_size, "exec_hooks": exec_hooks,
+                          **({"call_arguments": call_arguments} if call_arguments != "keep" else {})})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
     seen_ids: set[int] = set()  # 64-bit digests of the ids seen: memory stays small on long inputs
@@ -548,6 +559,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "shard_size": config["shard_size"],
         "hold_out": config["hold_out"],
         "exec_hooks": config.get("exec_hooks", True),
+        "call_arguments": config.get("call_arguments", "keep"),
         "recipe": config["recipe"],
         **total.to_dict(),
         "shards": shards,

@@ -225,3 +225,26 @@ def test_cli_help_is_fast_and_lists_commands():
     for cmd in ("augment", "export", "canonicalize", "validate", "show"):
         assert cmd in proc.stdout
     assert "datasets" not in proc.stderr and "pyarrow" not in proc.stderr
+
+
+@pytest.mark.parametrize("form,kind", [("object", dict), ("string", str)])
+def test_call_arguments_are_written_in_one_form(tmp_path, small_jsonl, form, kind):
+    """--call-arguments object|string writes every call's arguments in that form (the fixtures mix both), and says so."""
+    import datasets
+
+    from hsa.pipeline import AugmentError, augment
+    from hsa.recipes import load_recipe
+
+    out = tmp_path / form
+    manifest = augment([small_jsonl], out, load_recipe("default"), variants=2, keep_original=True,
+                       call_arguments=form)
+    assert manifest["call_arguments"] == form
+    args = [c["function"]["arguments"] for r in datasets.load_from_disk(str(out)) for m in r["messages"]
+            for c in m.get("tool_calls") or ()]
+    assert args and all(isinstance(a, kind) for a in args)
+    keep = [c["function"]["arguments"] for line in small_jsonl.read_text().splitlines()
+            for m in json.loads(line)["messages"] for c in m.get("tool_calls") or ()]
+    assert {type(a) for a in keep} == {str, dict}  # the input mixes both forms
+    assert main(["validate", str(out)]) == 0
+    with pytest.raises(AugmentError, match="--call-arguments must be one of"):
+        augment([small_jsonl], tmp_path / "bad", load_recipe("default"), call_arguments="json")
