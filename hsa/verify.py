@@ -16,7 +16,7 @@ from hsa.names import _PLAIN_NAME, find_tokens, is_identifier_like, is_legal, te
 from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
 from hsa.rewrite import text_fields
 
-__all__ = ["Violation", "check_record", "check_variant", "validator_for", "calls_of"]
+__all__ = ["Violation", "check_record", "check_variant", "validator_for", "quick_valid", "calls_of"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +68,117 @@ def _check_schema_moot(key: str) -> bool:
     return '"pattern' not in key and key.count("{") <= 40
 
 
+# --------------------------------------------------------------------------- a quick validator for common schemas
+#
+# Tool schemas are mostly objects of typed properties with required lists and enums. jsonschema
+# walks them through generators and a validator object per call; this walk gives the same verdict
+# for the keywords below (Draft 2020-12 semantics, as jsonschema implements them) and says "don't
+# know" (None) for everything else, which then goes to jsonschema. A False also goes to jsonschema,
+# which is the authority and writes the message: only "valid" is decided here.
+
+_UNSUPPORTED = frozenset({  # 2020-12 keywords with a validation effect that the quick walk does not implement
+    "$ref", "$dynamicRef", "$recursiveRef", "$schema", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "dependentSchemas", "dependentRequired", "dependencies", "prefixItems", "contains", "minContains", "maxContains",
+    "uniqueItems", "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+    "minProperties", "maxProperties", "multipleOf", "additionalItems", "$vocabulary", "$anchor", "$dynamicAnchor",
+    "$recursiveAnchor",
+})
+_TYPES = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+          "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+          "null": lambda v: v is None,
+          "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+          "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())}
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _schema_equal(a: Any, b: Any) -> bool:
+    """JSON equality as jsonschema's ``enum``/``const`` see it: ``1 == 1.0``, but ``True != 1``."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_schema_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_schema_equal(a[k], b[k]) for k in a)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def quick_valid(schema: Any, instance: Any) -> bool | None:
+    """Whether ``instance`` validates against ``schema`` (True/False) for schemas made of the common keywords, or
+    None when the schema uses anything else (a keyword above, an unknown type name, a malformed keyword)."""
+    if schema is True or schema == {}:
+        return True
+    if schema is False:
+        return False
+    if not isinstance(schema, dict) or not _UNSUPPORTED.isdisjoint(schema):
+        return None
+    ok = True
+    t = schema.get("type")
+    if t is not None:
+        names = t if isinstance(t, list) else [t]
+        checks = [_TYPES.get(n) if isinstance(n, str) else None for n in names]
+        if not names or None in checks:
+            return None
+        ok = any(c(instance) for c in checks)
+    if "enum" in schema:
+        if not isinstance(schema["enum"], list):
+            return None
+        ok = ok and any(_schema_equal(e, instance) for e in schema["enum"])
+    if "const" in schema:
+        ok = ok and _schema_equal(schema["const"], instance)
+    for key, fails in (("minimum", lambda v, m: v < m), ("maximum", lambda v, m: v > m),
+                       ("exclusiveMinimum", lambda v, m: v <= m), ("exclusiveMaximum", lambda v, m: v >= m)):
+        if key in schema:
+            if not _number(schema[key]):
+                return None
+            if _number(instance) and fails(instance, schema[key]):
+                ok = False
+    for key, kind, fails in (("minLength", str, lambda n, m: n < m), ("maxLength", str, lambda n, m: n > m),
+                             ("minItems", list, lambda n, m: n < m), ("maxItems", list, lambda n, m: n > m)):
+        if key in schema:
+            if not _number(schema[key]):
+                return None
+            if isinstance(instance, kind) and fails(len(instance), schema[key]):
+                ok = False
+    if "pattern" in schema:
+        import re
+
+        if not isinstance(schema["pattern"], str):
+            return None
+        try:
+            if isinstance(instance, str) and re.search(schema["pattern"], instance) is None:
+                ok = False
+        except re.error:
+            return None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    items = schema.get("items", True)
+    if not (isinstance(props, dict) and isinstance(required, list) and all(isinstance(r, str) for r in required)
+            and isinstance(extra, (bool, dict)) and isinstance(items, (bool, dict))):
+        return None
+    # subschemas count only where the instance reaches them, as in jsonschema
+    if isinstance(instance, dict):
+        if any(r not in instance for r in required):
+            ok = False
+        for k, v in instance.items():
+            verdict = quick_valid(props[k] if k in props else extra, v)
+            if verdict is None:
+                return None
+            ok = ok and verdict
+    elif isinstance(instance, list) and items is not True:
+        for v in instance:
+            verdict = quick_valid(items, v)
+            if verdict is None:
+                return None
+            ok = ok and verdict
+    return ok
+
+
 def calls_of(record: Record) -> list[dict]:
     """The record's tool calls as ``{"name", "arguments"}`` in trajectory order."""
     return [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for _, _, c in iter_calls(record)]
@@ -88,6 +199,8 @@ def check_record(record: Record, *, check_names: bool = False) -> list[Violation
         if tool is None:
             out.append(Violation("validity", "undefined tool",
                                  f"{where} calls {fn['name']!r}, which is not among the tools ({sorted(tools)})"))
+            continue
+        if quick_valid(tool["parameters"], fn["arguments"]) is True:
             continue
         try:
             err = next(iter(validator_for(tool["parameters"]).iter_errors(fn["arguments"])), None)
