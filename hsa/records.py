@@ -271,18 +271,16 @@ def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool
         notes.append(f"{where}: type {value!r} is not a string; dropped")
         return None, None
     raw = value.strip()
-    union = _union_types(raw)
-    if union is not None:
-        if std_list := [t for t in union if t is not None]:
-            if len(std_list) == len(union):
-                notes.append(f"{where}: type {value!r} -> {std_list!r}")
-                return (std_list[0] if len(std_list) == 1 else std_list), None
     m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
-    if m:
+    if m and _split_args(raw)[-1].lower() in ("optional", "required"):  # not the comma of "Dict[str, int]"
         raw, optional = m.group(1), m.group(2).lower() == "optional"
     m = re.fullmatch(r"(?i)optional\[(.*)\]", raw)
     if m:
         raw, optional = m.group(1), True
+    union = _union_types(raw)
+    if union is not None and None not in union:
+        notes.append(f"{where}: type {value!r} -> {union!r}")
+        return (union[0] if len(union) == 1 else union), optional
     generic = re.fullmatch(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]", raw)
     if generic:
         raw = generic.group(1)
@@ -487,7 +485,7 @@ def _bare_parameter_map(params: Any) -> bool:
     """
     if not (isinstance(params, dict) and params and all(isinstance(v, dict) for v in params.values())):
         return False
-    if set(params) & {"$ref", "anyOf", "oneOf", "allOf", "$defs", "definitions", "additionalProperties", "items"}:
+    if set(params) & {"$ref", "anyOf", "oneOf", "allOf", "$defs", "definitions", "additionalProperties"}:
         return False
     if "properties" in params and not _is_param_spec(params["properties"]):
         return False

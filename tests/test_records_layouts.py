@@ -118,11 +118,29 @@ def test_required_next_to_the_parameters_moves_into_them():
     ("Union[int, float]", {"type": ["integer", "number"]}),
     ("Optional[List[str]]", {"type": "array", "items": {"type": "string"}}),
     ("List[Callable]", {"type": "array"}),
+    ("Union[int, float], optional", {"type": ["integer", "number"]}),
+    ("Dict[str, int], optional", {"type": "object", "additionalProperties": {"type": "integer"}}),
 ])
 def test_generic_type_strings_keep_their_element_types(typ, expected):
     """xLAM's generic type strings become element schemas, not bare arrays."""
     out = R.normalize_schema({"type": "object", "properties": {"p": {"type": typ}}})
     assert out["properties"]["p"] == expected
+
+
+def test_optional_markers_on_unions_and_generics_leave_required():
+    """', optional' after a Union or a generic type still makes the parameter optional."""
+    out = R.normalize_schema({"type": "object", "required": ["a", "b", "c"], "properties": {
+        "a": {"type": "Union[int, float], optional"}, "b": {"type": "List[int], optional"}, "c": {"type": "int"}}})
+    assert out["required"] == ["c"]
+
+
+def test_a_bare_parameter_map_may_have_an_items_parameter():
+    """An xLAM parameter called 'items' is a parameter, not the array keyword."""
+    rec = normalize({"messages": [{"role": "user", "content": "x"}], "tools": [{"name": "order", "parameters": {
+        "items": {"type": "List[str]", "description": "Products."}, "n": {"type": "int"}}}]})
+    params = rec["tools"][0]["parameters"]
+    assert params["properties"]["items"] == {"type": "array", "items": {"type": "string"}, "description": "Products."}
+    assert params["required"] == ["items", "n"]
 
 
 def test_a_layout_the_reader_does_not_foresee_is_one_reject(monkeypatch):
