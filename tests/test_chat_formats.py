@@ -1,8 +1,9 @@
-"""Chat formats: Hermes/Qwen tags, Glaive v2, Anthropic blocks and Gemini contents converted to messages.
+"""Chat formats: Hermes/Qwen tags, Glaive v2, ToolACE, Anthropic blocks and Gemini contents converted to messages.
 
 The ``*_LINES`` rows are verbatim public rows (sources: NousResearch hermes-function-calling-v1 card,
-glaive-function-calling-v2 rows 25475 and 107105, Anthropic Messages API tool-use docs, Gemini
-function-calling docs; other layouts from the xLAM, LLaMA-Factory, BFCL, When2Call, transformers and MCP docs).
+glaive-function-calling-v2 rows 25475 and 107105, Team-ACE/ToolACE (see TOOLACE_LINES), Anthropic Messages API
+tool-use docs, Gemini function-calling docs; other layouts from the xLAM, LLaMA-Factory, BFCL, When2Call,
+transformers and MCP docs).
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ GLAIVE_LINES = [
     r'''{"system": "SYSTEM: You are a helpful assistant with access to the following functions. Use them if required -\n{\n    \"name\": \"detect_language\",\n    \"description\": \"Detect the language of a given text\",\n    \"parameters\": {\n        \"type\": \"object\",\n        \"properties\": {\n            \"text\": {\n                \"type\": \"string\",\n                \"description\": \"The text to detect the language of\"\n            }\n        },\n        \"required\": [\n            \"text\"\n        ]\n    }\n}\n", "chat": "USER: I have a text here and I am not sure what language it is. Can you help me identify it?\n\n\nASSISTANT: Of course, I can help with that. Please provide me with the text. <|endoftext|>\n\n\nUSER: Here it is - \"Je suis un étudiant\"\n\n\nASSISTANT: <functioncall> {\"name\": \"detect_language\", \"arguments\": '{\"text\": \"Je suis un étudiant\"}'} <|endoftext|>\n\n\nFUNCTION RESPONSE: {\"language\": \"French\"}\n\n\nASSISTANT: The text you provided is in French. <|endoftext|>\n\n\n"}''',
     r'''{"system": "SYSTEM: You are a helpful assistant, with no access to external functions.\n\n", "chat": "USER: Assign this occupation to the appropriate category\nNurse\n\nASSISTANT: Healthcare <|endoftext|>\n\nUSER: What about an electrician?\n\nASSISTANT: Skilled Trades <|endoftext|>"}''',
 ]
+#: Team-ACE/ToolACE rows. [0] is a whole row (10 turns) quoted verbatim from the dataset in a public tool-learning
+#: data survey ("ToolACE中的样本"): names with spaces, a call without arguments, prose turns between calls, tools
+#: with type "dict" and a top-level "required": null. [1] is the minimal ToolACE-shaped row this suite used to
+#: expect None for (the layout is now converted). The call texts in the tests below ("[/madlibs-diceware(nphrase=2)]",
+#: '[Market Trends API(trend_type="MARKET_INDEXES", country="us")]', '[Get Suggestion(term="popular", ...)]') are
+#: verbatim ToolACE assistant turns quoted by public converters and training dumps.
+TOOLACE_LINES = [
+    r'''{"system": "You are an expert in composing functions. You are given a question and a set of possible functions. \nBased on the question, you will need to make one or more function/tool calls to achieve the purpose. \nIf none of the function can be used, point it out. If the given question lacks the parameters required by the function,\nalso point it out. You should only return the function call in tools call sections.\nHere is a list of functions in JSON format that you can invoke:\n[{\"name\": \"GetCompetitions\", \"description\": \"Retrieve a list of football competitions that are televised in Peru.\", \"parameters\": {\"type\": \"dict\", \"properties\": {}, \"required\": []}, \"required\": null}, {\"name\": \"Get Manager Placeholder Image\", \"description\": \"Retrieve the manager placeholder image in PNG format for a specific sport.\", \"parameters\": {\"type\": \"dict\", \"properties\": {\"sport\": {\"description\": \"The name of the sport for which the manager placeholder image is required.\", \"type\": \"string\"}}, \"required\": [\"sport\"]}, \"required\": null}, {\"name\": \"Search Competition API\", \"description\": \"Search for competitions in the sports domain\", \"parameters\": {\"type\": \"dict\", \"properties\": {\"name\": {\"description\": \"The name of the competition to search for\", \"type\": \"string\"}}, \"required\": [\"name\"]}, \"required\": null}, {\"name\": \"Get Category Image\", \"description\": \"Retrieve a category image for a specific sport or league.\", \"parameters\": {\"type\": \"dict\", \"properties\": {\"slug\": {\"description\": \"Slug of the sport or league, e.g. `france` `champions-league` `intl`.\", \"type\": \"string\", \"default\": \"france\"}}, \"required\": [\"slug\"]}, \"required\": null}]. \nShould you decide to return the function call(s). \nPut it in the format of [func1(params_name=params_value, params_name2=params_value2...), func2(params)]\n\nNO other text MUST be included. \n", "conversations": [{"from": "user", "value": "Hey, can you show me the list of football competitions that are currently televised in Peru?"}, {"from": "assistant", "value": "[GetCompetitions()]"}, {"from": "tool", "value": "[{\"name\": \"GetCompetitions\", \"results\": {\"competitions\": [{\"id\": 1, \"name\": \"Copa Libertadores\", \"startDate\": \"2023-02-15\", \"endDate\": \"2023-11-20\"}, {\"id\": 2, \"name\": \"Copa Sudamericana\", \"startDate\": \"2023-03-05\", \"endDate\": \"2023-10-25\"}, {\"id\": 3, \"name\": \"Liga 1 Peru\", \"startDate\": \"2023-02-03\", \"endDate\": \"2023-12-05\"}]}}]"}, {"from": "assistant", "value": "Here are the football competitions that are currently televised in Peru:\n\n1. Competition: Copa Libertadores\n   - Start Date: 2023-02-15\n   - End Date: 2023-11-20\n\n2. Competition: Copa Sudamericana\n   - Start Date: 2023-03-05\n   - End Date: 2023-10-25\n\n3. Competition: Liga 1 Peru\n   - Start Date: 2023-02-03\n   - End Date: 2023-12-05\n\nDo note that these dates represent the duration of the competitions for the given year. Is there anything else you would like to know?"}, {"from": "user", "value": "How important are manager images in sports marketing and branding?"}, {"from": "assistant", "value": "Manager images are quite significant in sports marketing and branding for several reasons:\n\n1. **Identity and Representation**: The image of a manager can become synonymous with the team's identity. It represents leadership and can convey the team's ethos and approach to the sport.\n\n2. **Fan Engagement**: Fans often form emotional connections with team managers. Images used in promotional materials can enhance this bond, making fans feel more connected to the team.\n\n3. **Merchandising**: The use of a manager's image on merchandise can boost sales. Fans are likely to purchase products featuring a well-respected or popular manager as a sign of support or admiration.\n\n4. **Media Relations**: Managers often serve as the face of the team in media appearances. Their image is crucial to creating a positive public perception and can influence media coverage and public relations efforts.\n\n5. **Sponsorship and Partnerships**: A manager with a strong public image can attract sponsorships and partnerships. Brands are more likely to collaborate with teams whose managers are well-regarded and have a positive public image.\n\nOverall, manager images are vital assets in sports branding, helping to shape team image and fan loyalty, while also playing a key role in commercial strategies. If you need any more specific information or examples, feel free to ask!"}, {"from": "user", "value": "I'd like to see this in practice! Can you fetch me a manager placeholder image for football? Let's bring these theories to life with some quality pixels."}, {"from": "assistant", "value": "[Get Manager Placeholder Image(sport=\"football\")]"}, {"from": "tool", "value": "[{\"name\": \"Get Manager Placeholder Image\", \"results\": {\"image\": \"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAZAAAAGQAQMAAAAew5lpAAAAA1BMVEX///+nxBvIAAAASElEQVR4nO3BAQ0AAADCoPdPbQ43oAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIB3AABUexBM.jpg\", \"sport_name\": \"football\"}}]"}, {"from": "assistant", "value": "Here is the manager placeholder image for football:\n\n![Manager Placeholder Image for Football](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAZAAAAGQAQMAAAAew5lpAAAAA1BMVEX///+nxBvIAAAASElEQVR4nO3BAQ0AAADCoPdPbQ43oAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIB3AABUexBM.jpg)\n\nThis image can typically be used in promotional content, social media, and anywhere a generic representation of a football manager is needed, particularly when no specific individual's image is available. This helps maintain the branding focus while keeping a professional look in all communications."}]}''',
+    r'''{"system": "You are an expert in composing functions.\nHere is a list of functions in JSON format that you can invoke:\n[{\"name\":\"Market Trends API\",\"description\":\"Get trends\",\"parameters\":{\"type\":\"dict\",\"properties\":{\"country\":{\"type\":\"string\"}}}}]", "conversations": [{"from": "user", "value": "Show me US market trends."}, {"from": "assistant", "value": "[Market Trends API(country=\"us\")]"}]}''',
+]
 ANTHROPIC_LINES = [
     r'''{"system": "You are a helpful weather assistant.", "tools": [{"name": "get_weather", "description": "Get the current weather for a city.", "input_schema": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}], "messages": [{"role": "user", "content": "What is the weather in San Francisco?"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"location": "San Francisco, CA"}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "15 degrees, sunny"}]}, {"role": "assistant", "content": [{"type": "text", "text": "It is 15 degrees and sunny in San Francisco."}]}]}''',
     r'''{"tools": [{"name": "get_weather", "description": "Get the current weather for a specified location", "input_schema": {"type": "object", "properties": {"location": {"type": "string", "description": "City name, e.g.: Beijing"}}, "required": ["location"]}}], "messages": [{"role": "user", "content": "What's the weather like in Beijing today?"}, {"content": [{"text": "Let me help you check the weather in Beijing.", "type": "text"}, {"id": "toolu_012f3meaYuYj9yPPuyuRVw9U", "input": {"location": "Beijing"}, "name": "get_weather", "type": "tool_use"}], "role": "assistant"}]}''',
@@ -32,7 +43,7 @@ GEMINI_LINES = [
     r'''{"contents": [{"role": "user", "parts": [{"text": "Turn the lights down to a romantic level"}]}, {"role": "model", "parts": [{"functionCall": {"name": "set_light_values", "args": {"brightness": 25, "color_temp": "warm"}}}]}, {"role": "user", "parts": [{"functionResponse": {"name": "set_light_values", "response": {"brightness": 25, "colorTemperature": "warm"}}}]}], "tools": [{"functionDeclarations": [{"name": "set_light_values", "description": "Sets the brightness and color temperature of a light.", "parameters": {"type": "object", "properties": {"brightness": {"type": "integer", "description": "Light level from 0 to 100. Zero is off and 100 is full brightness"}, "color_temp": {"type": "string", "enum": ["daylight", "cool", "warm"], "description": "Color temperature of the light fixture, which can be `daylight`, `cool` or `warm`."}}, "required": ["brightness", "color_temp"]}}]}]}''',
 ]
 OTHER_NAMES = ["hf_transformers", "openai", "mcp", "gemini_messages", "xlam", "llamafactory",
-               "sharegpt_parallel", "toolace", "sharegpt_weight", "openai_legacy_function_call", "bfcl", "when2call"]
+               "sharegpt_parallel", "sharegpt_weight", "openai_legacy_function_call", "bfcl", "when2call"]
 OTHER_LINES = [
     r'''{"messages": [{"role": "system", "content": "You are a bot that responds to weather queries. You should reply with the unit used in the queried location."}, {"role": "user", "content": "Hey, what's the temperature in Paris right now?"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_current_temperature", "arguments": {"location": "Paris, France", "unit": "celsius"}}}]}, {"role": "tool", "name": "get_current_temperature", "content": "22.0"}], "tools": [{"type": "function", "function": {"name": "get_current_temperature", "description": "Get the current temperature at a location.", "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "The location to get the temperature for, in the format \"City, Country\""}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "The unit to return the temperature in."}}, "required": ["location", "unit"]}, "return": {"type": "number", "description": "The current temperature at the specified location in the specified units, as a float."}}}]}''',  # hf_transformers.jsonl row 0
     r'''{"tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather for a specific location", "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "The city name"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"}}, "required": ["location"]}}}, {"type": "function", "function": {"name": "search", "description": "Search the web for information", "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "Search query"}, "num_results": {"type": "integer", "description": "Number of results to return"}}, "required": ["query"]}}}], "messages": [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What's the weather in Beijing?"}, {"role": "assistant", "reasoning_content": "The user wants to know the weather in Beijing. I should use the get_weather tool.", "tool_calls": [{"id": "call_001", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\": \"Beijing\", \"unit\": \"celsius\"}"}}]}, {"role": "tool", "tool_call_id": "call_001", "content": "{\"temperature\": 22, \"condition\": \"sunny\", \"humidity\": 45}"}, {"role": "assistant", "reasoning_content": "Got the weather data. Let me format a nice response.", "content": "The weather in Beijing is currently sunny with a temperature of 22°C and 45% humidity."}]}''',  # openai.jsonl row 0
@@ -41,16 +52,15 @@ OTHER_LINES = [
     r'''{"query": "Where can I find live giveaways for beta access and games?", "tools": "[{\"name\": \"live_giveaways_by_type\", \"description\": \"Retrieve live giveaways from the GamerPower API based on the specified type.\", \"parameters\": {\"type\": {\"description\": \"The type of giveaways to retrieve (e.g., game, loot, beta).\", \"type\": \"str\", \"default\": \"game\"}}}]", "answers": "[{\"name\": \"live_giveaways_by_type\", \"arguments\": {\"type\": \"beta\"}}, {\"name\": \"live_giveaways_by_type\", \"arguments\": {\"type\": \"game\"}}]"}''',  # xlam.jsonl row 0
     r'''{"conversations": [{"from": "human", "value": "I need to calculate the area of a rectangle. The length is 5 units and the breadth is 3 units."}, {"from": "function_call", "value": "{\"name\": \"calculate_area\", \"arguments\": {\"shape\": \"rectangle\", \"dimensions\": [5, 3]}}"}, {"from": "observation", "value": "{\"area\": 15}"}, {"from": "gpt", "value": "The area of the rectangle with length 5 units and breadth 3 units is 15 square units."}, {"from": "human", "value": "What about a circle with a radius of 4 units?"}, {"from": "function_call", "value": "{\"name\": \"calculate_area\", \"arguments\": {\"shape\": \"circle\", \"dimensions\": [4]}}"}, {"from": "observation", "value": "{\"area\": 50.24}"}, {"from": "gpt", "value": "The area of the circle with radius 4 units is approximately 50.24 square units."}, {"from": "human", "value": "And a square with side length 7 units?"}, {"from": "function_call", "value": "{\"name\": \"calculate_area\", \"arguments\": {\"shape\": \"square\", \"dimensions\": [7]}}"}, {"from": "observation", "value": "{\"area\": 49}"}, {"from": "gpt", "value": "The area of the square with side length 7 units is 49 square units."}], "tools": "[{\"name\": \"calculate_area\", \"description\": \"Calculate the area of a given shape\", \"parameters\": {\"type\": \"object\", \"properties\": {\"shape\": {\"type\": \"string\", \"description\": \"The shape for which to calculate the area\"}, \"dimensions\": {\"type\": \"array\", \"items\": {\"type\": \"number\"}, \"description\": \"The dimensions required to calculate the area\"}}, \"required\": [\"shape\", \"dimensions\"]}}, {\"name\": \"calculate_discount\", \"description\": \"Calculate the discounted price based on original price and discount percentage\", \"parameters\": {\"type\": \"object\", \"properties\": {\"original_price\": {\"type\": \"number\", \"description\": \"The original price of the item\"}, \"discount_percentage\": {\"type\": \"number\", \"description\": \"The discount percentage\"}}, \"required\": [\"original_price\", \"discount_percentage\"]}}]"}''',  # llamafactory.jsonl row 0
     r'''{"conversations": [{"from": "human", "value": "Weather in Tokyo and Paris?"}, {"from": "function_call", "value": "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"}, {"from": "observation", "value": "{\"city\": \"Tokyo\", \"weather\": \"sunny\"}"}, {"from": "observation", "value": "{\"city\": \"Paris\", \"weather\": \"rain\"}"}, {"from": "gpt", "value": "Tokyo is sunny, Paris is rainy."}], "system": "You can call get_weather.", "tools": "[{\"name\": \"get_weather\", \"description\": \"Get weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}]"}''',  # sharegpt_parallel.jsonl row 0
-    r'''{"system": "You are an expert in composing functions.\nHere is a list of functions in JSON format that you can invoke:\n[{\"name\":\"Market Trends API\",\"description\":\"Get trends\",\"parameters\":{\"type\":\"dict\",\"properties\":{\"country\":{\"type\":\"string\"}}}}]", "conversations": [{"from": "user", "value": "Show me US market trends."}, {"from": "assistant", "value": "[Market Trends API(country=\"us\")]"}]}''',  # toolace.jsonl row 0
     r'''{"conversations": [{"from": "system", "value": "sys", "weight": null}, {"from": "human", "value": "hi", "weight": 0}, {"from": "gpt", "value": "hello", "weight": 1}]}''',
     r'''{"messages": [{"role": "system", "content": "Use get_weather to look up weather."}, {"role": "user", "content": "Tokyo?"}, {"role": "assistant", "content": null, "function_call": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo\"}"}}, {"role": "function", "name": "get_weather", "content": "sunny"}], "functions": [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]}''',  # edge_7.jsonl row 0
     r'''{"id": "simple_0", "question": [[{"role": "user", "content": "Find the area of a triangle with a base of 10 units and height of 5 units."}]], "function": [{"name": "calculate_triangle_area", "description": "Calculate the area of a triangle given its base and height.", "parameters": {"type": "dict", "properties": {"base": {"type": "integer", "description": "The base of the triangle."}, "height": {"type": "integer", "description": "The height of the triangle."}, "unit": {"type": "string", "description": "The unit of measure (defaults to 'units' if not specified)"}}, "required": ["base", "height"]}}]}''',  # bfcl.jsonl row 0
     r'''{"tools": [{"name": "get_stations_within_1_km", "description": "Fetch the nearest EV charging stations within a 1 km radius from a given latitude and longitude.", "parameters": {"type": "dict", "properties": {"region": {"description": "The region code (us for United States, ca for Canada, uk for United Kingdom, nz for New Zealand, hk for Hong Kong).", "type": "str", "default": ""}, "latitude": {"description": "The latitude of the location for which to find nearby charging stations.", "type": "int", "default": "40.733"}, "longitude": {"description": "The longitude of the location for which to find nearby charging stations.", "type": "int", "default": "-74.202"}}}, "required": ["region", "latitude", "longitude"]}], "messages": [{"role": "user", "content": "What are the trending topics in New York City today?"}, {"role": "assistant", "content": "Apologies, but I'm unable to provide real-time information or perform web searches. You may want to check a reliable news source for that."}]}''',  # when2call.jsonl row 0
 ]
 
-HERMES, GLAIVE, ANTHROPIC, GEMINI, OTHER = ([json.loads(line) for line in lines]
-                                           for lines in (HERMES_LINES, GLAIVE_LINES, ANTHROPIC_LINES, GEMINI_LINES,
-                                                         OTHER_LINES))
+HERMES, GLAIVE, TOOLACE, ANTHROPIC, GEMINI, OTHER = ([json.loads(line) for line in lines]
+                                                    for lines in (HERMES_LINES, GLAIVE_LINES, TOOLACE_LINES,
+                                                                  ANTHROPIC_LINES, GEMINI_LINES, OTHER_LINES))
 
 
 def _calls(*calls):
@@ -292,6 +302,195 @@ def test_broken_glaive_rows_raise_with_a_clear_detail(call, response, expected):
     assert expected in exc.value.detail and "chat turn" in exc.value.detail
 
 
+# --------------------------------------------------------------------------- ToolACE
+
+TOOLACE_PROSE = ("You are an expert in composing functions. You are given a question and a set of possible functions. "
+                 "\nBased on the question, you will need to make one or more function/tool calls to achieve the "
+                 "purpose. \nIf none of the function can be used, point it out. If the given question lacks the "
+                 "parameters required by the function,\nalso point it out. You should only return the function call "
+                 "in tools call sections.\nHere is a list of functions in JSON format that you can invoke:\n")
+TOOLACE_SUFFIX = (". \nShould you decide to return the function call(s). \nPut it in the format of [func1(params_name="
+                  "params_value, params_name2=params_value2...), func2(params)]\n\nNO other text MUST be included. \n")
+
+
+def _toolace_row(tools, *turns, **extra):
+    """A ToolACE row: the dataset's own system text around ``tools``, then (from, value) turns."""
+    return {"system": TOOLACE_PROSE + json.dumps(tools) + TOOLACE_SUFFIX,
+            "conversations": [{"from": f, "value": v} for f, v in turns], **extra}
+
+
+def _tool(name, **props):
+    return {"name": name, "description": name, "parameters": {"type": "dict", "properties": {
+        k: {"type": t, "description": k} for k, t in props.items()}, "required": []}, "required": None}
+
+
+def test_toolace_row_converts_exactly():
+    """The real ToolACE row: tools from the JSON list in the system text, [Name(args)] turns -> tool_calls,
+    [{"name", "results"}] turns -> tool messages (content: the results as JSON text), prose turns as they are."""
+    raw = TOOLACE[0]
+    out = convert(raw)
+    conv = raw["conversations"]
+    assert out["messages"][0] == {"role": "system", "content": TOOLACE_PROSE + TOOLACE_SUFFIX[3:]}
+    assert out["messages"][0]["content"].endswith("that you can invoke:\nShould you decide to return the function "
+                                                  "call(s). \nPut it in the format of [func1(params_name=params_value, "
+                                                  "params_name2=params_value2...), func2(params)]\n\nNO other text "
+                                                  "MUST be included. \n")
+    assert out["messages"][1:] == [
+        {"role": "user", "content": conv[0]["value"]},
+        {"role": "assistant", "content": "", "tool_calls": _calls(("call_1", "GetCompetitions", {}))},
+        {"role": "tool", "tool_call_id": "call_1", "name": "GetCompetitions", "content": json.dumps(
+            json.loads(conv[2]["value"])[0]["results"])},
+        {"role": "assistant", "content": conv[3]["value"]},
+        {"role": "user", "content": conv[4]["value"]},
+        {"role": "assistant", "content": conv[5]["value"]},
+        {"role": "user", "content": conv[6]["value"]},
+        {"role": "assistant", "content": "", "tool_calls": _calls(
+            ("call_2", "Get Manager Placeholder Image", {"sport": "football"}))},
+        {"role": "tool", "tool_call_id": "call_2", "name": "Get Manager Placeholder Image", "content": json.dumps(
+            json.loads(conv[8]["value"])[0]["results"])},
+        {"role": "assistant", "content": conv[9]["value"]}]
+    assert out["messages"][3]["content"].startswith('{"competitions": [{"id": 1, "name": "Copa Libertadores"')
+    system = raw["system"]
+    assert out["tools"] == json.loads(system[system.index("[{"):system.index("]. \nShould") + 1])
+    assert [t["name"] for t in out["tools"]] == ["GetCompetitions", "Get Manager Placeholder Image",
+                                                "Search Competition API", "Get Category Image"]
+    assert set(out) == {"messages", "tools", "notes"}
+    assert out["notes"] == ["converted from the ToolACE layout (system with a JSON tool list, [Name(args)] calls): "
+                            "4 tools, 2 calls, 2 results"]
+    record = _accepted(out)
+    assert record["tools"][1]["parameters"]["type"] == "object"  # ToolACE's "dict" read as object
+
+
+def test_toolace_minimal_row_without_results():
+    """The minimal ToolACE-shaped row (a tool with spaces in its name, one call, no tool turn) converts."""
+    out = convert(TOOLACE[1])
+    assert out["messages"] == [
+        {"role": "system", "content": "You are an expert in composing functions.\n"
+                                     "Here is a list of functions in JSON format that you can invoke:\n"},
+        {"role": "user", "content": "Show me US market trends."},
+        {"role": "assistant", "content": "", "tool_calls": _calls(("call_1", "Market Trends API", {"country": "us"}))}]
+    assert [t["name"] for t in out["tools"]] == ["Market Trends API"]
+    _accepted(out)
+
+
+def test_toolace_parallel_calls_literals_and_result_pairing():
+    """Names with spaces, slashes and dots; JSON and Python literals; results paired by name, else in order."""
+    tools = [_tool("Market Trends API", trend_type="string", country="string"),
+             _tool("/madlibs-diceware", nphrase="integer"),
+             _tool("geo.lookup v2", q="string", opts="dict", tags="array", exact="boolean", limit="number",
+                   note="string", extra="null")]
+    calls = ('[Market Trends API(trend_type="MARKET_INDEXES", country="us"), /madlibs-diceware(nphrase=2), '
+             "geo.lookup v2(q=\"Paris, (FR)\", opts={'a': [1, {'b': None}]}, tags=[\"x\", 'y'], exact=True, "
+             "limit=-1.5e2, note='it\\'s', extra=null,)]")
+    results = ('[{"name": "/madlibs-diceware", "results": {"password": "calmly blue otter"}}, '
+               '{"name": "Market Trends API", "results": {"trends": [{"name": "S&P 500"}]}, "error": null}, '
+               '{"name": "geo lookup", "results": "ok"}]')
+    out = convert(_toolace_row(tools, ("user", "Trends, a password and Paris?"), ("assistant", calls),
+                               ("tool", results), ("assistant", "Done."), ("user", "And again?"),
+                               ("assistant", "[/madlibs-diceware(nphrase=1)]"), ("tool", "temporarily unavailable")))
+    assert out["messages"][2]["tool_calls"] == _calls(
+        ("call_1", "Market Trends API", {"trend_type": "MARKET_INDEXES", "country": "us"}),
+        ("call_2", "/madlibs-diceware", {"nphrase": 2}),
+        ("call_3", "geo.lookup v2", {"q": "Paris, (FR)", "opts": {"a": [1, {"b": None}]}, "tags": ["x", "y"],
+                                     "exact": True, "limit": -150.0, "note": "it's", "extra": None}))
+    assert out["messages"][3:6] == [
+        {"role": "tool", "tool_call_id": "call_2", "name": "/madlibs-diceware",
+         "content": '{"password": "calmly blue otter"}'},
+        {"role": "tool", "tool_call_id": "call_1", "name": "Market Trends API",
+         "content": '{"results": {"trends": [{"name": "S&P 500"}]}, "error": null}'},
+        {"role": "tool", "tool_call_id": "call_3", "name": "geo.lookup v2",
+         "content": '{"name": "geo lookup", "results": "ok"}'}]
+    assert out["messages"][6:] == [
+        {"role": "assistant", "content": "Done."}, {"role": "user", "content": "And again?"},
+        {"role": "assistant", "content": "", "tool_calls": _calls(("call_4", "/madlibs-diceware", {"nphrase": 1}))},
+        {"role": "tool", "tool_call_id": "call_4", "name": "/madlibs-diceware", "content": "temporarily unavailable"}]
+    assert any("names 'geo lookup', which no open call has; paired in order with call_3" in n for n in out["notes"])
+    assert "4 calls, 4 results" in out["notes"][0]
+    _accepted(out)
+
+
+def test_toolace_name_holding_a_parenthesis_is_read_from_the_tool_list():
+    """A defined tool name that holds '(' is matched whole; other names are read up to their '('."""
+    tools = [_tool("Get Data (v2)", key="string"), _tool("Trending Videos")]
+    out = convert(_toolace_row(tools, ("user", "x"), ("assistant", '[Get Data (v2)(key="a"), Trending Videos()]')))
+    assert out["messages"][2]["tool_calls"] == _calls(("call_1", "Get Data (v2)", {"key": "a"}),
+                                                      ("call_2", "Trending Videos", {}))
+
+
+def test_toolace_rows_without_calls_and_system_turns():
+    """A row that only answers (the format instruction marks it) keeps its tools; a system turn and the
+    ShareGPT speakers human/gpt are read too; a system text holding only the list is dropped with a note."""
+    tools = [_tool("Get Suggestion", term="string", country="string", lang="string")]
+    asks = convert(_toolace_row(tools, ("user", "Games popular in Japan?"), ("assistant", "Which language?")))
+    assert [m["role"] for m in asks["messages"]] == ["system", "user", "assistant"]
+    assert asks["messages"][2] == {"role": "assistant", "content": "Which language?"}
+    assert asks["tools"] == tools and "0 calls, 0 results" in asks["notes"][0]
+    row = {"conversations": [
+        {"from": "system", "value": json.dumps(tools)},
+        {"from": "human", "value": "Games popular in Japan?", "weight": 0},
+        {"from": "gpt", "value": '[Get Suggestion(term="popular", country="Japan", lang="en")]', "weight": 1}],
+        "id": "t1"}
+    out = convert(row)
+    assert out["messages"] == [
+        {"role": "user", "content": "Games popular in Japan?", "weight": 0},
+        {"role": "assistant", "content": "", "weight": 1, "tool_calls": _calls(
+            ("call_1", "Get Suggestion", {"term": "popular", "country": "Japan", "lang": "en"}))}]
+    assert out["tools"] == tools and out["id"] == "t1"
+    assert "conversations[0]: the system turn held only the tool list; dropped" in out["notes"]
+
+
+@pytest.mark.parametrize("call,expected", [
+    ('[Get Suggestion("popular")]', "argument 1 of 'Get Suggestion' has no name"),
+    ('[Get Suggestion(term="popular)]', "a string is not closed"),
+    ('[Get Suggestion(term=2024-01-15)]', "the value of 'term' is not a JSON or Python literal"),
+    ('[Get Suggestion(term=popular)]', "the value of 'term' is not a JSON or Python literal"),
+    ('[Get Suggestion(term="a", term="b")]', "'term' is given twice"),
+    ('[Get Suggestion(term="a"]', "an unmatched ']' (is a ')' missing?)"),
+    ('[Get Suggestion(term="a") Get Suggestion()]', "expected ',' or ']' after a call"),
+    ('[Get Suggestion(term=)]', "term= has no value"),
+    ('[Get Suggestion(term={"a": 1)]', "')' where '}' was expected"),
+])
+def test_broken_toolace_calls_raise_with_a_clear_detail(call, expected):
+    """A broken call list in a ToolACE row raises RecordError naming the turn, the fault and the form to write."""
+    tools = [_tool("Get Suggestion", term="string")]
+    with pytest.raises(RecordError) as exc:
+        convert(_toolace_row(tools, ("user", "x"), ("assistant", call)))
+    assert exc.value.reason == "bad tool call"
+    assert "conversations[1] (assistant)" in exc.value.detail and expected in exc.value.detail
+    assert "expected [Name(param=value, ...), ...]" in exc.value.detail
+
+
+def test_toolace_unterminated_call_list_is_kept_as_text_with_a_note():
+    tools = [_tool("Get Suggestion", term="string")]
+    out = convert(_toolace_row(tools, ("user", "x"), ("assistant", '[Get Suggestion(term="a"')))
+    assert out["messages"][2] == {"role": "assistant", "content": '[Get Suggestion(term="a"'}
+    assert "conversations[1]: starts like a call list but does not end with ']'; kept as text" in out["notes"]
+
+
+def test_toolace_result_without_an_open_call_raises():
+    tools = [_tool("Trending Videos")]
+    with pytest.raises(RecordError) as exc:
+        convert(_toolace_row(tools, ("user", "x"), ("assistant", "[Trending Videos()]"),
+                             ("tool", '[{"name": "Trending Videos", "results": {}}, {"name": "Trending Videos", '
+                                      '"results": {}}]')))
+    assert exc.value.reason == "unmatched tool result" and "conversations[2] (tool) result 2" in exc.value.detail
+
+
+@pytest.mark.parametrize("row", [
+    {"system": "Here is a list of functions in JSON format that you can invoke:\n" + json.dumps([_tool("f")]),
+     "conversations": [{"from": "user", "value": "hi"}, {"from": "assistant", "value": "Hello!"}]},
+    {"system": "You can call tools.", "conversations": [{"from": "user", "value": "x"},
+                                                         {"from": "assistant", "value": "[f(a=1)]"}]},
+    {"system": json.dumps([_tool("f")]), "conversations": [{"from": "user", "value": "x"},
+                                                            {"from": "function_call", "value": "[f(a=1)]"}]},
+    {"system": json.dumps([_tool("f")]), "messages": [], "conversations": [{"from": "assistant", "value": "[f()]"}]},
+    {"system": json.dumps([_tool("f")]), "prompt": {}, "conversations": [{"from": "assistant", "value": "[f()]"}]},
+], ids=["no-calls-no-instruction", "no-tool-list", "function_call-turns", "messages-key", "hsa-record"])
+def test_rows_that_are_not_toolace_give_none(row):
+    """Strict recognition: a JSON tool list in the system text AND call lists (or the call-format instruction)."""
+    assert convert(row) is None
+
+
 # --------------------------------------------------------------------------- Anthropic
 
 
@@ -423,13 +622,13 @@ def test_broken_gemini_rows_raise_with_a_clear_detail(part, expected):
 
 @pytest.mark.parametrize("row", OTHER, ids=OTHER_NAMES)
 def test_other_layouts_give_none(row):
-    """Plain HF/OpenAI messages, xLAM, tag-free ShareGPT, BFCL, ToolACE and legacy rows are not converted here."""
+    """Plain HF/OpenAI messages, xLAM, tag-free ShareGPT, BFCL and legacy rows are not converted here."""
     assert convert(row) is None
 
 
 def test_conversion_does_not_modify_its_input():
     """convert is pure: every real row is left exactly as it came."""
-    for row in HERMES[:1] + GLAIVE + ANTHROPIC + GEMINI:
+    for row in HERMES[:1] + GLAIVE + TOOLACE + ANTHROPIC + GEMINI:
         before = copy.deepcopy(row)
         convert(row)
         assert row == before
