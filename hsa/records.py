@@ -724,7 +724,7 @@ def _import_other_format(raw: dict) -> dict:
         return out
     raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
                       f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
-                      "(conversations, with or without Hermes <tool_call> tags), Glaive (system/chat), Anthropic "
+                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, Glaive (system/chat), Anthropic "
                       "(content blocks), Gemini (contents/parts) and BFCL (question/function); see docs/format.md")
 
 
