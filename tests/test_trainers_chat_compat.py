@@ -43,6 +43,16 @@ def test_split_parallel_calls_gives_one_call_per_turn_with_its_result():
     assert len(chat["train"]) == len(chat["messages"]) and chat["train"][6] is False
 
 
+def test_split_parallel_calls_without_results_gives_one_turn_per_call():
+    """Parallel calls with no results after them (xLAM answers) become one assistant turn per call."""
+    row = {"query": "both", "answers": [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}],
+           "tools": [{"name": "a", "parameters": {}}, {"name": "b", "parameters": {}}]}
+    chat = to_chat(row, compat=["split_parallel_calls"])
+    assert [(m["role"], [c["function"]["name"] for c in m.get("tool_calls") or []]) for m in chat["messages"]] == \
+        [("user", []), ("assistant", ["a"]), ("assistant", ["b"])]
+    assert chat["train"] == [True, True, True]
+
+
 def test_alnum9_ids_are_consistent_between_calls_and_results():
     """alnum9_call_ids: every id is 9 letters and digits, and a result keeps pointing at its call."""
     chat = to_chat(_parallel(ids=("toolu_01A", "toolu_01B")), compat=["alnum9_call_ids"])

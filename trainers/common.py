@@ -358,7 +358,8 @@ CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user")
 
 def _split_parallel_calls(messages: list[dict], train: list[bool]) -> tuple[list[dict], list[bool]]:
     """An assistant turn with N calls answered by N tool messages becomes N (one call, its result) pairs; the
-    turn's text stays on the first. Turns whose results do not follow them one for one are left as they are."""
+    turn's text stays on the first. A turn with no results after it becomes N one-call turns. Turns whose
+    results follow them otherwise are left as they are."""
     out_m: list[dict] = []
     out_t: list[bool] = []
     i = 0
@@ -378,6 +379,14 @@ def _split_parallel_calls(messages: list[dict], train: list[bool]) -> tuple[list
                 out_m += [turn, by_id[str(call["id"])] if call.get("id") is not None else results[k]]
                 out_t += [train[i], train[i + 1 + k]]
             i += 1 + len(calls)
+            continue
+        if m.get("role") == "assistant" and len(calls) > 1 and not (i + 1 < len(messages)
+                                                                   and messages[i + 1].get("role") == "tool"):
+            # calls with no results after them (xLAM, BFCL answers): one assistant turn per call
+            for k, call in enumerate(calls):
+                out_m.append({**m, "tool_calls": [call], **({"content": ""} if k else {})})
+                out_t.append(train[i])
+            i += 1
             continue
         out_m.append(m)
         out_t.append(train[i])
