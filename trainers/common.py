@@ -430,18 +430,24 @@ def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dic
     from hsa.io import row_to_record
     from hsa.records import RecordError, normalize
 
-    if not isinstance(row, dict) or "messages" not in row:
+    def no_messages() -> TrainerInputError:
         cols = sorted(row) if isinstance(row, dict) else type(row).__name__
-        raise TrainerInputError(f"{where} has no 'messages' column (found: {cols}). The trainers read the Hugging "
-                                "Face conversational format {\"messages\": [...], \"tools\": [...]}, which the "
-                                "output of `hsa augment` has; convert the dataset or pick one with a messages "
-                                "column.")
+        return TrainerInputError(f"{where} has no 'messages' column (found: {cols}). The trainers read the Hugging "
+                                 "Face conversational format {\"messages\": [...], \"tools\": [...]}, which the "
+                                 "output of `hsa augment` has, and the public layouts hsa reads (xLAM, ShareGPT, "
+                                 "Hermes, ToolACE, Glaive, Anthropic, Gemini, BFCL: docs/format.md); convert the "
+                                 "dataset or pick one with a messages column.")
+
+    if not isinstance(row, dict):
+        raise no_messages()
     raw = row_to_record(row) if "source_id" in row or "extra" in row else dict(row)
     if isinstance(raw.get("mapping"), str):
         raw["mapping"] = json.loads(raw["mapping"])
     try:
-        record = normalize(raw, default_id=where)
+        record = normalize(raw, default_id=where)  # other layouts are converted here
     except RecordError as exc:
+        if exc.reason == "missing messages":
+            raise no_messages() from None
         raise TrainerInputError(f"{where}: {exc.reason}: {exc.detail}") from None
     messages, train = [], []
     names: dict[str, str] = {}  # call id -> tool name, to name results that come without one
