@@ -215,20 +215,22 @@ _TOOLS_RE = re.compile(r"<tools>(.*?)</tools>", re.S)
 _CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _RESPONSE_RE = re.compile(r"<tool_response>(.*?)</tool_response>", re.S)
 _CALL_SHAPE = '{"name": ..., "arguments": {...}}'
-_SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
-                   "tool": "tool", "observation": "tool", "function_response": "tool", "ipython": "tool"}
+#: ShareGPT speakers (``from``) and the chat roles they are (shared with the plain ShareGPT reader in hsa.records).
+SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+                  "tool": "tool", "observation": "tool", "function_response": "tool", "function": "tool",
+                  "ipython": "tool"}
 
 
 def _turn(turn: Any, where: str) -> tuple[str, Any, dict]:
     """(role, text, other keys) of a ShareGPT ``{from, value}`` or chat ``{role, content}`` turn."""
     if isinstance(turn, dict) and "from" in turn and "value" in turn:
-        role = _SHAREGPT_ROLES.get(str(turn["from"]).lower())
+        role = SHAREGPT_ROLES.get(str(turn["from"]).lower())
         if role is None:
             raise _fail("unknown role", f"{where}: from={turn['from']!r} in a row with Hermes tool tags; expected "
-                        f"one of {sorted(_SHAREGPT_ROLES)}")
+                        f"one of {sorted(SHAREGPT_ROLES)}")
         return role, turn["value"], {k: v for k, v in turn.items() if k not in ("from", "value")}
     if isinstance(turn, dict) and isinstance(turn.get("role"), str):
-        role = _SHAREGPT_ROLES.get(turn["role"].lower(), turn["role"])
+        role = SHAREGPT_ROLES.get(turn["role"].lower(), turn["role"])
         return role, turn.get("content"), {k: v for k, v in turn.items() if k not in ("role", "content")}
     raise _fail("bad turn", f"{where} is {str(turn)[:80]!r}; expected {{\"from\", \"value\"}} or "
                 "{\"role\", \"content\"}")
@@ -248,7 +250,7 @@ def _hermes_turns(raw: dict) -> tuple[str, list] | None:
     if any("tool_calls" in t or "tool_call_id" in t for t in turns):
         return None  # already the OpenAI / Hugging Face format
     for t in turns:
-        role = _SHAREGPT_ROLES.get(str(t.get("from", t.get("role"))).lower())
+        role = SHAREGPT_ROLES.get(str(t.get("from", t.get("role"))).lower())
         text = t.get("value", t.get("content"))
         if not isinstance(text, str):
             continue

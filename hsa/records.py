@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any, Literal, NotRequired, TypedDict
 
 from hsa import _json
+from hsa.chat_formats import SHAREGPT_ROLES, convert, convert_messages
 
 __all__ = [
     "Record",
@@ -639,9 +640,6 @@ def iter_calls(record: Record):
 
 # --------------------------------------------------------------------------- other chat formats
 
-_SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
-                   "observation": "tool", "tool": "tool", "function_response": "tool", "function": "tool",
-                   "ipython": "tool"}
 
 
 def _parse_json_field(value: Any, what: str) -> Any:
@@ -689,7 +687,7 @@ def _import_other_format(raw: dict) -> dict:
         n = 0
         waiting: list[dict] = []  # calls of the last function_call turn not yet paired with a result
         for ti, t in enumerate(conv):
-            role = _SHAREGPT_ROLES.get(str(t["from"]).lower())
+            role = SHAREGPT_ROLES.get(str(t["from"]).lower())
             if str(t["from"]).lower() == "function_call":
                 call = _parse_json_field(t["value"], f"conversations[{ti}].value")
                 calls = call if isinstance(call, list) else [call]
@@ -707,7 +705,7 @@ def _import_other_format(raw: dict) -> dict:
                 continue
             if role is None:
                 raise RecordError("unknown role", f"conversations[{ti}] has from={t['from']!r}; expected one of "
-                                  f"{sorted(_SHAREGPT_ROLES) + ['function_call']}")
+                                  f"{sorted(SHAREGPT_ROLES) + ['function_call']}")
             msg = {"role": role, "content": t["value"]}
             if role == "tool" and waiting:  # results answer the calls in order
                 call = waiting.pop(0)
@@ -779,8 +777,6 @@ def normalize(raw: Any, *, default_id: str | None = None) -> Record:
 
 def _import_layouts(raw: dict) -> dict:
     """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
-    from hsa.chat_formats import convert, convert_messages
-
     converted = convert(raw)
     if converted is not None:
         raw = converted
