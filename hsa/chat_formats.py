@@ -1133,11 +1133,14 @@ def convert(raw: dict) -> dict | None:
     (``system`` + ``chat``), ToolACE (``system`` with a JSON tool list + ``conversations`` with
     ``[Name(key=value)]`` call lists), Anthropic content blocks in ``messages`` (see :func:`convert_messages`;
     a top-level ``system`` is left as it is), Gemini ``contents``. Rows already in the Hugging Face
-    format, and the xLAM and tag-free ShareGPT layouts, give None.
+    format, and the xLAM and tag-free ShareGPT layouts, give None; so do hsa records (with a key of
+    ``_HSA_ONLY_KEYS``) but for their Anthropic content blocks.
     """
-    if not isinstance(raw, dict) or any(k in raw for k in _HSA_ONLY_KEYS):
-        return None  # an hsa record (an output row read back, or written for hsa): its text is the harness's own
-    hermes = _hermes_turns(raw)
+    if not isinstance(raw, dict):
+        return None
+    # an hsa record (an output row read back, or written for hsa) may hold tags and tool lists in its texts as
+    # the harness's own text: only content blocks, which are structure, are converted there
+    hermes = None if any(k in raw for k in _HSA_ONLY_KEYS) else _hermes_turns(raw)
     if hermes is not None:
         return _convert_hermes(raw, *hermes)
     if isinstance(raw.get("messages"), list):
@@ -1147,6 +1150,8 @@ def convert(raw: dict) -> dict | None:
         out = dict(raw)
         out["messages"] = converted[0]
         return _with_notes(out, converted[1])
+    if any(k in raw for k in _HSA_ONLY_KEYS):
+        return None
     toolace = _toolace_turns(raw)
     if toolace is not None:
         return _convert_toolace(raw, toolace)

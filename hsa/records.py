@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any, Literal, NotRequired, TypedDict
 
 from hsa import _json
-from hsa.chat_formats import SHAREGPT_ROLES, convert, convert_messages
+from hsa.chat_formats import SHAREGPT_ROLES, convert
 
 __all__ = [
     "Record",
@@ -782,10 +782,6 @@ def _import_layouts(raw: dict) -> dict:
         raw = converted
     elif "messages" not in raw:
         raw = _import_other_format(raw)
-    elif isinstance(raw["messages"], list):
-        done = convert_messages(raw["messages"])
-        if done is not None:
-            raw = {**raw, "messages": done[0], "notes": list(raw.get("notes") or []) + done[1]}
     system = raw.get("system")
     if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in system):
         system = "\n\n".join(str(b.get("text", "")) for b in system)  # Anthropic text blocks

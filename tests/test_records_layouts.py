@@ -171,3 +171,20 @@ def test_augment_counts_an_unreadable_line_as_rejected(tmp_path):
     assert [(r["line"], r["reason"]) for r in rejects] == [(2, "bad function_call")]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["counts"]["input_records"] == 2 and manifest["counts"]["rejected"] == 1
+
+
+def test_hsa_records_keep_their_tag_texts_but_content_blocks_are_read():
+    """A record with hsa keys: a <tools> block in its system text is harness text (kept); tool_use blocks are calls."""
+    tools_text = '<tools>\n[{"name": "get", "parameters": {"type": "object", "properties": {}}}]\n</tools>'
+    rec = normalize({"messages": [{"role": "system", "content": tools_text}, {"role": "user", "content": "hi"}],
+                     "skills": [{"name": "s", "description": "d", "content": "c"}]})
+    assert rec["messages"][0]["content"] == tools_text and rec["tools"] == []
+    blocks = normalize({"skills": [{"name": "s", "description": "d", "content": "c"}],
+                        "tools": [{"name": "get", "input_schema": {"type": "object", "properties": {}}}],
+                        "messages": [{"role": "user", "content": "hi"},
+                                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get",
+                                                                        "input": {}}]},
+                                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                                   "content": "ok"}]}]})
+    assert blocks["messages"][1]["tool_calls"][0]["function"] == {"name": "get", "arguments": {}}
+    assert blocks["messages"][2]["role"] == "tool" and blocks["messages"][2]["tool_call_id"] == "t1"
