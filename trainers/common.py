@@ -368,9 +368,10 @@ def _split_parallel_calls(messages: list[dict], train: list[bool]) -> tuple[list
         calls = m.get("tool_calls") or []
         results = messages[i + 1:i + 1 + len(calls)]
         ids = [c.get("id") for c in calls]
-        if (m.get("role") == "assistant" and len(calls) > 1 and len(results) == len(calls)
-                and all(r.get("role") == "tool" for r in results)
-                and (all(i_ is None for i_ in ids) or sorted(map(str, ids)) == sorted(str(r.get("tool_call_id")) for r in results))):
+        answered = (len(results) == len(calls) and all(r.get("role") == "tool" for r in results)
+                    and (all(x is None for x in ids)
+                         or sorted(map(str, ids)) == sorted(str(r.get("tool_call_id")) for r in results)))
+        if m.get("role") == "assistant" and len(calls) > 1 and answered:
             by_id = {str(r.get("tool_call_id")): r for r in results}
             for k, call in enumerate(calls):
                 turn = {**m, "tool_calls": [call]}
