@@ -91,6 +91,23 @@ def _map_schema_descriptions_in_place(schema: Any, fn: Callable[[str], str]) -> 
             _map_schema_descriptions_in_place(v, fn)
 
 
+def copy_for_texts(record: Record, names: Iterable[str] | None = None) -> Record:
+    """A copy of ``record`` that :func:`map_texts` (with the same ``names``) may edit in place: every dict and list
+    that holds a text it rewrites is the copy's own (parameter schemas only where a name occurs in them), and
+    everything else is shared with ``record``, which no transform modifies."""
+    skip = _schema_skipper(names)
+    out = dict(record)
+    out["messages"] = [dict(m) for m in record["messages"]]
+    out["tools"] = [{**t, "parameters": t["parameters"] if skip is not None and skip(t["parameters"])
+                     else _json.copy(t["parameters"])} for t in record["tools"]]
+    if record.get("skills"):
+        out["skills"] = [dict(sk) for sk in record["skills"]]
+    prompt = record.get("prompt")
+    if prompt:
+        out["prompt"] = {**prompt, "sections": [dict(sec) for sec in prompt.get("sections", ())]}
+    return out
+
+
 def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
               tool_descriptions: bool = True, names: Iterable[str] | None = None) -> Record:
     """Apply ``fn`` to every free-text field of ``record`` (in place on a record the caller owns).

@@ -15,8 +15,9 @@ from typing import Any
 from hsa import _json
 from hsa.mapping import ARRAY
 from hsa.names import is_identifier_like, replace_tokens
-from hsa.records import Record, clone
-from hsa.rewrite import _map_hook_payloads, _map_schema_descriptions, _rewrite_calls, map_texts, param_paths
+from hsa.records import Record
+from hsa.rewrite import (_map_hook_payloads, _map_schema_descriptions, _rewrite_calls, copy_for_texts, map_texts,
+                         param_paths)
 
 __all__ = [
     "strict_problems",
@@ -606,9 +607,10 @@ def apply_values(record: Record, step: dict) -> Record:
     """Record-level applier of ``{"op": "values", ...}``: schema, calls, hook payloads and, when
     the step says ``"texts": true``, whole-token mentions of the string values in every text."""
     i = _tool_index(record, step["tool"], "values")
-    out = clone(record) if step.get("texts") else _clone_for_step(record, i)  # map_texts edits every text
+    out = _clone_for_step(record, i)
     out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
     if step.get("texts"):
         table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
-        map_texts(out, lambda s: replace_tokens(s, table))
+        out = copy_for_texts(out, table)
+        map_texts(out, lambda s: replace_tokens(s, table), names=table)
     return _finish(out, step)
