@@ -15,7 +15,8 @@ from tests.conftest import FIXTURES
 
 #: Leaves whose apply shares the unchanged parts of the record with its input.
 SHARING = ["hook.rename_locals", "hook.restyle", "tool.reorder", "tool.describe", "tool.drop_descriptions",
-           "tool.distractors", "skill.describe", "skill.restructure", "skill.catalog", "prompt.reorder",
+           "tool.distractors", "tool.values", "tool.nest", "tool.flatten", "tool.swap_names", "tool.add_required",
+           "skill.describe", "skill.restructure", "skill.catalog", "prompt.reorder",
            "prompt.delimiters", "prompt.titles", "prompt.paraphrase", "prompt.tool_format", "prompt.placement"]
 
 #: The sharing leaves first (always), then the leaves that rewrite records in place after a deep copy.
