@@ -127,3 +127,16 @@ def test_sft_refuses_a_template_that_ignores_tools(tiny_model, fixture_records):
                          "{% endgeneration %}{% else %}{{ m.content }}{% endif %}\n{% endfor %}")
     with pytest.raises(TrainerInputError, match="does not render the 'tools' list"):
         build_dataset(rows, tok)
+
+
+def test_stage_errors_are_one_line_and_exit_2(tmp_path, capsys):
+    """A bad option or a missing model is one 'error:' line on stderr and exit status 2, not a traceback."""
+    from trainers.sft import main
+
+    assert main(["--model_name_or_path", str(tmp_path / "missing"), "--dataset", "x.jsonl",
+                 "--output_dir", str(tmp_path / "o"), "--warmup_stpes", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert main(["--model_name_or_path", str(tmp_path / "missing"), "--dataset", "x.jsonl",
+                 "--output_dir", str(tmp_path / "o"), "--chat_compat", "foo"]) == 2
+    assert "does not exist" in capsys.readouterr().err

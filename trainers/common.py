@@ -676,9 +676,15 @@ def log(message: str) -> None:
 
 
 def run_stage(parse, build_trainer, argv) -> int:
-    """The body of every stage's ``main``: parse, build the trainer, train, save."""
-    model_args, stage_args, run, lora, extras = parse(argv)
-    trainer = build_trainer(model_args, stage_args, run, lora, extras)
+    """The body of every stage's ``main``: parse, build the trainer, train, save.
+
+    A bad option, dataset, model path or template is one line on stderr and exit status 2, not a traceback."""
+    try:
+        model_args, stage_args, run, lora, extras = parse(argv)
+        trainer = build_trainer(model_args, stage_args, run, lora, extras)
+    except (TrainerInputError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     trainer.train()
     trainer.save_model(run.output_dir)
     log(f"saved to {run.output_dir}")
