@@ -101,8 +101,11 @@ def _print_summary(manifest: dict, out: str) -> None:
 
 
 def _write_jsonl(records, out: str) -> int:
-    """Write ``records`` as JSON Lines to the file ``out``, or to standard output for ``-``."""
+    """Write ``records`` as JSON Lines to the file ``out`` (its folder made if missing), or to standard output
+    for ``-``."""
     n = 0
+    if out != "-":
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
     f = sys.stdout if out == "-" else open(out, "w", encoding="utf-8")
     try:
         for r in records:
@@ -114,12 +117,26 @@ def _write_jsonl(records, out: str) -> int:
     return n
 
 
+def _jsonl_out_problem(out: str) -> str | None:
+    """Why ``out`` cannot be the JSONL file to write, or None."""
+    if out != "-" and Path(out).is_dir():
+        return f"--out {out} is a folder; give the JSONL file to write (or - for standard output)"
+    return None
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from hsa.io import read_records
 
     src = Path(args.dataset)
+    if not src.exists():
+        return _die(f"{src} does not exist; give the --out folder of an 'hsa augment' run")
+    if not src.is_dir():
+        return _die(f"{src} is a file, not an hsa output folder; 'hsa augment {src} --out DIR' makes one "
+                    "(and 'hsa validate' reads JSONL files as they are)")
     if not (src / "state.json").exists():
         return _die(f"{src} is not an hsa output folder (no state.json); run 'hsa augment ... --out {src}' first")
+    if _jsonl_out_problem(args.out):
+        return _die(_jsonl_out_problem(args.out))
     n = _write_jsonl(read_records(src), args.out)
     print(f"{n} records written to {args.out}", file=sys.stderr)
     return 0
@@ -132,12 +149,28 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
+    if _jsonl_out_problem(args.out):
+        return _die(_jsonl_out_problem(args.out))
     errors = 0
+
+    def records():  # (line, record or the RecordError of an unreadable line)
+        if Path(args.input).is_dir():
+            yield from enumerate(read_records(args.input), 1)
+            return
+        from hsa.io import iter_lines, parse_line
+
+        for item in iter_lines(args.input):
+            try:
+                yield item.line, parse_line(item)
+            except RecordError as exc:
+                yield item.line, exc
 
     def gen():
         nonlocal errors
-        for i, rec in enumerate(read_records(args.input), 1):
+        for i, rec in records():
             try:
+                if isinstance(rec, RecordError):
+                    raise rec
                 yield canonicalize_record(rec)
             except (RecordError, ValueError) as exc:
                 errors += 1

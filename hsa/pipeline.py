@@ -345,9 +345,26 @@ def _run_config(sources, recipe_config, seed, variants, keep_original, shard_siz
             "hold_out": sorted(hold_out or []), "recipe": recipe_config, **extra}
 
 
+def _nothing_finished(out: Path) -> bool:
+    """True when ``out`` holds only the state folder of a run that finished no shard (and no other file)."""
+    entries = list(out.iterdir())
+    if [e.name for e in entries] != [STATE_DIR]:
+        return False
+    state = out / STATE_DIR
+    return (state / "run.json").exists() and not any(state.glob("shard-*.done.json")) \
+        and all(f.name == "run.json" or f.name.endswith(".tmp") for f in state.iterdir())
+
+
 def _prepare_out(out: Path, config: dict, *, resume: bool, overwrite: bool) -> set[int]:
     """Create or check the output folder; return the shards already done (with ``resume``)."""
     state = out / STATE_DIR
+    if out.exists() and not out.is_dir():
+        raise AugmentError(f"--out {out} is a file; give a folder (the output is a dataset folder of Arrow shards; "
+                           "'hsa export DIR --out FILE.jsonl' writes JSONL from it)")
+    if out.exists() and _nothing_finished(out):
+        import shutil
+
+        shutil.rmtree(out)  # a run stopped before its first shard (--strict, a kill): nothing to keep
     if out.exists() and any(out.iterdir()):
         if overwrite:
             import shutil

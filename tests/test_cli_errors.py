@@ -1,0 +1,54 @@
+"""The CLI the way users get it wrong: one clear line and exit status 2 (or 1 with file:line), never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+from hsa.cli import main
+
+
+def test_augment_into_a_file_says_to_give_a_folder(tmp_path, small_jsonl, capsys):
+    """--out naming an existing file is an error that says the output is a folder."""
+    target = tmp_path / "variants.jsonl"
+    target.write_text("")
+    assert main(["augment", str(small_jsonl), "--out", str(target), "--quiet"]) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
+
+
+def test_a_strict_abort_leaves_a_folder_the_next_run_may_use(tmp_path, small_jsonl, capsys):
+    """After --strict stops at a bad line before any shard, rerunning with a fixed input needs no --overwrite."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(small_jsonl.read_text(encoding="utf-8") + '{"broken\n', encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["augment", str(bad), "--out", str(out), "--strict", "--quiet"]) == 2
+    assert "bad.jsonl:21: malformed JSON" in capsys.readouterr().err
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--strict", "--quiet"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["counts"]["input_records"] == 20
+    # a folder with finished work is still protected
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--quiet"]) == 2
+    assert "is not empty" in capsys.readouterr().err
+
+
+def test_export_names_what_is_wrong_with_its_paths(tmp_path, small_jsonl, capsys):
+    """export on a file, on a missing path, into a folder; and into a new nested path, which it creates."""
+    assert main(["export", str(small_jsonl), "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "is a file, not an hsa output folder" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "nope"), "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--variants", "1", "--quiet"]) == 0
+    assert main(["export", str(out), "--out", str(out)]) == 2
+    assert "is a folder; give the JSONL file" in capsys.readouterr().err
+    assert main(["export", str(out), "--out", str(tmp_path / "new" / "sub" / "x.jsonl")]) == 0
+    assert len((tmp_path / "new" / "sub" / "x.jsonl").read_text().splitlines()) == 20
+
+
+def test_canonicalize_reports_a_malformed_line_and_goes_on(tmp_path, small_jsonl, capsys):
+    """A line that is not JSON is file:line and a failure; the other lines are still mapped back."""
+    lines = small_jsonl.read_text(encoding="utf-8").splitlines()
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines[:3] + ['{"broken'] + lines[3:5]) + "\n", encoding="utf-8")
+    assert main(["canonicalize", str(src), "--out", str(tmp_path / "back.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert "in.jsonl:4: cannot canonicalize: malformed JSON" in err and "1 failed" in err
+    assert len((tmp_path / "back.jsonl").read_text().splitlines()) == 5
