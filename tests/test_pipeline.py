@@ -248,3 +248,21 @@ def test_call_arguments_are_written_in_one_form(tmp_path, small_jsonl, form, kin
     assert main(["validate", str(out)]) == 0
     with pytest.raises(AugmentError, match="--call-arguments must be one of"):
         augment([small_jsonl], tmp_path / "bad", load_recipe("default"), call_arguments="json")
+
+
+def test_readme_mapping_example(tmp_path, fixture_lines):
+    """The README's mapping snippet gives what its comments say on the README's own augment command."""
+    import datasets
+
+    import hsa
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(fixture_lines[:2]) + "\n", encoding="utf-8")
+    assert main(["augment", str(src), "--out", str(tmp_path / "shards"), "--variants", "4", "--seed", "0",
+                 "--quiet"]) == 0
+    row = datasets.load_from_disk(str(tmp_path / "shards"))[1]
+    assert row["id"] == "ls-000001/2"
+    m = hsa.Mapping.from_dict(row["mapping"])
+    assert m.tool_names()["get_product_info_by_link_id"] == "GetProductInfoByLinkId"
+    assert m.to_canonical({"name": "GetProductInfoByLinkId", "arguments": {"link_id": 3}}) == \
+        {"name": "get_product_info_by_link_id", "arguments": {"link_id": 3}}
