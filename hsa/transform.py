@@ -215,8 +215,15 @@ def _run(t: Transform, record: Record, rng: random.Random, applied: list, skippe
     return _run_leaf(t, record, rng, applied, skipped)
 
 
-def replay(record: Record, applications: list[dict]) -> Record:
-    """Apply a replay record (a row's ``transforms``) to ``record`` with no randomness."""
+def replay(record: Record | dict, applications: list[dict]) -> Record:
+    """Apply a replay record (a row's ``transforms``) to ``record`` with no randomness.
+
+    ``record`` is an internal record (:func:`hsa.records.normalize`) or an input line as it is read
+    (normalised first); the result is an internal record (``hsa.denormalize`` writes it back)."""
+    if "_fmt" not in record:
+        from hsa.records import normalize
+
+        record = normalize(record)
     for entry in applications:
         t = from_config({"transform": entry["name"], **entry.get("config", {})})
         record = t.apply(record, entry["params"])

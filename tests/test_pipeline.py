@@ -266,3 +266,17 @@ def test_readme_mapping_example(tmp_path, fixture_lines):
     assert m.tool_names()["get_product_info_by_link_id"] == "GetProductInfoByLinkId"
     assert m.to_canonical({"name": "GetProductInfoByLinkId", "arguments": {"link_id": 3}}) == \
         {"name": "get_product_info_by_link_id", "arguments": {"link_id": 3}}
+
+
+def test_replay_of_a_row_from_its_source_line(tmp_path, fixture_lines):
+    """docs/format.md: hsa.replay on the source line as read gives the row's variant."""
+    import datasets
+
+    import hsa
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(fixture_lines[0] + "\n", encoding="utf-8")
+    assert main(["augment", str(src), "--out", str(tmp_path / "shards"), "--variants", "2", "--quiet"]) == 0
+    for row in datasets.load_from_disk(str(tmp_path / "shards")):
+        variant = hsa.denormalize(hsa.replay(json.loads(fixture_lines[0]), row["transforms"]))
+        assert variant["tools"] == row["tools"] and variant["messages"] == row["messages"]
