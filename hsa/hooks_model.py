@@ -16,7 +16,7 @@ A hook is Python source bound to a harness event. Three styles share one model:
 :func:`decision_of` turns the raw outcome of any style into one decision:
 ``{"decision": "allow" | "deny" | "retry" | "ask", "message"?, "updated_input"?, "context"?}``.
 
-Mapping (DESIGN.md invariant 7): :func:`map_payload` carries a payload through one
+Mapping (docs/design.md invariant 7): :func:`map_payload` carries a payload through one
 mapping step (tool names and inputs, skill names, names mentioned in text fields);
 :func:`map_output` carries a hook's raw output the same way (text through
 :func:`text_map`, a rewritten tool input through the step). The hook's rewritten

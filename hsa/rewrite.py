@@ -1,4 +1,4 @@
-"""Consistent renames across a whole record (DESIGN.md invariant 6).
+"""Consistent renames across a whole record (docs/design.md invariant 6).
 
 Every renaming transform goes through these functions, so a renamed tool, parameter
 or skill is renamed everywhere it occurs — schemas, calls, tool results, skill-tool

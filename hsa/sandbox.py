@@ -1,4 +1,4 @@
-"""Hook replay in a separate process, and the equivalence check of DESIGN.md invariant 7.
+"""Hook replay in a separate process, and the equivalence check of docs/design.md invariant 7.
 
 The sandbox is one long-lived Python interpreter per hsa process that runs hook
 calls sent over a pipe, one JSON line each, so thousands of calls share one

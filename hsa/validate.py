@@ -1,4 +1,4 @@
-"""``hsa validate``: invariants 1-3 of DESIGN.md on any records, with file:line reports."""
+"""``hsa validate``: invariants 1-3 of docs/design.md on any records, with file:line reports."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Verification of records and variants: DESIGN.md invariants 1, 2, 3 and 6.
+"""Verification of records and variants: docs/design.md invariants 1, 2, 3 and 6.
 
 Checks return a list of :class:`Violation` values (empty when everything holds);
 they never raise on bad data.

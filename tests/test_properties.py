@@ -1,4 +1,4 @@
-"""Property suite: the invariants of DESIGN.md for every registered transform and for random recipes.
+"""Property suite: the invariants of docs/design.md for every registered transform and for random recipes.
 
 Every registered transform is enrolled from the registry and built from
 tests/transform_table.py; hypothesis draws records with :mod:`hsa.testing`. The

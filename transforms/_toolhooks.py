@@ -6,7 +6,7 @@ change the argument object itself: a hook that reads it key by key (``args["k"]`
 ``args.get("k")``, ``"k" in args``) is unaffected as long as those keys are left alone,
 but a hook that counts, iterates, compares, prints or passes on the whole object
 (``len(args)``, ``for k in args``, ``args.items()``, ``json.dumps(payload)``) may decide
-differently (DESIGN.md invariant 7). This module answers conservatively: when in doubt,
+differently (docs/design.md invariant 7). This module answers conservatively: when in doubt,
 the hook reads the whole object.
 """
 

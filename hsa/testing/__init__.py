@@ -1,4 +1,4 @@
-"""Hypothesis strategies for harnesses and trajectories, and the invariant checks of DESIGN.md.
+"""Hypothesis strategies for harnesses and trajectories, and the invariant checks of docs/design.md.
 
 Everything a user needs to prove that their own transform is task-preserving::
 

@@ -1,10 +1,10 @@
-"""Run a transform on a record and check every invariant of DESIGN.md that applies.
+"""Run a transform on a record and check every invariant of docs/design.md that applies.
 
 :func:`check_transform` returns a :class:`Report`; :func:`assert_task_preserving`
 raises :class:`AssertionError` with that report (which invariant failed, the
 transform, its params and the record) and ``note()``-s the context for hypothesis.
 
-Invariants checked (numbers as in DESIGN.md):
+Invariants checked (numbers as in docs/design.md):
 
 1. validity — every call validates against the variant's own schema; new tool and
    parameter names are legal in their dialect; skill loads name defined skills.
@@ -42,7 +42,7 @@ from hsa.verify import Violation, calls_of, check_record, check_variant
 
 __all__ = ["Report", "check_transform", "assert_task_preserving", "hooks_checker", "INVARIANTS"]
 
-#: Invariant names, numbered as in DESIGN.md.
+#: Invariant names, numbered as in docs/design.md.
 INVARIANTS = {"validity": 1, "round-trip": 2, "closure": 3, "determinism": 4, "identity": 5, "consistency": 6,
               "hooks": 7, "run": 0}
 
@@ -70,7 +70,7 @@ class Report:
 
     @property
     def failed(self) -> list[str]:
-        """Names of the broken invariants, in DESIGN.md order."""
+        """Names of the broken invariants, in docs/design.md order."""
         return sorted({v.invariant for v in self.violations}, key=lambda n: INVARIANTS.get(n, 99))
 
     def summary(self) -> str:
