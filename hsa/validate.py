@@ -34,8 +34,14 @@ class ValidationReport:
     def summary(self) -> str:
         if not self.violations:
             return f"{self.records} records checked: invariants 1-3 hold"
-        parts = ", ".join(f"{n} {inv}" for inv, n in sorted(self.violations.items()))
-        return f"{self.records} records checked: {sum(self.violations.values())} violations ({parts})"
+        def label(inv: str) -> str:  # "1 validity" -> "invariant 1 (validity)"
+            num, _, name = inv.partition(" ")
+            return f"invariant {num} ({name})" if num.isdigit() else inv
+
+        parts = ", ".join(f"{label(inv)}: {n}" for inv, n in sorted(self.violations.items()))
+        total = sum(self.violations.values())
+        return (f"{self.records} record{'s' if self.records != 1 else ''} checked: {total} "
+                f"violation{'s' if total != 1 else ''} ({parts})")
 
 
 def validate_records(items, report: ValidationReport) -> ValidationReport:
