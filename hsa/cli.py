@@ -145,7 +145,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_canonicalize(args: argparse.Namespace) -> int:
     from hsa.io import read_records
     from hsa.pipeline import canonicalize_record
-    from hsa.records import RecordError
+    from hsa.records import RecordError, normalize
+    from hsa.verify import check_record
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
@@ -171,7 +172,11 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
             try:
                 if isinstance(rec, RecordError):
                     raise rec
-                yield canonicalize_record(rec)
+                out = canonicalize_record(rec)
+                broken = check_record(normalize(out))
+                if broken:
+                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: {broken[0].detail}")
+                yield out
             except (RecordError, ValueError) as exc:
                 errors += 1
                 print(f"{args.input}:{i}: cannot canonicalize: {exc}", file=sys.stderr)

@@ -515,11 +515,23 @@ def apply_step(record: Record, step: dict) -> Record:
 
 
 def canonicalize(record: Record) -> Record:
-    """Undo the record's mapping: names, argument paths and values back to the source harness."""
+    """Undo the record's mapping: names, argument paths and values back to the source harness.
+
+    Raises ``ValueError`` when a task-preserving mapping renames a tool or skill to a name the record
+    does not have (a mapping that does not belong to this record cannot be undone on it)."""
     from hsa.mapping import Mapping
 
+    mapping = Mapping(record["mapping"])
+    if mapping.task_preserving:
+        tools = {t["name"] for t in record["tools"]} | {record["skill_tool"]["name"]}
+        skills = {s["name"] for s in record.get("skills") or ()}
+        for kind, names, have in (("tool", mapping.tool_names(), tools), ("skill", mapping.skill_names(), skills)):
+            for old, new in names.items():
+                if new not in have:
+                    raise ValueError(f"the mapping renames {kind} {old!r} to {new!r}, but the record has no {kind} "
+                                     f"{new!r}: the mapping does not belong to this record")
     out = record
-    for step in Mapping(record["mapping"]).inverse().steps:
+    for step in mapping.inverse().steps:
         if step["op"] == "opaque":
             continue
         out = apply_step(out, step)

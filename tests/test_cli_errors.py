@@ -52,3 +52,27 @@ def test_canonicalize_reports_a_malformed_line_and_goes_on(tmp_path, small_jsonl
     err = capsys.readouterr().err
     assert "in.jsonl:4: cannot canonicalize: malformed JSON" in err and "1 failed" in err
     assert len((tmp_path / "back.jsonl").read_text().splitlines()) == 5
+
+
+def test_canonicalize_and_validate_catch_a_mapping_that_is_not_the_records(tmp_path, small_jsonl, capsys):
+    """A row whose mapping renames a tool to a name the row does not have fails both commands; so does a call
+    of an undefined tool for canonicalize."""
+    out = tmp_path / "out"
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--variants", "1", "--recipe", "tools",
+                 "--quiet"]) == 0
+    assert main(["export", str(out), "--out", str(tmp_path / "v.jsonl")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "v.jsonl").read_text().splitlines()]
+    k, row = next((i, r) for i, r in enumerate(rows) if any(s["op"] == "tools" for s in r["mapping"]["steps"]))
+    step = next(s for s in row["mapping"]["steps"] if s["op"] == "tools")
+    old = next(iter(step["map"]))
+    step["map"][old] = "zz_not_a_tool"
+    bad_call = json.loads(json.dumps(rows[k + 1]))
+    next(m for m in bad_call["messages"] if m.get("tool_calls"))["tool_calls"][0]["function"]["name"] = "no_such_tool"
+    (tmp_path / "bad.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(bad_call) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["canonicalize", str(tmp_path / "bad.jsonl"), "--out", str(tmp_path / "back.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert f"bad.jsonl:1: cannot canonicalize: the mapping renames tool {old!r} to 'zz_not_a_tool'" in err
+    assert "bad.jsonl:2: cannot canonicalize: the record mapped back breaks invariant 1: undefined tool" in err
+    assert main(["validate", str(tmp_path / "bad.jsonl")]) == 1
+    assert "does not belong to this record" in capsys.readouterr().out
