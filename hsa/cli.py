@@ -358,7 +358,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("dataset", help="an 'hsa augment' output folder")
     s.add_argument("--id", required=True, help="row id, <source_id>/<variant>")
     s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
-    s.add_argument("--no-color", action="store_true")
+    s.add_argument("--no-color", action="store_true", help="no ANSI colours (the default when not on a terminal)")
     s.set_defaults(func=cmd_show)
 
     r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
