@@ -46,6 +46,9 @@ def cmd_augment(args: argparse.Namespace) -> int:
                   f"run every rank, then: hsa merge PART... --out DIR")
         else:
             _print_summary(manifest, args.out)
+    if "rank" not in manifest and manifest["counts"]["input_records"] == 0:
+        print(f"hsa: warning: the input ({', '.join(map(str, args.inputs))}) holds no records; nothing was augmented",
+              file=sys.stderr)
     return 0
 
 

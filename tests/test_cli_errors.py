@@ -76,3 +76,11 @@ def test_canonicalize_and_validate_catch_a_mapping_that_is_not_the_records(tmp_p
     assert "bad.jsonl:2: cannot canonicalize: the record mapped back breaks invariant 1: undefined tool" in err
     assert main(["validate", str(tmp_path / "bad.jsonl")]) == 1
     assert "does not belong to this record" in capsys.readouterr().out
+
+
+def test_an_empty_input_is_a_warning(tmp_path, capsys):
+    """An input with no records still makes a valid (empty) dataset, and says so on stderr."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert main(["augment", str(empty), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert "holds no records; nothing was augmented" in capsys.readouterr().err
