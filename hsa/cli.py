@@ -138,8 +138,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                     "(and 'hsa validate' reads JSONL files as they are)")
     if not (src / "state.json").exists():
         return _die(f"{src} is not an hsa output folder (no state.json); run 'hsa augment ... --out {src}' first")
-    if _jsonl_out_problem(args.out):
-        return _die(_jsonl_out_problem(args.out))
+    if problem := _jsonl_out_problem(args.out):
+        return _die(problem)
     n = _write_jsonl(read_records(src), args.out)
     print(f"{n} records written to {args.out}", file=sys.stderr)
     return 0
@@ -153,8 +153,8 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
-    if _jsonl_out_problem(args.out):
-        return _die(_jsonl_out_problem(args.out))
+    if problem := _jsonl_out_problem(args.out):
+        return _die(problem)
     errors = 0
 
     def records():  # (line, record or the RecordError of an unreadable line)

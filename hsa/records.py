@@ -273,7 +273,7 @@ def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool
         return None, None
     raw = value.strip()
     m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
-    if m and _split_args(raw)[-1].lower() in ("optional", "required"):  # not the comma of "Dict[str, int]"
+    if m:
         raw, optional = m.group(1), m.group(2).lower() == "optional"
     m = re.fullmatch(r"(?i)optional\[(.*)\]", raw)
     if m:
