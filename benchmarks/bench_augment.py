@@ -33,8 +33,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def make_input(n: int, path: Path, harnesses: int | None = None) -> Path:
-    """n generated records: each with its own harness, or drawn from ``harnesses`` shared ones."""
+def public_layout(rec: dict) -> dict:
+    """A generated record in the shape of a public function-calling dataset: messages (no system message)
+    and tools only, the way xLAM, Hermes or Glaive rows read in."""
+    return {"id": rec["id"], "tools": rec["tools"], "messages": [m for m in rec["messages"] if m["role"] != "system"]}
+
+
+def make_input(n: int, path: Path, harnesses: int | None = None, shape=None) -> Path:
+    """n generated records: each with its own harness, or drawn from ``harnesses`` shared ones; ``shape`` (e.g.
+    :func:`public_layout`) rewrites each record."""
     if path.exists():
         return path
     from fixtures.livestream.generate import generate
@@ -44,24 +51,7 @@ def make_input(n: int, path: Path, harnesses: int | None = None) -> Path:
         for start in range(0, n, chunk):  # distinct ids: generate in seeded chunks
             for rec in generate(min(chunk, n - start), seed=start // chunk, harnesses=harnesses):
                 rec["id"] = f"{rec['id']}-{start // chunk}"
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    return path
-
-
-def make_public_input(n: int, path: Path) -> Path:
-    """The same generated records in the shape of a public function-calling dataset: messages (no system
-    message, no hook events) and tools only, the way xLAM, Hermes or Glaive rows read in."""
-    if path.exists():
-        return path
-    from fixtures.livestream.generate import generate
-
-    with open(path, "w", encoding="utf-8") as f:
-        chunk = 2000
-        for start in range(0, n, chunk):
-            for rec in generate(min(chunk, n - start), seed=start // chunk):
-                row = {"id": f"{rec['id']}-{start // chunk}", "tools": rec["tools"],
-                       "messages": [m for m in rec["messages"] if m["role"] != "system"]}
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                f.write(json.dumps(shape(rec) if shape else rec, ensure_ascii=False) + "\n")
     return path
 
 
@@ -172,7 +162,7 @@ def main() -> None:
         print(f"default recipe, {a.harnesses} shared harnesses: {dt:7.2f}s  {a.records / dt:7.0f} records/s  "
               f"{rows / dt:7.0f} variants/s  {dt / sfloor:5.2f}x its floor ({sfloor:.2f}s)")
     if a.public_layout:
-        public = make_public_input(a.records, work / f"in-{a.records}-public.jsonl")
+        public = make_input(a.records, work / f"in-{a.records}-public.jsonl", shape=public_layout)
         pfloor = io_floor(public, work / "floor-public", a.variants)
         dt, _ = run_cli(["augment", str(public), "--out", str(work / "out-public"), "--variants", str(a.variants)])
         results["public_layout"] = {"input_mib": round(public.stat().st_size / 2**20, 1),
