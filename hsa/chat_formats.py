@@ -638,22 +638,28 @@ class _ToolaceCalls:
         while self.i < len(self.s) and self.s[self.i].isspace():
             self.i += 1
 
+    def more(self, closer: str, after: str) -> bool:
+        """After an item of a list: True past a ',' with another item to come, False past ``closer`` (a trailing
+        ',' before it is allowed); anything else is an error."""
+        self.space()
+        if self.peek() == ",":
+            self.i += 1
+            self.space()
+            if self.peek() != closer:
+                return True
+        if self.peek() != closer:
+            raise self.fail(f"expected ',' or {closer!r} after {after}")
+        self.i += 1
+        return False
+
     def parse(self) -> list[tuple[str, dict]]:
         self.i = 1  # past the "[" (the caller checked the shape)
         calls = []
         while True:
             self.space()
             calls.append(self.call())
-            self.space()
-            if self.peek() == ",":
-                self.i += 1
-                self.space()
-                if self.peek() != "]":
-                    continue
-            if self.peek() != "]":
-                raise self.fail("expected ',' or ']' after a call")
-            self.i += 1
-            break
+            if not self.more("]", "a call"):
+                break
         self.space()
         if self.i < len(self.s):
             raise self.fail("text after the closing ']'")
@@ -710,16 +716,8 @@ class _ToolaceCalls:
             if key in args:
                 raise self.fail(f"{key!r} is given twice")
             args[key] = value
-            self.space()
-            if self.peek() == ",":
-                self.i += 1
-                self.space()
-                if self.peek() != ")":
-                    continue
-            if self.peek() != ")":
-                raise self.fail(f"expected ',' or ')' after the value of {key!r}")
-            self.i += 1
-            return name, args
+            if not self.more(")", f"the value of {key!r}"):
+                return name, args
 
     def value(self) -> None:
         """Move past one value: up to a ',' or ')' outside brackets and strings."""
