@@ -775,8 +775,37 @@ def normalize(raw: Any, *, default_id: str | None = None) -> Record:
                           f"layout; please report it with the line)") from exc
 
 
+#: Keys whose value is a JSON list or object, and which a table (Parquet, a ``datasets`` folder, a hub dataset, a
+#: dataframe dumped to JSONL) often stores as the JSON text instead. ``tools`` has its own reader.
+_JSON_TEXT_KEYS = {"messages": list, "conversations": list, "skills": list, "hooks": list, "hook_events": list,
+                   "prompt": dict, "meta": dict, "skill_tool": dict, "contents": list, "chat": list}
+
+
+def _decode_json_texts(raw: dict) -> dict:
+    """``raw`` with the JSON texts of :data:`_JSON_TEXT_KEYS` parsed (each noted); other strings are left for the
+    schema check to report."""
+    decoded = {}
+    for key, kind in _JSON_TEXT_KEYS.items():
+        value = raw.get(key)
+        if not isinstance(value, str) or value.lstrip()[:1] != ("[" if kind is list else "{"):
+            continue
+        try:
+            parsed = _json.loads(value)
+        except ValueError:
+            raise RecordError(f"bad {key}", f"'{key}' is a string that starts like JSON but does not parse; "
+                              f"expected a JSON {'array' if kind is list else 'object'} (or its JSON text)") from None
+        if isinstance(parsed, kind):
+            decoded[key] = parsed
+    if not decoded:
+        return raw
+    notes = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
+    notes.extend(f"'{key}' was a JSON string; parsed" for key in decoded)
+    return {**raw, **decoded, "notes": notes}
+
+
 def _import_layouts(raw: dict) -> dict:
     """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
+    raw = _decode_json_texts(raw)
     converted = convert(raw)
     if converted is not None:
         raw = converted

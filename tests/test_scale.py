@@ -134,6 +134,30 @@ def test_input_kinds(tmp_path, fixture_lines, fixture_records):
         assert row["messages"][0] == {"role": "user", "content": "hi"}
 
 
+def test_table_inputs_with_json_text_columns(tmp_path, fixture_lines):
+    """Full-harness records whose nested fields a table stores as JSON text (Parquet, a datasets folder) read
+    the same as the JSONL records: same augmented rows, nothing rejected, each parsed field noted."""
+    import datasets
+
+    records = [json.loads(line) for line in fixture_lines[:5]]
+    texts = [{k: v if isinstance(v, str) else json.dumps(v) for k, v in r.items()} for r in records]
+    ds = datasets.Dataset.from_list(texts)
+    assert ds.features["hooks"].dtype == "string"  # the columns really are JSON text
+    ds.save_to_disk(str(tmp_path / "dsdir"))
+    ds.to_parquet(str(tmp_path / "t.parquet"))
+    plain = tmp_path / "p.jsonl"
+    plain.write_text("\n".join(fixture_lines[:5]) + "\n")
+    augment([plain], tmp_path / "o-plain", load_recipe("default"), variants=1)
+    want = [r["messages"] for r in iter_rows(tmp_path / "o-plain")]
+    for src in (tmp_path / "dsdir", tmp_path / "t.parquet"):
+        out = tmp_path / f"o-{src.name}"
+        m = augment([src], out, load_recipe("default"), variants=1)
+        assert m["counts"]["rejected"] == 0, (out / "rejects.jsonl").read_text()
+        rows = list(iter_rows(out))
+        assert [r["messages"] for r in rows] == want
+        assert "'hooks' was a JSON string; parsed" in rows[0]["notes"]
+
+
 def test_missing_hub_dataset_is_a_clear_error(tmp_path):
     """An input that is neither a file nor reachable on the hub fails with a message, not a traceback."""
     with pytest.raises(AugmentError):
