@@ -74,7 +74,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         Path(args.html).write_text(render_html(stats), encoding="utf-8")
         print(f"report written to {args.html}", file=sys.stderr)
     if args.json:
-        Path(args.json).write_text(json.dumps(stats, indent=2, ensure_ascii=False), encoding="utf-8")
+        public = {k: v for k, v in stats.items() if not k.startswith("_")}
+        Path(args.json).write_text(json.dumps(public, indent=2, ensure_ascii=False), encoding="utf-8")
     return 0
 
 

@@ -63,74 +63,103 @@ def _quantiles(series) -> dict:
             "max": int(series.max()), "mean": round(float(series.mean()), 1)}
 
 
+def _batches(dataset: Path, columns: tuple[str, ...]):
+    """The shards' record batches, one at a time: ``{column: Python list}`` for ``columns`` (JSON columns as
+    their text), so memory holds one batch whatever the size of the dataset."""
+    import pyarrow as pa
+
+    state = json.loads((dataset / "state.json").read_text(encoding="utf-8"))
+    for f in state["_data_files"]:
+        with pa.memory_map(str(dataset / f["filename"])) as src:
+            for batch in pa.ipc.open_stream(src):
+                out = {}
+                for name in columns:
+                    if name not in batch.schema.names:
+                        out[name] = [None] * batch.num_rows
+                        continue
+                    col = batch.column(batch.schema.get_field_index(name))
+                    if name in JSON_COLUMNS and isinstance(col, pa.ExtensionArray):
+                        col = col.storage
+                    out[name] = col.to_pylist()
+                yield out
+
+
 def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[str, Any]:
-    """Counts per transform and family, reject reasons, lengths and name diversity."""
+    """Counts per transform and family, reject reasons, lengths and name diversity.
+
+    Streams over the shards one record batch at a time and keeps only per-row numbers and
+    name sets, so a dataset of millions of rows needs no more memory than its lengths.
+    """
+    from array import array
+    from collections import Counter
+
     import polars as pl
 
     dataset = Path(dataset)
-    df = shard_frame(dataset)
-    out: dict[str, Any] = {"rows": df.height}
-    if df.height == 0:
-        out.update({"sources": 0, "transforms": {}, "families": {}, "rejects": {}, "lengths": {}, "names": {}})
-        return out
-    out["sources"] = df["source_id"].n_unique()
-    out["variants_per_source"] = round(df.height / max(out["sources"], 1), 2)
-
-    names = df["transforms"].map_elements(lambda s: [t["name"] for t in _json.loads(s)] if s else [],
-                                          return_dtype=pl.List(pl.String))
-    applied = pl.DataFrame({"transform": names}).explode("transform").drop_nulls()
-    per_t = applied.group_by("transform").len().sort("transform")
-    out["transforms"] = dict(zip(per_t["transform"].to_list(), per_t["len"].to_list()))
-    fam = applied.with_columns(pl.col("transform").str.split(".").list.first().alias("family"))
-    per_f = fam.group_by("family").len().sort("family")
-    out["families"] = dict(zip(per_f["family"].to_list(), per_f["len"].to_list()))
-    out["unchanged_rows"] = int((names.list.len() == 0).sum())
-
-    rejects = dataset / "rejects.jsonl"
-    out["rejects"] = {}
-    if rejects.exists() and rejects.stat().st_size:
-        rj = pl.read_ndjson(rejects, infer_schema_length=None)
-        by = rj.group_by("reason").len().sort("len", descending=True)
-        out["rejects"] = dict(zip(by["reason"].to_list(), by["len"].to_list()))
-
-    prompts, completions = [], []
-    for s in df["messages"].to_list():
-        p, c = _split(_json.loads(s))
-        prompts.append(p)
-        completions.append(c)
-    lengths = pl.DataFrame({"prompt": prompts, "completion": completions})
-    out["lengths"] = {"prompt_chars": _quantiles(lengths["prompt"].str.len_chars()),
-                      "completion_chars": _quantiles(lengths["completion"].str.len_chars())}
-    out["_hist"] = {"prompt_chars": lengths["prompt"].str.len_chars().to_list(),
-                    "completion_chars": lengths["completion"].str.len_chars().to_list()}
+    tok = None
     if tokenizer:
         from transformers import AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(tokenizer)
-        for key, texts in (("prompt_tokens", prompts), ("completion_tokens", completions)):
-            counts = pl.Series([len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]])
-            out["lengths"][key] = _quantiles(counts)
+    rows = unchanged = 0
+    sources: set[str] = set()
+    per_t: Counter = Counter()
+    lengths = {key: array("q") for key in ("prompt_chars", "completion_chars")}
+    if tok is not None:
+        lengths.update({key: array("q") for key in ("prompt_tokens", "completion_tokens")})
+    names: dict[str, dict[str, set]] = {"tools": {}, "skills": {}}
+    for batch in _batches(dataset, ("source_id", "transforms", "messages", "tools", "mapping")):
+        rows += len(batch["source_id"])
+        sources.update(batch["source_id"])
+        prompts, completions = [], []
+        for tr_s, msgs_s, tools_s, mapping_s in zip(batch["transforms"], batch["messages"], batch["tools"],
+                                                    batch["mapping"]):
+            applied = [t["name"] for t in _json.loads(tr_s)] if tr_s else []
+            per_t.update(applied)
+            unchanged += not applied
+            p, c = _split(_json.loads(msgs_s) if msgs_s else [])
+            prompts.append(p)
+            completions.append(c)
+            # distinct names each canonical tool and skill received across its variants
+            mapping = _json.loads(mapping_s) if mapping_s else {}
+            inverse = {v: k for k, v in mapping.get("tools", {}).items()}
+            tools = _json.loads(tools_s) if tools_s else []
+            if isinstance(tools, str):
+                tools = _json.loads(tools)
+            for t in tools:
+                name = (t.get("function") or t).get("name")
+                names["tools"].setdefault(inverse.get(name, name), set()).add(name)
+            for canon, var in mapping.get("skills", {}).items():
+                names["skills"].setdefault(canon, set()).add(var)
+        lengths["prompt_chars"].extend(map(len, prompts))
+        lengths["completion_chars"].extend(map(len, completions))
+        if tok is not None:
+            for key, texts in (("prompt_tokens", prompts), ("completion_tokens", completions)):
+                lengths[key].extend(len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"])
+    out: dict[str, Any] = {"rows": rows}
+    if rows == 0:
+        out.update({"sources": 0, "transforms": {}, "families": {}, "rejects": {}, "lengths": {}, "names": {}})
+        return out
+    out["sources"] = len(sources)
+    out["variants_per_source"] = round(rows / max(out["sources"], 1), 2)
+    out["transforms"] = dict(sorted(per_t.items()))
+    families: Counter = Counter()
+    for name, n in per_t.items():
+        families[name.split(".")[0]] += n
+    out["families"] = dict(sorted(families.items()))
+    out["unchanged_rows"] = unchanged
 
-    # distinct names each canonical tool and skill received across its variants
-    pairs_t, pairs_s = [], []
-    for tools_s, mapping_s in zip(df["tools"].to_list(), df["mapping"].to_list()):
-        mapping = _json.loads(mapping_s) if mapping_s else {}
-        renamed = mapping.get("tools", {})
-        inverse = {v: k for k, v in renamed.items()}
-        tools = _json.loads(tools_s) if tools_s else []
-        if isinstance(tools, str):
-            tools = _json.loads(tools)
-        for t in tools:
-            name = (t.get("function") or t).get("name")
-            pairs_t.append((inverse.get(name, name), name))
-        for canon, var in mapping.get("skills", {}).items():
-            pairs_s.append((canon, var))
-    out["names"] = {}
-    for key, pairs in (("tools", pairs_t), ("skills", pairs_s)):
-        if pairs:
-            frame = pl.DataFrame(pairs, schema=["canonical", "variant"], orient="row")
-            g = frame.group_by("canonical").agg(pl.col("variant").n_unique().alias("distinct")).sort("canonical")
-            out["names"][key] = dict(zip(g["canonical"].to_list(), g["distinct"].to_list()))
+    rejects = dataset / "rejects.jsonl"
+    out["rejects"] = {}
+    if rejects.exists() and rejects.stat().st_size:
+        rj = pl.scan_ndjson(rejects, infer_schema_length=None).select("reason")
+        by = rj.group_by("reason").len().sort(["len", "reason"], descending=[True, False]).collect()
+        out["rejects"] = dict(zip(by["reason"].to_list(), by["len"].to_list()))
+
+    out["lengths"] = {key: _quantiles(pl.Series(key, values, dtype=pl.Int64)) for key, values in lengths.items()}
+    out["_hist"] = lengths  # for the HTML report; not part of the JSON
+    out["names"] = {key: {canon: len(v) for canon, v in sorted(table.items())}
+                    for key, table in names.items() if table}
     manifest = dataset / "manifest.json"
     if manifest.exists():
         m = json.loads(manifest.read_text(encoding="utf-8"))

@@ -1,0 +1,79 @@
+"""``hsa stats`` numbers against a direct computation from the rows, and ``--tokenizer`` with a local tokenizer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hsa import load_recipe
+from hsa.cli import main
+from hsa.io import iter_rows
+from hsa.pipeline import augment
+from hsa.stats import _split, compute_stats
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory, fixture_lines):
+    """12 fixture records, 3 variants each, in shards of 10 rows (several shards and batches)."""
+    d = tmp_path_factory.mktemp("stats")
+    src = d / "in.jsonl"
+    src.write_text("\n".join(fixture_lines[:12]) + "\n")
+    augment([src], d / "out", load_recipe("default"), variants=3, shard_size=10, keep_original=True)
+    return d / "out"
+
+
+def _local_tokenizer(path):
+    """A word-level tokenizer trained here on a few words (no download)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(["order link price stock the a is", "reply skill tool"],
+                            trainers.WordLevelTrainer(special_tokens=["[UNK]"]))
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(str(path))
+    return path
+
+
+def test_stats_match_the_rows(out):
+    """Counts, lengths and distinct names equal what a direct pass over every row computes."""
+    rows = list(iter_rows(out))
+    stats = compute_stats(out)
+    assert stats["rows"] == len(rows) == 48
+    assert stats["sources"] == 12
+    want: dict[str, int] = {}
+    for r in rows:
+        for t in r["transforms"]:
+            want[t["name"]] = want.get(t["name"], 0) + 1
+    assert stats["transforms"] == want
+    assert stats["unchanged_rows"] == sum(1 for r in rows if not r["transforms"]) >= 12
+    chars = sorted(len(_split(r["messages"])[0]) for r in rows)
+    assert stats["lengths"]["prompt_chars"]["max"] == chars[-1]
+    assert stats["lengths"]["prompt_chars"]["min"] == chars[0]
+    renamed = {}
+    for r in rows:
+        inverse = {v: k for k, v in (r["mapping"] or {}).get("tools", {}).items()}
+        for t in r["tools"]:
+            name = (t.get("function") or t)["name"]
+            renamed.setdefault(inverse.get(name, name), set()).add(name)
+    assert stats["names"]["tools"] == {k: len(v) for k, v in renamed.items()}
+
+
+def test_stats_tokens_with_a_local_tokenizer(out, tmp_path, capsys):
+    """--tokenizer adds token lengths counted with that tokenizer; --json leaves out the raw histogram data."""
+    from transformers import AutoTokenizer
+
+    path = _local_tokenizer(tmp_path / "tok")
+    assert main(["stats", str(out), "--tokenizer", str(path), "--json", str(tmp_path / "s.json"),
+                 "--html", str(tmp_path / "s.html")]) == 0
+    text = capsys.readouterr().out
+    assert "prompt_tokens" in text and "completion_tokens" in text
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert not any(k.startswith("_") for k in stats)
+    tok = AutoTokenizer.from_pretrained(str(path))
+    counts = sorted(len(tok(_split(r["messages"])[1], add_special_tokens=False)["input_ids"]) for r in iter_rows(out))
+    assert stats["lengths"]["completion_tokens"]["max"] == counts[-1]
+    assert stats["lengths"]["completion_tokens"]["min"] == counts[0]
+    assert counts[-1] < stats["lengths"]["completion_chars"]["max"]  # words, not characters
+    assert (tmp_path / "s.html").read_text().count("<svg") == 4
