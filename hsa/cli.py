@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -61,6 +62,22 @@ def cmd_merge(args: argparse.Namespace) -> int:
         return _die(str(exc))
     _print_summary(manifest, args.out)
     return 0
+
+
+def _workers(text: str) -> int:
+    """``--workers``: a count of at least 1, or ``auto`` for one per CPU this process may use."""
+    if text == "auto":
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return max(1, os.cpu_count() or 1)
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {n}); 'auto' uses one per CPU")
+    return n
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -312,7 +329,9 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--hold-out", action="append", default=[], metavar="FAMILY",
                    help="remove a transform family from the recipe (repeatable): tool, skill, prompt, hook")
     a.add_argument("--keep-original", action="store_true", help="also write each source record as variant 0")
-    a.add_argument("--workers", type=int, default=1, help="worker processes (output is identical for any count)")
+    a.add_argument("--workers", type=_workers, default="auto",
+                   help="worker processes, or 'auto': one per CPU this process may use (default; output is "
+                        "identical for any count)")
     a.add_argument("--shard-size", type=int, default=1000,
                    help="input records per Arrow shard (default 1000; a shard holds about records x variants rows)")
     a.add_argument("--batch-size", type=int, default=16, help="records per work unit sent to a worker")
