@@ -9,10 +9,12 @@ unification).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +105,8 @@ class InputSource:
 
     spec: str
     kind: str  # "jsonl" | "parquet" | "dataset" | "hub"
+    #: hub: the commit the run reads (``owner/name@REV``, or the head's commit once :meth:`pinned`)
+    revision: str | None = None
 
     @classmethod
     def resolve(cls, spec: str | Path) -> InputSource:
@@ -117,8 +121,27 @@ class InputSource:
             return cls(spec, "parquet" if p.suffix == ".parquet" else "jsonl")
         if spec.startswith("hf://") or (spec.count("/") == 1 and not spec.startswith((".", "/"))
                                         and not p.suffix):
-            return cls(spec.removeprefix("hf://"), "hub")
+            spec = spec.removeprefix("hf://")
+            name, colon, split = spec.partition(":")
+            name, _, revision = name.partition("@")
+            return cls(name + colon + split, "hub", revision or None)
         raise FileNotFoundError(f"input file {p} does not exist")
+
+    def pinned(self, recorded: str | None = None) -> InputSource:
+        """A hub input fixed to one commit, so that a resumed or repeated run reads the same rows: the revision
+        given, else ``recorded`` (the one a run being resumed read), else the dataset's current head (as is
+        when the hub cannot be asked: the run then reads whatever the hub serves)."""
+        if self.kind != "hub" or (self.revision and re.fullmatch(r"[0-9a-f]{40}", self.revision)):
+            return self
+        if recorded and not self.revision:
+            return dataclasses.replace(self, revision=recorded)
+        try:
+            from huggingface_hub import HfApi
+
+            sha = HfApi().dataset_info(self.spec.partition(":")[0], revision=self.revision).sha
+        except Exception:  # offline, unknown id, gated: items() says so when the rows are read
+            return self
+        return dataclasses.replace(self, revision=sha) if sha else self
 
     def fingerprint(self) -> str:
         """sha256 of the input's bytes (for a folder: of its data files in order; hub: of the id and revision)."""
@@ -131,7 +154,7 @@ class InputSource:
                     h.update(f.name.encode())
                     h.update(sha256_file(f).encode())
             return h.hexdigest()
-        return hashlib.sha256(f"hub:{self.spec}".encode()).hexdigest()
+        return hashlib.sha256(f"hub:{self.spec}@{self.revision}".encode()).hexdigest()
 
     def items(self) -> Iterator[InputLine]:
         """The raw items, in order, with 1-based line (or row) numbers."""
@@ -162,7 +185,7 @@ class InputSource:
 
             name, _, split = self.spec.partition(":")
             try:
-                ds = datasets.load_dataset(name, split=split or "train", streaming=True)
+                ds = datasets.load_dataset(name, split=split or "train", streaming=True, revision=self.revision)
             except Exception as exc:  # offline, unknown id, gated
                 raise FileNotFoundError(f"hub dataset {name!r} could not be opened ({type(exc).__name__}: {exc}); "
                                         "check the id and the network, or download it and pass the file") from None

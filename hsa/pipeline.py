@@ -340,9 +340,22 @@ def _run_config(sources, recipe_config, seed, variants, keep_original, shard_siz
     from hsa import __version__
 
     return {"hsa_version": __version__,
-            "inputs": [{"path": s.spec, "kind": s.kind, "sha256": s.fingerprint()} for s in sources],
+            "inputs": [{"path": s.spec, "kind": s.kind, "sha256": s.fingerprint(),
+                        **({"revision": s.revision} if s.kind == "hub" else {})} for s in sources],
             "seed": seed, "variants": variants, "keep_original": keep_original, "shard_size": shard_size,
             "hold_out": sorted(hold_out or []), "recipe": recipe_config, **extra}
+
+
+def _recorded_revision(out: Path, source) -> str | None:
+    """The hub revision that the run being resumed in ``out`` read for ``source``, if any."""
+    if source.kind != "hub":
+        return None
+    try:
+        before = json.loads((out / STATE_DIR / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return next((i.get("revision") for i in before.get("inputs", ())
+                 if i.get("kind") == "hub" and i.get("path") == source.spec), None)
 
 
 def _nothing_finished(out: Path) -> bool:
@@ -422,6 +435,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         sources = [InputSource.resolve(p) for p in inputs]
     except FileNotFoundError as exc:
         raise AugmentError(str(exc)) from None
+    sources = [s.pinned(_recorded_revision(out, s) if resume else None) for s in sources]
     if progress is None:
         progress = sys.stderr.isatty()
 

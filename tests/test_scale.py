@@ -158,6 +158,43 @@ def test_table_inputs_with_json_text_columns(tmp_path, fixture_lines):
         assert "'hooks' was a JSON string; parsed" in rows[0]["notes"]
 
 
+def test_hub_input_is_pinned_to_a_commit(tmp_path, monkeypatch):
+    """A hub id is read at the commit its head had when the run started, recorded in the manifest; a resume
+    reads that commit again after the head moved (the hub and datasets are stand-ins: tests stay offline)."""
+    import datasets
+    import huggingface_hub
+
+    heads = iter(["a" * 40, "b" * 40])
+    reads: list[tuple] = []
+
+    class Info:
+        def __init__(self):
+            self.sha = next(heads)
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", lambda self, repo_id, revision=None: Info())
+    rows = [{"id": f"h{i}", "messages": [{"role": "user", "content": f"hi {i}"}]} for i in range(3)]
+
+    def load_dataset(name, split=None, streaming=False, revision=None):
+        reads.append((name, split, revision))
+        return iter(rows)
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    m = augment(["hf://owner/data:test"], tmp_path / "o", load_recipe("identity"), variants=1, shard_size=2)
+    assert m["counts"]["sources_written"] == 3
+    assert m["inputs"][0]["revision"] == "a" * 40
+    assert reads and set(reads) == {("owner/data", "test", "a" * 40)}
+    # the head moves on; resuming the same command reads the recorded commit, not the new head
+    (tmp_path / "o" / "shard-00001.arrow").unlink()
+    done = tmp_path / "o" / ".hsa" / "shard-00001.done.json"
+    done.unlink()
+    reads.clear()
+    m2 = augment(["hf://owner/data:test"], tmp_path / "o", load_recipe("identity"), variants=1, shard_size=2,
+                 resume=True)
+    assert m2["inputs"][0]["revision"] == "a" * 40
+    assert set(reads) == {("owner/data", "test", "a" * 40)}
+    assert m2["counts"]["sources_written"] == 3
+
+
 def test_missing_hub_dataset_is_a_clear_error(tmp_path):
     """An input that is neither a file nor reachable on the hub fails with a message, not a traceback."""
     with pytest.raises(AugmentError):
