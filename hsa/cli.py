@@ -321,7 +321,7 @@ def make_parser() -> argparse.ArgumentParser:
                        description="Augment JSONL trajectories into a datasets.load_from_disk folder with "
                                    "manifest.json and rejects.jsonl.")
     a.add_argument("inputs", nargs="+", metavar="IN",
-                   help="JSONL, JSONL.gz or Parquet files, datasets.save_to_disk folders, or hub ids (hf://owner/name[:split])")
+                   help="JSONL, JSONL.gz or Parquet files, datasets.save_to_disk folders, or hub ids (hf://owner/name[@revision][:split])")
     a.add_argument("--out", required=True, help="output folder (must be empty or absent, or pass --overwrite)")
     a.add_argument("--variants", type=int, default=4, help="variants per record (default 4)")
     a.add_argument("--seed", type=int, default=0, help="seed; with the record id and variant index it fixes every draw")
