@@ -777,8 +777,9 @@ def normalize(raw: Any, *, default_id: str | None = None) -> Record:
 
 #: Keys whose value is a JSON list or object, and which a table (Parquet, a ``datasets`` folder, a hub dataset, a
 #: dataframe dumped to JSONL) often stores as the JSON text instead. ``tools`` has its own reader.
-_JSON_TEXT_KEYS = {"messages": list, "conversations": list, "skills": list, "hooks": list, "hook_events": list,
-                   "prompt": dict, "meta": dict, "skill_tool": dict, "contents": list, "chat": list}
+_JSON_TEXT_KEYS = {"messages": list, "conversations": list, "functions": list, "skills": list, "hooks": list,
+                   "hook_events": list, "prompt": dict, "meta": dict, "skill_tool": dict, "contents": list,
+                   "chat": list}
 
 
 def _decode_json_texts(raw: dict) -> dict:
@@ -884,9 +885,6 @@ def _normalize(raw: dict, default_id: str | None) -> Record:
         if msg.get("tool_calls"):
             msg["tool_calls"] = [_normalize_call(c, f"messages[{mi}].tool_calls[{ci}]", fmt)
                                  for ci, c in enumerate(msg["tool_calls"])]
-        elif "function_call" in msg and isinstance(msg["function_call"], dict):
-            raise RecordError("legacy function_call",
-                              f"messages[{mi}] uses the legacy 'function_call' field; convert it to 'tool_calls'")
         messages.append(msg)  # type: ignore[arg-type]
 
     rid = raw.get("id")

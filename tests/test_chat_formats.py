@@ -43,7 +43,7 @@ GEMINI_LINES = [
     r'''{"contents": [{"role": "user", "parts": [{"text": "Turn the lights down to a romantic level"}]}, {"role": "model", "parts": [{"functionCall": {"name": "set_light_values", "args": {"brightness": 25, "color_temp": "warm"}}}]}, {"role": "user", "parts": [{"functionResponse": {"name": "set_light_values", "response": {"brightness": 25, "colorTemperature": "warm"}}}]}], "tools": [{"functionDeclarations": [{"name": "set_light_values", "description": "Sets the brightness and color temperature of a light.", "parameters": {"type": "object", "properties": {"brightness": {"type": "integer", "description": "Light level from 0 to 100. Zero is off and 100 is full brightness"}, "color_temp": {"type": "string", "enum": ["daylight", "cool", "warm"], "description": "Color temperature of the light fixture, which can be `daylight`, `cool` or `warm`."}}, "required": ["brightness", "color_temp"]}}]}]}''',
 ]
 OTHER_NAMES = ["hf_transformers", "openai", "mcp", "gemini_messages", "xlam", "llamafactory",
-               "sharegpt_parallel", "sharegpt_weight", "openai_legacy_function_call", "bfcl", "when2call"]
+               "sharegpt_parallel", "sharegpt_weight", "bfcl", "when2call"]
 OTHER_LINES = [
     r'''{"messages": [{"role": "system", "content": "You are a bot that responds to weather queries. You should reply with the unit used in the queried location."}, {"role": "user", "content": "Hey, what's the temperature in Paris right now?"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_current_temperature", "arguments": {"location": "Paris, France", "unit": "celsius"}}}]}, {"role": "tool", "name": "get_current_temperature", "content": "22.0"}], "tools": [{"type": "function", "function": {"name": "get_current_temperature", "description": "Get the current temperature at a location.", "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "The location to get the temperature for, in the format \"City, Country\""}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "The unit to return the temperature in."}}, "required": ["location", "unit"]}, "return": {"type": "number", "description": "The current temperature at the specified location in the specified units, as a float."}}}]}''',  # hf_transformers.jsonl row 0
     r'''{"tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather for a specific location", "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "The city name"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"}}, "required": ["location"]}}}, {"type": "function", "function": {"name": "search", "description": "Search the web for information", "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "Search query"}, "num_results": {"type": "integer", "description": "Number of results to return"}}, "required": ["query"]}}}], "messages": [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What's the weather in Beijing?"}, {"role": "assistant", "reasoning_content": "The user wants to know the weather in Beijing. I should use the get_weather tool.", "tool_calls": [{"id": "call_001", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\": \"Beijing\", \"unit\": \"celsius\"}"}}]}, {"role": "tool", "tool_call_id": "call_001", "content": "{\"temperature\": 22, \"condition\": \"sunny\", \"humidity\": 45}"}, {"role": "assistant", "reasoning_content": "Got the weather data. Let me format a nice response.", "content": "The weather in Beijing is currently sunny with a temperature of 22°C and 45% humidity."}]}''',  # openai.jsonl row 0
@@ -53,9 +53,13 @@ OTHER_LINES = [
     r'''{"conversations": [{"from": "human", "value": "I need to calculate the area of a rectangle. The length is 5 units and the breadth is 3 units."}, {"from": "function_call", "value": "{\"name\": \"calculate_area\", \"arguments\": {\"shape\": \"rectangle\", \"dimensions\": [5, 3]}}"}, {"from": "observation", "value": "{\"area\": 15}"}, {"from": "gpt", "value": "The area of the rectangle with length 5 units and breadth 3 units is 15 square units."}, {"from": "human", "value": "What about a circle with a radius of 4 units?"}, {"from": "function_call", "value": "{\"name\": \"calculate_area\", \"arguments\": {\"shape\": \"circle\", \"dimensions\": [4]}}"}, {"from": "observation", "value": "{\"area\": 50.24}"}, {"from": "gpt", "value": "The area of the circle with radius 4 units is approximately 50.24 square units."}, {"from": "human", "value": "And a square with side length 7 units?"}, {"from": "function_call", "value": "{\"name\": \"calculate_area\", \"arguments\": {\"shape\": \"square\", \"dimensions\": [7]}}"}, {"from": "observation", "value": "{\"area\": 49}"}, {"from": "gpt", "value": "The area of the square with side length 7 units is 49 square units."}], "tools": "[{\"name\": \"calculate_area\", \"description\": \"Calculate the area of a given shape\", \"parameters\": {\"type\": \"object\", \"properties\": {\"shape\": {\"type\": \"string\", \"description\": \"The shape for which to calculate the area\"}, \"dimensions\": {\"type\": \"array\", \"items\": {\"type\": \"number\"}, \"description\": \"The dimensions required to calculate the area\"}}, \"required\": [\"shape\", \"dimensions\"]}}, {\"name\": \"calculate_discount\", \"description\": \"Calculate the discounted price based on original price and discount percentage\", \"parameters\": {\"type\": \"object\", \"properties\": {\"original_price\": {\"type\": \"number\", \"description\": \"The original price of the item\"}, \"discount_percentage\": {\"type\": \"number\", \"description\": \"The discount percentage\"}}, \"required\": [\"original_price\", \"discount_percentage\"]}}]"}''',  # llamafactory.jsonl row 0
     r'''{"conversations": [{"from": "human", "value": "Weather in Tokyo and Paris?"}, {"from": "function_call", "value": "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"}, {"from": "observation", "value": "{\"city\": \"Tokyo\", \"weather\": \"sunny\"}"}, {"from": "observation", "value": "{\"city\": \"Paris\", \"weather\": \"rain\"}"}, {"from": "gpt", "value": "Tokyo is sunny, Paris is rainy."}], "system": "You can call get_weather.", "tools": "[{\"name\": \"get_weather\", \"description\": \"Get weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}]"}''',  # sharegpt_parallel.jsonl row 0
     r'''{"conversations": [{"from": "system", "value": "sys", "weight": null}, {"from": "human", "value": "hi", "weight": 0}, {"from": "gpt", "value": "hello", "weight": 1}]}''',
-    r'''{"messages": [{"role": "system", "content": "Use get_weather to look up weather."}, {"role": "user", "content": "Tokyo?"}, {"role": "assistant", "content": null, "function_call": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo\"}"}}, {"role": "function", "name": "get_weather", "content": "sunny"}], "functions": [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]}''',  # edge_7.jsonl row 0
     r'''{"id": "simple_0", "question": [[{"role": "user", "content": "Find the area of a triangle with a base of 10 units and height of 5 units."}]], "function": [{"name": "calculate_triangle_area", "description": "Calculate the area of a triangle given its base and height.", "parameters": {"type": "dict", "properties": {"base": {"type": "integer", "description": "The base of the triangle."}, "height": {"type": "integer", "description": "The height of the triangle."}, "unit": {"type": "string", "description": "The unit of measure (defaults to 'units' if not specified)"}}, "required": ["base", "height"]}}]}''',  # bfcl.jsonl row 0
     r'''{"tools": [{"name": "get_stations_within_1_km", "description": "Fetch the nearest EV charging stations within a 1 km radius from a given latitude and longitude.", "parameters": {"type": "dict", "properties": {"region": {"description": "The region code (us for United States, ca for Canada, uk for United Kingdom, nz for New Zealand, hk for Hong Kong).", "type": "str", "default": ""}, "latitude": {"description": "The latitude of the location for which to find nearby charging stations.", "type": "int", "default": "40.733"}, "longitude": {"description": "The longitude of the location for which to find nearby charging stations.", "type": "int", "default": "-74.202"}}}, "required": ["region", "latitude", "longitude"]}], "messages": [{"role": "user", "content": "What are the trending topics in New York City today?"}, {"role": "assistant", "content": "Apologies, but I'm unable to provide real-time information or perform web searches. You may want to check a reliable news source for that."}]}''',  # when2call.jsonl row 0
+]
+
+#: OpenAI's legacy function-calling format (functions, function_call, role "function").
+LEGACY_LINES = [
+    r'''{"messages": [{"role": "system", "content": "Use get_weather to look up weather."}, {"role": "user", "content": "Tokyo?"}, {"role": "assistant", "content": null, "function_call": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo\"}"}}, {"role": "function", "name": "get_weather", "content": "sunny"}], "functions": [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]}''',  # edge_7.jsonl row 0
 ]
 
 HERMES, GLAIVE, TOOLACE, ANTHROPIC, GEMINI, OTHER = ([json.loads(line) for line in lines]
@@ -622,7 +626,7 @@ def test_broken_gemini_rows_raise_with_a_clear_detail(part, expected):
 
 @pytest.mark.parametrize("row", OTHER, ids=OTHER_NAMES)
 def test_other_layouts_give_none(row):
-    """Plain HF/OpenAI messages, xLAM, tag-free ShareGPT, BFCL and legacy rows are not converted here."""
+    """Plain HF/OpenAI messages, xLAM, tag-free ShareGPT and BFCL rows are not converted here."""
     assert convert(row) is None
 
 
@@ -632,3 +636,50 @@ def test_conversion_does_not_modify_its_input():
         before = copy.deepcopy(row)
         convert(row)
         assert row == before
+
+
+# --------------------------------------------------------------------------- OpenAI legacy function calling
+
+
+def test_openai_legacy_function_calling_row():
+    """functions -> tools, function_call -> a tool call with an id, the function message -> its tool result."""
+    row = json.loads(LEGACY_LINES[0])
+    out = convert(row)
+    assert "functions" not in out and out["tools"] == row["functions"]
+    assert out["messages"][2] == {"role": "assistant", "content": None,
+                                  "tool_calls": _calls(("call_legacy_1", "get_weather", '{"city": "Tokyo"}'))}
+    assert out["messages"][3] == {"role": "tool", "tool_call_id": "call_legacy_1", "name": "get_weather",
+                                  "content": "sunny"}
+    assert out["notes"][0].startswith("converted OpenAI legacy function calling: 1 function_call")
+    record = _accepted(row)
+    assert record["messages"][2]["tool_calls"][0]["function"]["arguments"] == {"city": "Tokyo"}
+
+
+def test_openai_legacy_results_pair_with_their_calls_by_name():
+    """Two calls, then their results in the other order: each result answers the call of its name."""
+    row = {"functions": json.dumps([{"name": n, "parameters": {"type": "object", "properties": {}}}
+                                    for n in ("a", "b")]),
+           "messages": [{"role": "user", "content": "go"},
+                        {"role": "assistant", "content": "", "function_call": {"name": "a", "arguments": "{}"}},
+                        {"role": "assistant", "content": "", "function_call": {"name": "b", "arguments": "{}"}},
+                        {"role": "function", "name": "b", "content": "B"},
+                        {"role": "function", "name": "a", "content": "A"}]}
+    record = _accepted(row)
+    ids = {m["tool_calls"][0]["function"]["name"]: m["tool_calls"][0]["id"] for m in record["messages"][1:3]}
+    assert [(m["name"], m["tool_call_id"], m["content"]) for m in record["messages"][3:]] == [
+        ("b", ids["b"], "B"), ("a", ids["a"], "A")]
+    assert "'functions' was a JSON string; parsed" in record["notes"]
+
+
+@pytest.mark.parametrize("messages, reason, where", [
+    ([{"role": "user", "content": "x"}, {"role": "function", "name": "f", "content": "r"}],
+     "unanswered function result", r"messages\[1\] is a 'function' result for 'f'"),
+    ([{"role": "user", "content": "x", "function_call": {"name": "f"}}], "bad function_call", r"messages\[0\]"),
+    ([{"role": "assistant", "content": "", "function_call": {"arguments": "{}"}}], "bad function_call",
+     r"messages\[0\]\.function_call should be"),
+])
+def test_openai_legacy_broken_rows_are_clear_rejects(messages, reason, where):
+    """A result with no call, a call on a user turn and a nameless call each say where and what is expected."""
+    with pytest.raises(RecordError, match=where) as e:
+        normalize({"messages": messages, "functions": [{"name": "f", "parameters": {"type": "object"}}]})
+    assert e.value.reason == reason
