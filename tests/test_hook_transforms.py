@@ -231,13 +231,13 @@ def test_exec_check_in_the_pipeline_and_no_exec_flag(tmp_path):
     src.write_text("\n".join(LINES[:6]) + "\n", encoding="utf-8")
     sb.reset_stats()
     assert main(["augment", str(src), "--recipe", "hooks", "--out", str(tmp_path / "a"), "--variants", "2",
-                 "--quiet"]) == 0
+                 "--quiet", "--workers", "1"]) == 0  # one process: its sandbox counters see the replays
     assert sb.stats()["calls"] > 0
     m = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert m["counts"]["variants_failed"] == 0 and m["counts"]["rows_written"] == 12
     sb.reset_stats()
     assert main(["augment", str(src), "--recipe", "hooks", "--out", str(tmp_path / "b"), "--variants", "2",
-                 "--quiet", "--no-exec-hooks"]) == 0
+                 "--quiet", "--no-exec-hooks", "--workers", "1"]) == 0
     sb.set_execution(True)
     assert sb.stats()["calls"] == 0
 
