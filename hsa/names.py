@@ -46,10 +46,18 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z0-9]+|[A-Z]+|[0-9]+")
 
 def split_words(name: str) -> list[str]:
     """``getProductInfo``, ``get_product-info``, ``GetProductInfo`` -> ``['get', 'product', 'info']``."""
+    return list(_split_words(name))
+
+
+@lru_cache(maxsize=16384)
+def _split_words(name: str) -> tuple[str, ...]:
     words: list[str] = []
-    for chunk in re.split(r"[^A-Za-z0-9]+", name):
+    for chunk in _NON_ALNUM.split(name):
         words.extend(w.lower() for w in _CAMEL.findall(chunk))
-    return words
+    return tuple(words)
+
+
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 
 
 def _snake(words: list[str]) -> str:

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import random
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -837,6 +838,11 @@ def _pool_file(path: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+@lru_cache(maxsize=16)
+def _pool_tools(path: str) -> tuple[dict, ...]:
+    return tuple(_json.loads(s) for s in _pool_file(path))
+
+
 def _internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
     params = normalize_schema(_json.copy(raw.get("parameters") or {"type": "object", "properties": {}}), raw["name"], [])
     if isinstance(params, dict) and "type" not in params:
@@ -880,10 +886,11 @@ class Distractors(Transform):
         if self.pool_file:
             _pool_file(self.pool_file)
 
-    def _pool(self) -> list[dict]:
+    def _pool(self) -> Sequence[dict]:
+        """The candidate tools, shared and read only (:func:`_internal_tool` copies what it keeps)."""
         if self.pool_file:
-            return [_json.loads(s) for s in _pool_file(self.pool_file)]
-        return [_json.copy(dict(t)) for t in load_banks(tuple(self.banks))["tools"]]
+            return _pool_tools(self.pool_file)
+        return load_banks(tuple(self.banks))["tools"]
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         lo, hi = _check_range(self.n, "n")
