@@ -112,10 +112,21 @@ def _print_summary(manifest: dict, out: str) -> None:
         for reason, n in manifest["reject_reasons"].items():
             print(f"  {n:6d}  {reason}")
     if manifest["transforms"]:
-        print(f"{'transform':28s} {'applied':>8s}  skipped (reason)")
+        print(f"{'family / transform':30s} {'applied':>8s} {'failed':>7s}  skipped and failed (reason)")
+        families = manifest.get("families") or {}
+        by_family: dict[str, list] = {}
         for name, t in manifest["transforms"].items():
-            skipped = ", ".join(f"{n} ({r})" for r, n in t["skipped"].items()) or "-"
-            print(f"{name:28s} {t['applied']:8d}  {skipped}")
+            family = next((f for f in families if name.startswith(f + ".")), name.split(".", 1)[0])
+            by_family.setdefault(family, []).append((name, t))
+        for family, members in by_family.items():
+            f = families.get(family)
+            if f is not None:
+                print(f"{family:30s} {f['applied']:8d} {f['failed']:7d}  {f['skipped']} skipped")
+            for name, t in members:
+                reasons = [f"{n} skipped ({r})" for r, n in t["skipped"].items()]
+                reasons += [f"{n} failed ({r})" for r, n in t.get("failed", {}).items()]
+                failed = sum(t.get("failed", {}).values())
+                print(f"  {name:28s} {t['applied']:8d} {failed:7d}  {'; '.join(reasons) or '-'}")
 
 
 # --------------------------------------------------------------------------- export / canonicalize

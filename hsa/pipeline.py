@@ -57,6 +57,7 @@ class Stats:
     variant_failures: Counter = dataclasses.field(default_factory=Counter)
     applied: Counter = dataclasses.field(default_factory=Counter)
     skipped: Counter = dataclasses.field(default_factory=Counter)  # (transform, reason) -> n
+    failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
 
     def __add__(self, other: Stats) -> Stats:
         out = Stats()
@@ -69,7 +70,7 @@ class Stats:
         out = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if f.name == "skipped":
+            if f.name in ("skipped", "failed"):
                 v = {f"{k[0]}\x00{k[1]}": n for k, n in v.items()}
             out[f.name] = dict(sorted(v.items())) if isinstance(v, dict) else v
         return out
@@ -79,18 +80,32 @@ class Stats:
         out = cls()
         for f in dataclasses.fields(cls):
             v = data.get(f.name, getattr(out, f.name))
-            if f.name == "skipped":
+            if f.name in ("skipped", "failed"):
                 v = {tuple(k.split("\x00", 1)): n for k, n in v.items()}
             setattr(out, f.name, Counter(v) if isinstance(getattr(out, f.name), Counter) else v)
         return out
 
     def to_dict(self) -> dict:
-        """The manifest's view: counts, reasons, and per transform applied and skipped (with reasons)."""
+        """The manifest's view: counts, reasons, and per transform and per family: applied, skipped and failed
+        (variants not written because they failed verification with the transform applied, or because it
+        raised), each with its reasons."""
         per_transform: dict[str, dict] = {}
+
+        def entry(name: str) -> dict:
+            return per_transform.setdefault(name, {"applied": 0, "skipped": {}, "failed": {}})
+
         for name, n in sorted(self.applied.items()):
-            per_transform.setdefault(name, {"applied": 0, "skipped": {}})["applied"] = n
+            entry(name)["applied"] = n
         for (name, reason), n in sorted(self.skipped.items()):
-            per_transform.setdefault(name, {"applied": 0, "skipped": {}})["skipped"][reason] = n
+            entry(name)["skipped"][reason] = n
+        for (name, reason), n in sorted(self.failed.items()):
+            entry(name)["failed"][reason] = n
+        families: dict[str, dict] = {}
+        for name, t in sorted(per_transform.items()):
+            f = families.setdefault(_family_of(name), {"applied": 0, "skipped": 0, "failed": 0})
+            f["applied"] += t["applied"]
+            f["skipped"] += sum(t["skipped"].values())
+            f["failed"] += sum(t["failed"].values())
         return {
             "counts": {"input_records": self.input_records, "sources_written": self.sources_written,
                        "rejected": self.rejected, "rows_written": self.rows_written,
@@ -98,8 +113,17 @@ class Stats:
                        "task_changing_variants": self.task_changing_variants},
             "reject_reasons": dict(sorted(self.reject_reasons.items())),
             "variant_failures": dict(sorted(self.variant_failures.items())),
+            "families": dict(sorted(families.items())),
             "transforms": per_transform,
         }
+
+
+def _family_of(name: str) -> str:
+    """The family of the transform registered as ``name`` (a name no longer registered: its prefix)."""
+    from hsa.transform import registry
+
+    cls = registry().get(name)
+    return getattr(cls, "family", None) or name.split(".", 1)[0]
 
 
 @dataclasses.dataclass
@@ -183,6 +207,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             reason = f"transform error: {type(exc).__name__}"
             stats.variants_failed += 1
             stats.variant_failures[reason] += 1
+            if getattr(exc, "hsa_transform", None):
+                stats.failed[(exc.hsa_transform, reason)] += 1
             rejects.append(_reject(item, reason, str(exc)[:500], source["id"], k))
             continue
         for name, why in skipped:
@@ -196,6 +222,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.variants_failed += 1
             key = f"{problems[0].invariant}: {problems[0].reason}"
             stats.variant_failures[key] += 1
+            for name in dict.fromkeys(a.name for a in applied):
+                stats.failed[(name, key)] += 1
             rejects.append(_reject(item, key, "; ".join(p.detail for p in problems[:3])[:1000], source["id"], k))
             continue
         for a in applied:

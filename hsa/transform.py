@@ -188,11 +188,19 @@ def check_choices(field: str, values: tuple, allowed: tuple) -> None:
 
 
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
-    params = t.sample(record, rng)
-    if isinstance(params, Skip):
-        skipped.append((t.name, params.reason))
-        return record
-    out = t.apply(record, params)
+    try:
+        params = t.sample(record, rng)
+        if isinstance(params, Skip):
+            skipped.append((t.name, params.reason))
+            return record
+        out = t.apply(record, params)
+    except Exception as exc:
+        if not hasattr(exc, "hsa_transform"):  # which transform raised: the run's summary reports it
+            try:
+                exc.hsa_transform = t.name  # type: ignore[attr-defined]
+            except AttributeError:  # an exception type without a __dict__
+                pass
+        raise
     applied.append(Applied(t.name, t.config(), params))
     return out
 

@@ -221,6 +221,13 @@ def test_static_refusal_is_counted_in_the_pipeline(tmp_path):
         failures = m["variant_failures"]
         assert any(k.startswith("hooks: sync refused: name compared with") for k in failures), failures
         assert m["counts"]["input_records"] == 2 and m["counts"]["sources_written"] >= 1
+        # each failed variant is counted against every transform applied in it, so tool.rename (which
+        # renamed 'check_inventory') carries the refusal; the family totals add up the transforms'
+        refused = {r: n for r, n in m["transforms"]["tool.rename"]["failed"].items() if "sync refused" in r}
+        assert refused and sum(refused.values()) <= m["counts"]["variants_failed"]
+        tool = [t for name, t in m["transforms"].items() if name.startswith("tool.")]
+        assert m["families"]["tool"]["failed"] == sum(sum(t["failed"].values()) for t in tool) > 0
+        assert m["families"]["tool"]["applied"] == sum(t["applied"] for t in tool)
 
 
 def test_exec_check_in_the_pipeline_and_no_exec_flag(tmp_path):

@@ -280,3 +280,34 @@ def test_replay_of_a_row_from_its_source_line(tmp_path, fixture_lines):
     for row in datasets.load_from_disk(str(tmp_path / "shards")):
         variant = hsa.denormalize(hsa.replay(json.loads(fixture_lines[0]), row["transforms"]))
         assert variant["tools"] == row["tools"] and variant["messages"] == row["messages"]
+
+
+def test_failed_variants_are_counted_per_transform_and_family(fixture_lines):
+    """A transform that raises is named with the failure; the manifest view sums it into its family."""
+    import dataclasses
+    from typing import ClassVar
+
+    from hsa.io import InputLine
+    from hsa.pipeline import augment_record
+    from hsa.transform import Sequence, Transform
+
+    @dataclasses.dataclass(frozen=True)
+    class Explode(Transform):
+        name: ClassVar[str] = "tool.explode_for_test"
+        family: ClassVar[str] = "tool"
+
+        def sample(self, record, rng):
+            return {}
+
+        def apply(self, record, params):
+            raise ValueError("boom")
+
+    recipe = Sequence([load_recipe("prompt"), Explode()])
+    res = augment_record(InputLine("in.jsonl", 1, fixture_lines[0].encode()), recipe, seed=0, variants=3,
+                         keep_original=False)
+    assert res.stats.variants_failed == 3
+    assert res.stats.failed == {("tool.explode_for_test", "transform error: ValueError"): 3}
+    view = res.stats.to_dict()
+    assert view["transforms"]["tool.explode_for_test"]["failed"] == {"transform error: ValueError": 3}
+    assert view["families"]["tool"]["failed"] == 3
+    assert res.rejects[0]["reason"] == "transform error: ValueError"
