@@ -6,7 +6,7 @@ Measures, in one run on this machine:
 - the I/O floor: read the same JSONL and write the same number of rows (records x variants)
   to Arrow shards with the same encoder, no transform and no verification;
 - ``hsa augment`` with the default recipe and with each family's preset alone
-  (``--variants 4``): records/s, variants/s and the ratio to the floor;
+  (``--variants 4``, ``--workers 1`` like the floor): records/s, variants/s and the ratio to the floor;
 - 1 vs 2 workers with the default recipe;
 - the default recipe on records drawn from --harnesses shared harnesses (a log of a few
   deployments) against that input's own floor;
@@ -147,7 +147,7 @@ def main() -> None:
             print(f"recipe {name}: not built in, skipped")
             continue
         dt, _ = run_cli(["augment", str(inp), "--out", str(work / f"out-{name}"), "--variants", str(a.variants),
-                         "--recipe", name])
+                         "--recipe", name, "--workers", "1"])
         results["recipes"][name] = {"seconds": round(dt, 2), "records_per_s": round(a.records / dt, 1),
                                     "variants_per_s": round(rows / dt, 1), "x_floor": round(dt / floor, 2)}
         print(f"recipe {name:10s} {dt:7.2f}s  {a.records / dt:7.0f} records/s  {rows / dt:7.0f} variants/s  "
@@ -155,7 +155,8 @@ def main() -> None:
     if a.harnesses:
         shared = make_input(a.records, work / f"in-{a.records}-h{a.harnesses}.jsonl", a.harnesses)
         sfloor = io_floor(shared, work / "floor-shared", a.variants)
-        dt, _ = run_cli(["augment", str(shared), "--out", str(work / "out-shared"), "--variants", str(a.variants)])
+        dt, _ = run_cli(["augment", str(shared), "--out", str(work / "out-shared"), "--variants", str(a.variants),
+                         "--workers", "1"])
         results["shared_harnesses"] = {"harnesses": a.harnesses, "floor_seconds": round(sfloor, 2),
                                        "seconds": round(dt, 2), "records_per_s": round(a.records / dt, 1),
                                        "variants_per_s": round(rows / dt, 1), "x_floor": round(dt / sfloor, 2)}
@@ -164,7 +165,8 @@ def main() -> None:
     if a.public_layout:
         public = make_input(a.records, work / f"in-{a.records}-public.jsonl", shape=public_layout)
         pfloor = io_floor(public, work / "floor-public", a.variants)
-        dt, _ = run_cli(["augment", str(public), "--out", str(work / "out-public"), "--variants", str(a.variants)])
+        dt, _ = run_cli(["augment", str(public), "--out", str(work / "out-public"), "--variants", str(a.variants),
+                         "--workers", "1"])
         results["public_layout"] = {"input_mib": round(public.stat().st_size / 2**20, 1),
                                     "floor_seconds": round(pfloor, 2), "seconds": round(dt, 2),
                                     "records_per_s": round(a.records / dt, 1), "variants_per_s": round(rows / dt, 1),
