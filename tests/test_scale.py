@@ -253,3 +253,22 @@ def test_stats_survive_a_completion_record():
               skipped=Counter({("tool.values", "no value can change: a, b"): 2}))
     assert Stats.from_json(json.loads(json.dumps(s.to_json()))) == s
     assert (Stats.from_json(s.to_json()) + s).input_records == 10
+
+
+def test_progress_total_counts_every_input_kind(tmp_path, fixture_lines):
+    """The progress line's total (for its ETA) counts JSONL lines, Parquet rows and datasets-folder rows
+    without reading records; a hub stream has no total."""
+    import datasets
+
+    from hsa.io import InputSource
+    from hsa.pipeline import _count_items
+
+    plain = tmp_path / "a.jsonl"
+    plain.write_text("\n".join(fixture_lines[:3]) + "\n\n")  # the blank line is no record
+    ds = datasets.Dataset.from_list([{"messages": json.dumps([{"role": "user", "content": str(i)}])}
+                                     for i in range(5)])
+    ds.to_parquet(str(tmp_path / "b.parquet"))
+    ds.save_to_disk(str(tmp_path / "c"))
+    sources = [InputSource.resolve(p) for p in (plain, tmp_path / "b.parquet", tmp_path / "c")]
+    assert _count_items(sources) == 3 + 5 + 5
+    assert _count_items(sources + [InputSource("owner/name", "hub")]) is None
