@@ -84,6 +84,36 @@ def _batches(dataset: Path, columns: tuple[str, ...]):
                 yield out
 
 
+def _renderer(tok):
+    """``(messages, tools) -> token count`` of the whole conversation rendered by the tokenizer's chat template with
+    the row's tools (what a trainer's ``max_length`` has to hold), or None without a tokenizer or template."""
+    if tok is None or not getattr(tok, "chat_template", None):
+        return None
+    from trainers.common import to_chat
+
+    def count(messages: list, tools: Any) -> int:
+        chat = to_chat({"messages": messages, "tools": tools})
+
+        def render(msgs: list) -> str:
+            return tok.apply_chat_template(msgs, tools=chat["tools"], tokenize=False)
+
+        try:
+            text = render(chat["messages"])
+        except Exception as first:  # templates such as DeepSeek-V3's concatenate the arguments as text
+            as_text = [{**m, "tool_calls": [{**c, "function": {**c["function"], "arguments": _json.dumps(
+                c["function"]["arguments"])}} for c in m["tool_calls"]]} if m.get("tool_calls") else m
+                for m in chat["messages"]]
+            if as_text == chat["messages"]:
+                raise
+            try:
+                text = render(as_text)
+            except Exception:
+                raise first from None
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    return count
+
+
 def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[str, Any]:
     """Counts per transform and family, reject reasons, lengths and name diversity.
 
@@ -107,6 +137,10 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
     lengths = {key: array("q") for key in ("prompt_chars", "completion_chars")}
     if tok is not None:
         lengths.update({key: array("q") for key in ("prompt_tokens", "completion_tokens")})
+    rendered = _renderer(tok)
+    unrendered: list = [0, None]  # rows the chat template could not render, and the first error
+    if rendered is not None:
+        lengths["rendered_tokens"] = array("q")
     names: dict[str, dict[str, set]] = {"tools": {}, "skills": {}}
     for batch in _batches(dataset, ("source_id", "transforms", "messages", "tools", "mapping")):
         rows += len(batch["source_id"])
@@ -117,9 +151,16 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
             applied = [t["name"] for t in _json.loads(tr_s)] if tr_s else []
             per_t.update(applied)
             unchanged += not applied
-            p, c = _split(_json.loads(msgs_s) if msgs_s else [])
+            messages = _json.loads(msgs_s) if msgs_s else []
+            p, c = _split(messages)
             prompts.append(p)
             completions.append(c)
+            if rendered is not None:
+                try:
+                    lengths["rendered_tokens"].append(rendered(messages, _json.loads(tools_s) if tools_s else None))
+                except Exception as exc:  # a template that cannot render this row: counted, the stats go on
+                    unrendered[0] += 1
+                    unrendered[1] = unrendered[1] or f"{type(exc).__name__}: {str(exc)[:200]}"
             # distinct names each canonical tool and skill received across its variants
             mapping = _json.loads(mapping_s) if mapping_s else {}
             inverse = {v: k for k, v in mapping.get("tools", {}).items()}
@@ -156,7 +197,11 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
         by = rj.group_by("reason").len().sort(["len", "reason"], descending=[True, False]).collect()
         out["rejects"] = dict(zip(by["reason"].to_list(), by["len"].to_list()))
 
+    if "rendered_tokens" in lengths and not lengths["rendered_tokens"]:
+        del lengths["rendered_tokens"]  # the template rendered no row: unrendered_rows says why
     out["lengths"] = {key: _quantiles(pl.Series(key, values, dtype=pl.Int64)) for key, values in lengths.items()}
+    if unrendered[0]:
+        out["unrendered_rows"] = {"rows": unrendered[0], "first_error": unrendered[1]}
     out["_hist"] = lengths  # for the HTML report; not part of the JSON
     out["names"] = {key: {canon: len(v) for canon, v in sorted(table.items())}
                     for key, table in names.items() if table}
@@ -184,7 +229,11 @@ def render_text(stats: dict) -> str:
         lines.append("rejects")
         lines += [f"  {n:8d}  {r}" for r, n in stats["rejects"].items()]
     for key, q in (stats.get("lengths") or {}).items():
-        lines.append(f"{key:18s} p50 {q['p50']:7d}  p90 {q['p90']:7d}  p99 {q['p99']:7d}  max {q['max']:7d}")
+        lines.append(f"{key:18s} p50 {q['p50']:7d}  p90 {q['p90']:7d}  p99 {q['p99']:7d}  max {q['max']:7d}"
+                     + ("  (whole rows through the chat template, tools included)" if key == "rendered_tokens" else ""))
+    if stats.get("unrendered_rows"):
+        u = stats["unrendered_rows"]
+        lines.append(f"{u['rows']} rows the chat template could not render (first: {u['first_error']})")
     for key, table in (stats.get("names") or {}).items():
         if table:
             vals = sorted(table.values())

@@ -77,3 +77,42 @@ def test_stats_tokens_with_a_local_tokenizer(out, tmp_path, capsys):
     assert stats["lengths"]["completion_tokens"]["min"] == counts[0]
     assert counts[-1] < stats["lengths"]["completion_chars"]["max"]  # words, not characters
     assert (tmp_path / "s.html").read_text().count("<svg") == 4
+
+
+#: a chat template that renders the tool names, then each message's role and text content
+TEMPLATE = ("{% for t in tools or [] %}{{ t.function.name }} {% endfor %}"
+            "{% for m in messages %}{{ m.role }} {{ m.content if m.content is string else '' }} {% endfor %}")
+
+
+def test_stats_render_whole_rows_with_the_chat_template(out, tmp_path):
+    """With a chat template, rendered_tokens counts each whole row as the template renders it, tools included."""
+    from transformers import AutoTokenizer
+
+    path = _local_tokenizer(tmp_path / "tok")
+    tok = AutoTokenizer.from_pretrained(str(path))
+    tok.chat_template = TEMPLATE
+    tok.save_pretrained(str(path))
+    stats = compute_stats(out, tokenizer=str(path))
+    want = []
+    for r in iter_rows(out):
+        names = [(t.get("function") or t)["name"] for t in r["tools"]]
+        text = "".join(n + " " for n in names) + "".join(
+            f"{m['role']} {m['content'] if isinstance(m.get('content'), str) else ''} " for m in r["messages"])
+        want.append(len(tok(text, add_special_tokens=False)["input_ids"]))
+    assert stats["lengths"]["rendered_tokens"]["max"] == max(want)
+    assert stats["lengths"]["rendered_tokens"]["min"] == min(want)
+    assert "unrendered_rows" not in stats
+
+
+def test_stats_count_rows_the_template_cannot_render(out, tmp_path):
+    """A template that raises is counted with its first error; the other statistics are still computed."""
+    from transformers import AutoTokenizer
+
+    path = _local_tokenizer(tmp_path / "tok")
+    tok = AutoTokenizer.from_pretrained(str(path))
+    tok.chat_template = "{{ raise_exception('this template renders no tools') }}"
+    tok.save_pretrained(str(path))
+    stats = compute_stats(out, tokenizer=str(path))
+    assert stats["unrendered_rows"]["rows"] == stats["rows"] == 48
+    assert "this template renders no tools" in stats["unrendered_rows"]["first_error"]
+    assert stats["lengths"]["completion_tokens"]["max"] > 0 and "rendered_tokens" not in stats["lengths"]
