@@ -437,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
+        if args.func is cmd_augment:
+            print(f"\ninterrupted: the shards finished so far are kept in {args.out}; rerun the same command with "
+                  "--resume to finish", file=sys.stderr)
         return 130
 
 

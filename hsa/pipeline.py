@@ -262,9 +262,12 @@ STATE_DIR = ".hsa"
 GC_THRESHOLDS = (10_000, 10, 10)
 
 
-def _init_worker(recipe_config: dict, options: dict) -> None:
+def _init_worker(recipe_config: dict, options: dict, pool: bool = False) -> None:
+    """Set up a process to run :func:`_work`: this one (``pool`` false) or a worker of the run's pool."""
     from hsa.recipes import recipe_from_dict
 
+    if pool:
+        _pool_worker_signals()
     gc.set_threshold(*GC_THRESHOLDS)
     _WORKER["recipe"] = recipe_from_dict(recipe_config)
     _WORKER["options"] = options
@@ -272,6 +275,24 @@ def _init_worker(recipe_config: dict, options: dict) -> None:
         from hsa.sandbox import set_execution
 
         set_execution(options["exec_hooks"])
+
+
+def _pool_worker_signals() -> None:
+    """A pool worker leaves Ctrl-C to the parent (which stops the pool and keeps the finished shards), and on
+    Linux ends quietly when the parent dies (a kill -9 or the OOM killer) instead of failing to send results."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        parent = os.getppid()
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the parent died before the call
+            os._exit(1)
 
 
 def _work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
@@ -504,7 +525,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         from collections import deque
 
         ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(recipe_config, options)) as pool:
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(recipe_config, options, True)) as pool:
             pending: deque = deque()
             for batch in _batches(mine(), batch_size):
                 pending.append(pool.apply_async(_work, (batch,)))

@@ -65,6 +65,63 @@ def test_kill_and_resume_is_byte_identical(tmp_path, input_80):
     assert _files(out) == _files(ref)
 
 
+def _processes_running(marker: str) -> list[str]:
+    """Command lines of the live processes that mention ``marker`` (Linux /proc)."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            out.append(cmd)
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_keeps_finished_shards_and_leaves_no_process(tmp_path, input_80):
+    """Ctrl-C on a 2-worker run exits 130 with a --resume hint and no traceback, stops every worker, and the
+    resumed run equals an uninterrupted one byte for byte."""
+    ref = tmp_path / "ref"
+    augment([input_80], ref, load_recipe("default"), variants=2, shard_size=8)
+    out = tmp_path / "interrupted"
+    cmd = [sys.executable, "-m", "hsa.cli", "augment", str(input_80), "--out", str(out), "--variants", "2",
+           "--shard-size", "8", "--quiet", "--workers", "2"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list((out / ".hsa").glob("shard-*.done.json"))) < 2:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, err
+    assert "rerun the same command with --resume" in err and "Traceback" not in err, err
+    time.sleep(0.5)
+    assert _processes_running(str(out)) == []
+    assert not (out / "manifest.json").exists()
+    assert main(cmd[3:] + ["--resume"]) == 0
+    assert _files(out) == _files(ref)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_end_with_a_killed_parent(tmp_path, input_80):
+    """kill -9 of the parent (or the OOM killer) ends its pool workers at once, not after their batch."""
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "hsa.cli", "augment", str(input_80), "--out", str(out), "--variants", "2",
+           "--quiet", "--workers", "2", "--batch-size", "40"]  # two batches of several seconds each
+    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(_processes_running(str(out))) < 3:  # the parent and both workers
+        time.sleep(0.02)
+    time.sleep(0.5)  # the workers are inside their batch
+    proc.kill()
+    proc.wait()
+    time.sleep(0.5)
+    assert _processes_running(str(out)) == []
+    assert b"Traceback" not in proc.stderr.read()
+
+
 def test_resume_refuses_a_different_run(tmp_path, input_80):
     """--resume with other options than the interrupted run is refused, naming what differs."""
     out = tmp_path / "o"
