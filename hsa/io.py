@@ -52,10 +52,13 @@ def _open(path: Path):
 
 
 def iter_lines(path: str | Path) -> Iterator[InputLine]:
-    """Yield the non-blank lines of a JSONL (or JSONL.gz) file with their 1-based numbers."""
+    """Yield the non-blank lines of a JSONL (or JSONL.gz) file with their 1-based numbers (a UTF-8 byte order
+    mark that editors on Windows put before the first line is dropped)."""
     path = Path(path)
     with _open(path) as f:
         for i, line in enumerate(f, 1):
+            if i == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
             if line.strip():
                 yield InputLine(str(path), i, line.rstrip(b"\r\n"))
 

@@ -311,3 +311,15 @@ def test_failed_variants_are_counted_per_transform_and_family(fixture_lines):
     assert view["transforms"]["tool.explode_for_test"]["failed"] == {"transform error: ValueError": 3}
     assert view["families"]["tool"]["failed"] == 3
     assert res.rejects[0]["reason"] == "transform error: ValueError"
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_read(tmp_path, fixture_lines):
+    """A UTF-8 BOM before the first line and Windows line ends give the same rows as the plain file."""
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("\n".join(fixture_lines[:3]) + "\n", encoding="utf-8")
+    windows = tmp_path / "windows.jsonl"
+    windows.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(fixture_lines[:3]).encode() + b"\r\n")
+    a = augment([plain], tmp_path / "a", load_recipe("default"), variants=1)
+    b = augment([windows], tmp_path / "b", load_recipe("default"), variants=1)
+    assert b["counts"]["rejected"] == 0
+    assert [s["sha256"] for s in a["shards"]] == [s["sha256"] for s in b["shards"]]
