@@ -190,9 +190,9 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
         if Path(args.input).is_dir():
             yield from enumerate(read_records(args.input), 1)
             return
-        from hsa.io import iter_lines, parse_line
+        from hsa.io import iter_file_items, parse_line
 
-        for item in iter_lines(args.input):
+        for item in iter_file_items(args.input):
             try:
                 yield item.line, parse_line(item)
             except RecordError as exc:
@@ -432,8 +432,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from hsa.io import JSONArrayError
+
     try:
         return args.func(args)
+    except JSONArrayError as exc:  # an input array that stops parsing part-way (augment words its own)
+        return _die(str(exc))
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -22,7 +23,8 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["InputLine", "iter_lines", "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS",
+__all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "is_json_array", "JSONArrayError",
+           "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS",
            "iter_rows", "row_to_record", "write_dataset_metadata", "read_records", "InputSource", "iter_inputs",
            "ShardFile", "encode_row", "find_row"]
 
@@ -61,6 +63,97 @@ def iter_lines(path: str | Path) -> Iterator[InputLine]:
                 line = line[3:]
             if line.strip():
                 yield InputLine(str(path), i, line.rstrip(b"\r\n"))
+
+
+def is_json_array(path: str | Path) -> bool:
+    """Whether the file (or .gz) holds one JSON array (``[{...}, {...}]``, how many datasets ship, e.g. xLAM's
+    ``xlam_function_calling_60k.json``) rather than JSON Lines: its first character but whitespace is ``[``."""
+    with _open(Path(path)) as f:
+        head = f.read(1 << 16)
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER_CHARS = re.compile(r"[0-9eE+\-.]*")
+
+
+class JSONArrayError(ValueError):
+    """A JSON array input that does not parse (the elements before the error were read)."""
+
+
+def iter_json_array(path: str | Path, chunk: int = 1 << 20) -> Iterator[InputLine]:
+    """Yield the elements of a file holding one JSON array, decoded, with the line each starts on; streamed in
+    ``chunk``-character pieces, so memory holds about one element, not the file.
+
+    Raises :class:`JSONArrayError` (file, line, what was expected) where the array stops parsing.
+    """
+    path = Path(path)
+    decoder = json.JSONDecoder()
+    with io.TextIOWrapper(_open(path), encoding="utf-8-sig") as f:
+        buf, pos, eof, line = "", 0, False, 1
+
+        def more() -> None:
+            nonlocal buf, pos, eof
+            data = f.read(chunk)
+            eof = not data
+            buf, pos = buf[pos:] + data, 0
+
+        def advance(to: int) -> None:
+            nonlocal pos, line
+            line += buf.count("\n", pos, to)
+            pos = to
+
+        def skip_ws() -> str:
+            while True:
+                advance(_WS.match(buf, pos).end())
+                if pos < len(buf) or eof:
+                    return buf[pos:pos + 1]
+                more()
+
+        def fail(expected: str) -> JSONArrayError:
+            found = buf[pos:pos + 20] or "the end of the file"
+            return JSONArrayError(f"{path}:{line}: expected {expected}, found {found!r}; the file must hold one JSON "
+                                  "array of records (or give JSON Lines: one record a line)")
+
+        more()
+        if skip_ws() != "[":
+            raise fail("'[' (a JSON array)")
+        advance(pos + 1)
+        n = 0
+        if skip_ws() == "]":
+            return
+        while True:
+            while True:
+                try:
+                    value, end = decoder.raw_decode(buf, pos)
+                except ValueError:
+                    if eof:
+                        raise fail(f"element {n + 1} of the array (a JSON value)") from None
+                    more()
+                    continue
+                if (not eof and type(value) in (int, float)
+                        and _NUMBER_CHARS.match(buf, end).end() == len(buf)):  # the number may go on ("0." + "5")
+                    more()
+                    continue
+                break
+            n += 1
+            start_line = line
+            advance(end)
+            yield InputLine(str(path), start_line, value)
+            c = skip_ws()
+            if c == ",":
+                advance(pos + 1)
+                skip_ws()
+            elif c == "]":
+                return
+            else:
+                raise fail(f"',' or ']' after element {n}")
+
+
+def iter_file_items(path: str | Path) -> Iterator[InputLine]:
+    """The records of a JSON Lines file (:func:`iter_lines`) or of a file holding one JSON array
+    (:func:`iter_json_array`), plain or gzipped."""
+    return iter_json_array(path) if is_json_array(path) else iter_lines(path)
 
 
 def parse_line(item: InputLine) -> Any:
@@ -104,10 +197,11 @@ def _clean_table_row(row: dict) -> dict:
 
 @dataclass(frozen=True)
 class InputSource:
-    """One input of a run: a JSONL(.gz) file, a Parquet file, a ``datasets`` folder or a hub dataset id."""
+    """One input of a run: a JSONL(.gz) file, a JSON array file, a Parquet file, a ``datasets`` folder or a hub
+    dataset id."""
 
     spec: str
-    kind: str  # "jsonl" | "parquet" | "dataset" | "hub"
+    kind: str  # "jsonl" | "json" (one JSON array) | "parquet" | "dataset" | "hub"
     #: hub: the commit the run reads (``owner/name@REV``, or the head's commit once :meth:`pinned`)
     revision: str | None = None
 
@@ -121,7 +215,9 @@ class InputSource:
             raise FileNotFoundError(f"input {p} is a folder but not a datasets.save_to_disk / hsa output folder "
                                     "(no state.json)")
         if p.exists():
-            return cls(spec, "parquet" if p.suffix == ".parquet" else "jsonl")
+            if p.suffix == ".parquet":
+                return cls(spec, "parquet")
+            return cls(spec, "json" if is_json_array(p) else "jsonl")
         if spec.startswith("hf://") or (spec.count("/") == 1 and not spec.startswith((".", "/"))
                                         and not p.suffix):
             spec = spec.removeprefix("hf://")
@@ -148,7 +244,7 @@ class InputSource:
 
     def fingerprint(self) -> str:
         """sha256 of the input's bytes (for a folder: of its data files in order; hub: of the id and revision)."""
-        if self.kind in ("jsonl", "parquet"):
+        if self.kind in ("jsonl", "json", "parquet"):
             return sha256_file(self.spec)
         if self.kind == "dataset":
             h = hashlib.sha256()
@@ -163,6 +259,8 @@ class InputSource:
         """The raw items, in order, with 1-based line (or row) numbers."""
         if self.kind == "jsonl":
             yield from iter_lines(self.spec)
+        elif self.kind == "json":
+            yield from iter_json_array(self.spec)
         elif self.kind == "parquet":
             import pyarrow.parquet as pq
 
@@ -361,7 +459,7 @@ def iter_rows(path: str | Path) -> Iterator[dict]:
                             row[name] = v
                         yield row
     else:
-        for item in iter_lines(path):
+        for item in iter_file_items(path):
             yield parse_line(item)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
-from hsa.io import InputLine, parse_line
+from hsa.io import InputLine, JSONArrayError, parse_line
 from hsa.mapping import Mapping
 from hsa.records import Record, RecordError, denormalize, normalize
 from hsa.recipes import recipe_to_dict
@@ -568,6 +568,9 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         if current is not None:
             current.finish(out)
             current = None
+    except JSONArrayError as exc:  # an input that stops parsing part-way: the run cannot be completed
+        raise AugmentError(f"{exc}. The shards finished before it are in {out}; fix the input and rerun with "
+                           "--overwrite") from None
     finally:
         if current is not None:
             current.file.abort()
@@ -590,6 +593,8 @@ def _count_items(sources) -> int | None:
     for s in sources:
         if s.kind == "jsonl":
             total += sum(1 for _ in iter_lines(s.spec))
+        elif s.kind == "json":  # counting the elements would parse the whole array once more
+            return None
         elif s.kind == "parquet":
             import pyarrow.parquet as pq
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from hsa import _json
-from hsa.io import find_row, iter_lines, row_to_record
+from hsa.io import InputSource, find_row, row_to_record
 
 __all__ = ["show", "find_source"]
 
@@ -30,16 +30,18 @@ def find_source(dataset: Path, row: dict) -> dict | None:
         pass
     manifest = json.loads((dataset / "manifest.json").read_text(encoding="utf-8"))
     for inp in manifest.get("inputs", []):
-        p = Path(inp["path"])
-        if not p.exists():
+        kind = inp.get("kind", "jsonl")
+        if kind == "hub" or not Path(inp["path"]).exists():
             continue
-        for item in iter_lines(p):
-            if source_id.encode() not in item.data:
-                continue
-            try:
-                obj = _json.loads(item.data)
-            except ValueError:
-                continue
+        for item in InputSource(inp["path"], kind).items():
+            obj = item.data
+            if isinstance(obj, (bytes, bytearray)):  # a JSONL line: parsed only when it holds the id
+                if source_id.encode() not in obj:
+                    continue
+                try:
+                    obj = _json.loads(obj)
+                except ValueError:
+                    continue
             if isinstance(obj, dict) and str(obj.get("id")) == source_id:
                 return obj
     return None

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from hsa import _json
-from hsa.io import iter_lines, iter_rows, parse_line, row_to_record
+from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
 from hsa.mapping import Mapping
 from hsa.records import RecordError, denormalize, normalize
 from hsa.rewrite import canonicalize
@@ -90,7 +90,7 @@ def validate_records(items, report: ValidationReport) -> ValidationReport:
 
 
 def _jsonl_items(path: Path):
-    for item in iter_lines(path):
+    for item in iter_file_items(path):
         where = f"{path}:{item.line}"
         try:
             yield where, parse_line(item)
