@@ -23,7 +23,7 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "is_json_array", "JSONArrayError",
+__all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "is_json_array", "json_layout", "JSONArrayError",
            "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS",
            "iter_rows", "row_to_record", "write_dataset_metadata", "read_records", "InputSource", "iter_inputs",
            "ShardFile", "encode_row", "find_row"]
@@ -65,12 +65,25 @@ def iter_lines(path: str | Path) -> Iterator[InputLine]:
                 yield InputLine(str(path), i, line.rstrip(b"\r\n"))
 
 
-def is_json_array(path: str | Path) -> bool:
-    """Whether the file (or .gz) holds one JSON array (``[{...}, {...}]``, how many datasets ship, e.g. xLAM's
-    ``xlam_function_calling_60k.json``) rather than JSON Lines: its first character but whitespace is ``[``."""
+def json_layout(path: str | Path) -> str:
+    """How a JSON file (or .gz) holds its records: ``"array"`` (one JSON array, ``[{...}, {...}]``, how many
+    datasets ship, e.g. xLAM's ``xlam_function_calling_60k.json``), ``"values"`` (pretty-printed objects one
+    after the other, as ``jq .`` or ``json.dump(indent=2)`` write them: the first line is a lone ``{``) or
+    ``"lines"`` (JSON Lines)."""
     with _open(Path(path)) as f:
         head = f.read(1 << 16)
-    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head[:1] == b"[":
+        return "array"
+    if head.split(b"\n", 1)[0].strip() == b"{":
+        return "values"
+    return "lines"
+
+
+def is_json_array(path: str | Path) -> bool:
+    """Whether the file holds one JSON array or pretty-printed objects rather than JSON Lines (see
+    :func:`json_layout`)."""
+    return json_layout(path) != "lines"
 
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -78,17 +91,19 @@ _NUMBER_CHARS = re.compile(r"[0-9eE+\-.]*")
 
 
 class JSONArrayError(ValueError):
-    """A JSON array input that does not parse (the elements before the error were read)."""
+    """A JSON array (or pretty-printed JSON) input that does not parse; the records before the error were read."""
 
 
-def iter_json_array(path: str | Path, chunk: int = 1 << 20) -> Iterator[InputLine]:
-    """Yield the elements of a file holding one JSON array, decoded, with the line each starts on; streamed in
-    ``chunk``-character pieces, so memory holds about one element, not the file.
+def iter_json_array(path: str | Path, chunk: int = 1 << 20, *, array: bool = True) -> Iterator[InputLine]:
+    """Yield the elements of a file holding one JSON array (``array=False``: the JSON values written one after
+    the other, pretty-printed or not), decoded, with the line each starts on; streamed in ``chunk``-character
+    pieces, so memory holds about one element, not the file.
 
-    Raises :class:`JSONArrayError` (file, line, what was expected) where the array stops parsing.
+    Raises :class:`JSONArrayError` (file, line, what was expected) where the file stops parsing.
     """
     path = Path(path)
     decoder = json.JSONDecoder()
+    what = "one JSON array of records" if array else "JSON objects one after the other"
     with io.TextIOWrapper(_open(path), encoding="utf-8-sig") as f:
         buf, pos, eof, line = "", 0, False, 1
 
@@ -112,15 +127,18 @@ def iter_json_array(path: str | Path, chunk: int = 1 << 20) -> Iterator[InputLin
 
         def fail(expected: str) -> JSONArrayError:
             found = buf[pos:pos + 20] or "the end of the file"
-            return JSONArrayError(f"{path}:{line}: expected {expected}, found {found!r}; the file must hold one JSON "
-                                  "array of records (or give JSON Lines: one record a line)")
+            return JSONArrayError(f"{path}:{line}: expected {expected}, found {found!r}; the file must hold {what} "
+                                  "(or give JSON Lines: one record a line)")
 
         more()
-        if skip_ws() != "[":
-            raise fail("'[' (a JSON array)")
-        advance(pos + 1)
         n = 0
-        if skip_ws() == "]":
+        if array:
+            if skip_ws() != "[":
+                raise fail("'[' (a JSON array)")
+            advance(pos + 1)
+            if skip_ws() == "]":
+                return
+        elif skip_ws() == "":
             return
         while True:
             while True:
@@ -128,7 +146,7 @@ def iter_json_array(path: str | Path, chunk: int = 1 << 20) -> Iterator[InputLin
                     value, end = decoder.raw_decode(buf, pos)
                 except ValueError:
                     if eof:
-                        raise fail(f"element {n + 1} of the array (a JSON value)") from None
+                        raise fail(f"{'element' if array else 'record'} {n + 1} (a JSON value)") from None
                     more()
                     continue
                 if (not eof and type(value) in (int, float)
@@ -141,7 +159,10 @@ def iter_json_array(path: str | Path, chunk: int = 1 << 20) -> Iterator[InputLin
             advance(end)
             yield InputLine(str(path), start_line, value)
             c = skip_ws()
-            if c == ",":
+            if not array:
+                if c == "":
+                    return
+            elif c == ",":
                 advance(pos + 1)
                 skip_ws()
             elif c == "]":
@@ -151,9 +172,12 @@ def iter_json_array(path: str | Path, chunk: int = 1 << 20) -> Iterator[InputLin
 
 
 def iter_file_items(path: str | Path) -> Iterator[InputLine]:
-    """The records of a JSON Lines file (:func:`iter_lines`) or of a file holding one JSON array
-    (:func:`iter_json_array`), plain or gzipped."""
-    return iter_json_array(path) if is_json_array(path) else iter_lines(path)
+    """The records of a JSON Lines file (:func:`iter_lines`), of a file holding one JSON array or of
+    pretty-printed JSON objects (:func:`iter_json_array`), plain or gzipped."""
+    layout = json_layout(path)
+    if layout == "lines":
+        return iter_lines(path)
+    return iter_json_array(path, array=layout == "array")
 
 
 def parse_line(item: InputLine) -> Any:
@@ -201,7 +225,7 @@ class InputSource:
     dataset id."""
 
     spec: str
-    kind: str  # "jsonl" | "json" (one JSON array) | "parquet" | "dataset" | "hub"
+    kind: str  # "jsonl" | "json" (one JSON array, or pretty-printed objects) | "parquet" | "dataset" | "hub"
     #: hub: the commit the run reads (``owner/name@REV``, or the head's commit once :meth:`pinned`)
     revision: str | None = None
 
@@ -260,7 +284,7 @@ class InputSource:
         if self.kind == "jsonl":
             yield from iter_lines(self.spec)
         elif self.kind == "json":
-            yield from iter_json_array(self.spec)
+            yield from iter_file_items(self.spec)
         elif self.kind == "parquet":
             import pyarrow.parquet as pq
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hsa import load_recipe
-from hsa.io import InputSource, JSONArrayError, is_json_array, iter_file_items, iter_json_array
+from hsa.io import InputSource, JSONArrayError, is_json_array, iter_file_items, iter_json_array, json_layout
 from hsa.pipeline import augment
 
 JSON_VALUES = st.recursive(
@@ -91,3 +91,21 @@ def test_cli_reports_a_broken_array_without_a_traceback(tmp_path, capsys):
     assert err.startswith("hsa: error: ") and f"{path}:2: expected element 2" in err and "--overwrite" in err
     assert main(["validate", str(path)]) == 2
     assert f"{path}:2: expected element 2" in capsys.readouterr().err
+
+
+def test_pretty_printed_records_one_after_another(tmp_path, fixture_lines):
+    """Objects written by `jq .` or json.dump(indent=2), one after the other, are records too; a broken one
+    stops with its line."""
+    records = [json.loads(line) for line in fixture_lines[:3]]
+    path = tmp_path / "pretty.json"
+    path.write_text("".join(json.dumps(r, indent=2) + "\n" for r in records))
+    assert json_layout(path) == "values"
+    assert [i.data for i in iter_file_items(path)] == records
+    assert [i.data for i in iter_json_array(path, chunk=64, array=False)] == records
+    starts = [i.line for i in iter_file_items(path)]
+    assert starts[0] == 1 and starts[1] == 1 + json.dumps(records[0], indent=2).count("\n") + 1
+    path.write_text('{\n  "id": "a"\n}\n{\n  "id": \n')
+    items = iter_file_items(path)
+    assert next(items).data == {"id": "a"}
+    with pytest.raises(JSONArrayError, match=r"pretty\.json:4: expected record 2"):
+        next(items)
