@@ -88,6 +88,24 @@ def test_iter_rows_reads_shards_and_jsonl(shards, tmp_path):  # noqa: F811
     assert len(list(iter_rows(str(shards), max_rows=2))) == 2
 
 
+def test_iter_rows_reads_json_arrays_and_parquet(tmp_path):
+    """A JSON array file, pretty-printed records and a Parquet file (JSON-text columns) give the same chats."""
+    import datasets
+
+    rows = [{"id": f"r{i}", "messages": [{"role": "user", "content": f"hi {i}"},
+                                         {"role": "assistant", "content": "hello"}]} for i in range(3)]
+    (tmp_path / "a.json").write_text(json.dumps(rows, indent=2))
+    (tmp_path / "b.json").write_text("".join(json.dumps(r, indent=2) + "\n" for r in rows))
+    datasets.Dataset.from_list([{"id": r["id"], "messages": json.dumps(r["messages"])} for r in rows]).to_parquet(
+        str(tmp_path / "c.parquet"))
+    for name in ("a.json", "b.json", "c.parquet"):
+        chats = [to_chat(r)["messages"] for r in iter_rows(str(tmp_path / name))]
+        assert chats == [r["messages"] for r in rows], name
+    (tmp_path / "d.json").write_text('[{"messages": []},\n {"messages": [}]')
+    with pytest.raises(TrainerInputError, match="d.json:2"):
+        list(iter_rows(str(tmp_path / "d.json")))
+
+
 def test_iter_rows_errors(tmp_path):
     """Missing paths, folders that are not datasets and bad JSON lines are clear errors."""
     with pytest.raises(FileNotFoundError, match="does not exist"):

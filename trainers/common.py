@@ -7,8 +7,8 @@ of these dataclasses are forwarded to the stage's trl config (``SFTConfig``,
 stays reachable without importing trl for ``--help``.
 
 Datasets: ``--dataset`` is an hsa shard folder (``hsa augment --out DIR``; opened with
-``datasets.load_from_disk``), a JSONL file (``.jsonl``, ``.jsonl.gz``, ``.json``), or
-a hub dataset id. Rows become trl's conversational format with a per-row ``tools``
+``datasets.load_from_disk``), a JSONL file (``.jsonl``, ``.jsonl.gz``, ``.json``), a JSON
+array file, a Parquet file, or a hub dataset id. Rows become trl's conversational format with a per-row ``tools``
 list: tools in the OpenAI form that chat templates expect, tool-call ``arguments`` as
 objects, whatever dialect the row came in (:func:`to_chat`).
 """
@@ -259,10 +259,19 @@ def _looks_like_path(spec: str) -> bool:
 
 
 def _iter_jsonl(path: Path) -> Iterator[dict]:
-    from hsa.io import iter_lines, parse_line
+    """The rows of a JSONL file, a JSON array file, pretty-printed JSON records (plain or gzipped) or a Parquet
+    file."""
+    from hsa.io import InputSource, JSONArrayError, parse_line
     from hsa.records import RecordError
 
-    for item in iter_lines(path):
+    items = InputSource.resolve(path).items()
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except JSONArrayError as exc:
+            raise TrainerInputError(str(exc)) from None
         try:
             row = parse_line(item)
         except RecordError as exc:
