@@ -6,6 +6,7 @@
   ``<tool_response>...</tool_response>``. JSON or Python literals (single quotes) are read.
 - **Glaive function-calling v2**: ``{"system": "SYSTEM: ... -\\n{function}\\n\\n{function}",
   "chat": "USER: ...\\n\\n\\nASSISTANT: <functioncall> {...} <|endoftext|>\\n\\n\\nFUNCTION RESPONSE: ..."}``.
+  The same turns republished as ShareGPT ``conversations`` (``system``/``human``/``gpt``/``tool``) too.
 - **ToolACE** (Team-ACE/ToolACE): ``{"system": "... invoke:\\n[{tool json}, ...]. \\nShould you decide ...",
   "conversations": [{"from": "user"|"assistant"|"tool", "value"}]}``; calls are whole assistant turns
   ``[Get Manager Placeholder Image(sport="football"), GetCompetitions()]`` (names with spaces, keyword arguments
@@ -487,27 +488,20 @@ def _glaive_call(text: str, where: str) -> tuple[str, Any]:
     return name, value
 
 
-def _convert_glaive(raw: dict) -> dict:
-    notes: list[str] = []
-    prose, tools = _glaive_system(raw["system"])
-    messages: list[dict] = [{"role": "system", "content": prose}] if prose else []
-    chat = raw["chat"]
-    marks = list(_GLAIVE_TURN_RE.finditer(chat))
-    if chat[:marks[0].start()].strip():
-        raise _fail("bad chat", "chat: text before the first USER:/ASSISTANT: marker; start the chat with 'USER: '")
+def _glaive_turns(turns: list[tuple[str, str, str]], notes: list[str]) -> tuple[list[dict], int, int]:
+    """Messages from Glaive turns ``(role, text, where)``: ``<functioncall>`` payloads in assistant text become
+    tool calls, tool turns the results of the last turn's calls; (messages, calls, results)."""
+    messages: list[dict] = []
     pending: list[dict] = []
     n_calls = n_results = 0
-    for k, m in enumerate(marks):
-        where = f"chat turn {k + 1} ({m.group(1)})"
-        role = _GLAIVE_ROLES[m.group(1)]
-        text = chat[m.end():marks[k + 1].start() if k + 1 < len(marks) else len(chat)].strip()
+    for role, text, where in turns:
         if role == "assistant":
             if text.endswith(_END):
                 text = text[:-len(_END)].rstrip()
             content, *payloads = text.split("<functioncall>")
             calls = []
             for payload in payloads:
-                name, value = _glaive_call(payload.strip(), where)
+                name, value = _glaive_call(payload.strip().removesuffix(_END).rstrip(), where)
                 n_calls += 1
                 extra = {k2: v for k2, v in value.items() if k2 not in ("name", "arguments")}
                 if extra:
@@ -526,10 +520,61 @@ def _convert_glaive(raw: dict) -> dict:
         else:
             messages.append({"role": "user", "content": text})
             pending = []
+    return messages, n_calls, n_results
+
+
+def _convert_glaive(raw: dict) -> dict:
+    notes: list[str] = []
+    prose, tools = _glaive_system(raw["system"])
+    chat = raw["chat"]
+    marks = list(_GLAIVE_TURN_RE.finditer(chat))
+    if chat[:marks[0].start()].strip():
+        raise _fail("bad chat", "chat: text before the first USER:/ASSISTANT: marker; start the chat with 'USER: '")
+    turns = [(_GLAIVE_ROLES[m.group(1)], chat[m.end():marks[k + 1].start() if k + 1 < len(marks) else len(chat)].strip(),
+              f"chat turn {k + 1} ({m.group(1)})") for k, m in enumerate(marks)]
+    body, n_calls, n_results = _glaive_turns(turns, notes)
     out = {k: v for k, v in raw.items() if k not in ("system", "chat")}
-    out["messages"] = messages
+    out["messages"] = ([{"role": "system", "content": prose}] if prose else []) + body
     out["tools"] = _merge_tools(raw, tools, "the system text", notes)
     summary = (f"converted from the Glaive function-calling v2 layout (system/chat): {_plural(len(tools), 'tool')}, "
+               f"{_plural(n_calls, 'call')}, {_plural(n_results, 'result')}")
+    return _with_notes(out, [summary] + notes)
+
+
+#: Speakers of Glaive rows republished as ShareGPT conversations (e.g. glaive-function-calling-v2-sharegpt).
+_GLAIVE_SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant",
+                          "assistant": "assistant", "tool": "tool", "function": "tool", "observation": "tool",
+                          "function_response": "tool"}
+
+
+def _glaive_sharegpt_turns(raw: dict) -> list[dict] | None:
+    """The ``conversations`` of a Glaive row republished as ShareGPT (assistant turns with ``<functioncall>``, or
+    a system turn in Glaive's ``SYSTEM: ...`` form holding the function definitions), else None."""
+    turns = raw.get("conversations")
+    if "messages" in raw or not isinstance(turns, list) or not turns:
+        return None
+    if not all(isinstance(t, dict) and t.get("from") in _GLAIVE_SHAREGPT_ROLES and isinstance(t.get("value"), str)
+               for t in turns):
+        return None
+    calls = any("<functioncall>" in t["value"] for t in turns if _GLAIVE_SHAREGPT_ROLES[t["from"]] == "assistant")
+    glaive_system = any(t["value"].lstrip().startswith("SYSTEM:") for t in turns if t["from"] == "system")
+    return turns if calls or glaive_system else None
+
+
+def _convert_glaive_sharegpt(raw: dict, turns: list[dict]) -> dict:
+    notes: list[str] = []
+    system = "\n\n".join(t["value"] for t in turns if t["from"] == "system")
+    if system.lstrip().startswith("SYSTEM:"):
+        prose, tools = _glaive_system(system)
+    else:
+        prose, tools = system.strip(), []
+    body, n_calls, n_results = _glaive_turns(
+        [(_GLAIVE_SHAREGPT_ROLES[t["from"]], t["value"].strip(), f"conversations[{i}] ({t['from']})")
+         for i, t in enumerate(turns) if t["from"] != "system"], notes)
+    out = {k: v for k, v in raw.items() if k != "conversations"}
+    out["messages"] = ([{"role": "system", "content": prose}] if prose else []) + body
+    out["tools"] = _merge_tools(raw, tools, "the system turn", notes)
+    summary = (f"converted from Glaive function calling in ShareGPT conversations: {_plural(len(tools), 'tool')}, "
                f"{_plural(n_calls, 'call')}, {_plural(n_results, 'result')}")
     return _with_notes(out, [summary] + notes)
 
@@ -1255,6 +1300,9 @@ def convert(raw: dict) -> dict | None:
         return _with_notes(out, converted[1])
     if any(k in raw for k in _HSA_ONLY_KEYS):
         return None
+    glaive_turns = _glaive_sharegpt_turns(raw)
+    if glaive_turns is not None:
+        return _convert_glaive_sharegpt(raw, glaive_turns)
     toolace = _toolace_turns(raw)
     if toolace is not None:
         return _convert_toolace(raw, toolace)

@@ -683,3 +683,47 @@ def test_openai_legacy_broken_rows_are_clear_rejects(messages, reason, where):
     with pytest.raises(RecordError, match=where) as e:
         normalize({"messages": messages, "functions": [{"name": "f", "parameters": {"type": "object"}}]})
     assert e.value.reason == reason
+
+
+# --------------------------------------------------------------------------- Glaive in ShareGPT conversations
+
+#: a glaive-function-calling-v2 row as republished in ShareGPT form (e.g. lilacai/glaive-function-calling-v2-sharegpt)
+GLAIVE_SHAREGPT = {"conversations": [
+    {"from": "system", "value": "SYSTEM: You are a helpful assistant with access to the following functions. Use them "
+                                "if required -\n{\n    \"name\": \"get_exchange_rate\",\n    \"description\": \"Get the "
+                                "exchange rate between two currencies\",\n    \"parameters\": {\n        \"type\": "
+                                "\"object\",\n        \"properties\": {\n            \"base_currency\": {\n"
+                                "                \"type\": \"string\",\n                \"description\": \"The currency "
+                                "to convert from\"\n            },\n            \"target_currency\": {\n"
+                                "                \"type\": \"string\",\n                \"description\": \"The currency "
+                                "to convert to\"\n            }\n        },\n        \"required\": [\n"
+                                "            \"base_currency\",\n            \"target_currency\"\n        ]\n    }\n}\n"},
+    {"from": "human", "value": "Can you book a flight for me from New York to London?"},
+    {"from": "gpt", "value": "I'm sorry, but I don't have the capability to book flights."},
+    {"from": "human", "value": "What is the exchange rate from USD to GBP?"},
+    {"from": "gpt", "value": "<functioncall> {\"name\": \"get_exchange_rate\", \"arguments\": '{\"base_currency\": "
+                             "\"USD\", \"target_currency\": \"GBP\"}'} <|endoftext|>"},
+    {"from": "tool", "value": "{\"exchange_rate\": 0.75}"},
+    {"from": "gpt", "value": "The exchange rate from USD to GBP is 0.75."}]}
+
+
+def test_glaive_rows_in_sharegpt_conversations():
+    """The system turn's definitions become tools, <functioncall> a tool call, the tool turn its result."""
+    out = convert(GLAIVE_SHAREGPT)
+    assert [t["name"] for t in out["tools"]] == ["get_exchange_rate"]
+    assert out["messages"][0] == {"role": "system", "content": "You are a helpful assistant with access to the "
+                                                               "following functions. Use them if required -"}
+    assert out["messages"][4] == {"role": "assistant", "content": "", "tool_calls": _calls(
+        ("call_1", "get_exchange_rate", {"base_currency": "USD", "target_currency": "GBP"}))}
+    assert out["messages"][5] == {"role": "tool", "tool_call_id": "call_1", "name": "get_exchange_rate",
+                                  "content": "{\"exchange_rate\": 0.75}"}
+    assert out["notes"][0].startswith("converted from Glaive function calling in ShareGPT conversations: 1 tool")
+    _accepted(GLAIVE_SHAREGPT)
+
+
+def test_glaive_sharegpt_result_without_a_call_is_a_clear_reject():
+    """A tool turn that answers no <functioncall> names its turn."""
+    row = copy.deepcopy(GLAIVE_SHAREGPT)
+    del row["conversations"][4]
+    with pytest.raises(RecordError, match=r"conversations\[4\] \(tool\)"):
+        convert(row)
