@@ -1,4 +1,4 @@
-"""Five widespread public tool-calling layouts, converted to hsa's messages layout.
+"""Widespread public tool-calling layouts, converted to hsa's messages layout.
 
 - **Hermes / Qwen tags** (NousResearch hermes-function-calling-v1, Qwen chat data): ShareGPT
   ``conversations`` or ``messages`` turns; tools in the system turn between ``<tools>`` and
@@ -13,6 +13,8 @@
   with JSON / Python literal values), results ``[{"name": ..., "results": {...}}, ...]``.
 - **Anthropic Messages**: content blocks ``tool_use`` / ``tool_result`` (:func:`convert_messages`).
 - **Gemini**: ``{"contents": [{"role", "parts"}], "tools": [{"functionDeclarations"}], "systemInstruction"}``.
+- **OpenAI legacy function calling**: ``functions`` beside ``messages``, assistant ``function_call`` and
+  ``function`` result messages (:func:`_convert_legacy_openai`).
 
 The result is ``{"messages": [...], "tools": [...], ...other keys of the row..., "notes": [...]}``:
 OpenAI / Hugging Face chat messages with ``tool_calls`` (arguments as objects) and ``tool``
