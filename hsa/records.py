@@ -799,7 +799,9 @@ def _decode_json_texts(raw: dict) -> dict:
             decoded[key] = parsed
     if not decoded:
         return raw
-    notes = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
+    if raw.get("notes") is not None and not isinstance(raw["notes"], list):
+        return {**raw, **decoded}  # 'notes' is not hsa's list: left for the schema check to report
+    notes = list(raw.get("notes") or [])
     notes.extend(f"'{key}' was a JSON string; parsed" for key in decoded)
     return {**raw, **decoded, "notes": notes}
 
