@@ -6,7 +6,8 @@
   ``<tool_response>...</tool_response>``. JSON or Python literals (single quotes) are read.
 - **Glaive function-calling v2**: ``{"system": "SYSTEM: ... -\\n{function}\\n\\n{function}",
   "chat": "USER: ...\\n\\n\\nASSISTANT: <functioncall> {...} <|endoftext|>\\n\\n\\nFUNCTION RESPONSE: ..."}``.
-  The same turns republished as ShareGPT ``conversations`` (``system``/``human``/``gpt``/``tool``) too.
+  The same turns republished as ShareGPT ``conversations`` (``system``/``human``/``gpt``/``tool``) or as
+  ``messages`` with text contents too.
 - **ToolACE** (Team-ACE/ToolACE): ``{"system": "... invoke:\\n[{tool json}, ...]. \\nShould you decide ...",
   "conversations": [{"from": "user"|"assistant"|"tool", "value"}]}``; calls are whole assistant turns
   ``[Get Manager Placeholder Image(sport="football"), GetCompetitions()]`` (names with spaces, keyword arguments
@@ -549,34 +550,40 @@ _GLAIVE_SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "
                           "function_response": "tool"}
 
 
-def _glaive_sharegpt_turns(raw: dict) -> list[dict] | None:
-    """The ``conversations`` of a Glaive row republished as ShareGPT (assistant turns with ``<functioncall>``, or
-    a system turn in Glaive's ``SYSTEM: ...`` form holding the function definitions), else None."""
-    turns = raw.get("conversations")
-    if "messages" in raw or not isinstance(turns, list) or not turns:
-        return None
-    if not all(isinstance(t, dict) and t.get("from") in _GLAIVE_SHAREGPT_ROLES and isinstance(t.get("value"), str)
-               for t in turns):
-        return None
-    calls = any("<functioncall>" in t["value"] for t in turns if _GLAIVE_SHAREGPT_ROLES[t["from"]] == "assistant")
-    glaive_system = any(t["value"].lstrip().startswith("SYSTEM:") for t in turns if t["from"] == "system")
-    return turns if calls or glaive_system else None
+def _glaive_turns_of(raw: dict) -> tuple[str, list[tuple[str, str]]] | None:
+    """``(key, [(speaker, text)])`` of a Glaive row republished as ShareGPT ``conversations`` or as ``messages``
+    with text contents: assistant turns with ``<functioncall>``, or a system turn in Glaive's ``SYSTEM: ...``
+    form holding the function definitions (and no structured tool calls); else None."""
+    for key, who, what in (("conversations", "from", "value"), ("messages", "role", "content")):
+        turns = raw.get(key)
+        if not isinstance(turns, list) or not turns:
+            continue
+        if not all(isinstance(t, dict) and t.get(who) in _GLAIVE_SHAREGPT_ROLES and isinstance(t.get(what), str)
+                   and not t.get("tool_calls") for t in turns):
+            return None
+        pairs = [(t[who], t[what]) for t in turns]
+        calls = any("<functioncall>" in text for who_, text in pairs if _GLAIVE_SHAREGPT_ROLES[who_] == "assistant")
+        glaive_system = any(text.lstrip().startswith("SYSTEM:") and re.search(r"(?m)^[ \t]*\{", text)
+                            for who_, text in pairs if who_ == "system")  # function definitions follow the prose
+        return (key, pairs) if calls or glaive_system else None
+    return None
 
 
-def _convert_glaive_sharegpt(raw: dict, turns: list[dict]) -> dict:
+def _convert_glaive_sharegpt(raw: dict, key: str, turns: list[tuple[str, str]]) -> dict:
     notes: list[str] = []
-    system = "\n\n".join(t["value"] for t in turns if t["from"] == "system")
+    system = "\n\n".join(text for who, text in turns if who == "system")
     if system.lstrip().startswith("SYSTEM:"):
         prose, tools = _glaive_system(system)
     else:
         prose, tools = system.strip(), []
     body, n_calls, n_results = _glaive_turns(
-        [(_GLAIVE_SHAREGPT_ROLES[t["from"]], t["value"].strip(), f"conversations[{i}] ({t['from']})")
-         for i, t in enumerate(turns) if t["from"] != "system"], notes)
-    out = {k: v for k, v in raw.items() if k != "conversations"}
+        [(_GLAIVE_SHAREGPT_ROLES[who], text.strip(), f"{key}[{i}] ({who})")
+         for i, (who, text) in enumerate(turns) if who != "system"], notes)
+    out = {k: v for k, v in raw.items() if k != key}
     out["messages"] = ([{"role": "system", "content": prose}] if prose else []) + body
     out["tools"] = _merge_tools(raw, tools, "the system turn", notes)
-    summary = (f"converted from Glaive function calling in ShareGPT conversations: {_plural(len(tools), 'tool')}, "
+    layout = "ShareGPT conversations" if key == "conversations" else "chat messages"
+    summary = (f"converted from Glaive function calling in {layout}: {_plural(len(tools), 'tool')}, "
                f"{_plural(n_calls, 'call')}, {_plural(n_results, 'result')}")
     return _with_notes(out, [summary] + notes)
 
@@ -1290,6 +1297,9 @@ def convert(raw: dict) -> dict | None:
     hermes = None if any(k in raw for k in _HSA_ONLY_KEYS) else _hermes_turns(raw)
     if hermes is not None:
         return _convert_hermes(raw, *hermes)
+    glaive = None if any(k in raw for k in _HSA_ONLY_KEYS) else _glaive_turns_of(raw)
+    if glaive is not None:
+        return _convert_glaive_sharegpt(raw, *glaive)
     if isinstance(raw.get("messages"), list):
         legacy = _convert_legacy_openai(raw)
         if legacy is not None:
@@ -1302,9 +1312,6 @@ def convert(raw: dict) -> dict | None:
         return _with_notes(out, converted[1])
     if any(k in raw for k in _HSA_ONLY_KEYS):
         return None
-    glaive_turns = _glaive_sharegpt_turns(raw)
-    if glaive_turns is not None:
-        return _convert_glaive_sharegpt(raw, glaive_turns)
     toolace = _toolace_turns(raw)
     if toolace is not None:
         return _convert_toolace(raw, toolace)

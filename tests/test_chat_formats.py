@@ -727,3 +727,15 @@ def test_glaive_sharegpt_result_without_a_call_is_a_clear_reject():
     del row["conversations"][4]
     with pytest.raises(RecordError, match=r"conversations\[4\] \(tool\)"):
         convert(row)
+
+
+def test_glaive_turns_in_chat_messages():
+    """The same Glaive turns as messages with text contents convert alike; a plain "SYSTEM:" prompt without
+    function definitions or calls is left alone."""
+    row = {"messages": [{"role": {"human": "user", "gpt": "assistant"}.get(t["from"], t["from"]), "content": t["value"]}
+                        for t in GLAIVE_SHAREGPT["conversations"]]}
+    out = convert(row)
+    assert out["messages"] == convert(GLAIVE_SHAREGPT)["messages"]
+    assert out["notes"][0].startswith("converted from Glaive function calling in chat messages: 1 tool, 1 call")
+    plain = {"messages": [{"role": "system", "content": "SYSTEM: be brief"}, {"role": "user", "content": "hi"}]}
+    assert convert(plain) is None
