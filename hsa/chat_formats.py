@@ -16,6 +16,8 @@
 - **Gemini**: ``{"contents": [{"role", "parts"}], "tools": [{"functionDeclarations"}], "systemInstruction"}``.
 - **OpenAI legacy function calling**: ``functions`` beside ``messages``, assistant ``function_call`` and
   ``function`` result messages (:func:`_convert_legacy_openai`).
+- **Calls left as model output text**: Mistral ``[TOOL_CALLS] [...]`` and Llama 3.1 ``<|python_tag|>{...}`` /
+  bare JSON calls to declared tools in assistant text, ``ipython`` results (:func:`_convert_text_calls`).
 
 The result is ``{"messages": [...], "tools": [...], ...other keys of the row..., "notes": [...]}``:
 OpenAI / Hugging Face chat messages with ``tool_calls`` (arguments as objects) and ``tool``
@@ -1277,6 +1279,108 @@ def _convert_legacy_openai(raw: dict) -> dict | None:
     return _with_notes(out, notes)
 
 
+# --------------------------------------------------------------------------- calls left as model output text
+
+_MISTRAL_CALLS = "[TOOL_CALLS]"
+_PYTHON_TAG = "<|python_tag|>"
+_LLAMA_ENDS = ("<|eom_id|>", "<|eot_id|>")
+
+
+def _declared_names(tools: Any) -> set[str]:
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except ValueError:
+            return set()
+    if not isinstance(tools, list):
+        return set()
+    names = set()
+    for t in tools:
+        if isinstance(t, str):
+            try:
+                t = json.loads(t)
+            except ValueError:
+                continue
+        name = _tool_name(t)
+        if name:
+            names.add(name)
+    return names
+
+
+def _text_calls(content: str, declared: set[str]) -> tuple[str, list[tuple[str, Any, str | None]]] | None:
+    """``(format, [(name, arguments, id or None)])`` when an assistant text is nothing but tool calls to ``declared`` tools in
+    a model's raw output format: Mistral's ``[TOOL_CALLS] [{"name", "arguments"}, ...]``, Llama 3.1's
+    ``<|python_tag|>{"name", "parameters"}`` or its bare JSON ``{"name": ..., "parameters": {...}}``; else None."""
+    text = content.strip()
+    for end in _LLAMA_ENDS:
+        text = text.removesuffix(end).rstrip()
+    if text.startswith(_MISTRAL_CALLS):
+        fmt, body = "Mistral [TOOL_CALLS]", text[len(_MISTRAL_CALLS):].strip()
+    elif text.startswith(_PYTHON_TAG):
+        fmt, body = "Llama <|python_tag|>", text[len(_PYTHON_TAG):].strip()
+    elif text.startswith("{") and text.endswith("}"):
+        fmt, body = "Llama JSON", text
+    else:
+        return None
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None  # e.g. Llama's built-in tools, brave_search.call(query=...): left as text
+    items = value if isinstance(value, list) else [value]
+    calls = []
+    for item in items:
+        if not (isinstance(item, dict) and item.get("name") in declared):
+            return None
+        args = item.get("arguments", item.get("parameters", {}))
+        if not isinstance(args, (dict, str)):
+            return None
+        calls.append((item["name"], args, item.get("id") if isinstance(item.get("id"), str) else None))
+    return (fmt, calls) if calls else None
+
+
+def _convert_text_calls(raw: dict) -> dict | None:
+    """A messages row whose tool calls are still the model's raw output text (see :func:`_text_calls`), with
+    ``ipython`` / ``tool`` results answering them in order, as tool calls and results; else None."""
+    messages = raw["messages"]
+    if any(isinstance(m, dict) and m.get("tool_calls") for m in messages):
+        return None
+    declared = _declared_names(raw.get("tools"))
+    if not declared:
+        return None
+    found = {i: _text_calls(m["content"], declared) for i, m in enumerate(messages)
+             if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), str)}
+    found = {i: v for i, v in found.items() if v is not None}
+    if not found:
+        return None
+    out_messages: list = []
+    pending: list[dict] = []
+    formats: dict[str, int] = {}
+    n_calls = n_results = 0
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if i in found:
+            fmt, calls = found[i]
+            formats[fmt] = formats.get(fmt, 0) + len(calls)
+            made = []
+            for name, args, call_id in calls:
+                n_calls += 1
+                made.append(_call(call_id or f"call_{n_calls}", name, _arguments(args, where, name)))
+            out_messages.append({**{k: v for k, v in m.items() if k != "content"}, "content": "", "tool_calls": made})
+            pending = list(made)
+        elif isinstance(m, dict) and m.get("role") in ("ipython", "tool") and pending:
+            known_id = m.get("tool_call_id") if any(c["id"] == m.get("tool_call_id") for c in pending) else None
+            call = _take_call(pending, f"{where} ({m['role']})", name=m.get("name"), call_id=known_id)
+            n_results += 1
+            rest = {k: v for k, v in m.items() if k not in ("role", "tool_call_id", "name")}
+            out_messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"], **rest})
+        else:
+            out_messages.append(m)
+    out = {**raw, "messages": out_messages}
+    kinds = ", ".join(f"{fmt} x{n}" for fmt, n in sorted(formats.items()))
+    return _with_notes(out, [f"converted tool calls written as model output text ({kinds}): "
+                             f"{_plural(n_calls, 'call')}, {_plural(n_results, 'result')}"])
+
+
 def convert(raw: dict) -> dict | None:
     """The row in hsa's messages layout when it is in one of the layouts below, else None.
     Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
@@ -1304,6 +1408,10 @@ def convert(raw: dict) -> dict | None:
         legacy = _convert_legacy_openai(raw)
         if legacy is not None:
             raw = legacy
+        if not any(k in raw for k in _HSA_ONLY_KEYS):  # an hsa record's texts are the harness's own
+            text_calls = _convert_text_calls(raw)
+            if text_calls is not None:
+                raw = legacy = text_calls
         converted = convert_messages(raw["messages"])
         if converted is None:
             return legacy

@@ -739,3 +739,52 @@ def test_glaive_turns_in_chat_messages():
     assert out["notes"][0].startswith("converted from Glaive function calling in chat messages: 1 tool, 1 call")
     plain = {"messages": [{"role": "system", "content": "SYSTEM: be brief"}, {"role": "user", "content": "hi"}]}
     assert convert(plain) is None
+
+
+# --------------------------------------------------------------------------- calls left as model output text
+
+WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+def test_llama_python_tag_calls_and_ipython_results():
+    """Llama 3.1's <|python_tag|>{"name", "parameters"} text becomes a tool call; the ipython turn its result."""
+    row = {"messages": [{"role": "user", "content": "weather in Paris?"},
+                        {"role": "assistant", "content": '<|python_tag|>{"name": "get_weather", '
+                                                         '"parameters": {"city": "Paris"}}<|eom_id|>'},
+                        {"role": "ipython", "content": '{"temp": 20}'},
+                        {"role": "assistant", "content": "20 degrees."}], "tools": WEATHER_TOOLS}
+    out = convert(row)
+    assert out["messages"][1] == {"role": "assistant", "content": "",
+                                  "tool_calls": _calls(("call_1", "get_weather", {"city": "Paris"}))}
+    assert out["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
+                                  "content": '{"temp": 20}'}
+    assert out["notes"] == ["converted tool calls written as model output text (Llama <|python_tag|> x1): "
+                            "1 call, 1 result"]
+    _accepted(row)
+
+
+def test_mistral_tool_calls_text_keeps_its_ids():
+    """Mistral's [TOOL_CALLS] list becomes parallel calls with their ids; results pair by id, else in order."""
+    row = {"messages": [{"role": "user", "content": "Paris and Rome?"},
+                        {"role": "assistant", "content": '[TOOL_CALLS] [{"name": "get_weather", "arguments": '
+                                                         '{"city": "Paris"}, "id": "a1b2c3d4e"}, {"name": '
+                                                         '"get_weather", "arguments": {"city": "Rome"}, "id": '
+                                                         '"f5g6h7i8j"}]'},
+                        {"role": "tool", "tool_call_id": "f5g6h7i8j", "content": "25"},
+                        {"role": "tool", "content": "20"},
+                        {"role": "assistant", "content": "20 and 25."}], "tools": WEATHER_TOOLS}
+    out = convert(row)
+    assert [c["id"] for c in out["messages"][1]["tool_calls"]] == ["a1b2c3d4e", "f5g6h7i8j"]
+    assert [(m["tool_call_id"], m["content"]) for m in out["messages"][2:4]] == [("f5g6h7i8j", "25"),
+                                                                                 ("a1b2c3d4e", "20")]
+    _accepted(row)
+
+
+def test_json_replies_that_are_no_calls_stay_text():
+    """A JSON reply that names no declared tool, and rows with structured calls, are not touched."""
+    row = {"messages": [{"role": "user", "content": "json please"},
+                        {"role": "assistant", "content": '{"name": "Bob", "parameters": {"age": 3}}'}],
+           "tools": WEATHER_TOOLS}
+    assert convert(row) is None
+    assert convert(OTHER[0]) is None  # hf_transformers row: structured tool_calls already
