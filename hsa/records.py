@@ -360,6 +360,17 @@ def _type_schema(text: str) -> dict[str, Any]:
     return {"type": std, **_generic_keywords(text)}
 
 
+def _param_list(value: list) -> dict[str, Any] | None:
+    """``[{"name": "city", "type": "string", "required": true}, ...]`` (parameters listed as objects, as some
+    datasets write them) as properties by name, each without its ``name``; None for any other list."""
+    if not value or not all(isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"] for p in value):
+        return None
+    names = [p["name"] for p in value]
+    if len(set(names)) != len(names):
+        return None
+    return {p["name"]: {k: v for k, v in p.items() if k != "name"} for p in value}
+
+
 def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | None = None) -> Any:
     """Return ``schema`` as standard JSON Schema, appending a note for each change.
 
@@ -369,6 +380,9 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
     """
     if notes is None:
         notes = []
+    if isinstance(schema, list) and _param_list(schema) is not None:
+        notes.append(f"{where}: a list of parameter objects read as an object schema's properties")
+        schema = {"type": "object", "properties": _param_list(schema)}
     if not isinstance(schema, dict):
         if isinstance(schema, bool):
             return schema
@@ -376,7 +390,10 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
         return {}
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "type":
+        if key == "properties" and isinstance(value, list) and _param_list(value) is not None:
+            notes.append(f"{where}: properties given as a list of parameter objects; read by name")
+            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in _param_list(value).items()}
+        elif key == "type":
             std, _ = _normalize_type(value, where, notes)
             if std is not None:
                 out["type"] = std
@@ -399,6 +416,10 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
     props = out.get("properties")
     if isinstance(props, dict):
         required = out.get("required")
+        named = [r.strip() for r in required.split(",")] if isinstance(required, str) else None
+        if named and all(r in props for r in named):
+            notes.append(f"{where}: required {required!r} (a string) read as {named}")
+            out["required"] = required = named
         required = list(required) if isinstance(required, list) else []
         changed = "required" in out and not isinstance(out["required"], list)
         if changed:

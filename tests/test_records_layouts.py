@@ -188,3 +188,29 @@ def test_hsa_records_keep_their_tag_texts_but_content_blocks_are_read():
                                                                    "content": "ok"}]}]})
     assert blocks["messages"][1]["tool_calls"][0]["function"] == {"name": "get", "arguments": {}}
     assert blocks["messages"][2]["role"] == "tool" and blocks["messages"][2]["tool_call_id"] == "t1"
+
+
+@pytest.mark.parametrize("params", [
+    [{"name": "city", "type": "str", "description": "the city", "required": True}, {"name": "unit", "type": "string"}],
+    {"type": "object", "properties": [{"name": "city", "type": "string", "description": "the city", "required": True},
+                                      {"name": "unit", "type": "string"}]},
+], ids=["parameter-list", "properties-list"])
+def test_parameters_listed_as_objects_become_properties(params):
+    """Parameters given as a list of {"name", "type", "required"} objects are read by name, with required kept."""
+    row = {"messages": [{"role": "user", "content": "weather?"},
+                        {"role": "assistant", "content": "", "tool_calls": [
+                            {"id": "c1", "type": "function", "function": {"name": "w", "arguments": {"unit": "C"}}}]}],
+           "tools": [{"name": "w", "description": "weather", "parameters": params}]}
+    record = normalize(row)
+    assert record["tools"][0]["parameters"] == {
+        "type": "object", "properties": {"city": {"type": "string", "description": "the city"},
+                                         "unit": {"type": "string"}}, "required": ["city"]}
+    assert [v.reason for v in check_record(record)] == ["arguments do not validate"]  # city is required
+
+
+def test_required_given_as_a_string():
+    """``"required": "city"`` (or "a, b") naming declared properties is read as the list, not dropped."""
+    schema = R.normalize_schema({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+                               "required": "a, b"})
+    assert schema["required"] == ["a", "b"]
+    assert R.normalize_schema({"type": "object", "properties": {"a": {}}, "required": "zzz"})["required"] == []
