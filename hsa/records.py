@@ -466,6 +466,8 @@ def _tool_dialect(tool: dict[str, Any]) -> str:
 
 _SCHEMA_KEY = {"openai": "parameters", "plain": "parameters", "gemini": "parameters",
                "anthropic": "input_schema", "mcp": "inputSchema"}
+#: Other keys that datasets give a tool's parameter schema under (when the dialect's own key is absent).
+_SCHEMA_ALIASES = ("input_parameters", "params")
 
 
 _TOOL_CACHE: OrderedDict[tuple[str, int], tuple[Tool, tuple[str, ...]]] = OrderedDict()
@@ -530,6 +532,11 @@ def _read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
         raise RecordError("bad tool", f"tools[{i}] has no string 'name'")
     schema_key = _SCHEMA_KEY[dialect]
     params = fn.get(schema_key)
+    alias = next((k for k in _SCHEMA_ALIASES if isinstance(fn.get(k), (dict, list))), None) if params is None else None
+    if alias is not None:  # API-Bank's input_parameters and other spellings of the parameters
+        params = fn[alias]
+        notes.append(f"tools[{i}] {name!r}: '{alias}' read as the {schema_key}")
+        fn = {k: v for k, v in fn.items() if k != alias}
     if params is None:
         params = {"type": "object", "properties": {}}
         notes.append(f"tools[{i}] {name!r}: no {schema_key}; an empty object schema used")

@@ -214,3 +214,19 @@ def test_required_given_as_a_string():
                                "required": "a, b"})
     assert schema["required"] == ["a", "b"]
     assert R.normalize_schema({"type": "object", "properties": {"a": {}}, "required": "zzz"})["required"] == []
+
+
+@pytest.mark.parametrize("key", ["input_parameters", "params"])
+def test_parameter_schema_under_another_key(key):
+    """API-Bank's input_parameters (a bare map) and 'params' are read as the tool's parameters, other keys kept."""
+    tool = {"name": "w", "description": "weather", key: {"city": {"type": "str", "description": "the city"}},
+            "output_parameters": {"temp": {"type": "int"}}}
+    row = {"messages": [{"role": "user", "content": "weather?"},
+                        {"role": "assistant", "content": "", "tool_calls": [
+                            {"id": "c1", "type": "function", "function": {"name": "w", "arguments": {"city": "Oslo"}}}]}],
+           "tools": [tool]}
+    record = normalize(row)
+    assert record["tools"][0]["parameters"]["properties"] == {"city": {"type": "string", "description": "the city"}}
+    assert record["tools"][0]["extra"] == {"output_parameters": {"temp": {"type": "int"}}}
+    assert f"tools[0] 'w': '{key}' read as the parameters" in record["notes"]
+    assert check_record(record) == []
