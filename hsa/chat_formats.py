@@ -16,6 +16,8 @@
 - **Gemini**: ``{"contents": [{"role", "parts"}], "tools": [{"functionDeclarations"}], "systemInstruction"}``.
 - **OpenAI legacy function calling**: ``functions`` beside ``messages``, assistant ``function_call`` and
   ``function`` result messages (:func:`_convert_legacy_openai`).
+- **ReAct text** (ToolBench): ``Thought / Action / Action Input`` assistant turns calling declared tools (ToolBench's
+  API list in the system text), ``function`` results (:func:`_convert_react`).
 - **Calls left as model output text**: Mistral ``[TOOL_CALLS] [...]`` and Llama 3.1 ``<|python_tag|>{...}`` /
   bare JSON calls to declared tools in assistant text, ``ipython`` results (:func:`_convert_text_calls`).
 
@@ -1381,6 +1383,131 @@ def _convert_text_calls(raw: dict) -> dict | None:
                              f"{_plural(n_calls, 'call')}, {_plural(n_results, 'result')}"])
 
 
+# --------------------------------------------------------------------------- ReAct text (ToolBench)
+
+_TOOLBENCH_MARKER = "Specifically, you have access to the following APIs:"
+_REACT_ACTION = re.compile(r"(?:\A|\n)[ \t]*Action:[ \t]*(?P<name>[^\n]+?)[ \t]*\n[ \t]*Action Input:[ \t]*(?P<args>.*)\Z",
+                           re.S)
+_REACT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+                "function": "tool", "tool": "tool", "observation": "tool"}
+
+
+def _toolbench_system(text: str) -> tuple[str, list] | None:
+    """(the system text without it, the API list) of ToolBench's ``Specifically, you have access to the following
+    APIs: [...]`` (a Python-literal list of ``{name, description, parameters}``); None without the marker."""
+    at = text.find(_TOOLBENCH_MARKER)
+    start = text.find("[", at + len(_TOOLBENCH_MARKER)) if at >= 0 else -1
+    if start < 0:
+        return None
+    decoder_end = _literal_list_end(text, start)
+    if decoder_end is None:
+        return None
+    try:
+        apis = _parse_literal(text[start:decoder_end])
+    except ValueError:
+        return None
+    if not (isinstance(apis, list) and all(_tool_name(a) for a in apis)):
+        return None
+    prose = (text[:at].rstrip() + "\n" + text[decoder_end:].lstrip(" .")).strip()
+    return prose, apis
+
+
+def _literal_list_end(text: str, start: int) -> int | None:
+    """The index after the bracket that closes the list opened at ``start`` (quotes of either kind respected)."""
+    depth, quote, escape = 0, "", False
+    for i in range(start, len(text)):
+        c = text[i]
+        if quote:
+            if escape:
+                escape = False
+            elif c == "\\":
+                escape = True
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _react_turns_of(raw: dict) -> tuple[str, list[tuple[str, str]], str, list] | None:
+    """``(key, [(speaker, text)], system prose, tools from the system text)`` of a row whose assistant turns are
+    ReAct text (``Thought: ...\nAction: <tool>\nAction Input: {...}``, as ToolBench writes them) calling declared
+    tools, with the results in function / tool / observation turns; else None."""
+    for key, who, what in (("conversations", "from", "value"), ("messages", "role", "content")):
+        turns = raw.get(key)
+        if not isinstance(turns, list) or not turns:
+            continue
+        if not all(isinstance(t, dict) and t.get(who) in _REACT_ROLES and isinstance(t.get(what), str)
+                   and not t.get("tool_calls") for t in turns):
+            return None
+        pairs = [(t[who], t[what]) for t in turns]
+        system = "\n\n".join(text for who_, text in pairs if who_ == "system")
+        found = _toolbench_system(system)
+        prose, tools = found if found is not None else (system.strip(), [])
+        declared = _declared_names(raw.get("tools")) | {_tool_name(t) for t in tools}
+        calls = [m for who_, text in pairs if _REACT_ROLES[who_] == "assistant"
+                 for m in [_REACT_ACTION.search(text)] if m is not None]
+        if calls and all(m.group("name").strip() in declared and _object_text(m.group("args")) for m in calls):
+            return key, pairs, prose, tools
+        return None
+    return None
+
+
+def _object_text(text: str) -> bool:
+    """Whether ``text`` is empty or one JSON / Python-literal object (an Action Input hsa can read)."""
+    if not text.strip():
+        return True
+    try:
+        return isinstance(_parse_literal(text.strip()), dict)
+    except ValueError:
+        return False
+
+
+def _convert_react(raw: dict, key: str, turns: list[tuple[str, str]], prose: str, tools: list) -> dict:
+    notes: list[str] = []
+    messages: list[dict] = [{"role": "system", "content": prose}] if prose else []
+    pending: list[dict] = []
+    n_calls = n_results = 0
+    for i, (who, text) in enumerate(turns):
+        role, where = _REACT_ROLES[who], f"{key}[{i}] ({who})"
+        if role == "system":
+            continue
+        if role == "assistant":
+            m = _REACT_ACTION.search(text)
+            if m is None:
+                messages.append({"role": "assistant", "content": text})
+                pending = []
+                continue
+            name = m.group("name").strip()
+            n_calls += 1
+            call = _call(f"call_{n_calls}", name, _arguments(m.group("args").strip() or None, where, name))
+            messages.append({"role": "assistant", "content": text[:m.start()].strip(), "tool_calls": [call]})
+            pending = [call]
+        elif role == "tool":
+            call = _take_call(pending, where)
+            n_results += 1
+            messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
+                             "content": text})
+        else:
+            messages.append({"role": "user", "content": text})
+            pending = []
+    out = {k: v for k, v in raw.items() if k != key}
+    out["messages"] = messages
+    out["tools"] = _merge_tools(raw, tools, "the system text's API list", notes) if tools else raw.get("tools")
+    if out["tools"] is None:
+        del out["tools"]
+    summary = (f"converted ReAct text (Thought / Action / Action Input, as ToolBench writes it): "
+               f"{_plural(len(tools), 'tool')} from the system text, {_plural(n_calls, 'call')}, "
+               f"{_plural(n_results, 'result')}")
+    return _with_notes(out, [summary] + notes)
+
+
 def convert(raw: dict) -> dict | None:
     """The row in hsa's messages layout when it is in one of the layouts below, else None.
     Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
@@ -1404,6 +1531,9 @@ def convert(raw: dict) -> dict | None:
     glaive = None if any(k in raw for k in _HSA_ONLY_KEYS) else _glaive_turns_of(raw)
     if glaive is not None:
         return _convert_glaive_sharegpt(raw, *glaive)
+    react = None if any(k in raw for k in _HSA_ONLY_KEYS) else _react_turns_of(raw)
+    if react is not None:
+        return _convert_react(raw, *react)
     if isinstance(raw.get("messages"), list):
         legacy = _convert_legacy_openai(raw)
         if legacy is not None:

@@ -788,3 +788,64 @@ def test_json_replies_that_are_no_calls_stay_text():
            "tools": WEATHER_TOOLS}
     assert convert(row) is None
     assert convert(OTHER[0]) is None  # hf_transformers row: structured tool_calls already
+
+
+# --------------------------------------------------------------------------- ReAct text (ToolBench)
+
+TOOLBENCH_SYSTEM = (
+    "You are AutoGPT, you can use many tools(functions) to do the following task.\nFirst I will give you the task "
+    "description, and your task start.\nSpecifically, you have access to the following APIs: [{'name': "
+    "'get_random_quote_for_quotes', 'description': 'This is the subfunction for tool \"quotes\", you can use this "
+    "tool.', 'parameters': {'type': 'object', 'properties': {'category': {'type': 'string', 'description': 'the "
+    "category', 'example_value': 'love'}}, 'required': ['category'], 'optional': []}}, {'name': 'Finish', "
+    "'description': 'If you believe that you have obtained a result that can answer the task, please call this "
+    "function to provide the final answer.', 'parameters': {'type': 'object', 'properties': {'return_type': {'type': "
+    "'string', 'enum': ['give_answer', 'give_up_and_restart']}, 'final_answer': {'type': 'string', 'description': "
+    "\"The final answer you want to give the user.\"}}, 'required': ['return_type']}}]")
+TOOLBENCH = {"id": "Step 2: quote", "conversations": [
+    {"from": "system", "value": TOOLBENCH_SYSTEM},
+    {"from": "user", "value": "I need a love quote.\nBegin!\n"},
+    {"from": "assistant", "value": "\nThought: I should call the quotes API.\nAction: get_random_quote_for_quotes\n"
+                                   "Action Input: {\n  \"category\": \"love\"\n}"},
+    {"from": "function", "value": "{\"error\": \"\", \"response\": \"Love is patient.\"}"},
+    {"from": "assistant", "value": "\nThought: I have it.\nAction: Finish\nAction Input: {\n  \"return_type\": "
+                                   "\"give_answer\",\n  \"final_answer\": \"Love is patient.\"\n}"}]}
+
+
+def test_toolbench_react_rows():
+    """The API list leaves the system text and becomes tools; Action / Action Input become calls after the
+    thought; function turns become their results."""
+    out = convert(TOOLBENCH)
+    assert [t["name"] for t in out["tools"]] == ["get_random_quote_for_quotes", "Finish"]
+    assert "Specifically" not in out["messages"][0]["content"] and out["messages"][0]["content"].startswith("You are")
+    assert out["messages"][2] == {"role": "assistant", "content": "Thought: I should call the quotes API.",
+                                  "tool_calls": _calls(("call_1", "get_random_quote_for_quotes",
+                                                        {"category": "love"}))}
+    assert out["messages"][3]["tool_call_id"] == "call_1" and out["messages"][3]["role"] == "tool"
+    assert out["messages"][4]["tool_calls"][0]["function"] == {
+        "name": "Finish", "arguments": {"return_type": "give_answer", "final_answer": "Love is patient."}}
+    record = _accepted(TOOLBENCH)
+    assert record["tools"][0]["parameters"]["required"] == ["category"]
+
+
+def test_react_text_with_tools_given_beside_it():
+    """ReAct turns in chat messages calling tools from the row's own list convert too; an Action naming no
+    declared tool leaves the row alone."""
+    tools = [{"name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]
+    row = {"tools": tools, "messages": [
+        {"role": "user", "content": "find hsa"},
+        {"role": "assistant", "content": "Thought: search it\nAction: search\nAction Input: {\"q\": \"hsa\"}"},
+        {"role": "observation", "content": "found"}, {"role": "assistant", "content": "Found it."}]}
+    out = convert(row)
+    assert out["messages"][1]["tool_calls"][0]["function"] == {"name": "search", "arguments": {"q": "hsa"}}
+    assert out["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "name": "search", "content": "found"}
+    _accepted(row)
+    row["messages"][1]["content"] = "Thought: x\nAction: browse\nAction Input: {}"
+    assert convert(row) is None
+
+
+def test_react_text_whose_action_input_is_not_an_object_is_left_alone():
+    """An Action Input followed by more text (a whole ReAct transcript in one turn) is not guessed at."""
+    row = copy.deepcopy(TOOLBENCH)
+    row["conversations"][2]["value"] += "\nObservation: it worked"
+    assert convert(row) is None
