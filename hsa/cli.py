@@ -107,6 +107,10 @@ def _print_summary(manifest: dict, out: str) -> None:
         print(f"{c['variants_failed']} variants failed verification and were not written:")
         for reason, n in manifest["variant_failures"].items():
             print(f"  {n:6d}  {reason}")
+    if manifest.get("converted_layouts"):
+        print("records read from other layouts (each noted in its rows' notes):")
+        for layout, n in manifest["converted_layouts"].items():
+            print(f"  {n:6d}  {layout}")
     if manifest["reject_reasons"]:
         print("rejected records (details in rejects.jsonl):")
         for reason, n in manifest["reject_reasons"].items():

@@ -58,6 +58,7 @@ class Stats:
     applied: Counter = dataclasses.field(default_factory=Counter)
     skipped: Counter = dataclasses.field(default_factory=Counter)  # (transform, reason) -> n
     failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
+    converted: Counter = dataclasses.field(default_factory=Counter)  # input layout converted on reading -> records
 
     def __add__(self, other: Stats) -> Stats:
         out = Stats()
@@ -113,6 +114,7 @@ class Stats:
                        "task_changing_variants": self.task_changing_variants},
             "reject_reasons": dict(sorted(self.reject_reasons.items())),
             "variant_failures": dict(sorted(self.variant_failures.items())),
+            "converted_layouts": dict(sorted(self.converted.items())),
             "families": dict(sorted(families.items())),
             "transforms": per_transform,
         }
@@ -189,6 +191,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         stats.rejected = 1
         stats.reject_reasons[exc.reason] += 1
         return Result([], [_reject(item, exc.reason, exc.detail)], stats)
+    for layout in dict.fromkeys(n.split(":", 1)[0] for n in source["notes"] if n.startswith("converted ")):
+        stats.converted[layout] += 1
     violations = check_record(source)
     if violations:
         stats.rejected = 1

@@ -323,3 +323,20 @@ def test_a_byte_order_mark_and_crlf_line_ends_are_read(tmp_path, fixture_lines):
     b = augment([windows], tmp_path / "b", load_recipe("default"), variants=1)
     assert b["counts"]["rejected"] == 0
     assert [s["sha256"] for s in a["shards"]] == [s["sha256"] for s in b["shards"]]
+
+
+def test_manifest_counts_the_layouts_converted_on_input(tmp_path, fixture_lines):
+    """Each record read from another layout is counted under that layout in the manifest and the summary."""
+    xlam = {"query": "weather in Oslo?", "tools": [{"name": "w", "description": "weather", "parameters": {
+        "city": {"type": "str", "description": "city"}}}], "answers": [{"name": "w", "arguments": {"city": "Oslo"}}]}
+    legacy = {"messages": [{"role": "user", "content": "weather in Oslo?"},
+                           {"role": "assistant", "content": None, "function_call": {"name": "w", "arguments": "{\"city\": \"Oslo\"}"}},
+                           {"role": "function", "name": "w", "content": "cold"}],
+              "functions": [{"name": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]}
+    src = tmp_path / "mixed.jsonl"
+    src.write_text("\n".join([fixture_lines[0], json.dumps(xlam), json.dumps({**xlam, "query": "and Rome?"}),
+                              json.dumps(legacy)]) + "\n")
+    m = augment([src], tmp_path / "o", load_recipe("default"), variants=1)
+    assert m["counts"]["sources_written"] == 4
+    assert m["converted_layouts"] == {"converted OpenAI legacy function calling": 1,
+                                      "converted from the query/tools/answers (xLAM) layout": 2}
