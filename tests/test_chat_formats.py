@@ -849,3 +849,46 @@ def test_react_text_whose_action_input_is_not_an_object_is_left_alone():
     row = copy.deepcopy(TOOLBENCH)
     row["conversations"][2]["value"] += "\nObservation: it worked"
     assert convert(row) is None
+
+
+# --------------------------------------------------------------------------- OpenAI Responses API items
+
+RESPONSES = {
+    "instructions": "You are a weather bot.",
+    "tools": [{"type": "function", "name": "get_weather", "description": "Weather for a city", "strict": True,
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                              "additionalProperties": False}}],
+    "input": [{"role": "user", "content": "Weather in Tokyo and Paris?"},
+              {"type": "reasoning", "id": "rs_1", "summary": []},
+              {"id": "fc_1", "type": "function_call", "call_id": "call_a", "name": "get_weather",
+               "arguments": "{\"city\":\"Tokyo\"}", "status": "completed"},
+              {"id": "fc_2", "type": "function_call", "call_id": "call_b", "name": "get_weather",
+               "arguments": "{\"city\":\"Paris\"}", "status": "completed"},
+              {"type": "function_call_output", "call_id": "call_b", "output": "rain"},
+              {"type": "function_call_output", "call_id": "call_a", "output": "sunny"}],
+    "output": [{"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": "Tokyo is sunny, Paris rainy.", "annotations": []}]}]}
+
+
+def test_responses_api_items_of_an_agents_sdk_run():
+    """instructions -> system, parallel function_call items -> one assistant turn, outputs paired by call_id,
+    the response's output appended; reasoning items are dropped and noted."""
+    out = convert(RESPONSES)
+    assert [m["role"] for m in out["messages"]] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    assert out["messages"][2]["tool_calls"] == _calls(("call_a", "get_weather", {"city": "Tokyo"}),
+                                                      ("call_b", "get_weather", {"city": "Paris"}))
+    assert [(m["tool_call_id"], m["content"]) for m in out["messages"][3:5]] == [("call_b", "rain"),
+                                                                                 ("call_a", "sunny")]
+    assert out["messages"][5] == {"role": "assistant", "content": "Tokyo is sunny, Paris rainy."}
+    assert "input" not in out and "output" not in out and "instructions" not in out
+    assert out["notes"] == ["converted OpenAI Responses API items: 2 function_calls -> tool_calls, "
+                            "2 function_call_outputs -> tool messages", "dropped: reasoning item (x1)"]
+    _accepted(RESPONSES)
+
+
+def test_responses_output_without_its_call_is_a_clear_reject():
+    """A function_call_output whose call_id no earlier function_call has names the item."""
+    row = copy.deepcopy(RESPONSES)
+    del row["input"][2]
+    with pytest.raises(RecordError, match=r"input\[4\]: function_call_output for call_id 'call_a'"):
+        convert(row)
