@@ -21,6 +21,7 @@
 - **OpenAI Responses API items** (how the OpenAI Agents SDK logs a run): ``function_call`` /
   ``function_call_output`` items and typed-text ``message`` items in ``messages`` or ``input`` + ``output``,
   ``instructions`` as the system message (:func:`_convert_responses`).
+- **LangChain message dicts**: ``messages_to_dict`` / ``dumpd`` output (:func:`_convert_langchain`).
 - **Calls left as model output text**: Mistral ``[TOOL_CALLS] [...]`` and Llama 3.1 ``<|python_tag|>{...}`` /
   bare JSON calls to declared tools in assistant text, ``ipython`` results (:func:`_convert_text_calls`).
 
@@ -1595,6 +1596,84 @@ def _convert_responses(raw: dict, key: str, items: list[dict]) -> dict:
     return _with_notes(out, notes + _dropped_note(dropped))
 
 
+# --------------------------------------------------------------------------- LangChain message dicts
+
+_LC_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool",
+             "HumanMessage": "user", "AIMessage": "assistant", "SystemMessage": "system", "ToolMessage": "tool",
+             "FunctionMessage": "tool", "HumanMessageChunk": "user", "AIMessageChunk": "assistant"}
+
+
+def _lc_fields(m: Any) -> tuple[str, dict] | None:
+    """``(role, fields)`` of one LangChain message as ``messages_to_dict`` (``{"type", "data"}``) or ``dumpd``
+    (``{"lc": 1, "id": [..., "AIMessage"], "kwargs"}``) write it; None for anything else."""
+    if not isinstance(m, dict):
+        return None
+    if isinstance(m.get("data"), dict) and m.get("type") in _LC_ROLES:
+        return _LC_ROLES[m["type"]], m["data"]
+    ident = m.get("id")
+    if m.get("lc") == 1 and isinstance(m.get("kwargs"), dict) and isinstance(ident, list) and ident \
+            and ident[-1] in _LC_ROLES:
+        return _LC_ROLES[ident[-1]], m["kwargs"]
+    return None
+
+
+def _is_langchain(raw: dict) -> bool:
+    msgs = raw.get("messages")
+    return isinstance(msgs, list) and bool(msgs) and all(_lc_fields(m) is not None for m in msgs)
+
+
+def _convert_langchain(raw: dict) -> dict:
+    messages: list[dict] = []
+    dropped: dict[str, int] = {}
+    names: dict[str, str] = {}  # call id -> tool name
+    n_calls = n_results = 0
+    for i, m in enumerate(raw["messages"]):
+        where = f"messages[{i}]"
+        role, data = _lc_fields(m)  # type: ignore[misc]
+        content = data.get("content", "")
+        calls = data.get("tool_calls") or (data.get("additional_kwargs") or {}).get("tool_calls") or []
+        if isinstance(content, list):
+            if role == "assistant":  # Anthropic tool_use blocks: the same calls as tool_calls (or the only record)
+                uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+                if not calls:
+                    calls = [{"name": b.get("name"), "args": b.get("input", {}), "id": b.get("id")} for b in uses]
+                content = _block_content([b for b in content if not any(b is u for u in uses)], "", dropped)
+            else:
+                content = _block_content(content, "\n", dropped)
+        msg: dict[str, Any] = {"role": role, "content": content}
+        if role == "assistant" and calls:
+            out_calls = []
+            for k, c in enumerate(calls):
+                if not isinstance(c, dict):
+                    raise _fail("bad tool call", f"{where}.tool_calls[{k}] is {type(c).__name__}; expected an object")
+                fn = c.get("function") if isinstance(c.get("function"), dict) else c  # OpenAI form in additional_kwargs
+                name = fn.get("name")
+                if not isinstance(name, str) or not name:
+                    raise _fail("bad tool call", f"{where}.tool_calls[{k}] has no 'name'")
+                call_id = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{n_calls + 1}"
+                args = fn.get("args", fn.get("arguments"))
+                n_calls += 1
+                out_calls.append(_call(call_id, name, _arguments(args, f"{where}.tool_calls[{k}]", name)))
+                names[call_id] = name
+            msg["tool_calls"] = out_calls
+        if role == "tool":
+            call_id = data.get("tool_call_id")
+            if isinstance(call_id, str):
+                msg["tool_call_id"] = call_id
+            name = data.get("name") if isinstance(data.get("name"), str) else names.get(str(call_id))
+            if name:
+                msg["name"] = name
+            msg["content"] = _json_text(content) if not isinstance(content, (str, list)) else content
+            n_results += 1
+        for key in ("invalid_tool_calls", "usage_metadata", "response_metadata"):
+            if data.get(key):
+                _count(dropped, key)
+        messages.append(msg)
+    out = {**raw, "messages": messages}
+    notes = [f"converted LangChain message dicts: {_plural(n_calls, 'tool call')}, {_plural(n_results, 'tool result')}"]
+    return _with_notes(out, notes + _dropped_note(dropped))
+
+
 def convert(raw: dict) -> dict | None:
     """The row in hsa's messages layout when it is in one of the layouts below, else None.
     Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
@@ -1615,6 +1694,8 @@ def convert(raw: dict) -> dict | None:
     responses = _responses_items(raw)
     if responses is not None:
         return _convert_responses(raw, *responses)
+    if _is_langchain(raw):
+        return _convert_langchain(raw)
     hermes = None if any(k in raw for k in _HSA_ONLY_KEYS) else _hermes_turns(raw)
     if hermes is not None:
         return _convert_hermes(raw, *hermes)

@@ -892,3 +892,46 @@ def test_responses_output_without_its_call_is_a_clear_reject():
     del row["input"][2]
     with pytest.raises(RecordError, match=r"input\[4\]: function_call_output for call_id 'call_a'"):
         convert(row)
+
+
+# --------------------------------------------------------------------------- LangChain message dicts
+
+def _lc(kind: str, **data):
+    return {"type": kind, "data": {"additional_kwargs": {}, "response_metadata": {}, "type": kind, **data}}
+
+
+def test_langchain_messages_to_dict_rows():
+    """messages_to_dict output (human / ai with tool_calls / tool / system) reads as chat messages."""
+    row = {"tools": WEATHER_TOOLS, "messages": [
+        _lc("system", content="You are helpful."), _lc("human", content="Weather in Oslo?"),
+        _lc("ai", content="", tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"}, "id": "call_1",
+                                            "type": "tool_call"}], invalid_tool_calls=[],
+            usage_metadata={"input_tokens": 10}),
+        _lc("tool", content="cold", name="get_weather", tool_call_id="call_1", status="success"),
+        _lc("ai", content="It is cold.", tool_calls=[])]}
+    out = convert(row)
+    assert out["messages"] == [
+        {"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": _calls(("call_1", "get_weather", {"city": "Oslo"}))},
+        {"role": "tool", "content": "cold", "tool_call_id": "call_1", "name": "get_weather"},
+        {"role": "assistant", "content": "It is cold."}]
+    assert out["notes"] == ["converted LangChain message dicts: 1 tool call, 1 tool result",
+                            "dropped: usage_metadata (x1)"]
+    _accepted(row)
+
+
+def test_langchain_dumpd_rows_with_anthropic_blocks():
+    """dumpd output ({"lc": 1, "id": [..., "AIMessage"], "kwargs"}); tool_use blocks become the calls when
+    tool_calls is empty and are not repeated in the text."""
+    def lc(cls, **kwargs):
+        return {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", cls], "kwargs": kwargs}
+    row = {"tools": WEATHER_TOOLS, "messages": [
+        lc("HumanMessage", content="Weather in Oslo?"),
+        lc("AIMessage", content=[{"type": "text", "text": "Checking."},
+                                 {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]),
+        lc("ToolMessage", content="cold", tool_call_id="toolu_1")]}
+    out = convert(row)
+    assert out["messages"][1] == {"role": "assistant", "content": "Checking.",
+                                  "tool_calls": _calls(("toolu_1", "get_weather", {"city": "Oslo"}))}
+    assert out["messages"][2] == {"role": "tool", "content": "cold", "tool_call_id": "toolu_1", "name": "get_weather"}
+    _accepted(row)
