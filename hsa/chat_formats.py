@@ -22,6 +22,7 @@
   ``function_call_output`` items and typed-text ``message`` items in ``messages`` or ``input`` + ``output``,
   ``instructions`` as the system message (:func:`_convert_responses`).
 - **LangChain message dicts**: ``messages_to_dict`` / ``dumpd`` output (:func:`_convert_langchain`).
+- **Vercel AI SDK** ``tool-call`` / ``tool-result`` content parts, and Ollama's ``tool_name`` on tool messages.
 - **Calls left as model output text**: Mistral ``[TOOL_CALLS] [...]`` and Llama 3.1 ``<|python_tag|>{...}`` /
   bare JSON calls to declared tools in assistant text, ``ipython`` results (:func:`_convert_text_calls`).
 
@@ -1674,6 +1675,83 @@ def _convert_langchain(raw: dict) -> dict:
     return _with_notes(out, notes + _dropped_note(dropped))
 
 
+# --------------------------------------------------------------------------- Vercel AI SDK parts, Ollama names
+
+def _ai_sdk_parts(messages: list) -> bool:
+    return any(isinstance(m, dict) and isinstance(m.get("content"), list)
+               and any(isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result") for p in m["content"])
+               for m in messages)
+
+
+def _ai_sdk_result(value: Any) -> Any:
+    """A tool-result's value: AI SDK 5 wraps it as ``{"type": "json" | "text", "value": ...}``."""
+    if isinstance(value, dict) and set(value) == {"type", "value"} and value["type"] in ("json", "text", "error-text",
+                                                                                       "error-json", "content"):
+        return value["value"]
+    return value
+
+
+def _convert_ai_sdk(raw: dict) -> dict:
+    """Vercel AI SDK messages: ``tool-call`` parts (``toolCallId``, ``toolName``, ``args`` / ``input``) become tool
+    calls, each ``tool-result`` part (``result`` / ``output``) a tool message; text parts are joined."""
+    messages: list[dict] = []
+    dropped: dict[str, int] = {}
+    n_calls = n_results = 0
+    for i, m in enumerate(raw["messages"]):
+        where = f"messages[{i}]"
+        if not (isinstance(m, dict) and isinstance(m.get("content"), list)):
+            messages.append(m)
+            continue
+        parts = m["content"]
+        calls = [p for p in parts if isinstance(p, dict) and p.get("type") == "tool-call"]
+        results = [p for p in parts if isinstance(p, dict) and p.get("type") == "tool-result"]
+        rest = [p for p in parts if not any(p is q for q in calls + results)]
+        if results:
+            for k, p in enumerate(results):
+                call_id, name = p.get("toolCallId"), p.get("toolName")
+                if not isinstance(call_id, str) or not isinstance(name, str):
+                    raise _fail("bad tool result", f"{where}.content: tool-result {k} needs 'toolCallId' and 'toolName'")
+                n_results += 1
+                value = _ai_sdk_result(p["output"] if "output" in p else p.get("result"))
+                messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": _json_text(value)})
+            if rest:
+                messages.append({**m, "content": _block_content(rest, "\n", dropped)})
+            continue
+        msg = {**m, "content": _block_content(rest, "", dropped) if rest else ""}
+        if calls:
+            out_calls = []
+            for k, p in enumerate(calls):
+                call_id, name = p.get("toolCallId"), p.get("toolName")
+                if not isinstance(call_id, str) or not isinstance(name, str) or not name:
+                    raise _fail("bad tool call", f"{where}.content: tool-call {k} needs 'toolCallId' and 'toolName'")
+                n_calls += 1
+                out_calls.append(_call(call_id, name, _arguments(p["input"] if "input" in p else p.get("args"),
+                                                                  where, name)))
+            msg["tool_calls"] = out_calls
+        messages.append(msg)
+    out = {**raw, "messages": messages}
+    notes = [f"converted Vercel AI SDK parts: {_plural(n_calls, 'tool-call')} -> tool_calls, "
+             f"{_plural(n_results, 'tool-result')} -> tool messages"]
+    return _with_notes(out, notes + _dropped_note(dropped))
+
+
+def _ollama_tool_names(raw: dict) -> dict | None:
+    """Tool messages that name their tool with Ollama's ``tool_name`` get it as ``name`` (renames follow that key)."""
+    msgs = raw["messages"]
+    if not any(isinstance(m, dict) and m.get("role") == "tool" and isinstance(m.get("tool_name"), str)
+               and "name" not in m for m in msgs):
+        return None
+    n = 0
+    out_msgs = []
+    for m in msgs:
+        if isinstance(m, dict) and m.get("role") == "tool" and isinstance(m.get("tool_name"), str) and "name" not in m:
+            m = {("name" if k == "tool_name" else k): v for k, v in m.items()}
+            n += 1
+        out_msgs.append(m)
+    return _with_notes({**raw, "messages": out_msgs},
+                       [f"converted Ollama tool messages: 'tool_name' read as 'name' ({_plural(n, 'message')})"])
+
+
 def convert(raw: dict) -> dict | None:
     """The row in hsa's messages layout when it is in one of the layouts below, else None.
     Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
@@ -1709,6 +1787,11 @@ def convert(raw: dict) -> dict | None:
         legacy = _convert_legacy_openai(raw)
         if legacy is not None:
             raw = legacy
+        if _ai_sdk_parts(raw["messages"]):
+            raw = legacy = _convert_ai_sdk(raw)
+        ollama = _ollama_tool_names(raw)
+        if ollama is not None:
+            raw = legacy = ollama
         if not any(k in raw for k in _HSA_ONLY_KEYS):  # an hsa record's texts are the harness's own
             text_calls = _convert_text_calls(raw)
             if text_calls is not None:

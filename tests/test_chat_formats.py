@@ -935,3 +935,40 @@ def test_langchain_dumpd_rows_with_anthropic_blocks():
                                   "tool_calls": _calls(("toolu_1", "get_weather", {"city": "Oslo"}))}
     assert out["messages"][2] == {"role": "tool", "content": "cold", "tool_call_id": "toolu_1", "name": "get_weather"}
     _accepted(row)
+
+
+# --------------------------------------------------------------------------- Vercel AI SDK parts, Ollama names
+
+def test_vercel_ai_sdk_tool_parts():
+    """tool-call parts become tool calls beside the text; tool-result parts (AI SDK 4 result, 5 output) become
+    tool messages."""
+    row = {"tools": WEATHER_TOOLS, "messages": [
+        {"role": "user", "content": "Oslo and Rome?"},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool-call", "toolCallId": "c1", "toolName": "get_weather", "args": {"city": "Oslo"}},
+            {"type": "tool-call", "toolCallId": "c2", "toolName": "get_weather", "input": {"city": "Rome"}}]},
+        {"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": "c1", "toolName": "get_weather", "result": {"temp": -3}},
+            {"type": "tool-result", "toolCallId": "c2", "toolName": "get_weather",
+             "output": {"type": "json", "value": {"temp": 25}}}]},
+        {"role": "assistant", "content": "Cold and warm."}]}
+    out = convert(row)
+    assert out["messages"][1] == {"role": "assistant", "content": "Let me check.", "tool_calls": _calls(
+        ("c1", "get_weather", {"city": "Oslo"}), ("c2", "get_weather", {"city": "Rome"}))}
+    assert out["messages"][2:4] == [
+        {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": '{"temp": -3}'},
+        {"role": "tool", "tool_call_id": "c2", "name": "get_weather", "content": '{"temp": 25}'}]
+    _accepted(row)
+
+
+def test_ollama_tool_name_is_read_as_name():
+    """Ollama's tool_name on a tool message becomes name, so a tool rename reaches it."""
+    row = {"tools": WEATHER_TOOLS, "messages": [
+        {"role": "user", "content": "Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather",
+                                                                          "arguments": {"city": "Oslo"}}}]},
+        {"role": "tool", "content": "cold", "tool_name": "get_weather"}]}
+    out = convert(row)
+    assert out["messages"][2] == {"role": "tool", "content": "cold", "name": "get_weather"}
+    _accepted(row)
