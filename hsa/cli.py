@@ -111,6 +111,9 @@ def _print_summary(manifest: dict, out: str) -> None:
         print("records read from other layouts (each noted in its rows' notes):")
         for layout, n in manifest["converted_layouts"].items():
             print(f"  {n:6d}  {layout}")
+    if manifest.get("records_with_unread_calls"):
+        print(f"{manifest['records_with_unread_calls']} records call a tool in their assistant text in a layout hsa "
+              "does not read (noted as 'unread call' in their rows): those calls stay text; convert them first")
     if manifest["reject_reasons"]:
         print("rejected records (details in rejects.jsonl):")
         for reason, n in manifest["reject_reasons"].items():

@@ -24,7 +24,7 @@ from typing import Any
 from hsa import _json
 from hsa.io import InputLine, JSONArrayError, parse_line
 from hsa.mapping import Mapping
-from hsa.records import Record, RecordError, denormalize, normalize
+from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, denormalize, normalize
 from hsa.recipes import recipe_to_dict
 from hsa.transform import Transform, run
 from hsa.verify import check_record, check_variant
@@ -59,6 +59,7 @@ class Stats:
     skipped: Counter = dataclasses.field(default_factory=Counter)  # (transform, reason) -> n
     failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
     converted: Counter = dataclasses.field(default_factory=Counter)  # input layout converted on reading -> records
+    unread_calls: int = 0  # records whose assistant text calls a tool in a layout the readers do not know
 
     def __add__(self, other: Stats) -> Stats:
         out = Stats()
@@ -115,6 +116,7 @@ class Stats:
             "reject_reasons": dict(sorted(self.reject_reasons.items())),
             "variant_failures": dict(sorted(self.variant_failures.items())),
             "converted_layouts": dict(sorted(self.converted.items())),
+            "records_with_unread_calls": self.unread_calls,
             "families": dict(sorted(families.items())),
             "transforms": per_transform,
         }
@@ -193,6 +195,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         return Result([], [_reject(item, exc.reason, exc.detail)], stats)
     for layout in dict.fromkeys(n.split(":", 1)[0] for n in source["notes"] if n.startswith("converted ")):
         stats.converted[layout] += 1
+    stats.unread_calls += any(n.startswith(UNREAD_CALL_NOTE) for n in source["notes"])
     violations = check_record(source)
     if violations:
         stats.rejected = 1

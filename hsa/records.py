@@ -952,7 +952,31 @@ def _normalize(raw: dict, default_id: str | None) -> Record:
     for key, value in raw.items():
         if key not in HSA_KEYS and key not in OUTPUT_KEYS and key != "tools":
             record["extra"][key] = value
+    unread = _unread_call(record)
+    if unread is not None:
+        notes.append(unread)
     return record
+
+
+#: How the note of :func:`_unread_call` starts (the pipeline counts the records that carry it).
+UNREAD_CALL_NOTE = "unread call: "
+
+
+def _unread_call(record: Record) -> str | None:
+    """A note when a record with tools but no tool calls has assistant text that calls a declared tool the way
+    code or JSON would (``name(``, ``"name": "name"``, ``Action: name``): a layout the readers do not know."""
+    if not record["tools"] or any(m.get("tool_calls") for m in record["messages"]):
+        return None
+    for i, m in enumerate(record["messages"]):
+        text = m.get("content")
+        if m.get("role") != "assistant" or not isinstance(text, str):
+            continue
+        for name in (t["name"] for t in record["tools"]):
+            if name in text and re.search(rf"(?<![\w-]){re.escape(name)}\s*\(|\"name\"\s*:\s*\"{re.escape(name)}\""
+                                          rf"|Action:\s*{re.escape(name)}(?![\w-])", text):
+                return (f"{UNREAD_CALL_NOTE}messages[{i}] calls {name!r} in its text, in a layout hsa does not read; "
+                        "it stays text, so parameter renames and schema changes do not follow it")
+    return None
 
 
 def denormalize(record: Record) -> dict[str, Any]:

@@ -340,3 +340,21 @@ def test_manifest_counts_the_layouts_converted_on_input(tmp_path, fixture_lines)
     assert m["counts"]["sources_written"] == 4
     assert m["converted_layouts"] == {"converted OpenAI legacy function calling": 1,
                                       "converted from the query/tools/answers (xLAM) layout": 2}
+
+
+def test_calls_in_an_unread_layout_are_noted_and_counted(tmp_path):
+    """A record whose assistant text calls a declared tool like code or JSON, with no tool calls, gets a note and
+    is counted in the manifest; a plain mention of the tool is not flagged."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    rows = [{"id": "a", "tools": tools, "messages": [{"role": "user", "content": "Oslo?"},
+                                                     {"role": "assistant", "content": "get_weather(city='Oslo')"}]},
+            {"id": "b", "tools": tools, "messages": [{"role": "user", "content": "Oslo?"},
+                                                     {"role": "assistant", "content": "I can use get_weather."}]}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    m = augment([src], tmp_path / "o", load_recipe("default"), variants=1, keep_original=True)
+    assert m["records_with_unread_calls"] == 1
+    notes = {r["id"]: r["notes"] for r in iter_rows(tmp_path / "o") if r["variant"] == 0}
+    assert any(n.startswith("unread call: messages[1] calls 'get_weather'") for n in notes["a/0"])
+    assert not any(n.startswith("unread call") for n in notes["b/0"])
