@@ -1752,57 +1752,53 @@ def _ollama_tool_names(raw: dict) -> dict | None:
                        [f"converted Ollama tool messages: 'tool_name' read as 'name' ({_plural(n, 'message')})"])
 
 
+def _convert_within_messages(raw: dict, hsa_record: bool) -> dict | None:
+    """A messages row with its tool calls and results rewritten from the per-message dialects into OpenAI's: legacy
+    ``function_call``, Vercel AI SDK parts, Ollama's ``tool_name``, calls left as model output text (not in hsa
+    records, whose texts are the harness's own) and Anthropic content blocks; None when nothing changed."""
+    row, changed = raw, False
+    steps = [_convert_legacy_openai,
+             lambda r: _convert_ai_sdk(r) if _ai_sdk_parts(r["messages"]) else None,
+             _ollama_tool_names]
+    if not hsa_record:
+        steps.append(_convert_text_calls)
+    for step in steps:
+        out = step(row)
+        if out is not None:
+            row, changed = out, True
+    blocks = convert_messages(row["messages"])
+    if blocks is not None:
+        row, changed = _with_notes({**row, "messages": blocks[0]}, blocks[1]), True
+    return row if changed else None
+
+
 def convert(raw: dict) -> dict | None:
-    """The row in hsa's messages layout when it is in one of the layouts below, else None.
+    """The row in hsa's messages layout when it is in one of the layouts of this module, else None.
     Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
     (detail: which key/turn, what was expected, what to do).
 
-    Layouts: Hermes / Qwen tool tags (``conversations`` or ``messages``), Glaive function-calling v2
-    (``system`` + ``chat``), ToolACE (``system`` with a JSON tool list + ``conversations`` with
-    ``[Name(key=value)]`` call lists), Anthropic content blocks in ``messages`` (see :func:`convert_messages`;
-    a top-level ``system`` is left as it is), OpenAI's legacy ``functions`` / ``function_call`` / ``function``
-    messages, Gemini ``contents``. Rows already in the Hugging Face
-    format, and the xLAM and tag-free ShareGPT layouts, give None; so do hsa records (with a key of
-    ``_HSA_ONLY_KEYS``) but for their Anthropic content blocks.
+    Rows already in the Hugging Face format, and the xLAM and tag-free ShareGPT layouts (read by
+    :mod:`hsa.records`), give None. In hsa records (a key of ``_HSA_ONLY_KEYS``), texts are the harness's
+    own: tags, tool lists and calls written in them stay text, and only structure (content blocks and parts,
+    legacy fields, whole-row item layouts) is converted.
     """
     if not isinstance(raw, dict):
         return None
-    # an hsa record (an output row read back, or written for hsa) may hold tags and tool lists in its texts as
-    # the harness's own text: only content blocks, which are structure, are converted there
+    hsa_record = any(k in raw for k in _HSA_ONLY_KEYS)
     responses = _responses_items(raw)
     if responses is not None:
         return _convert_responses(raw, *responses)
     if _is_langchain(raw):
         return _convert_langchain(raw)
-    hermes = None if any(k in raw for k in _HSA_ONLY_KEYS) else _hermes_turns(raw)
-    if hermes is not None:
-        return _convert_hermes(raw, *hermes)
-    glaive = None if any(k in raw for k in _HSA_ONLY_KEYS) else _glaive_turns_of(raw)
-    if glaive is not None:
-        return _convert_glaive_sharegpt(raw, *glaive)
-    react = None if any(k in raw for k in _HSA_ONLY_KEYS) else _react_turns_of(raw)
-    if react is not None:
-        return _convert_react(raw, *react)
+    if not hsa_record:
+        for find, convert_turns in ((_hermes_turns, _convert_hermes), (_glaive_turns_of, _convert_glaive_sharegpt),
+                                    (_react_turns_of, _convert_react)):
+            found = find(raw)
+            if found is not None:
+                return convert_turns(raw, *found)
     if isinstance(raw.get("messages"), list):
-        legacy = _convert_legacy_openai(raw)
-        if legacy is not None:
-            raw = legacy
-        if _ai_sdk_parts(raw["messages"]):
-            raw = legacy = _convert_ai_sdk(raw)
-        ollama = _ollama_tool_names(raw)
-        if ollama is not None:
-            raw = legacy = ollama
-        if not any(k in raw for k in _HSA_ONLY_KEYS):  # an hsa record's texts are the harness's own
-            text_calls = _convert_text_calls(raw)
-            if text_calls is not None:
-                raw = legacy = text_calls
-        converted = convert_messages(raw["messages"])
-        if converted is None:
-            return legacy
-        out = dict(raw)
-        out["messages"] = converted[0]
-        return _with_notes(out, converted[1])
-    if any(k in raw for k in _HSA_ONLY_KEYS):
+        return _convert_within_messages(raw, hsa_record)
+    if hsa_record:
         return None
     toolace = _toolace_turns(raw)
     if toolace is not None:
