@@ -238,6 +238,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for line in report.lines:
         print(line)
     print(report.summary(), file=sys.stderr)
+    for line in report.reading():
+        print(line, file=sys.stderr)
     return 1 if report.violations else 0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from hsa import _json
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
 from hsa.mapping import Mapping
-from hsa.records import RecordError, denormalize, normalize
+from hsa.records import UNREAD_CALL_NOTE, RecordError, denormalize, normalize
 from hsa.rewrite import canonicalize
 from hsa.verify import calls_of, check_record
 
@@ -25,11 +25,21 @@ class ValidationReport:
     violations: Counter = dataclasses.field(default_factory=Counter)
     lines: list[str] = dataclasses.field(default_factory=list)
     max_report: int = 50
+    converted: Counter = dataclasses.field(default_factory=Counter)  # layout read on input -> records
+    unread: list[str] = dataclasses.field(default_factory=list)  # where a record calls a tool in an unread layout
 
     def add(self, where: str, invariant: str, message: str) -> None:
         self.violations[invariant] += 1
         if len(self.lines) < self.max_report:
             self.lines.append(f"{where}: [{invariant}] {message}")
+
+    def reading(self) -> list[str]:
+        """Lines on how the records were read: layouts converted on input, calls left in an unread layout."""
+        lines = [f"{n} read from another layout: {layout}" for layout, n in sorted(self.converted.items())]
+        if self.unread:
+            lines.append(f"{len(self.unread)} records call a tool in their assistant text in a layout hsa does not "
+                         f"read (those calls stay text), first at {self.unread[0]}")
+        return lines
 
     def summary(self) -> str:
         if not self.violations:
@@ -58,6 +68,10 @@ def validate_records(items, report: ValidationReport) -> ValidationReport:
         except RecordError as exc:
             report.add(where, "format", str(exc))
             continue
+        for layout in dict.fromkeys(n.split(":", 1)[0] for n in rec["notes"] if n.startswith("converted ")):
+            report.converted[layout] += 1
+        if any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"]):
+            report.unread.append(where)
         for v in check_record(rec, check_names=False):
             report.add(where, "1 validity", f"{v.reason}: {v.detail}")
         try:  # invariant 3: what we write back reads again, identically

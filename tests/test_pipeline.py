@@ -358,3 +358,20 @@ def test_calls_in_an_unread_layout_are_noted_and_counted(tmp_path):
     notes = {r["id"]: r["notes"] for r in iter_rows(tmp_path / "o") if r["variant"] == 0}
     assert any(n.startswith("unread call: messages[1] calls 'get_weather'") for n in notes["a/0"])
     assert not any(n.startswith("unread call") for n in notes["b/0"])
+
+
+def test_validate_says_how_records_were_read(tmp_path, capsys):
+    """hsa validate on raw records lists the layouts converted on input and the records with unread calls,
+    without failing on them."""
+    xlam = {"query": "weather in Oslo?", "tools": [{"name": "w", "description": "weather", "parameters": {
+        "city": {"type": "str", "description": "city"}}}], "answers": [{"name": "w", "arguments": {"city": "Oslo"}}]}
+    unread = {"tools": [{"name": "w", "parameters": {"type": "object", "properties": {}}}],
+              "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "w()"}]}
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(xlam) + "\n" + json.dumps(unread) + "\n")
+    assert main(["validate", str(src)]) == 0
+    err = capsys.readouterr().err
+    assert "2 records checked: invariants 1-3 hold" in err
+    assert "1 read from another layout: converted from the query/tools/answers (xLAM) layout" in err
+    assert f"1 records call a tool in their assistant text in a layout hsa does not read (those calls stay text), " \
+           f"first at {src}:2" in err
