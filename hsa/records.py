@@ -750,8 +750,9 @@ def _import_other_format(raw: dict) -> dict:
         return out
     raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
                       f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
-                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, Glaive (system/chat), Anthropic "
-                      "(content blocks), Gemini (contents/parts) and BFCL (question/function); see docs/format.md")
+                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, ToolBench, Glaive (system/chat), "
+                      "Anthropic (content blocks), Gemini (contents/parts), OpenAI Responses items (input/output), "
+                      "LangChain message dicts and BFCL (question/function); see docs/format.md")
 
 
 def _import_bfcl(raw: dict) -> dict:
@@ -834,9 +835,36 @@ def _decode_json_texts(raw: dict) -> dict:
     return {**raw, **decoded, "notes": notes}
 
 
+#: Other names datasets give the turn list; read as ``messages`` (role/content turns) or ``conversations``
+#: (ShareGPT from/value turns) when neither of those is present.
+_TURN_KEYS = ("conversation", "dialogue", "dialog", "turns", "chat", "history")
+
+
+def _turn_list_alias(raw: dict) -> dict:
+    if "messages" in raw or "conversations" in raw:
+        return raw
+    for key in _TURN_KEYS:
+        turns = raw.get(key)
+        if not (isinstance(turns, list) and turns and all(isinstance(t, dict) for t in turns)):
+            continue
+        if all("role" in t for t in turns):
+            target = "messages"
+        elif all("from" in t and "value" in t for t in turns):
+            target = "conversations"
+        else:
+            continue
+        notes = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else None
+        out = {k: v for k, v in raw.items() if k != key}
+        out[target] = turns
+        if notes is not None or "notes" not in raw:
+            out["notes"] = (notes or []) + [f"'{key}' read as {target}"]
+        return out
+    return raw
+
+
 def _import_layouts(raw: dict) -> dict:
     """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
-    raw = _decode_json_texts(raw)
+    raw = _turn_list_alias(_decode_json_texts(raw))
     converted = convert(raw)
     if converted is not None:
         raw = converted

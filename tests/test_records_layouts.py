@@ -230,3 +230,13 @@ def test_parameter_schema_under_another_key(key):
     assert record["tools"][0]["extra"] == {"output_parameters": {"temp": {"type": "int"}}}
     assert f"tools[0] 'w': '{key}' read as the parameters" in record["notes"]
     assert check_record(record) == []
+
+
+@pytest.mark.parametrize("key", ["conversation", "dialogue", "turns"])
+def test_turn_lists_under_other_names(key):
+    """A role/content turn list under another name is read as messages; from/value turns as ShareGPT."""
+    record = normalize({key: [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    assert [m["role"] for m in record["messages"]] == ["user", "assistant"]
+    assert f"'{key}' read as messages" in record["notes"] and key not in record["extra"]
+    sharegpt = normalize({key: [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]})
+    assert [m["content"] for m in sharegpt["messages"]] == ["hi", "hello"]
