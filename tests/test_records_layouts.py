@@ -240,3 +240,23 @@ def test_turn_lists_under_other_names(key):
     assert f"'{key}' read as messages" in record["notes"] and key not in record["extra"]
     sharegpt = normalize({key: [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]})
     assert [m["content"] for m in sharegpt["messages"]] == ["hi", "hello"]
+
+
+CHATML = ("<|im_start|>system\nYou are a function calling AI model. <tools> {\"type\": \"function\", \"function\": "
+          "{\"name\": \"get_weather\", \"description\": \"Weather\", \"parameters\": {\"type\": \"object\", "
+          "\"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}} </tools><|im_end|>\n"
+          "<|im_start|>user\nWeather in Oslo?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": "
+          "\"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n<|im_start|>tool\n"
+          "<tool_response>\n{\"temp\": -3}\n</tool_response><|im_end|>\n<|im_start|>assistant\nIt is -3.<|im_end|>\n")
+
+
+def test_rendered_chatml_text_is_read_back():
+    """A row with only the rendered ChatML text becomes messages, and the Hermes tags in it tools and calls."""
+    record = normalize({"text": CHATML})
+    assert [m["role"] for m in record["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert record["messages"][2]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Oslo"}}
+    assert [t["name"] for t in record["tools"]] == ["get_weather"]
+    assert record["notes"][0] == "converted from rendered ChatML text: 5 turns"
+    assert check_record(record) == []
+    with pytest.raises(RecordError, match="missing messages"):  # text around the markers: not a rendered chat
+        normalize({"text": "The ChatML format starts turns with <|im_start|>user\nhi<|im_end|>"})
