@@ -884,9 +884,39 @@ def _rendered_chatml(raw: dict) -> dict:
     return out
 
 
+#: Roles that datasets write for the standard ones (compared without case).
+_ROLE_ALIASES = {"human": "user", "gpt": "assistant", "model": "assistant", "bot": "assistant", "ai": "assistant",
+                 "chatbot": "assistant", "observation": "tool", "ipython": "tool", "function_response": "tool",
+                 "developer": "system", "user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
+
+
+def _standard_roles(raw: dict) -> dict:
+    """``raw`` with message roles in another spelling (``human``, ``gpt``, ``model``, ``USER``, ...) written as
+    the standard ones, noted; chat templates and the transforms know only system / user / assistant / tool."""
+    msgs = raw.get("messages")
+    if not isinstance(msgs, list):
+        return raw
+    renamed: dict[str, int] = {}
+    out_msgs = []
+    for m in msgs:
+        role = m.get("role") if isinstance(m, dict) else None
+        std = _ROLE_ALIASES.get(role.lower()) if isinstance(role, str) else None
+        if std is not None and std != role:
+            renamed[f"{role} -> {std}"] = renamed.get(f"{role} -> {std}", 0) + 1
+            m = {**m, "role": std}
+        out_msgs.append(m)
+    if not renamed:
+        return raw
+    notes = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else None
+    out = {**raw, "messages": out_msgs}
+    if notes is not None or "notes" not in raw:
+        out["notes"] = (notes or []) + ["roles renamed: " + ", ".join(f"{k} (x{n})" for k, n in renamed.items())]
+    return out
+
+
 def _import_layouts(raw: dict) -> dict:
     """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
-    raw = _rendered_chatml(_turn_list_alias(_decode_json_texts(raw)))
+    raw = _standard_roles(_rendered_chatml(_turn_list_alias(_decode_json_texts(raw))))
     converted = convert(raw)
     if converted is not None:
         raw = converted

@@ -260,3 +260,12 @@ def test_rendered_chatml_text_is_read_back():
     assert check_record(record) == []
     with pytest.raises(RecordError, match="missing messages"):  # text around the markers: not a rendered chat
         normalize({"text": "The ChatML format starts turns with <|im_start|>user\nhi<|im_end|>"})
+
+
+def test_roles_in_other_spellings_become_the_standard_ones():
+    """human / gpt / model / USER / developer roles become user / assistant / system, noted once per record."""
+    record = normalize({"messages": [{"role": "developer", "content": "be brief"}, {"role": "human", "content": "hi"},
+                                     {"role": "model", "content": "hello"}, {"role": "USER", "content": "bye"}]})
+    assert [m["role"] for m in record["messages"]] == ["system", "user", "assistant", "user"]
+    assert record["notes"] == ["roles renamed: developer -> system (x1), human -> user (x1), model -> assistant (x1), "
+                               "USER -> user (x1)"]
