@@ -553,29 +553,37 @@ def _convert_glaive(raw: dict) -> dict:
     return _with_notes(out, [summary] + notes)
 
 
-#: Speakers of Glaive rows republished as ShareGPT conversations (e.g. glaive-function-calling-v2-sharegpt).
-_GLAIVE_SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant",
-                          "assistant": "assistant", "tool": "tool", "function": "tool", "observation": "tool",
-                          "function_response": "tool"}
+#: Speakers of rows whose turns are all text (ShareGPT ``from`` or chat ``role``), as standard roles.
+_TEXT_TURN_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant",
+                    "assistant": "assistant", "tool": "tool", "function": "tool", "observation": "tool",
+                    "function_response": "tool"}
 
 
-def _glaive_turns_of(raw: dict) -> tuple[str, list[tuple[str, str]]] | None:
-    """``(key, [(speaker, text)])`` of a Glaive row republished as ShareGPT ``conversations`` or as ``messages``
-    with text contents: assistant turns with ``<functioncall>``, or a system turn in Glaive's ``SYSTEM: ...``
-    form holding the function definitions (and no structured tool calls); else None."""
+def _text_turns(raw: dict) -> tuple[str, list[tuple[str, str]]] | None:
+    """``(key, [(speaker, text)])`` of a row whose ``conversations`` (from / value) or ``messages`` (role /
+    content) are all text turns of known speakers without structured tool calls; else None."""
     for key, who, what in (("conversations", "from", "value"), ("messages", "role", "content")):
         turns = raw.get(key)
         if not isinstance(turns, list) or not turns:
             continue
-        if not all(isinstance(t, dict) and t.get(who) in _GLAIVE_SHAREGPT_ROLES and isinstance(t.get(what), str)
+        if not all(isinstance(t, dict) and t.get(who) in _TEXT_TURN_ROLES and isinstance(t.get(what), str)
                    and not t.get("tool_calls") for t in turns):
             return None
-        pairs = [(t[who], t[what]) for t in turns]
-        calls = any("<functioncall>" in text for who_, text in pairs if _GLAIVE_SHAREGPT_ROLES[who_] == "assistant")
-        glaive_system = any(text.lstrip().startswith("SYSTEM:") and re.search(r"(?m)^[ \t]*\{", text)
-                            for who_, text in pairs if who_ == "system")  # function definitions follow the prose
-        return (key, pairs) if calls or glaive_system else None
+        return key, [(t[who], t[what]) for t in turns]
     return None
+
+
+def _glaive_turns_of(raw: dict) -> tuple[str, list[tuple[str, str]]] | None:
+    """The text turns (:func:`_text_turns`) of a Glaive row republished as ShareGPT ``conversations`` or as
+    ``messages``: assistant turns with ``<functioncall>``, or a system turn in Glaive's ``SYSTEM: ...`` form
+    holding the function definitions; else None."""
+    found = _text_turns(raw)
+    if found is None:
+        return None
+    calls = any("<functioncall>" in text for who, text in found[1] if _TEXT_TURN_ROLES[who] == "assistant")
+    glaive_system = any(text.lstrip().startswith("SYSTEM:") and re.search(r"(?m)^[ \t]*\{", text)
+                        for who, text in found[1] if who == "system")  # function definitions follow the prose
+    return found if calls or glaive_system else None
 
 
 def _convert_glaive_sharegpt(raw: dict, key: str, turns: list[tuple[str, str]]) -> dict:
@@ -586,7 +594,7 @@ def _convert_glaive_sharegpt(raw: dict, key: str, turns: list[tuple[str, str]]) 
     else:
         prose, tools = system.strip(), []
     body, n_calls, n_results = _glaive_turns(
-        [(_GLAIVE_SHAREGPT_ROLES[who], text.strip(), f"{key}[{i}] ({who})")
+        [(_TEXT_TURN_ROLES[who], text.strip(), f"{key}[{i}] ({who})")
          for i, (who, text) in enumerate(turns) if who != "system"], notes)
     out = {k: v for k, v in raw.items() if k != key}
     out["messages"] = ([{"role": "system", "content": prose}] if prose else []) + body
@@ -1393,8 +1401,6 @@ def _convert_text_calls(raw: dict) -> dict | None:
 _TOOLBENCH_MARKER = "Specifically, you have access to the following APIs:"
 _REACT_ACTION = re.compile(r"(?:\A|\n)[ \t]*Action:[ \t]*(?P<name>[^\n]+?)[ \t]*\n[ \t]*Action Input:[ \t]*(?P<args>.*)\Z",
                            re.S)
-_REACT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
-                "function": "tool", "tool": "tool", "observation": "tool"}
 
 
 def _toolbench_system(text: str) -> tuple[str, list] | None:
@@ -1444,23 +1450,18 @@ def _react_turns_of(raw: dict) -> tuple[str, list[tuple[str, str]], str, list] |
     """``(key, [(speaker, text)], system prose, tools from the system text)`` of a row whose assistant turns are
     ReAct text (``Thought: ...\nAction: <tool>\nAction Input: {...}``, as ToolBench writes them) calling declared
     tools, with the results in function / tool / observation turns; else None."""
-    for key, who, what in (("conversations", "from", "value"), ("messages", "role", "content")):
-        turns = raw.get(key)
-        if not isinstance(turns, list) or not turns:
-            continue
-        if not all(isinstance(t, dict) and t.get(who) in _REACT_ROLES and isinstance(t.get(what), str)
-                   and not t.get("tool_calls") for t in turns):
-            return None
-        pairs = [(t[who], t[what]) for t in turns]
-        system = "\n\n".join(text for who_, text in pairs if who_ == "system")
-        found = _toolbench_system(system)
-        prose, tools = found if found is not None else (system.strip(), [])
-        declared = _declared_names(raw.get("tools")) | {_tool_name(t) for t in tools}
-        calls = [m for who_, text in pairs if _REACT_ROLES[who_] == "assistant"
-                 for m in [_REACT_ACTION.search(text)] if m is not None]
-        if calls and all(m.group("name").strip() in declared and _object_text(m.group("args")) for m in calls):
-            return key, pairs, prose, tools
+    found = _text_turns(raw)
+    if found is None:
         return None
+    key, pairs = found
+    system = "\n\n".join(text for who, text in pairs if who == "system")
+    api_list = _toolbench_system(system)
+    prose, tools = api_list if api_list is not None else (system.strip(), [])
+    declared = _declared_names(raw.get("tools")) | {_tool_name(t) for t in tools}
+    calls = [m for who, text in pairs if _TEXT_TURN_ROLES[who] == "assistant"
+             for m in [_REACT_ACTION.search(text)] if m is not None]
+    if calls and all(m.group("name").strip() in declared and _object_text(m.group("args")) for m in calls):
+        return key, pairs, prose, tools
     return None
 
 
@@ -1480,7 +1481,7 @@ def _convert_react(raw: dict, key: str, turns: list[tuple[str, str]], prose: str
     pending: list[dict] = []
     n_calls = n_results = 0
     for i, (who, text) in enumerate(turns):
-        role, where = _REACT_ROLES[who], f"{key}[{i}] ({who})"
+        role, where = _TEXT_TURN_ROLES[who], f"{key}[{i}] ({who})"
         if role == "system":
             continue
         if role == "assistant":
