@@ -500,26 +500,21 @@ def _glaive_call(text: str, where: str) -> tuple[str, Any]:
     return name, value
 
 
-def _glaive_turns(turns: list[tuple[str, str, str]], notes: list[str]) -> tuple[list[dict], int, int]:
-    """Messages from Glaive turns ``(role, text, where)``: ``<functioncall>`` payloads in assistant text become
-    tool calls, tool turns the results of the last turn's calls; (messages, calls, results)."""
+def _text_turn_messages(turns: list[tuple[str, str, str]], calls_of, notes: list[str]) -> tuple[list[dict], int, int]:
+    """Messages from text turns ``(role, text, where)``: ``calls_of(text, where, notes)`` gives an assistant turn's
+    ``(content, [(name, arguments, extra keys)])``; tool turns answer the last turn's calls in order, user turns
+    end them. Returns (messages, calls, results)."""
     messages: list[dict] = []
     pending: list[dict] = []
     n_calls = n_results = 0
     for role, text, where in turns:
         if role == "assistant":
-            if text.endswith(_END):
-                text = text[:-len(_END)].rstrip()
-            content, *payloads = text.split("<functioncall>")
+            content, found = calls_of(text, where, notes)
             calls = []
-            for payload in payloads:
-                name, value = _glaive_call(payload.strip().removesuffix(_END).rstrip(), where)
+            for name, args, extra in found:
                 n_calls += 1
-                extra = {k2: v for k2, v in value.items() if k2 not in ("name", "arguments")}
-                if extra:
-                    notes.append(f"{where}: keys {sorted(extra)} besides name/arguments kept in the call's function")
-                calls.append(_call(f"call_{n_calls}", name, _arguments(value.get("arguments"), where, name), extra))
-            msg = {"role": "assistant", "content": content.strip() if calls else content}
+                calls.append(_call(f"call_{n_calls}", name, _arguments(args, where, name), extra))
+            msg = {"role": "assistant", "content": content}
             if calls:
                 msg["tool_calls"] = calls
             messages.append(msg)
@@ -533,6 +528,27 @@ def _glaive_turns(turns: list[tuple[str, str, str]], notes: list[str]) -> tuple[
             messages.append({"role": "user", "content": text})
             pending = []
     return messages, n_calls, n_results
+
+
+def _glaive_text_calls(text: str, where: str, notes: list[str]) -> tuple[str, list[tuple[str, Any, dict]]]:
+    """The text and the ``<functioncall>`` payloads of a Glaive assistant turn."""
+    if text.endswith(_END):
+        text = text[:-len(_END)].rstrip()
+    content, *payloads = text.split("<functioncall>")
+    found = []
+    for payload in payloads:
+        name, value = _glaive_call(payload.strip().removesuffix(_END).rstrip(), where)
+        extra = {k: v for k, v in value.items() if k not in ("name", "arguments")}
+        if extra:
+            notes.append(f"{where}: keys {sorted(extra)} besides name/arguments kept in the call's function")
+        found.append((name, value.get("arguments"), extra))
+    return (content.strip() if found else content), found
+
+
+def _glaive_turns(turns: list[tuple[str, str, str]], notes: list[str]) -> tuple[list[dict], int, int]:
+    """Messages from Glaive turns ``(role, text, where)``: ``<functioncall>`` payloads in assistant text become
+    tool calls, tool turns the results of the last turn's calls; (messages, calls, results)."""
+    return _text_turn_messages(turns, _glaive_text_calls, notes)
 
 
 def _convert_glaive(raw: dict) -> dict:
@@ -1475,34 +1491,20 @@ def _object_text(text: str) -> bool:
         return False
 
 
+def _react_text_calls(text: str, where: str, notes: list[str]) -> tuple[str, list[tuple[str, Any, None]]]:
+    """The thought and the one ``Action`` / ``Action Input`` call of a ReAct assistant turn (none: the text)."""
+    m = _REACT_ACTION.search(text)
+    if m is None:
+        return text, []
+    return text[:m.start()].strip(), [(m.group("name").strip(), m.group("args").strip() or None, None)]
+
+
 def _convert_react(raw: dict, key: str, turns: list[tuple[str, str]], prose: str, tools: list) -> dict:
     notes: list[str] = []
-    messages: list[dict] = [{"role": "system", "content": prose}] if prose else []
-    pending: list[dict] = []
-    n_calls = n_results = 0
-    for i, (who, text) in enumerate(turns):
-        role, where = _TEXT_TURN_ROLES[who], f"{key}[{i}] ({who})"
-        if role == "system":
-            continue
-        if role == "assistant":
-            m = _REACT_ACTION.search(text)
-            if m is None:
-                messages.append({"role": "assistant", "content": text})
-                pending = []
-                continue
-            name = m.group("name").strip()
-            n_calls += 1
-            call = _call(f"call_{n_calls}", name, _arguments(m.group("args").strip() or None, where, name))
-            messages.append({"role": "assistant", "content": text[:m.start()].strip(), "tool_calls": [call]})
-            pending = [call]
-        elif role == "tool":
-            call = _take_call(pending, where)
-            n_results += 1
-            messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
-                             "content": text})
-        else:
-            messages.append({"role": "user", "content": text})
-            pending = []
+    body, n_calls, n_results = _text_turn_messages(
+        [(_TEXT_TURN_ROLES[who], text, f"{key}[{i}] ({who})") for i, (who, text) in enumerate(turns)
+         if who != "system"], _react_text_calls, notes)
+    messages = ([{"role": "system", "content": prose}] if prose else []) + body
     out = {k: v for k, v in raw.items() if k != key}
     out["messages"] = messages
     out["tools"] = _merge_tools(raw, tools, "the system text's API list", notes) if tools else raw.get("tools")
