@@ -33,18 +33,34 @@ def find_source(dataset: Path, row: dict) -> dict | None:
         kind = inp.get("kind", "jsonl")
         if kind == "hub" or not Path(inp["path"]).exists():
             continue
+        derived = source_id.startswith("sha-")  # an id made from the content: no line holds it
         for item in InputSource(inp["path"], kind).items():
             obj = item.data
-            if isinstance(obj, (bytes, bytearray)):  # a JSONL line: parsed only when it holds the id
-                if source_id.encode() not in obj:
+            if isinstance(obj, (bytes, bytearray)):  # a JSONL line: parsed only when it can hold the id
+                if not derived and source_id.encode() not in obj:
                     continue
                 try:
                     obj = _json.loads(obj)
                 except ValueError:
                     continue
-            if isinstance(obj, dict) and str(obj.get("id")) == source_id:
+            if not isinstance(obj, dict):
+                continue
+            if obj.get("id") is not None:
+                if str(obj["id"]) == source_id:
+                    return obj
+            elif derived and _derived_id(obj) == source_id:
                 return obj
     return None
+
+
+def _derived_id(raw: dict) -> str | None:
+    """The id :func:`hsa.records.normalize` gives a record without one (from its content)."""
+    from hsa.records import RecordError, normalize
+
+    try:
+        return normalize(raw)["id"]
+    except RecordError:
+        return None
 
 
 def _pretty(record: dict) -> list[str]:
@@ -71,7 +87,8 @@ def show(dataset: str | Path, row_id: str, *, color: bool = False, context: int 
     if mapping.get("skills"):
         head.append(f"  skills renamed: {mapping['skills']}")
     if source is None:
-        head.append("  (source not found: its input file is gone and --keep-original was off; showing the variant)")
+        head.append("  (source not found: no recorded input file holds it any more and --keep-original was off; "
+                    "showing the variant)")
         return "\n".join(head + _pretty(variant))
     strip = ("source_id", "variant", "transforms", "mapping", "notes")
     a = _pretty({**{k: v for k, v in source.items() if k not in strip}, "id": row["source_id"]})

@@ -375,3 +375,18 @@ def test_validate_says_how_records_were_read(tmp_path, capsys):
     assert "1 read from another layout: converted from the query/tools/answers (xLAM) layout" in err
     assert f"1 records call a tool in their assistant text in a layout hsa does not read (those calls stay text), " \
            f"first at {src}:2" in err
+
+
+def test_show_finds_a_source_without_an_id_in_its_input(tmp_path, fixture_lines, capsys):
+    """A record without an id gets one from its content; hsa show still finds its source line in the input."""
+    raw = json.loads(fixture_lines[0])
+    del raw["id"]
+    src = tmp_path / "noid.jsonl"
+    src.write_text(json.dumps(raw) + "\n")
+    augment([src], tmp_path / "o", load_recipe("default"), variants=1)
+    row_id = next(iter_rows(tmp_path / "o"))["id"]
+    assert row_id.startswith("sha-")
+    capsys.readouterr()
+    assert main(["show", str(tmp_path / "o"), "--id", row_id, "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert "source not found" not in out and "--- source" in out
