@@ -430,11 +430,16 @@ class ShardFile:
         return self.rows, sha256_file(self.path)
 
     def abort(self) -> None:
-        try:
-            self._writer.close()
-            self._sink.close()
-        finally:
-            self.tmp.unlink(missing_ok=True)
+        """Close and remove the unfinished shard (cleanup after an error or an interrupt: a close that fails, say on
+        a file already closed, must not hide what stopped the run)."""
+        import pyarrow as pa
+
+        for close in (self._writer.close, self._sink.close):
+            try:
+                close()
+            except (OSError, pa.ArrowException):
+                pass
+        self.tmp.unlink(missing_ok=True)
 
 
 def write_shard(path: Path, rows: list[dict]) -> tuple[int, str]:

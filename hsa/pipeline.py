@@ -549,7 +549,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             k = pos // shard_size
             if current is None or current.k != k:
                 if current is not None:
-                    current.finish(out)
+                    finished, current = current, None  # an interrupt from here on must not abort it
+                    finished.finish(out)
                 current = _ShardState(out, k)
             if res.source_id is not None and encoded:
                 digest = _id_digest(res.source_id)
@@ -573,8 +574,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             total = total + res.stats
             bar.update(total)
         if current is not None:
-            current.finish(out)
-            current = None
+            finished, current = current, None
+            finished.finish(out)
     except JSONArrayError as exc:  # an input that stops parsing part-way: the run cannot be completed
         raise AugmentError(f"{exc}. The shards finished before it are in {out}; fix the input and rerun with "
                            "--overwrite") from None

@@ -335,3 +335,16 @@ def test_progress_total_counts_every_input_kind(tmp_path, fixture_lines):
     sources = [InputSource.resolve(p) for p in (plain, tmp_path / "b.parquet", tmp_path / "c")]
     assert _count_items(sources) == 3 + 5 + 5
     assert _count_items(sources + [InputSource("owner/name", "hub")]) is None
+
+
+def test_aborting_a_shard_after_it_was_closed_keeps_it(tmp_path):
+    """An interrupt that lands while a finished shard is handed over must not fail on, or remove, that shard."""
+    from hsa.io import ShardFile
+
+    shard = ShardFile(tmp_path / "shard-00000.arrow")
+    shard.close()
+    shard.abort()  # what the run's cleanup did when Ctrl-C came between two shards
+    assert (tmp_path / "shard-00000.arrow").exists() and not (tmp_path / "shard-00000.arrow.tmp").exists()
+    unfinished = ShardFile(tmp_path / "shard-00001.arrow")
+    unfinished.abort()
+    assert not (tmp_path / "shard-00001.arrow.tmp").exists() and not (tmp_path / "shard-00001.arrow").exists()
