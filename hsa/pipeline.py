@@ -24,7 +24,7 @@ from typing import Any
 from hsa import _json
 from hsa.io import InputLine, JSONArrayError, parse_line
 from hsa.mapping import Mapping
-from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, denormalize, normalize
+from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.recipes import recipe_to_dict
 from hsa.transform import Transform, run
 from hsa.verify import check_record, check_variant
@@ -193,7 +193,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         stats.rejected = 1
         stats.reject_reasons[exc.reason] += 1
         return Result([], [_reject(item, exc.reason, exc.detail)], stats)
-    for layout in dict.fromkeys(n.split(":", 1)[0] for n in source["notes"] if n.startswith("converted ")):
+    for layout in converted_layouts(source["notes"]):
         stats.converted[layout] += 1
     stats.unread_calls += any(n.startswith(UNREAD_CALL_NOTE) for n in source["notes"])
     violations = check_record(source)

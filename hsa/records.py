@@ -22,6 +22,7 @@ from hsa.chat_formats import SHAREGPT_ROLES, convert
 
 __all__ = [
     "Record",
+    "converted_layouts",
     "Tool",
     "Skill",
     "Prompt",
@@ -811,6 +812,20 @@ _JSON_TEXT_KEYS = {"messages": list, "conversations": list, "functions": list, "
                    "chat": list}
 
 
+def _noted(row: dict, *notes: str) -> dict:
+    """``row`` with ``notes`` appended to its ``notes`` list; a ``notes`` that is not a list is left as it is for
+    the schema check to report."""
+    existing = row.get("notes")
+    if existing is not None and not isinstance(existing, list):
+        return row
+    return {**row, "notes": list(existing or []) + list(notes)}
+
+
+def converted_layouts(notes: list[str]) -> list[str]:
+    """The layouts a record was converted from on input, from its notes (each once, in order)."""
+    return list(dict.fromkeys(n.split(":", 1)[0] for n in notes if n.startswith("converted ")))
+
+
 def _decode_json_texts(raw: dict) -> dict:
     """``raw`` with the JSON texts of :data:`_JSON_TEXT_KEYS` parsed (each noted); other strings are left for the
     schema check to report."""
@@ -828,11 +843,7 @@ def _decode_json_texts(raw: dict) -> dict:
             decoded[key] = parsed
     if not decoded:
         return raw
-    if raw.get("notes") is not None and not isinstance(raw["notes"], list):
-        return {**raw, **decoded}  # 'notes' is not hsa's list: left for the schema check to report
-    notes = list(raw.get("notes") or [])
-    notes.extend(f"'{key}' was a JSON string; parsed" for key in decoded)
-    return {**raw, **decoded, "notes": notes}
+    return _noted({**raw, **decoded}, *(f"'{key}' was a JSON string; parsed" for key in decoded))
 
 
 #: Other names datasets give the turn list; read as ``messages`` (role/content turns) or ``conversations``
@@ -853,12 +864,9 @@ def _turn_list_alias(raw: dict) -> dict:
             target = "conversations"
         else:
             continue
-        notes = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else None
         out = {k: v for k, v in raw.items() if k != key}
         out[target] = turns
-        if notes is not None or "notes" not in raw:
-            out["notes"] = (notes or []) + [f"'{key}' read as {target}"]
-        return out
+        return _noted(out, f"'{key}' read as {target}")
     return raw
 
 
@@ -879,9 +887,7 @@ def _rendered_chatml(raw: dict) -> dict:
     roles = {"function": "tool", "ipython": "tool"}
     out = {k: v for k, v in raw.items() if k != "text"}
     out["messages"] = [{"role": roles.get(role, role), "content": body} for role, body in turns]
-    out["notes"] = (list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []) + [
-        f"converted from rendered ChatML text: {len(turns)} turns"]
-    return out
+    return _noted(out, f"converted from rendered ChatML text: {len(turns)} turns")
 
 
 #: Roles that datasets write for the standard ones (compared without case).
@@ -907,11 +913,8 @@ def _standard_roles(raw: dict) -> dict:
         out_msgs.append(m)
     if not renamed:
         return raw
-    notes = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else None
-    out = {**raw, "messages": out_msgs}
-    if notes is not None or "notes" not in raw:
-        out["notes"] = (notes or []) + ["roles renamed: " + ", ".join(f"{k} (x{n})" for k, n in renamed.items())]
-    return out
+    return _noted({**raw, "messages": out_msgs},
+                  "roles renamed: " + ", ".join(f"{k} (x{n})" for k, n in renamed.items()))
 
 
 def _import_layouts(raw: dict) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 from hsa import _json
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
 from hsa.mapping import Mapping
-from hsa.records import UNREAD_CALL_NOTE, RecordError, denormalize, normalize
+from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize
 from hsa.rewrite import canonicalize
 from hsa.verify import calls_of, check_record
 
@@ -68,7 +68,7 @@ def validate_records(items, report: ValidationReport) -> ValidationReport:
         except RecordError as exc:
             report.add(where, "format", str(exc))
             continue
-        for layout in dict.fromkeys(n.split(":", 1)[0] for n in rec["notes"] if n.startswith("converted ")):
+        for layout in converted_layouts(rec["notes"]):
             report.converted[layout] += 1
         if any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"]):
             report.unread.append(where)
