@@ -932,15 +932,15 @@ def _import_layouts(raw: dict) -> dict:
         msgs = raw["messages"]
         if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
             if msgs[0].get("content") == system:
-                raw = {k: v for k, v in raw.items() if k != "system"}
-                raw["notes"] = list(raw.get("notes") or []) + ["top-level 'system' dropped: the same text is messages[0]"]
+                raw = _noted({k: v for k, v in raw.items() if k != "system"},
+                             "top-level 'system' dropped: the same text is messages[0]")
             else:
-                raw = {**raw, "notes": list(raw.get("notes") or []) + [
-                    "top-level 'system' kept as an extra key: the messages already start with another system message"]}
+                raw = _noted(raw, "top-level 'system' kept as an extra key: the messages already start with another "
+                                  "system message")
         else:
             raw = {k: v for k, v in raw.items() if k != "system"}
             raw["messages"] = [{"role": "system", "content": system}, *msgs]
-            raw["notes"] = list(raw.get("notes") or []) + ["top-level 'system' moved into messages[0]"]
+            raw = _noted(raw, "top-level 'system' moved into messages[0]")
     return raw
 
 

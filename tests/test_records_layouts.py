@@ -269,3 +269,9 @@ def test_roles_in_other_spellings_become_the_standard_ones():
     assert [m["role"] for m in record["messages"]] == ["system", "user", "assistant", "user"]
     assert record["notes"] == ["roles renamed: developer -> system (x1), human -> user (x1), model -> assistant (x1), "
                                "USER -> user (x1)"]
+
+
+def test_a_notes_value_that_is_not_a_list_is_reported_not_split_into_characters():
+    """A string 'notes' next to a top-level system text is a schema reject, as everywhere else, not a list of letters."""
+    with pytest.raises(RecordError, match="at notes"):
+        normalize({"system": "be brief", "notes": "abc", "messages": [{"role": "user", "content": "hi"}]})
