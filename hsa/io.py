@@ -23,7 +23,7 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "is_json_array", "json_layout", "JSONArrayError",
+__all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "json_layout", "JSONArrayError",
            "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS",
            "iter_rows", "row_to_record", "write_dataset_metadata", "read_records", "InputSource", "iter_inputs",
            "ShardFile", "encode_row", "find_row"]
@@ -78,12 +78,6 @@ def json_layout(path: str | Path) -> str:
     if head.split(b"\n", 1)[0].strip() == b"{":
         return "values"
     return "lines"
-
-
-def is_json_array(path: str | Path) -> bool:
-    """Whether the file holds one JSON array or pretty-printed objects rather than JSON Lines (see
-    :func:`json_layout`)."""
-    return json_layout(path) != "lines"
 
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -241,7 +235,7 @@ class InputSource:
         if p.exists():
             if p.suffix == ".parquet":
                 return cls(spec, "parquet")
-            return cls(spec, "json" if is_json_array(p) else "jsonl")
+            return cls(spec, "jsonl" if json_layout(p) == "lines" else "json")
         if spec.startswith("hf://") or (spec.count("/") == 1 and not spec.startswith((".", "/"))
                                         and not p.suffix):
             spec = spec.removeprefix("hf://")

@@ -1,4 +1,4 @@
-"""``hsa stats``: what an output folder holds, computed with polars over the shards."""
+"""``hsa stats``: what an output folder holds, read one record batch at a time (polars for the quantiles)."""
 
 from __future__ import annotations
 
@@ -10,30 +10,7 @@ from typing import Any
 from hsa import _json
 from hsa.io import JSON_COLUMNS
 
-__all__ = ["compute_stats", "render_text", "render_html", "shard_frame"]
-
-
-def shard_frame(dataset: str | Path):
-    """A polars DataFrame of the shards, JSON columns as strings (one row per variant)."""
-    import polars as pl
-    import pyarrow as pa
-
-    dataset = Path(dataset)
-    state = json.loads((dataset / "state.json").read_text(encoding="utf-8"))
-    frames = []
-    for f in state["_data_files"]:
-        with pa.memory_map(str(dataset / f["filename"])) as src:
-            table = pa.ipc.open_stream(src).read_all()
-        cols = {}
-        for name in table.column_names:
-            col = table.column(name)
-            if name in JSON_COLUMNS:
-                col = pa.chunked_array([c.storage for c in col.chunks], pa.string()) if col.num_chunks else pa.array([], pa.string())
-            cols[name] = col
-        frames.append(pl.from_arrow(pa.table(cols)))
-    if not frames:
-        return pl.DataFrame()
-    return pl.concat(frames, how="vertical")
+__all__ = ["compute_stats", "render_text", "render_html"]
 
 
 def _split(messages: list[dict]) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hsa import load_recipe
-from hsa.io import InputSource, JSONArrayError, is_json_array, iter_file_items, iter_json_array, json_layout
+from hsa.io import InputSource, JSONArrayError, iter_file_items, iter_json_array, json_layout
 from hsa.pipeline import augment
 
 JSON_VALUES = st.recursive(
@@ -62,7 +62,7 @@ def test_detection_gzip_bom_and_empty_arrays(tmp_path, fixture_lines):
     empty.write_text(" [ ] ")
     lines = tmp_path / "d.json"  # JSON Lines under a .json name, as many datasets are
     lines.write_text("\n".join(fixture_lines[:2]) + "\n")
-    assert [is_json_array(p) for p in (gz, bom, empty, lines)] == [True, True, True, False]
+    assert [json_layout(p) for p in (gz, bom, empty, lines)] == ["array", "array", "array", "lines"]
     assert [InputSource.resolve(p).kind for p in (gz, lines)] == ["json", "jsonl"]
     assert [i.data for i in iter_file_items(gz)] == [i.data for i in iter_file_items(bom)] == records
     assert list(iter_file_items(empty)) == []

@@ -258,7 +258,7 @@ def _looks_like_path(spec: str) -> bool:
             or spec.endswith((".jsonl", ".json", ".gz", ".arrow", ".parquet", ".jinja")))
 
 
-def _iter_jsonl(path: Path) -> Iterator[dict]:
+def _iter_file_rows(path: Path) -> Iterator[dict]:
     """The rows of a JSONL file, a JSON array file, pretty-printed JSON records (plain or gzipped) or a Parquet
     file."""
     from hsa.io import InputSource, JSONArrayError, parse_line
@@ -315,7 +315,7 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None) -
             ds = ds[split]
         yield from limited(iter(ds))
     elif path.is_file():
-        yield from limited(_iter_jsonl(path))
+        yield from limited(_iter_file_rows(path))
     elif _looks_like_path(spec):
         raise FileNotFoundError(f"dataset {spec!r} does not exist: expected an hsa shard folder (the --out of "
                                 "`hsa augment`), a JSONL file, or a hub dataset id such as org/name")
