@@ -278,7 +278,8 @@ def test_catalog_skips_without_catalogue():
     rec = _rec({"id": "n", "tools": [], "skills": [{"name": "a_b", "description": "x", "content": "y"}],
                 "messages": [{"role": "system", "content": "## Rules\nBe nice.\n"}, {"role": "user", "content": "hi"}]})
     out, applied, skipped = _run(S.SkillCatalog(), rec)
-    assert skipped == [("skill.catalog", "no skill catalogue in the prompt")] and out == rec
+    assert skipped == [("skill.catalog", "no skill catalogue in the prompt (no section lists the record's skills with "
+                                          "their descriptions)")] and out == rec
 
 
 def test_skill_transforms_keep_the_prompt_in_sync_on_plain_records(fixture_records):
@@ -293,3 +294,80 @@ def test_skill_transforms_keep_the_prompt_in_sync_on_plain_records(fixture_recor
             assert check_sync(out) is None and not isinstance(locate(out), str)
     out, _, _ = _run(S.SkillRestructure(), rec, seed=4)
     assert canonical_prompt(out) == canonical_prompt(rec)
+
+
+# --------------------------------------------------------------------------- real Agent Skills prompts (issue 21)
+
+
+def _agent_raw(layout="list", system=lambda text: text, skills=lambda s: s):
+    from hsa.skills_dir import parse_skill_md
+    from tests.skills_support import SKILLS, catalogue_record
+
+    raw = catalogue_record(layout=layout)
+    raw["skills"] = [skills(parse_skill_md(f["SKILL.md"])) for f in SKILLS.values()]
+    raw["messages"][0]["content"] = system(raw["messages"][0]["content"])
+    return raw
+
+
+def _agent_record(layout="list", **kw):
+    return _rec(_agent_raw(layout, **kw))
+
+
+def test_catalogue_found_under_a_heading_followed_by_a_blank_line():
+    """'## Skills' + blank line + '- a: ...' is a catalogue: catalog, describe and placement all find it."""
+    from transforms.prompt import PromptPlacement
+
+    rec = _agent_record()
+    site = locate(rec)
+    assert site.prompt["sections"][2]["body"].startswith("- webapp-testing: ")  # the blank line is layout
+    cat = S.find_catalog(rec, site.prompt)
+    assert cat is not None and cat.style == "list" and len(cat.names) == 5
+    out, applied, skipped = _run(S.SkillCatalog(styles=("table",), distractors=(0, 0)), rec)
+    assert applied and "## Skills\n\n| Skill | Description |" in out["messages"][0]["content"]
+    assert check_variant(rec, out) == [] and check_sync(out) is None
+    out, applied, skipped = _run(PromptPlacement(), rec)
+    assert applied, skipped
+    # a section with the blank line while the others have none: the catalogue is found inside the body
+    mixed = _agent_record(system=lambda text: text.replace("## Rules\n\n", "## Rules\n"))
+    cat = S.find_catalog(mixed, locate(mixed).prompt)
+    assert cat is not None and cat.before == "\n"
+
+
+def test_catalogue_with_an_intro_line_keeps_it():
+    """Text before and after the entries in the catalogue's section stays as it was."""
+    rec = _agent_record(system=lambda t: t.replace("## Skills\n\n", "## Skills\n\nThese skills are installed:\n\n"))
+    out, applied, _ = _run(S.SkillCatalog(styles=("xml",), distractors=(0, 0)), rec)
+    assert "## Skills\n\nThese skills are installed:\n\n<skill name=" in out["messages"][0]["content"]
+    assert check_variant(rec, out) == []
+
+
+def test_available_skills_xml_catalogue():
+    """<available_skills><skill><name/><description/><location/></skill>...: found, re-rendered in its own layout."""
+    rec = _agent_record("available_skills")
+    cat = S.find_catalog(rec, locate(rec).prompt)
+    assert cat is not None and cat.style == "available_skills" and cat.names[0] == "webapp-testing"
+    assert cat.layout["extras"]["docx"] == [["\n    ", "location", "skills/docx/SKILL.md"]]
+    assert S.render_catalog(cat.entries, cat.style, cat.layout) in rec["messages"][0]["content"]
+    out, applied, _ = _run(S.SkillCatalog(distractors=(1, 1)), rec, seed=3)
+    p = applied[0].params
+    assert p["style"] == "available_skills"  # locations cannot be written in another style
+    text = out["messages"][0]["content"]
+    assert text.count("<location>") == 5 and f"<name>{p['distractors'][0]['name']}</name>" in text
+    assert check_variant(rec, out) == [] and check_sync(out) is None
+    out, applied, _ = _run(S.SkillDescribe(p=1.0), rec, seed=0)
+    for name, desc in applied[0].params["descriptions"].items():
+        assert f"<name>{name}</name>\n    <description>{desc}</description>" in out["messages"][0]["content"]
+    out = S.SkillRename().apply(rec, {"renames": {"docx": "word-docs"}})
+    assert "<location>skills/word-docs/SKILL.md</location>" in out["messages"][0]["content"]
+    one_line = "<available_skills><skill><name>docx</name><description>{}</description></skill></available_skills>"
+    desc = next(s["description"] for s in rec["skills"] if s["name"] == "docx")
+    assert S.parse_catalog(one_line.format(desc)) == ("available_skills", [("docx", desc)])
+
+
+def test_catalogue_miss_says_why():
+    """A section that lists skills with stale descriptions is named in the skip reason."""
+    rec = _agent_record(skills=lambda s: dict(s, description="Changed.") if s["name"] == "docx" else s)
+    _, applied, skipped = _run(S.SkillCatalog(), rec)
+    assert not applied
+    assert skipped[0][1] == ("no skill catalogue: section 'Skills' lists skills (list) but gives 'docx' a description "
+                             "other than the skill's")

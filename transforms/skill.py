@@ -24,7 +24,7 @@ import string
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from hsa.names import find_tokens, is_identifier_like, split_words
 from hsa.prompt_import import PREAMBLE_ID, PromptSite, commit, locate
@@ -46,6 +46,8 @@ __all__ = [
     "render_catalog",
     "parse_catalog",
     "find_catalog",
+    "catalog_miss",
+    "Catalog",
     "skill_results",
     "restructure_markdown",
     "markdown_plan",
@@ -56,7 +58,7 @@ __all__ = [
 ]
 
 SKILL_NAME_STYLES = ("kebab", "snake", "opaque", "synonym")
-CATALOG_STYLES = ("list", "table", "xml")
+CATALOG_STYLES = ("list", "table", "xml", "available_skills")
 HEADING_STYLES = ("atx", "atx_closed", "setext")
 BULLETS = ("-", "*", "+")
 ORDERED_DELIMITERS = (".", ")")
@@ -130,6 +132,27 @@ _CAT_LINE = {
     "table": re.compile(rf"^\| {_CAT_NAME} \| (.*) \|$"),
     "xml": re.compile(rf'^<skill name="{_CAT_NAME}">(.*)</skill>$'),
 }
+#: The ``<available_skills>`` layout of the Agent Skills integration guide, as :func:`render_catalog` writes it
+#: when the catalogue had another style: one child element per line, indented.
+AVAILABLE_SKILLS_LAYOUT = {"wrapped": True, "open": "\n  ", "sep": "\n  ", "close": "\n", "name_ws": "\n    ",
+                           "desc_ws": "\n    ", "end_ws": "\n  ", "extras": {}}
+_AS_BLOCK = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
+_AS_SKILL = re.compile(r"<skill>(.*?)</skill>", re.DOTALL)
+_AS_CHILD = re.compile(r"(\s*)<([A-Za-z_][A-Za-z0-9_-]*)>([^<]*)</\2>")
+
+
+class Catalog(NamedTuple):
+    """The skill catalogue of a prompt: section ``index``, ``style``, skill ``names`` in order, their ``entries``
+    (name, description), the section text ``before`` and ``after`` it, and the ``layout`` of an
+    ``available_skills`` block (whitespace, extra child elements such as ``<location>`` per skill)."""
+
+    index: int
+    style: str
+    names: list[str]
+    entries: list[tuple[str, str]]
+    before: str = ""
+    after: str = ""
+    layout: dict | None = None
 
 
 def catalog_style_ok(entries: list[tuple[str, str]], style: str) -> bool:
@@ -139,47 +162,124 @@ def catalog_style_ok(entries: list[tuple[str, str]], style: str) -> bool:
             return False
         if style == "table" and ("|" in desc or desc != desc.strip() or not desc):
             return False
-        if style == "xml" and ("<" in desc or "&" in desc):
+        if style in ("xml", "available_skills") and ("<" in desc or "&" in desc):
             return False
     return True
 
 
-def render_catalog(entries: list[tuple[str, str]], style: str) -> str:
-    """The catalogue body for (name, description) ``entries`` in ``style`` (see :data:`CATALOG_STYLES`)."""
+def render_catalog(entries: list[tuple[str, str]], style: str, layout: dict | None = None) -> str:
+    """The catalogue text for (name, description) ``entries`` in ``style`` (see :data:`CATALOG_STYLES`).
+
+    ``layout`` is the whitespace and extra children of an ``available_skills`` block
+    (:data:`AVAILABLE_SKILLS_LAYOUT` by default).
+    """
     if style == "list":
         return "\n".join(f"- {n}: {d}" for n, d in entries)
     if style == "table":
         return "\n".join([_TABLE_HEAD] + [f"| {n} | {d} |" for n, d in entries])
     if style == "xml":
         return "\n".join(f'<skill name="{n}">{d}</skill>' for n, d in entries)
+    if style == "available_skills":
+        lay = {**AVAILABLE_SKILLS_LAYOUT, **(layout or {})}
+        extras = lay.get("extras") or {}
+        items = [f"<skill>{lay['name_ws']}<name>{n}</name>{lay['desc_ws']}<description>{d}</description>"
+                 + "".join(f"{ws}<{tag}>{value}</{tag}>" for ws, tag, value in extras.get(n, ()))
+                 + f"{lay['end_ws']}</skill>" for n, d in entries]
+        inner = lay["open"] + lay["sep"].join(items) + lay["close"]
+        return f"<available_skills>{inner}</available_skills>" if lay["wrapped"] else inner
     raise ValueError(f"unknown catalogue style {style!r}; expected one of {', '.join(CATALOG_STYLES)}")
+
+
+def _available_skills(inner: str, wrapped: bool) -> tuple[list[tuple[str, str]], dict] | None:
+    """(entries, layout) of the inside of an ``<available_skills>`` block; None when it is not one."""
+    skills = list(_AS_SKILL.finditer(inner))
+    if not skills:
+        return None
+    gaps = [inner[a.end():b.start()] for a, b in zip(skills, skills[1:])]
+    opening, closing = inner[:skills[0].start()], inner[skills[-1].end():]
+    if any(g.strip() for g in gaps + [opening, closing]) or len(set(gaps)) > 1:
+        return None
+    entries, extras, shapes = [], {}, set()
+    for m in skills:
+        body, pos, children = m.group(1), 0, []
+        for c in _AS_CHILD.finditer(body):
+            if c.start() != pos:
+                return None
+            children.append((c.group(1), c.group(2), c.group(3)))
+            pos = c.end()
+        tail = body[pos:]
+        if tail.strip() or len(children) < 2 or [c[1] for c in children[:2]] != ["name", "description"]:
+            return None
+        if any(tag in ("name", "description") for _, tag, _ in children[2:]):
+            return None
+        name, desc = children[0][2], children[1][2]
+        entries.append((name, desc))
+        if children[2:]:
+            extras[name] = [list(c) for c in children[2:]]
+        shapes.add((children[0][0], children[1][0], tail))
+    if len(shapes) != 1:
+        return None
+    name_ws, desc_ws, end_ws = shapes.pop()
+    layout = {"wrapped": wrapped, "open": opening, "sep": gaps[0] if gaps else AVAILABLE_SKILLS_LAYOUT["sep"],
+              "close": closing, "name_ws": name_ws, "desc_ws": desc_ws, "end_ws": end_ws, "extras": extras}
+    return entries, layout
+
+
+def _catalog_blocks(body: str):
+    """Candidate catalogues in a section body: (before, style, entries, after, layout), in order of appearance."""
+    m = _AS_BLOCK.search(body)
+    if m is not None:
+        parsed = _available_skills(m.group(1), True)
+        if parsed is not None:
+            yield body[:m.start()], "available_skills", parsed[0], body[m.end():], parsed[1]
+    elif body.lstrip().startswith("<skill>"):
+        core = body.strip()
+        parsed = _available_skills(core, False)
+        if parsed is not None:
+            lead = body[:len(body) - len(body.lstrip())]
+            yield lead, "available_skills", parsed[0], body[len(lead) + len(core):], parsed[1]
+    lines = body.split("\n")
+    for style, rx in _CAT_LINE.items():
+        i = 0
+        while i < len(lines):
+            start = i
+            if style == "table":
+                if "\n".join(lines[i:i + 2]) != _TABLE_HEAD:
+                    i += 1
+                    continue
+                i += 2
+            entries = []
+            while i < len(lines):
+                m = rx.match(lines[i])
+                if not m:
+                    break
+                entries.append((m.group(1), m.group(2)))
+                i += 1
+            if not entries:
+                i = start + 1
+                continue
+            block = "\n".join(lines[start:i])
+            if render_catalog(entries, style) == block:
+                before = "\n".join(lines[:start]) + ("\n" if start else "")
+                after = ("\n" if i < len(lines) else "") + "\n".join(lines[i:])
+                yield before, style, entries, after, None
 
 
 def parse_catalog(body: str) -> tuple[str, list[tuple[str, str]]] | None:
     """(style, entries) when ``body`` is exactly a catalogue in one of :data:`CATALOG_STYLES`."""
-    for style, rx in _CAT_LINE.items():
-        lines = body.split("\n")
-        if style == "table":
-            if "\n".join(lines[:2]) != _TABLE_HEAD:
-                continue
-            lines = lines[2:]
-        entries = []
-        for line in lines:
-            m = rx.match(line)
-            if not m:
-                break
-            entries.append((m.group(1), m.group(2)))
-        else:
-            if entries and render_catalog(entries, style) == body:
-                return style, entries
+    for before, style, entries, after, _ in _catalog_blocks(body):
+        if not before and not after:
+            return style, entries
     return None
 
 
-def find_catalog(record: Record, prompt: dict) -> tuple[int, str, list[str]] | None:
-    """(section index, style, names in order) of the prompt section that lists the record's skills.
+def find_catalog(record: Record, prompt: dict) -> Catalog | None:
+    """The prompt section that lists the record's skills (:class:`Catalog`), or None.
 
-    A section is the catalogue when it is exactly a catalogue (:func:`parse_catalog`)
-    of skills of the record, each with its current description.
+    A catalogue is a block of a section body (a list ``- name: description``, a table,
+    ``<skill name=...>`` lines or an ``<available_skills>`` block), whole lines, that lists
+    skills of the record, each once with its current description; text before and after
+    it in the section (an intro line, blank lines) stays as it is.
     """
     skills = {s["name"]: s for s in record.get("skills") or ()}
     if not skills:
@@ -187,20 +287,41 @@ def find_catalog(record: Record, prompt: dict) -> tuple[int, str, list[str]] | N
     for i, sec in enumerate(prompt.get("sections") or ()):
         if sec.get("id") == PREAMBLE_ID or not isinstance(sec.get("body"), str):
             continue
-        parsed = parse_catalog(sec["body"])
-        if parsed is None:
-            continue
-        style, entries = parsed
-        names = [n for n, _ in entries]
-        if len(set(names)) == len(names) and all(n in skills and skills[n].get("description") == d
-                                                 for n, d in entries):
-            return i, style, names
+        for before, style, entries, after, layout in _catalog_blocks(sec["body"]):
+            names = [n for n, _ in entries]
+            if len(set(names)) == len(names) and all(n in skills and skills[n].get("description") == d
+                                                     for n, d in entries):
+                return Catalog(i, style, names, entries, before, after, layout)
     return None
 
 
-def _with_catalog(prompt: dict, index: int, body: str) -> dict:
+def catalog_miss(record: Record, site: PromptSite | str) -> str:
+    """Why :func:`find_catalog` found no catalogue in the record's prompt, naming the section and skills involved."""
+    if isinstance(site, str):
+        return f"no skill catalogue: the prompt cannot be read ({site})"
+    skills = {s["name"]: s.get("description") for s in record.get("skills") or ()}
+    for sec in site.prompt.get("sections") or ():
+        body = sec.get("body") if isinstance(sec.get("body"), str) else ""
+        if sec.get("id") == PREAMBLE_ID:
+            continue
+        for _, style, entries, _, _ in _catalog_blocks(body):
+            unknown = [n for n, _ in entries if n not in skills]
+            stale = [n for n, d in entries if n in skills and skills[n] != d]
+            if unknown or stale:
+                what = (f"names {', '.join(map(repr, unknown))} that are no skills of the record" if unknown else
+                        f"gives {', '.join(map(repr, stale))} a description other than the skill's")
+                return f"no skill catalogue: section {sec.get('title') or sec.get('id')!r} lists skills ({style}) but {what}"
+        named = find_tokens(body, list(skills))
+        if len(set(named)) >= 2:
+            return (f"no skill catalogue: section {sec.get('title') or sec.get('id')!r} names skills "
+                    f"{', '.join(sorted(set(named))[:4])} but not in a catalogue layout ('- name: description' lines, "
+                    "a '| Skill | Description |' table, <skill name=...> lines or <available_skills>)")
+    return "no skill catalogue in the prompt (no section lists the record's skills with their descriptions)"
+
+
+def _with_catalog(prompt: dict, cat: Catalog, text: str) -> dict:
     out = {**prompt, "sections": [dict(s) for s in prompt["sections"]]}
-    out["sections"][index]["body"] = body
+    out["sections"][cat.index]["body"] = cat.before + text + cat.after
     return out
 
 
@@ -454,12 +575,11 @@ class SkillDescribe(Transform):
                              for s in record["skills"]]
         if cat is None:
             return out
-        index, style, names = cat
         descs = {s["name"]: s["description"] for s in out["skills"]}
-        entries = [(n, descs[n]) for n in names]
-        if not catalog_style_ok(entries, style):
-            raise ValueError(f"skill.describe: a new description cannot be written in the {style} catalogue")
-        return commit(out, site, _with_catalog(site.prompt, index, render_catalog(entries, style)))
+        entries = [(n, descs[n]) for n in cat.names]
+        if not catalog_style_ok(entries, cat.style):
+            raise ValueError(f"skill.describe: a new description cannot be written in the {cat.style} catalogue")
+        return commit(out, site, _with_catalog(site.prompt, cat, render_catalog(entries, cat.style, cat.layout)))
 
 
 # =========================================================================== skill.restructure
@@ -885,8 +1005,8 @@ class SkillCatalog(Transform):
             return Skip(site)
         cat = find_catalog(record, site.prompt)
         if cat is None:
-            return Skip("no skill catalogue in the prompt")
-        index, current, names = cat
+            return Skip(catalog_miss(record, site))
+        index, current, names = cat.index, cat.style, cat.names
         dialect = skill_dialect(s["name"] for s in record["skills"])
         taken = record_tokens(record) | hook_literals(record)
         lo, hi = self.distractors
@@ -907,8 +1027,12 @@ class SkillCatalog(Transform):
             {d["name"]: d["description"] for d in extra}
         entries = [(n, descs[n]) for n in order]
         styles = [s for s in self.styles if catalog_style_ok(entries, s)]
+        if cat.layout and cat.layout.get("extras"):  # <location> and other children: no other style can hold them
+            styles = [s for s in styles if s == current]
         if not styles:
-            return Skip("no catalogue style can hold the descriptions")
+            return Skip("no catalogue style can hold the descriptions" + (
+                f" (the {current} catalogue carries {', '.join(sorted({t for x in cat.layout['extras'].values() for _, t, _ in x}))} "
+                "elements, kept only in its own style)" if cat.layout and cat.layout.get("extras") else ""))
         style = rng.choice(styles)
         if style == current and order == names and not extra:
             return Skip("catalogue unchanged (same style and order drawn, no distractor)")
@@ -935,4 +1059,8 @@ class SkillCatalog(Transform):
         if sorted(params["order"]) != sorted(set(cat[2]) | {d["name"] for d in params["distractors"]}):
             raise ValueError("skill.catalog: order must list the catalogue's skills and the distractors once each")
         entries = [(n, descs[n]) for n in params["order"]]
-        return commit(out, site, _with_catalog(site.prompt, cat[0], render_catalog(entries, params["style"])))
+        layout = cat.layout if params["style"] == cat.style else None
+        if cat.layout and cat.layout.get("extras") and layout is None:
+            raise ValueError(f"skill.catalog: the {cat.style} catalogue's extra elements cannot be written as "
+                             f"{params['style']}")
+        return commit(out, site, _with_catalog(site.prompt, cat, render_catalog(entries, params["style"], layout)))
