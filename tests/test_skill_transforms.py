@@ -371,3 +371,67 @@ def test_catalogue_miss_says_why():
     assert not applied
     assert skipped[0][1] == ("no skill catalogue: section 'Skills' lists skills (list) but gives 'docx' a description "
                              "other than the skill's")
+
+
+COAUTHOR = """# Doc Co-Authoring
+
+## Overview
+Three stages take a draft to a finished document.
+
+## Stage 1: Context Gathering
+Ask what the document is for and who reads it.
+
+## Stage 2: Reader Testing
+Give the draft to a fresh reader and note what confuses them.
+
+## Tips
+Keep paragraphs short.
+
+## Common pitfalls
+Long introductions lose readers.
+
+## Final Review
+When Reader Testing passes: read the whole document aloud once more.
+"""
+
+
+@pytest.mark.parametrize("skill,section,why", [
+    ("skill-creator", "Improving the skill", "opens with"),
+    ("theme-factory", "Application Process", "opens with"),
+])
+def test_restructure_keeps_sequenced_sections_of_real_skills(skill, section, why):
+    """'You've run the test cases...' and 'After a preferred theme is selected' keep their places; so do their neighbours' runs."""
+    from hsa.skills_dir import parse_skill_md
+    from tests.skills_support import SKILLS
+
+    body = parse_skill_md(SKILLS[skill]["SKILL.md"])["content"]
+    plan = S.markdown_plan(body)
+    titles = [e["title"] for e in S._elements(body) if e["kind"] == "heading"][1:]
+    k = titles.index(section)
+    assert k not in plan["movable"] and plan["anchored"][k].startswith(why)
+    assert all(k not in run for run in plan["runs"])
+
+
+def test_restructure_never_moves_a_section_past_a_stage():
+    """Final Review (after Stage 2) and the Overview stay; Tips and pitfalls swap only between Stage 2 and the end."""
+    plan = S.markdown_plan(COAUTHOR)
+    assert plan["movable"] == [3, 4] and plan["runs"] == [[3, 4]]
+    assert plan["anchored"][5].startswith("title 'Final Review'") and "overview" in plan["anchored"][0].lower()
+    assert plan["anchored"][2].startswith("title")
+    with pytest.raises(ValueError, match="anchored"):
+        S.restructure_markdown(COAUTHOR, {"order": [0, 1, 2, 5, 4, 3]})
+    for seed in range(20):
+        params = S.SkillRestructure(headings=("atx",)).sample(
+            _rec({"id": "c", "tools": [], "skills": [{"name": "doc-coauthoring", "description": "x",
+                                                     "content": COAUTHOR}], "messages": []}), random.Random(seed))
+        order = params["skills"]["doc-coauthoring"].get("order") if isinstance(params, dict) else None
+        assert order in (None, [0, 1, 2, 3, 4, 5], [0, 1, 2, 4, 3, 5])
+
+
+def test_restructure_anchors_sections_named_by_others():
+    """A section whose title another section names keeps its place, and so does the one naming it."""
+    text = ("# T\n\n## Usage Instructions\nPick a theme.\n\n## Colors\nNavy.\n\n## Fonts\nSerif.\n\n"
+            "## Notes\nFollow the usage instructions first.\n")
+    plan = S.markdown_plan(text)
+    assert plan["anchored"] == {0: "section 'Notes' names it", 3: "names section 'Usage Instructions'"}
+    assert plan["runs"] == [[1, 2]]

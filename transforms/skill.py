@@ -63,8 +63,11 @@ HEADING_STYLES = ("atx", "atx_closed", "setext")
 BULLETS = ("-", "*", "+")
 ORDERED_DELIMITERS = (".", ")")
 #: Phrases that make a Markdown section refer to its neighbours: such a section keeps its place.
-DEFAULT_ANCHORS = ("above", "below", "previous section", "preceding", "following section", "next section",
-                   "earlier section", "as described", "see section", "this section", "the section")
+DEFAULT_ANCHORS = ("above", "below", "previous section", "previous step", "previous steps", "previous stage",
+                   "preceding", "following section", "following step", "following steps", "next section", "next step",
+                   "next steps", "next stage", "earlier section", "earlier step", "later section", "later step",
+                   "as described", "as shown", "as mentioned", "mentioned earlier", "see section", "this section",
+                   "the section", "the first step", "the last step", "the final step")
 
 
 # =========================================================================== names
@@ -704,7 +707,24 @@ def _text(elements: list[dict]) -> str:
     return "".join(line for e in elements for line in e["lines"])
 
 
-_ORDINAL_TITLE = re.compile(r"\d|\b(first|second|third|then|finally|last|next)\b", re.IGNORECASE)
+_NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|[ivx]+"
+#: Titles that say where a section sits in a sequence: a number, an ordinal, "Final Review", "Overview", ...
+_SEQUENCE_TITLE = re.compile(
+    r"\d|\b(?:first|second|third|fourth|fifth|then|finally|final|last|next|before|after|afterwards|later|"
+    r"prerequisites?|overview|introduction|intro|getting started|quick ?start|conclusion|summary|wrap[ -]up|recap)\b|"
+    rf"\b(?:step|stage|phase|part|round)\s+(?:{_NUMBER_WORDS})\b", re.IGNORECASE)
+#: How a section's first sentence says that it follows another one ("After a theme is selected", "You've run ...").
+_SEQUENCE_OPENING = re.compile(
+    r"^\W*(?:after|afterwards|once|then|next|finally|lastly|now|having|subsequently|continuing|from here|"
+    r"at this point|with (?:this|that|these|those)|before|you've|you have|you'll now|you will now)\b", re.IGNORECASE)
+_CONDITIONAL_OPENING = re.compile(r"^\W*(?:when|if|as soon as)\b", re.IGNORECASE)
+_COMPLETION = re.compile(
+    r"\b(?:pass(?:es|ed)?|complete[sd]?|done|finish(?:es|ed)?|succeed(?:s|ed)?|selected|chosen|approved|ready|"
+    r"fail(?:s|ed)?|ran|run|created|written|generated|confirmed|reviewed|tested|installed|set up)\b", re.IGNORECASE)
+#: "Step 3", "Stage 2", "phase one", "section 4": explicit references to a place in a sequence.
+_NUMBERED_REF = re.compile(rf"\b(?:step|stage|phase|part|section)\s+(?:\d+|{_NUMBER_WORDS})\b", re.IGNORECASE)
+_TITLE_PREFIX = re.compile(rf"^\W*(?:(?:step|stage|phase|part|round)\s+(?:\d+|{_NUMBER_WORDS})|\d+(?:\.\d+)*)[.):\s-]*",
+                           re.IGNORECASE)
 
 
 @lru_cache(maxsize=256)
@@ -715,36 +735,86 @@ def _phrases_regex(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])")
 
 
-def _movable(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> list[int]:
-    """Indices of the sections that may move: units whose text refers to no neighbour and whose title is not ordinal."""
-    titles = [s[0]["title"] for s in segs]
+def _title_core(title: str) -> str:
+    """A title without its sequence prefix ("Stage 2: Reader Testing" -> "reader testing"), lower-cased."""
+    return re.sub(r"\s+", " ", _TITLE_PREFIX.sub("", title.strip().strip("#*_ ")).strip(" :.-")).lower()
+
+
+def _opening(seg: list[dict]) -> str:
+    """The first sentence of a section's first line of text (lists and code aside: the first line of any kind)."""
+    for e in seg[1:]:
+        if e["kind"] in ("text", "bullet", "ordered"):
+            line = e.get("text") or e["lines"][0]
+            return re.split(r"(?<=[.!?:;])\s", line.strip(), maxsplit=1)[0]
+    return ""
+
+
+def anchored_sections(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> dict[int, str]:
+    """Why each section that must keep its place does: section index -> reason.
+
+    A section keeps its place when it is not a unit at the sections' level, when its title
+    says where it sits in a sequence (a number, "Final", "Overview", "Stage 2"), when its
+    first sentence says it follows something ("After ...", "Once ...", "You've run ...",
+    "When reader testing passes:"), when it refers to a place ("above", "the next step",
+    "Step 3": the ``anchors`` phrases and numbered references), and when it names another
+    section's title or another section names its title. When unsure, it stays.
+    """
+    cores = [_title_core(s[0]["title"]) for s in segs]
+    texts = [_text(s[1:]).lower() for s in segs]
     anchor_rx = _phrases_regex(tuple(anchors))
-    out = []
-    for k, (seg, unit) in enumerate(zip(segs, units)):
-        if not unit or _ORDINAL_TITLE.search(seg[0]["title"]):
-            continue
-        text = _text(seg[1:]).lower()
-        if anchor_rx is not None and anchor_rx.search(text):
-            continue
-        others = _phrases_regex(tuple(t for i, t in enumerate(titles) if i != k and len(t) >= 4))
-        if others is not None and others.search(text):
-            continue
-        out.append(k)
+    out: dict[int, str] = {}
+    for k, seg in enumerate(segs):
+        title = seg[0]["title"]
+        opening = _opening(seg)
+        if not units[k]:
+            out[k] = "not at the sections' level"
+        elif _SEQUENCE_TITLE.search(title):
+            out[k] = f"title {title!r} places it in a sequence"
+        elif _SEQUENCE_OPENING.search(opening) or (_CONDITIONAL_OPENING.search(opening)
+                                                   and _COMPLETION.search(opening)):
+            out[k] = f"opens with {opening[:40]!r}: it follows something"
+        elif (m := (anchor_rx.search(texts[k]) if anchor_rx else None) or _NUMBERED_REF.search(texts[k])):
+            out[k] = f"refers to a place ({m.group(0)!r})"
+    for k in range(len(segs)):
+        for j, core in enumerate(cores):
+            if j != k and len(core) >= 4 and (rx := _phrases_regex((core,))) is not None and rx.search(texts[k]):
+                out.setdefault(k, f"names section {segs[j][0]['title']!r}")
+                out.setdefault(j, f"section {segs[k][0]['title']!r} names it")
     return out
+
+
+def _movable(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> list[int]:
+    """Indices of the sections that may move (see :func:`anchored_sections`)."""
+    fixed = anchored_sections(segs, units, anchors)
+    return [k for k in range(len(segs)) if k not in fixed]
+
+
+def movable_runs(movable: list[int]) -> list[list[int]]:
+    """Runs of consecutive movable sections: a section moves only within its run, never past an anchored one."""
+    runs: list[list[int]] = []
+    for k in movable:
+        if runs and runs[-1][-1] == k - 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return [r for r in runs if len(r) >= 2]
 
 
 def markdown_plan(content: str, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> dict:
     """What :func:`restructure_markdown` can change in ``content``.
 
-    ``movable``: indices of the sections that may move (the others are anchored by a
-    cross-reference, a numbered title, or a higher-level heading between them);
-    ``sections``: number of sections; ``frontmatter``: number of top-level frontmatter
-    keys (0 without frontmatter); ``headings``, ``bullets``, ``ordered``: counts.
+    ``movable``: indices of the sections that may move; ``runs``: the runs of consecutive
+    movable sections a move stays within; ``anchored``: why each other section keeps its
+    place (:func:`anchored_sections`); ``sections``: number of sections; ``frontmatter``:
+    number of top-level frontmatter keys (0 without frontmatter); ``headings``,
+    ``bullets``, ``ordered``: counts.
     """
     _, entries, _, body = _split_frontmatter(content)
     elements = list(_elements(body))
     _, segs, units = _segments(elements)
-    return {"movable": _movable(segs, units, anchors), "sections": len(segs),
+    anchored = anchored_sections(segs, units, anchors)
+    movable = [k for k in range(len(segs)) if k not in anchored]
+    return {"movable": movable, "runs": movable_runs(movable), "anchored": anchored, "sections": len(segs),
             "frontmatter": len(entries) if entries and len(entries) > 1 and _FM_KEY.match(entries[0]) else 0,
             "headings": sum(e["kind"] == "heading" for e in elements),
             "bullets": sum(e["kind"] == "bullet" for e in elements),
@@ -765,7 +835,8 @@ def _heading_lines(e: dict, style: str, prev_blank: bool) -> list[str]:
 def restructure_markdown(content: str, params: dict, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> str:
     """``content`` with sections reordered and heading, bullet, ordered-list and frontmatter styles changed.
 
-    ``params``: ``order`` (new order of the sections, by index; anchored sections stay),
+    ``params``: ``order`` (new order of the sections, by index; anchored sections stay, and
+    the others move only within their run of consecutive movable sections),
     ``heading`` (:data:`HEADING_STYLES`), ``bullet`` (``-``, ``*``, ``+``), ``ordered``
     (``.`` or ``)``), ``frontmatter`` (new order of the top-level keys); each optional.
     The text of every section is preserved (:func:`skill_canonical` is unchanged).
@@ -784,11 +855,11 @@ def restructure_markdown(content: str, params: dict, anchors: tuple[str, ...] = 
     if params.get("order") is not None:
         head, segs, units = _segments(elements)
         order = params["order"]
-        movable = set(_movable(segs, units, anchors))
-        if sorted(order) != list(range(len(segs))) or any(order[k] != k for k in range(len(segs))
-                                                           if k not in movable):
+        run_of = {k: tuple(r) for r in movable_runs(_movable(segs, units, anchors)) for k in r}
+        if sorted(order) != list(range(len(segs))) or any(
+                (order[k] != k) if k not in run_of else (order[k] not in run_of[k]) for k in range(len(segs))):
             raise ValueError(f"section order {order} is not a permutation of the {len(segs)} sections that keeps "
-                             "anchored sections in place")
+                             "anchored sections in place and moves the others only between anchored ones")
         texts = [_text(s) for s in segs]
         cores = [t.rstrip("\n") for t in texts]
         seps = [t[len(c):] for t, c in zip(texts, cores)]
@@ -867,13 +938,13 @@ class SkillRestructure(Transform):
                 continue
             plan = markdown_plan(s["content"], self.anchors)
             params: dict[str, Any] = {}
-            if self.reorder and len(plan["movable"]) >= 2:
+            if self.reorder and plan["runs"]:
                 order = list(range(plan["sections"]))
-                moving = list(plan["movable"])
-                shuffled = moving[:]
-                rng.shuffle(shuffled)
-                for k, v in zip(moving, shuffled):
-                    order[k] = v
+                for run in plan["runs"]:
+                    shuffled = run[:]
+                    rng.shuffle(shuffled)
+                    for k, v in zip(run, shuffled):
+                        order[k] = v
                 params["order"] = order
             if plan["headings"]:
                 params["heading"] = rng.choice(self.headings)
