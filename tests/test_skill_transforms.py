@@ -435,3 +435,23 @@ def test_restructure_anchors_sections_named_by_others():
     plan = S.markdown_plan(text)
     assert plan["anchored"] == {0: "section 'Notes' names it", 3: "names section 'Usage Instructions'"}
     assert plan["runs"] == [[1, 2]]
+
+
+def test_describe_reorders_whole_list_items_only():
+    """'tables of contents, headings, ...': the first item may start left of 'contents', so the list stays (issue 21)."""
+    text = ("Create, read or edit Word documents, including tables of contents, headings, page numbers, "
+            "or letterheads.")
+    assert S.reorder_enumerations(text, []) == text
+    crossed = text.replace("tables of contents, headings, page numbers, or letterheads",
+                           "tables of headings, page numbers, letterheads, or contents")
+    assert S.description_canonical(crossed) != S.description_canonical(text)
+    brand = "Use it when brand colors, style guidelines, visual formatting, or design standards apply."
+    assert S.reorder_enumerations(brand, []) == brand
+    ok = "Answer questions about a product's features, material, price and reviews."
+    assert S.reorder_enumerations(ok, [[3, 2, 1, 0]]) == \
+        "Answer questions about a product's reviews, price, material and features."
+    rec = _agent_record()
+    for seed in range(10):
+        _, applied, _ = _run(S.SkillDescribe(p=1.0), rec, seed=seed)
+        for name, new in (applied[0].params["descriptions"].items() if applied else ()):
+            assert "tables of contents" in new or name != "docx", new

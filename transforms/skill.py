@@ -456,9 +456,36 @@ _ITEM = r"(?!(?:and|or)\b)[A-Za-z][\w'-]*"
 _ENUM = re.compile(rf"(?<=\s)({_ITEM})((?:, {_ITEM}(?: {_ITEM})?)+)(,?) (and|or) ({_ITEM}(?: {_ITEM})?)(?=[.;,)]|$)")
 
 
+#: Words after which a list's first item starts for sure: prepositions, determiners, possessives and verbs that take
+#: a list. After any other word ("tables of contents, headings": "of"; "brand colors, style guides": "brand") the
+#: first item may begin further left, so the list is not reordered: reordering moves whole items only.
+_LIST_OPENERS = frozenset("""
+about for with like including include includes such as on in into to from between among via using by at over across
+per the a an any all your their its our his her these those each every some many other both either
+answer answers handle handles cover covers support supports create creates manage manages review reviews check checks
+read reads write writes edit edits extract extracts convert converts apply applies use uses suggest suggests
+""".split())
+_OPENER_PUNCT = (":", "(", ";", "\u2014", "\u2013")
+
+
+def _clear_start(text: str, start: int) -> bool:
+    """True when an enumeration starting at ``start`` cannot extend to the left (see :data:`_LIST_OPENERS`)."""
+    before = text[:start].rstrip()
+    if not before or before.endswith(_OPENER_PUNCT):
+        return True
+    word = re.search(r"[\w'\u2019-]+$", before)
+    if word is None:
+        return False
+    w = word.group(0).lower()
+    return w in _LIST_OPENERS or w.endswith(("'s", "\u2019s"))
+
+
 def _enumerations(text: str) -> list[tuple[re.Match, list[str]]]:
+    """The lists of three items or more whose items are certainly whole (see :func:`_clear_start`)."""
     out = []
     for m in _ENUM.finditer(text):
+        if not _clear_start(text, m.start()):
+            continue
         items = [m.group(1)] + [x for x in m.group(2).split(", ") if x] + [m.group(5)]
         out.append((m, items))
     return out
