@@ -455,3 +455,63 @@ def test_describe_reorders_whole_list_items_only():
         _, applied, _ = _run(S.SkillDescribe(p=1.0), rec, seed=seed)
         for name, new in (applied[0].params["descriptions"].items() if applied else ()):
             assert "tables of contents" in new or name != "docx", new
+
+
+@pytest.mark.parametrize("style,old,seed,new", [
+    ("reorder", "brand-guidelines", 0, "guidelines-brand"),
+    ("abbreviate", "internal-comms", 0, "internal-communications"),
+    ("abbreviate", "algorithmic-art", 0, "algo-art"),
+    ("verb_noun", "mcp-builder", 0, "build-mcp"),
+    ("verb_noun", "webapp-testing", 0, "test-webapp"),
+    ("verb_noun", "slack-gif-creator", 0, "create-slack-gif"),
+    ("verb_noun", "pdf", 0, "pdf"),
+    ("kebab", "item_qa", 0, "item-qa"),
+])
+def test_agent_skills_name_styles(style, old, seed, new):
+    """Kebab variants people give skills: reordered words, long/short forms, verb-noun swaps (issue 21)."""
+    assert S.new_skill_name(old, style, random.Random(seed), dialect="agentskills") == new
+
+
+def test_general_synonyms_and_verb_to_noun():
+    """The synonym bank holds general words; a leading verb becomes an agent noun or gerund at the end."""
+    out = {S.new_skill_name("frontend-design", "synonym", random.Random(i), dialect="agentskills") for i in range(20)}
+    assert len(out) >= 4 and all(n != "frontend-design" and n.count("-") == 1 for n in out)
+    assert S.new_skill_name("create-skill", "verb_noun", random.Random(0), dialect="agentskills") in (
+        "skill-creator", "skill-creating")
+
+
+def test_rename_p1_renames_every_eligible_agent_skill():
+    """With p=1 every skill whose name is free to change gets a new name, whichever style is drawn first."""
+    rec = _agent_record()
+    for seed in range(10):
+        _, applied, _ = _run(S.SkillRename(p=1.0), rec, seed=seed)
+        renames = applied[0].params["renames"]
+        assert set(renames) == {"webapp-testing", "brand-guidelines", "skill-creator", "theme-factory"}, seed
+        assert all(is_legal_skill_name(n, "agentskills") for n in renames.values())
+    _, applied, _ = _run(S.SkillRename(p=1.0, styles=("kebab",)), rec)
+    assert not applied  # kebab alone cannot change kebab names: said below
+
+
+def test_skip_reasons_name_the_skill_and_the_cause():
+    """One clause per cause, naming the skills: plain words apart from style misses and undrawn skills."""
+    rec = _agent_record()
+    _, applied, skipped = _run(S.SkillRename(p=1.0, styles=("kebab",)), rec)
+    why = skipped[0][1]
+    assert why.startswith("no skill renamed: ")
+    assert "'docx': a plain word that also occurs in the text" in why
+    assert "'webapp-testing', 'brand-guidelines', 'skill-creator', 'theme-factory': no style of kebab gives" in why
+    _, _, skipped = _run(S.SkillRename(p=0.0), rec)
+    assert skipped[0][1] == ("no skill renamed: 'webapp-testing', 'brand-guidelines', 'skill-creator', "
+                             "'theme-factory', 'docx': not drawn (p=0.0)")
+    _, _, skipped = _run(S.SkillRename(styles=("snake",)), rec)
+    assert "style snake does not apply" in skipped[0][1]
+    plain = _rec({"id": "q", "tools": [], "skills": [
+        {"name": "promo_qa", "description": "Answer questions about coupons, discounts and final prices.",
+         "content": "# Promo"}],
+        "messages": [{"role": "system", "content": "## Rules\nBe nice.\n\n## Output\nShort."},
+                     {"role": "user", "content": "What does 'Answer questions about coupons, discounts and final "
+                                                 "prices.' mean?"}]})
+    _, _, skipped = _run(S.SkillDescribe(p=1.0), plain)
+    assert skipped[0][1] == ("no description changed: 'promo_qa': the description is quoted in text that no "
+                             "catalogue explains (no skill catalogue in the prompt (no section lists the record's "
+                             "skills with their descriptions))")

@@ -57,7 +57,7 @@ __all__ = [
     "load_distractors",
 ]
 
-SKILL_NAME_STYLES = ("kebab", "snake", "opaque", "synonym")
+SKILL_NAME_STYLES = ("kebab", "snake", "opaque", "synonym", "reorder", "abbreviate", "verb_noun")
 CATALOG_STYLES = ("list", "table", "xml", "available_skills")
 HEADING_STYLES = ("atx", "atx_closed", "setext")
 BULLETS = ("-", "*", "+")
@@ -87,10 +87,17 @@ def new_skill_name(old: str, style: str, rng: random.Random, *, dialect: str = "
     """A new name for skill ``old`` in ``style`` (see :data:`SKILL_NAME_STYLES`); may equal ``old``.
 
     ``kebab`` and ``snake`` re-join the name's words; ``opaque`` draws an id such as
-    ``skill_a34b``; ``synonym`` swaps words for synonyms from the ``skill_synonyms`` bank,
-    keeping the name's separator.
+    ``skill_a34b``; ``synonym`` swaps words for synonyms from the ``skill_synonyms`` bank
+    (live-commerce and general words: ``frontend-design`` -> ``ui-styling``);
+    ``reorder`` changes the order of the words (``brand-guidelines`` -> ``guidelines-brand``);
+    ``abbreviate`` swaps words for their long or short form from the ``skill_abbreviations``
+    bank (``internal-comms`` -> ``internal-communications``); ``verb_noun`` turns an agent
+    noun or gerund at the end into a verb at the front and back (``mcp-builder`` ->
+    ``build-mcp``, ``create-skill`` -> ``skill-creator``; ``skill_verbs`` bank). All but
+    kebab and snake keep the name's separator (hyphens for Agent Skills names).
     """
     words = split_words(old)
+    sep = "-" if "-" in old or dialect == "agentskills" else "_"
     if style == "kebab":
         return "-".join(words) or old
     if style == "snake":
@@ -103,8 +110,26 @@ def new_skill_name(old: str, style: str, rng: random.Random, *, dialect: str = "
         for w in words:
             alts = [a for a in table.get(w, ()) if a != w]
             swapped.append(rng.choice(alts) if alts else w)
-        sep = "-" if "-" in old or dialect == "agentskills" else "_"
         return sep.join(swapped) or old
+    if style == "reorder":
+        if len(words) < 2:
+            return old
+        order = list(range(len(words)))
+        while order == sorted(order):
+            rng.shuffle(order)
+        return sep.join(words[i] for i in order)
+    if style == "abbreviate":
+        table = _word_table("skill_abbreviations")
+        return sep.join(rng.choice(table[w]) if w in table else w for w in words) or old
+    if style == "verb_noun":
+        forms = _verb_forms()
+        if len(words) >= 2 and words[-1] in forms and forms[words[-1]][1] != "verb":
+            return sep.join([forms[words[-1]][0]] + words[:-1])
+        if len(words) >= 2 and words[0] in forms and forms[words[0]][1] == "verb":
+            verb = words[0]
+            nouns = [w for w, (v, kind) in forms.items() if v == verb and kind != "verb"]
+            return sep.join(words[1:] + [rng.choice(sorted(nouns))])
+        return old
     raise ValueError(f"unknown skill name style {style!r}; expected one of {', '.join(SKILL_NAME_STYLES)}")
 
 
@@ -117,6 +142,33 @@ def _synonym_table(extra: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
             bucket = out.setdefault(w, [])
             bucket.extend(o for o in g.phrasings if o != w and o not in bucket)
     return {k: tuple(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=4)
+def _word_table(bank_name: str) -> dict[str, tuple[str, ...]]:
+    """Word -> the other words of its groups in a built-in bank of single words."""
+    out: dict[str, list[str]] = {}
+    for g in load_bank(bank_name).groups:
+        for w in g.phrasings:
+            out.setdefault(w, []).extend(o for o in g.phrasings if o != w and o not in out[w])
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=1)
+def _verb_forms() -> dict[str, tuple[str, str]]:
+    """Word -> (verb, kind) for the ``skill_verbs`` bank: kind is ``verb``, ``agent`` or ``gerund``."""
+    out: dict[str, tuple[str, str]] = {}
+    for g in load_bank("skill_verbs").groups:
+        verb, agent, gerund = g.phrasings[:3]
+        for w, kind in ((verb, "verb"), (agent, "agent"), (gerund, "gerund")):
+            out.setdefault(w, (verb, kind))
+    return out
+
+
+def _names_list(names: list[str], most: int = 6) -> str:
+    """``'a', 'b' and 3 more``: skill names in a skip reason."""
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _declared_params(record: Record) -> set[str]:
@@ -379,7 +431,10 @@ def _replace_in_results(record: Record, name: str, old: str, new: str) -> None:
 @register
 @dataclasses.dataclass(frozen=True)
 class SkillRename(Transform):
-    """Rename skills (each with probability ``p``) in a style drawn from ``styles``: kebab, snake, opaque, synonym.
+    """Rename skills (each with probability ``p``) in a style drawn from ``styles`` (see :func:`new_skill_name`).
+
+    The drawn style is tried first, then the others in random order, so a style that
+    cannot change a name (``kebab`` on ``pdf-tools``) does not leave it unrenamed.
 
     New names are legal in the record's skill-name dialect (Agent Skills when every name
     follows the open specification, else HAT, which allows underscores) and collide with
@@ -421,25 +476,43 @@ class SkillRename(Transform):
                 ambiguous.update(find_tokens(text, plain))
         taken = record_tokens(record) | hook_literals(record)
         synonyms = _synonym_table(tuple(self.banks)) if "synonym" in self.styles else {}
-        styles = [s for s in self.styles if s != "snake" or dialect == "hat"] or ["kebab"]
+        styles = [s for s in self.styles if s != "snake" or dialect == "hat"]
         renames: dict[str, str] = {}
+        causes: dict[str, list[str]] = {}
         for old in names:
             if rng.random() >= self.p:
+                causes.setdefault(f"not drawn (p={self.p})", []).append(old)
                 continue
-            style = rng.choice(styles)
-            if old in ambiguous or old in reserved:
+            if old in reserved:
+                causes.setdefault("also a tool or parameter name", []).append(old)
                 continue
-            new = old
-            for _ in range(8 if style in ("opaque", "synonym") else 1):
-                new = new_skill_name(old, style, rng, dialect=dialect, synonyms=synonyms, opaque_len=self.opaque_len)
-                if (new != old and new not in taken and new not in renames.values()
-                        and is_legal_skill_name(new, dialect)):
+            if old in ambiguous:
+                causes.setdefault("a plain word that also occurs in the text (a whole-token rewrite would reach "
+                                  "the prose)", []).append(old)
+                continue
+            if not styles:
+                causes.setdefault("Agent Skills names hold no underscores: style snake does not apply", []).append(old)
+                continue
+            order = styles[:]
+            rng.shuffle(order)  # the drawn style first, then the others: a style that cannot change the name
+            new = old           # (kebab on a kebab name, verb_noun without a verb) gives way to the next
+            for style in order:
+                for _ in range(1 if style in ("kebab", "snake") else 8):
+                    cand = new_skill_name(old, style, rng, dialect=dialect, synonyms=synonyms,
+                                          opaque_len=self.opaque_len)
+                    if (cand != old and cand not in taken and cand not in renames.values()
+                            and is_legal_skill_name(cand, dialect)):
+                        new = cand
+                        break
+                if new != old:
                     break
-                new = old
             if new != old:
                 renames[old] = new
+            else:
+                causes.setdefault(f"no style of {', '.join(styles)} gives a new name that is free and legal",
+                                  []).append(old)
         if not renames:
-            return Skip("no skill name changed (already in the drawn style, ambiguous or not drawn)")
+            return Skip("no skill renamed: " + "; ".join(f"{_names_list(ns)}: {cause}" for cause, ns in causes.items()))
         return {"renames": renames}
 
     def apply(self, record: Record, params: dict) -> Record:
@@ -560,10 +633,12 @@ class SkillDescribe(Transform):
         bank = load_bank("skill_descriptions", tuple(self.banks))
         site = locate(record)
         cat = find_catalog(record, site.prompt) if isinstance(site, PromptSite) else None
-        listed = set(cat[2]) if cat else set()
+        listed = set(cat.names) if cat else set()
         out: dict[str, str] = {}
+        causes: dict[str, list[str]] = {}
         for s in skills:
             if rng.random() >= self.p:
+                causes.setdefault(f"not drawn (p={self.p})", []).append(s["name"])
                 continue
             old = s["description"]
             matches = bank.find(old)
@@ -578,17 +653,27 @@ class SkillDescribe(Transform):
                 for _, items in _enumerations(new):
                     order = list(range(len(items)))
                     rng.shuffle(order)
+                    if " " in items[order[0]]:  # a list is read from a one-word first item: keep one there
+                        j = next((j for j, i in enumerate(order) if " " not in items[i]), 0)
+                        order[0], order[j] = order[j], order[0]
                     orders.append(order)
                 new = reorder_enumerations(new, orders)
             if new == old or not new.strip():
+                causes.setdefault("no bank phrasing and no list of three or more whole items in the description",
+                                  []).append(s["name"])
                 continue
             if description_canonical(new, self.banks) != description_canonical(old, self.banks):
-                continue  # a phrasing that overlaps another group: not provably equivalent here
+                causes.setdefault("the new wording is not provably equivalent (it overlaps another phrasing group)",
+                                  []).append(s["name"])
+                continue
             if s["name"] not in listed and _mentioned_outside(record, old):
+                miss = catalog_miss(record, site)
+                causes.setdefault(f"the description is quoted in text that no catalogue explains ({miss})",
+                                  []).append(s["name"])
                 continue
             out[s["name"]] = new
         if not out:
-            return Skip("no description changed (no bank phrasing or enumeration, or not drawn)")
+            return Skip("no description changed: " + "; ".join(f"{_names_list(ns)}: {c}" for c, ns in causes.items()))
         return {"descriptions": out}
 
     def apply(self, record: Record, params: dict) -> Record:
@@ -960,8 +1045,10 @@ class SkillRestructure(Transform):
         if not skills:
             return Skip("no skill content")
         out: dict[str, dict] = {}
+        causes: dict[str, list[str]] = {}
         for s in skills:
             if rng.random() >= self.p:
+                causes.setdefault(f"not drawn (p={self.p})", []).append(s["name"])
                 continue
             plan = markdown_plan(s["content"], self.anchors)
             params: dict[str, Any] = {}
@@ -984,6 +1071,7 @@ class SkillRestructure(Transform):
                 rng.shuffle(keys)
                 params["frontmatter"] = keys
             if not params:
+                causes.setdefault("no headings, lists, frontmatter keys or movable sections", []).append(s["name"])
                 continue
             new = restructure_markdown(s["content"], params, self.anchors)
             if new != s["content"] and skill_canonical(new) != skill_canonical(s["content"]) and "order" in params:
@@ -991,8 +1079,10 @@ class SkillRestructure(Transform):
                 new = restructure_markdown(s["content"], params, self.anchors)
             if new != s["content"] and skill_canonical(new) == skill_canonical(s["content"]):
                 out[s["name"]] = params
+            else:
+                causes.setdefault("the drawn layout is the one it has", []).append(s["name"])
         if not out:
-            return Skip("no skill body changed (no headings, lists or movable sections, or not drawn)")
+            return Skip("no skill body changed: " + "; ".join(f"{_names_list(ns)}: {c}" for c, ns in causes.items()))
         return {"skills": out}
 
     def apply(self, record: Record, params: dict) -> Record:
