@@ -106,7 +106,7 @@ def skill_dialect(names: Iterable[str]) -> str:
 
 # --------------------------------------------------------------------------- SKILL.md
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+_FRONTMATTER = re.compile(r"---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 
 def _split_head(text: str) -> tuple[str, str, str] | None:

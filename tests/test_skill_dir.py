@@ -281,3 +281,22 @@ def test_import_augment_export_round_trip(tmp_path):
     for s in rows[vid]["skills"]:
         for f in s.get("files") or ():
             assert f"{s['name']}/{f['path']}" in got
+
+
+@pytest.mark.parametrize("text", [
+    "---\r\nname: a-b\r\ndescription: Old one.\r\n---\r\n\r\nBody\r\n",
+    "\ufeff---\nname: a-b\ndescription: 'It''s old.'\n---\n\nBody\n",
+    "---\nname: a-b\n# a comment\ndescription: >\n  Old folded\n  text.\n\nlicense: MIT  # trailing\n---\nBody\n",
+    "---\nname: a-b\ndescription: x\nallowed-tools:\n- Read\n- Write\nmetadata: {author: me}\n---\n\nB\n",
+])
+def test_odd_frontmatter_layouts_round_trip_and_edit(text):
+    """CRLF, a BOM, comments, folded scalars, block lists at column 0: same bytes back; an edit keeps the rest."""
+    skill = parse_skill_md(text)
+    assert format_skill_md(skill) == text
+    out = format_skill_md({**skill, "name": "c-d", "description": "New: it's here."})
+    back = parse_skill_md(out)
+    assert back["name"] == "c-d" and back["description"] == "New: it's here." and back["content"] == skill["content"]
+    assert {k: v for k, v in back.items() if k not in ("name", "description", "frontmatter")} == \
+        {k: v for k, v in skill.items() if k not in ("name", "description", "frontmatter")}
+    kept = [line for line in text.splitlines() if not line.startswith(("name:", "description:", "  "))]
+    assert all(line in out.splitlines() for line in kept)
