@@ -895,9 +895,17 @@ def anchored_sections(segs: list[list[dict]], units: list[bool], anchors: tuple[
     return out
 
 
-def _movable(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> list[int]:
-    """Indices of the sections that may move (see :func:`anchored_sections`)."""
-    fixed = anchored_sections(segs, units, anchors)
+@lru_cache(maxsize=2048)
+def _anchored_of(body: str, anchors: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
+    """:func:`anchored_sections` of a body, cached (skill bodies repeat across records and variants)."""
+    _, segs, units = _segments(list(_elements(body)))
+    return tuple(sorted(anchored_sections(segs, units, anchors).items()))
+
+
+def _movable_of(body: str, anchors: tuple[str, ...]) -> list[int]:
+    """Indices of the sections of ``body`` that may move (see :func:`anchored_sections`)."""
+    _, segs, _ = _segments(list(_elements(body)))
+    fixed = dict(_anchored_of(body, tuple(anchors)))
     return [k for k in range(len(segs)) if k not in fixed]
 
 
@@ -923,8 +931,8 @@ def markdown_plan(content: str, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> d
     """
     _, entries, _, body = _split_frontmatter(content)
     elements = list(_elements(body))
-    _, segs, units = _segments(elements)
-    anchored = anchored_sections(segs, units, anchors)
+    _, segs, _ = _segments(elements)
+    anchored = dict(_anchored_of(body, tuple(anchors)))
     movable = [k for k in range(len(segs)) if k not in anchored]
     return {"movable": movable, "runs": movable_runs(movable), "anchored": anchored, "sections": len(segs),
             "frontmatter": len(entries) if entries and len(entries) > 1 and _FM_KEY.match(entries[0]) else 0,
@@ -965,9 +973,9 @@ def restructure_markdown(content: str, params: dict, anchors: tuple[str, ...] = 
         fm = opening + "".join(moved) + closing
     elements = list(_elements(body))
     if params.get("order") is not None:
-        head, segs, units = _segments(elements)
+        head, segs, _ = _segments(elements)
         order = params["order"]
-        run_of = {k: tuple(r) for r in movable_runs(_movable(segs, units, anchors)) for k in r}
+        run_of = {k: tuple(r) for r in movable_runs(_movable_of(body, tuple(anchors))) for k in r}
         if sorted(order) != list(range(len(segs))) or any(
                 (order[k] != k) if k not in run_of else (order[k] not in run_of[k]) for k in range(len(segs))):
             raise ValueError(f"section order {order} is not a permutation of the {len(segs)} sections that keeps "
