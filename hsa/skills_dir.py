@@ -16,7 +16,8 @@ read from a folder also keeps
   ``{"path", "base64"}`` for anything else (``"executable": true`` when the file was),
   within a size limit per file and per skill;
 * ``files_left_out``: what was not carried, ``{"path", "bytes", "reason"}`` (over the size
-  limit, a symbolic link, a cache folder), so that nothing is lost silently.
+  limit, a symbolic link, a cache folder), so that nothing is lost silently;
+* ``folder``: its path under the skills directory, when it is nested (``document-skills/pdf``).
 
 Names follow the open specification: 1-64 characters, lowercase letters, digits and
 hyphens, no leading, trailing or double hyphen, equal to the folder name. The HAT
@@ -62,7 +63,7 @@ SKILL_FILE = "SKILL.md"
 #: Frontmatter keys of the Agent Skills specification, in the order they are written.
 SPEC_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 #: Keys of a record's skill that are not frontmatter (a SKILL.md that uses one as a key is refused).
-RECORD_ONLY_KEYS = ("content", "frontmatter", "files", "files_left_out")
+RECORD_ONLY_KEYS = ("content", "frontmatter", "files", "files_left_out", "folder")
 #: Prefix of the ``metadata`` keys that carry non-spec keys of a record's skill (``kind`` -> ``hsa.kind``).
 META_PREFIX = "hsa."
 #: Default size limits of the bundled files carried in a record (bytes of the file as read).
@@ -476,30 +477,77 @@ def _read_skill(folder: Path, dialect: str, max_file_bytes: int, max_skill_bytes
     return skill
 
 
+#: How deep :func:`read_skills_dir` looks for skill folders below folders that are no skill (``document-skills/pdf``).
+MAX_DEPTH = 4
+
+
+def _discover(folder: Path, root: Path, depth: int, found: list[Path], ignored: list[str]) -> None:
+    for entry in sorted(folder.iterdir()):
+        rel = entry.relative_to(root).as_posix()
+        if entry.is_symlink():
+            ignored.append(rel + " (symbolic link)")
+        elif entry.is_dir() and (entry / SKILL_FILE).is_file():
+            found.append(entry)
+        elif (entry.is_dir() and depth < MAX_DEPTH and entry.name not in _NOT_CARRIED_DIRS
+              and not entry.name.startswith(".")):
+            before = len(found), len(ignored)
+            _discover(entry, root, depth + 1, found, ignored)
+            if len(found) == before[0]:
+                del ignored[before[1]:]
+                ignored.append(rel + "/")
+        else:
+            ignored.append(rel + ("/" if entry.is_dir() else ""))
+
+
 def read_skills_dir(path: str | Path, *, dialect: str = "hat", max_file_bytes: int = MAX_FILE_BYTES,
                     max_skill_bytes: int = MAX_SKILL_BYTES, ignored: list[str] | None = None) -> list[dict[str, Any]]:
-    """Every skill under ``path`` (each sub-folder holding a ``SKILL.md``), sorted by folder name.
+    """Every skill under ``path`` (each folder holding a ``SKILL.md``), sorted by folder path.
 
-    ``path`` may also be one skill folder. ``dialect`` ``agentskills`` enforces the open
-    specification's names; ``hat`` (the default) also accepts underscores. The name in the
-    frontmatter must equal the folder name. Bundled files come along (see
-    :func:`read_skill_files`); the entries of ``path`` that are not skill folders are
-    appended to ``ignored`` when it is given.
+    ``path`` may also be one skill folder. Skill folders are found below folders that hold
+    no ``SKILL.md`` too (``document-skills/pdf``, up to :data:`MAX_DEPTH` levels); such a
+    skill keeps its place as ``folder`` (``"document-skills/pdf"``) for export.
+    ``dialect`` ``agentskills`` enforces the open specification's names; ``hat`` (the
+    default) also accepts underscores. The name in the frontmatter must equal the folder
+    name. Bundled files come along (see :func:`read_skill_files`); the entries of ``path``
+    that are no skill (loose files, folders without skills) are appended to ``ignored``
+    when it is given.
     """
     root = Path(path)
     if not root.is_dir():
         raise SkillFormatError(f"skills directory {root} does not exist or is not a folder")
     if (root / SKILL_FILE).is_file():
         return [_read_skill(root, dialect, max_file_bytes, max_skill_bytes)]
+    found: list[Path] = []
+    skipped: list[str] = []
+    _discover(root, root, 1, found, skipped)
+    if ignored is not None:
+        ignored.extend(skipped)
     skills = []
-    for entry in sorted(root.iterdir()):
-        if entry.is_dir() and (entry / SKILL_FILE).is_file():
-            skills.append(_read_skill(entry, dialect, max_file_bytes, max_skill_bytes))
-        elif ignored is not None:
-            ignored.append(entry.name + ("/" if entry.is_dir() else ""))
+    seen: dict[str, str] = {}
+    for folder in found:
+        skill = _read_skill(folder, dialect, max_file_bytes, max_skill_bytes)
+        rel = folder.relative_to(root).as_posix()
+        if skill["name"] in seen:
+            raise SkillFormatError(f"{root}: skill {skill['name']!r} is defined twice ({seen[skill['name']]} and "
+                                   f"{rel}); names must be unique, rename one of them")
+        seen[skill["name"]] = rel
+        if rel != skill["name"]:
+            skill["folder"] = rel
+        skills.append(skill)
     if not skills:
         raise SkillFormatError(f"skills directory {root} holds no <name>/{SKILL_FILE}")
     return skills
+
+
+def _skill_folder(root: Path, skill: dict[str, Any]) -> Path:
+    """Where ``skill`` is written under ``root``: its ``folder``'s parent (nested skills stay nested) / its name."""
+    rel = skill.get("folder")
+    if rel is None:
+        return root / skill["name"]
+    parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
+    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
+        raise SkillFormatError(f"skill {skill['name']!r}: folder {rel!r} must be a relative path without '..'")
+    return root.joinpath(*parts[:-1], skill["name"])
 
 
 def _path_renamer(renames: dict[str, str]):
@@ -531,7 +579,7 @@ def write_skills_dir(skills: Iterable[dict[str, Any]], path: str | Path, *, over
     renamer = _path_renamer(dict(renames or {}))
     plan: list[tuple[Path, list[tuple[Path, bytes, bool]]]] = []
     for s in skills:
-        folder = root / s["name"]
+        folder = _skill_folder(root, s)
         out = [(folder / SKILL_FILE, format_skill_md(s).encode("utf-8"), False)]
         for f in s.get("files") or ():
             rel = _safe_relpath(s["name"], f.get("path") if isinstance(f, dict) else None)

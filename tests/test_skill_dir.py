@@ -300,3 +300,30 @@ def test_odd_frontmatter_layouts_round_trip_and_edit(text):
         {k: v for k, v in skill.items() if k not in ("name", "description", "frontmatter")}
     kept = [line for line in text.splitlines() if not line.startswith(("name:", "description:", "  "))]
     assert all(line in out.splitlines() for line in kept)
+
+
+def test_nested_skill_folders_are_found_and_written_back_in_place(tmp_path):
+    """document-skills/pdf/SKILL.md is a skill; it is exported to the same place; loose files are listed, not lost."""
+    from tests.skills_support import folder_bytes
+
+    root = tmp_path / "repo"
+    md = "---\nname: {0}\ndescription: The {0} skill.\n---\n\n# {0}\n"
+    for rel in ("document-skills/pdf", "document-skills/docx", "webapp-testing"):
+        (root / rel).mkdir(parents=True)
+        (root / rel / "SKILL.md").write_text(md.format(rel.rsplit("/", 1)[-1]))
+    (root / "document-skills" / "pdf" / "forms.md").write_text("# Forms\n")
+    (root / "document-skills" / "README.md").write_text("index\n")
+    (root / "spec").mkdir()
+    (root / "spec" / "agent-skills-spec.md").write_text("spec\n")
+    ignored: list[str] = []
+    skills = read_skills_dir(root, ignored=ignored)
+    assert [(s["name"], s.get("folder")) for s in skills] == [
+        ("docx", "document-skills/docx"), ("pdf", "document-skills/pdf"), ("webapp-testing", None)]
+    assert ignored == ["document-skills/README.md", "spec/"]
+    write_skills_dir(json.loads(json.dumps(skills)), tmp_path / "out")
+    want = {k: v for k, v in folder_bytes(root).items() if k.endswith(("SKILL.md", "forms.md"))}
+    assert folder_bytes(tmp_path / "out") == want
+    (root / "spec" / "pdf").mkdir()
+    (root / "spec" / "pdf" / "SKILL.md").write_text(md.format("pdf"))
+    with pytest.raises(SkillFormatError, match="'pdf' is defined twice"):
+        read_skills_dir(root)
