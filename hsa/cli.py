@@ -306,6 +306,9 @@ def cmd_skills(args: argparse.Namespace) -> int:
         return _die("hsa skills import needs --skills-dir DIR (a folder of <name>/SKILL.md)")
     if args.action == "export" and not args.id:
         return _die("hsa skills export needs --id ID (the record whose skills to write)")
+    for flag in ("max_file_bytes", "max_skill_bytes"):
+        if getattr(args, flag) < 0:
+            return _die(f"--{flag.replace('_', '-')} must be 0 or more (got {getattr(args, flag)})")
     try:
         if args.action == "import":
             report = import_skills(args.inputs, args.skills_dir, args.out, dialect=args.dialect,
@@ -430,10 +433,13 @@ def make_parser() -> argparse.ArgumentParser:
     sk.add_argument("--id", help="export: the record id (output rows: <source_id>/<variant>)")
     sk.add_argument("--dialect", choices=("hat", "agentskills"), default="hat",
                     help="import: skill-name rules (hat also allows underscores; default hat)")
-    sk.add_argument("--max-file-bytes", type=int, default=256 * 1024,
-                    help="import: bundled files larger than this are left out and listed (default 262144)")
-    sk.add_argument("--max-skill-bytes", type=int, default=2 * 1024 * 1024,
-                    help="import: bundled files past this total per skill are left out and listed (default 2097152)")
+    from hsa.skills_dir import MAX_FILE_BYTES, MAX_SKILL_BYTES  # stdlib only at import: --help stays instant
+
+    sk.add_argument("--max-file-bytes", type=int, default=MAX_FILE_BYTES,
+                    help=f"import: bundled files larger than this are left out and listed (default {MAX_FILE_BYTES})")
+    sk.add_argument("--max-skill-bytes", type=int, default=MAX_SKILL_BYTES,
+                    help=f"import: bundled files past this total per skill are left out and listed (default "
+                    f"{MAX_SKILL_BYTES})")
     sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
     sk.set_defaults(func=cmd_skills)
 
