@@ -365,7 +365,8 @@ def catalog_miss(record: Record, site: PromptSite | str) -> str:
             if unknown or stale:
                 what = (f"names {', '.join(map(repr, unknown))} that are no skills of the record" if unknown else
                         f"gives {', '.join(map(repr, stale))} a description other than the skill's")
-                return f"no skill catalogue: section {sec.get('title') or sec.get('id')!r} lists skills ({style}) but {what}"
+                where = sec.get("title") or sec.get("id")
+                return f"no skill catalogue: section {where!r} lists skills ({style}) but {what}"
         named = find_tokens(body, list(skills))
         if len(set(named)) >= 2:
             return (f"no skill catalogue: section {sec.get('title') or sec.get('id')!r} names skills "
@@ -1173,7 +1174,7 @@ def _with(d: dict, key: str, value: Any) -> dict:
 @register
 @dataclasses.dataclass(frozen=True)
 class SkillCatalog(Transform):
-    """Re-render the skill catalogue of the prompt: order shuffled, distractor skills added from a pool, list / table / XML.
+    """Re-render the skill catalogue of the prompt: order shuffled, distractors added, list/table/XML/available_skills.
 
     Distractors are off-domain skills (``skill_distractors`` bank, extendable with
     ``banks``) added to the harness and to the catalogue; the trajectory never loads
@@ -1223,12 +1224,13 @@ class SkillCatalog(Transform):
             {d["name"]: d["description"] for d in extra}
         entries = [(n, descs[n]) for n in order]
         styles = [s for s in self.styles if catalog_style_ok(entries, s)]
-        if cat.layout and cat.layout.get("extras"):  # <location> and other children: no other style can hold them
+        extras = sorted({tag for x in ((cat.layout or {}).get("extras") or {}).values() for _, tag, _ in x})
+        if extras:  # <location> and other children: no other style can hold them
             styles = [s for s in styles if s == current]
         if not styles:
             return Skip("no catalogue style can hold the descriptions" + (
-                f" (the {current} catalogue carries {', '.join(sorted({t for x in cat.layout['extras'].values() for _, t, _ in x}))} "
-                "elements, kept only in its own style)" if cat.layout and cat.layout.get("extras") else ""))
+                f" (the {current} catalogue carries <{'>, <'.join(extras)}> elements, kept only in its own style)"
+                if extras else ""))
         style = rng.choice(styles)
         if style == current and order == names and not extra:
             return Skip("catalogue unchanged (same style and order drawn, no distractor)")
