@@ -300,20 +300,25 @@ def cmd_rewrite_hook(args: argparse.Namespace) -> int:
 
 
 def cmd_skills(args: argparse.Namespace) -> int:
-    from hsa.skills_dir import SkillFormatError, export_skills, import_skills
+    from hsa.skills_dir import SkillFormatError, SkillsExistError, export_skills, import_skills
 
     if args.action == "import" and not args.skills_dir:
         return _die("hsa skills import needs --skills-dir DIR (a folder of <name>/SKILL.md)")
     if args.action == "export" and not args.id:
         return _die("hsa skills export needs --id ID (the record whose skills to write)")
+    for flag in ("max_file_bytes", "max_skill_bytes"):
+        if getattr(args, flag) < 0:
+            return _die(f"--{flag.replace('_', '-')} must be 0 or more (got {getattr(args, flag)})")
     try:
         if args.action == "import":
-            n, merged = import_skills(args.inputs, args.skills_dir, args.out, dialect=args.dialect)
-            print(f"{n} records written to {args.out}; {merged} received the skills of {args.skills_dir}",
-                  file=sys.stderr)
+            report = import_skills(args.inputs, args.skills_dir, args.out, dialect=args.dialect,
+                                   max_file_bytes=args.max_file_bytes, max_skill_bytes=args.max_skill_bytes)
+            print(report.summary(args.out, args.skills_dir), file=sys.stderr)
         else:
             files = export_skills(args.inputs[0], args.id, args.out, overwrite=args.overwrite)
             print(f"{len(files)} skills written under {args.out}", file=sys.stderr)
+    except SkillsExistError as exc:
+        return _die(f"{', '.join(exc.paths)} already exist; add --overwrite to replace them")
     except (SkillFormatError, FileNotFoundError) as exc:
         return _die(str(exc))
     return 0
@@ -417,16 +422,24 @@ def make_parser() -> argparse.ArgumentParser:
     rh.set_defaults(func=cmd_rewrite_hook)
 
     sk = sub.add_parser("skills", help="Agent Skills folders: merge one into records (import) or write a record's "
-                        "skills as one (export)", description="import: add the skills of --skills-dir to every "
-                        "record without skills, then run 'hsa augment' on --out. export: write the skills of "
-                        "record --id as <name>/SKILL.md folders.")
+                        "skills as one (export)", description="import: copy the JSONL inputs to --out, adding the "
+                        "skills of --skills-dir (SKILL.md and bundled files) to every record that has none; augment "
+                        "that file afterwards with 'hsa augment'. export: write the skills of record --id (a source "
+                        "or a variant) as <name>/SKILL.md folders with their bundled files.")
     sk.add_argument("action", choices=("import", "export"))
     sk.add_argument("inputs", nargs="+", metavar="IN", help="JSONL files (export: a JSONL file or an output folder)")
     sk.add_argument("--out", required=True, help="import: JSONL file to write; export: skills directory")
-    sk.add_argument("--skills-dir", help="import: the skills directory (<name>/SKILL.md)")
+    sk.add_argument("--skills-dir", help="import: the skills directory (<name>/SKILL.md), or one skill folder")
     sk.add_argument("--id", help="export: the record id (output rows: <source_id>/<variant>)")
     sk.add_argument("--dialect", choices=("hat", "agentskills"), default="hat",
                     help="import: skill-name rules (hat also allows underscores; default hat)")
+    from hsa.skills_dir import MAX_FILE_BYTES, MAX_SKILL_BYTES  # stdlib only at import: --help stays instant
+
+    sk.add_argument("--max-file-bytes", type=int, default=MAX_FILE_BYTES,
+                    help=f"import: bundled files larger than this are left out and listed (default {MAX_FILE_BYTES})")
+    sk.add_argument("--max-skill-bytes", type=int, default=MAX_SKILL_BYTES,
+                    help=f"import: bundled files past this total per skill are left out and listed (default "
+                    f"{MAX_SKILL_BYTES})")
     sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
     sk.set_defaults(func=cmd_skills)
 

@@ -90,13 +90,14 @@ def _jinja_str(text: str) -> str:
 
 
 def make_template(style: str, *, gap: str = "\n\n", end: str = "\n", level: int = 2, upper: bool = True,
-                  tag: str = "id") -> str:
+                  tag: str = "id", head: str = "\n") -> str:
     """A jinja2 template rendering every section in delimiter ``style`` (see :data:`DELIMITER_STYLES`).
 
     ``gap`` separates sections, ``end`` follows the last one; ``level`` is the Markdown
     heading level; ``upper`` upper-cases titles in ``bracket`` style (caps styles always
     do); ``tag`` is what names an XML section: its ``id``, or its ``title`` lower-cased with
-    spaces as underscores. A section with id :data:`PREAMBLE_ID` is rendered bare.
+    spaces as underscores; ``head`` separates a title from its body (``"\\n\\n"``: a blank line after
+    each heading). A section with id :data:`PREAMBLE_ID` is rendered bare.
     """
     title = "{{ s.title | upper }}" if upper or style.startswith("caps") else "{{ s.title }}"
     if style == "markdown":
@@ -118,11 +119,12 @@ def make_template(style: str, *, gap: str = "\n\n", end: str = "\n", level: int 
         open_, close = title, ""
     else:
         raise ValueError(f"unknown delimiter style {style!r}; expected one of {', '.join(DELIMITER_STYLES)}")
-    for name, value in (("gap", gap), ("end", end)):
-        if not isinstance(value, str) or value.strip("\n"):
+    for name, value in (("gap", gap), ("end", end), ("head", head)):
+        if not isinstance(value, str) or value.strip("\n") or (name == "head" and not value):
             raise ValueError(f"{name} must be a run of newlines (got {value!r})")
     return ("{% for s in sections %}"
-            f'{{% if s.id == "{PREAMBLE_ID}" %}}{{{{ s.body }}}}{{% else %}}{open_}\n{{{{ s.body }}}}{close}{{% endif %}}'
+            f'{{% if s.id == "{PREAMBLE_ID}" %}}{{{{ s.body }}}}{{% else %}}{open_}{head}{{{{ s.body }}}}{close}'
+            '{% endif %}'
             f"{{% if not loop.last %}}{{{{ {_jinja_str(gap)} }}}}{{% else %}}{{{{ {_jinja_str(end)} }}}}{{% endif %}}"
             "{% endfor %}")
 
@@ -301,6 +303,9 @@ def _assemble(text: str, style: str) -> Prompt | None:
             else:
                 options["end"] = tail
             raw.append((_slug(title), title, body))
+        if all(body.startswith("\n") and body.strip() for _, _, body in raw):
+            raw = [(rid, title, body[1:]) for rid, title, body in raw]  # a blank line after every heading
+            options["head"] = "\n\n"
     sections: list[PromptSection] = []
     if preamble:
         body = preamble.rstrip("\n")

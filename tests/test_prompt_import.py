@@ -211,3 +211,16 @@ def test_commit_renders_system_and_user_prefix():
     back = dict(prompt, sections=[{k: v for k, v in s.items() if k != "placement"} for s in prompt["sections"]])
     again = commit(out, locate(out), back)
     assert [m["content"] for m in again["messages"]] == [m["content"] for m in rec["messages"]]
+
+
+def test_split_keeps_a_blank_line_after_headings_as_layout():
+    """'## Skills' + blank line: the body starts at the text, the template holds the blank line (issue 21)."""
+    text = "You are a bot.\n\n## Rules\n\nBe nice.\n\n## Skills\n\n- a_b: Do a.\n- c_d: Do c.\n"
+    p = split_system(text)
+    assert [s["body"] for s in p["sections"]] == ["You are a bot.", "Be nice.", "- a_b: Do a.\n- c_d: Do c."]
+    assert render(p["template"], p["sections"]) == text
+    mixed = text.replace("## Rules\n\n", "## Rules\n")
+    p = split_system(mixed)
+    assert p["sections"][2]["body"].startswith("\n- a_b") and render(p["template"], p["sections"]) == mixed
+    with pytest.raises(ValueError, match="head must be a run of newlines"):
+        make_template("markdown", head="")

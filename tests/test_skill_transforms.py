@@ -278,7 +278,8 @@ def test_catalog_skips_without_catalogue():
     rec = _rec({"id": "n", "tools": [], "skills": [{"name": "a_b", "description": "x", "content": "y"}],
                 "messages": [{"role": "system", "content": "## Rules\nBe nice.\n"}, {"role": "user", "content": "hi"}]})
     out, applied, skipped = _run(S.SkillCatalog(), rec)
-    assert skipped == [("skill.catalog", "no skill catalogue in the prompt")] and out == rec
+    assert skipped == [("skill.catalog", "no skill catalogue in the prompt (no section lists the record's skills with "
+                                          "their descriptions)")] and out == rec
 
 
 def test_skill_transforms_keep_the_prompt_in_sync_on_plain_records(fixture_records):
@@ -293,3 +294,224 @@ def test_skill_transforms_keep_the_prompt_in_sync_on_plain_records(fixture_recor
             assert check_sync(out) is None and not isinstance(locate(out), str)
     out, _, _ = _run(S.SkillRestructure(), rec, seed=4)
     assert canonical_prompt(out) == canonical_prompt(rec)
+
+
+# --------------------------------------------------------------------------- real Agent Skills prompts (issue 21)
+
+
+def _agent_raw(layout="list", system=lambda text: text, skills=lambda s: s):
+    from hsa.skills_dir import parse_skill_md
+    from tests.skills_support import SKILLS, catalogue_record
+
+    raw = catalogue_record(layout=layout)
+    raw["skills"] = [skills(parse_skill_md(f["SKILL.md"])) for f in SKILLS.values()]
+    raw["messages"][0]["content"] = system(raw["messages"][0]["content"])
+    return raw
+
+
+def _agent_record(layout="list", **kw):
+    return _rec(_agent_raw(layout, **kw))
+
+
+def test_catalogue_found_under_a_heading_followed_by_a_blank_line():
+    """'## Skills' + blank line + '- a: ...' is a catalogue: catalog, describe and placement all find it."""
+    from transforms.prompt import PromptPlacement
+
+    rec = _agent_record()
+    site = locate(rec)
+    assert site.prompt["sections"][2]["body"].startswith("- webapp-testing: ")  # the blank line is layout
+    cat = S.find_catalog(rec, site.prompt)
+    assert cat is not None and cat.style == "list" and len(cat.names) == 5
+    out, applied, skipped = _run(S.SkillCatalog(styles=("table",), distractors=(0, 0)), rec)
+    assert applied and "## Skills\n\n| Skill | Description |" in out["messages"][0]["content"]
+    assert check_variant(rec, out) == [] and check_sync(out) is None
+    out, applied, skipped = _run(PromptPlacement(), rec)
+    assert applied, skipped
+    # a section with the blank line while the others have none: the catalogue is found inside the body
+    mixed = _agent_record(system=lambda text: text.replace("## Rules\n\n", "## Rules\n"))
+    cat = S.find_catalog(mixed, locate(mixed).prompt)
+    assert cat is not None and cat.before == "\n"
+
+
+def test_catalogue_with_an_intro_line_keeps_it():
+    """Text before and after the entries in the catalogue's section stays as it was."""
+    rec = _agent_record(system=lambda t: t.replace("## Skills\n\n", "## Skills\n\nThese skills are installed:\n\n"))
+    out, applied, _ = _run(S.SkillCatalog(styles=("xml",), distractors=(0, 0)), rec)
+    assert "## Skills\n\nThese skills are installed:\n\n<skill name=" in out["messages"][0]["content"]
+    assert check_variant(rec, out) == []
+
+
+def test_available_skills_xml_catalogue():
+    """<available_skills><skill><name/><description/><location/></skill>...: found, re-rendered in its own layout."""
+    rec = _agent_record("available_skills")
+    cat = S.find_catalog(rec, locate(rec).prompt)
+    assert cat is not None and cat.style == "available_skills" and cat.names[0] == "webapp-testing"
+    assert cat.layout["extras"]["docx"] == [["\n    ", "location", "skills/docx/SKILL.md"]]
+    assert S.render_catalog(cat.entries, cat.style, cat.layout) in rec["messages"][0]["content"]
+    out, applied, _ = _run(S.SkillCatalog(distractors=(1, 1)), rec, seed=3)
+    p = applied[0].params
+    assert p["style"] == "available_skills"  # locations cannot be written in another style
+    text = out["messages"][0]["content"]
+    assert text.count("<location>") == 5 and f"<name>{p['distractors'][0]['name']}</name>" in text
+    assert check_variant(rec, out) == [] and check_sync(out) is None
+    out, applied, _ = _run(S.SkillDescribe(p=1.0), rec, seed=0)
+    for name, desc in applied[0].params["descriptions"].items():
+        assert f"<name>{name}</name>\n    <description>{desc}</description>" in out["messages"][0]["content"]
+    out = S.SkillRename().apply(rec, {"renames": {"docx": "word-docs"}})
+    assert "<location>skills/word-docs/SKILL.md</location>" in out["messages"][0]["content"]
+    one_line = "<available_skills><skill><name>docx</name><description>{}</description></skill></available_skills>"
+    desc = next(s["description"] for s in rec["skills"] if s["name"] == "docx")
+    assert S.parse_catalog(one_line.format(desc)) == ("available_skills", [("docx", desc)])
+
+
+def test_catalogue_miss_says_why():
+    """A section that lists skills with stale descriptions is named in the skip reason."""
+    rec = _agent_record(skills=lambda s: dict(s, description="Changed.") if s["name"] == "docx" else s)
+    _, applied, skipped = _run(S.SkillCatalog(), rec)
+    assert not applied
+    assert skipped[0][1] == ("no skill catalogue: section 'Skills' lists skills (list) but gives 'docx' a description "
+                             "other than the skill's")
+
+
+COAUTHOR = """# Doc Co-Authoring
+
+## Overview
+Three stages take a draft to a finished document.
+
+## Stage 1: Context Gathering
+Ask what the document is for and who reads it.
+
+## Stage 2: Reader Testing
+Give the draft to a fresh reader and note what confuses them.
+
+## Tips
+Keep paragraphs short.
+
+## Common pitfalls
+Long introductions lose readers.
+
+## Final Review
+When Reader Testing passes: read the whole document aloud once more.
+"""
+
+
+@pytest.mark.parametrize("skill,section,why", [
+    ("skill-creator", "Improving the skill", "opens with"),
+    ("theme-factory", "Application Process", "opens with"),
+])
+def test_restructure_keeps_sequenced_sections_of_real_skills(skill, section, why):
+    """'You've run the test cases...' and 'After a preferred theme is selected' keep their places; so do their neighbours' runs."""
+    from hsa.skills_dir import parse_skill_md
+    from tests.skills_support import SKILLS
+
+    body = parse_skill_md(SKILLS[skill]["SKILL.md"])["content"]
+    plan = S.markdown_plan(body)
+    titles = [e["title"] for e in S._elements(body) if e["kind"] == "heading"][1:]
+    k = titles.index(section)
+    assert k not in plan["movable"] and plan["anchored"][k].startswith(why)
+    assert all(k not in run for run in plan["runs"])
+
+
+def test_restructure_never_moves_a_section_past_a_stage():
+    """Final Review (after Stage 2) and the Overview stay; Tips and pitfalls swap only between Stage 2 and the end."""
+    plan = S.markdown_plan(COAUTHOR)
+    assert plan["movable"] == [3, 4] and plan["runs"] == [[3, 4]]
+    assert plan["anchored"][5].startswith("title 'Final Review'") and "overview" in plan["anchored"][0].lower()
+    assert plan["anchored"][2].startswith("title")
+    with pytest.raises(ValueError, match="anchored"):
+        S.restructure_markdown(COAUTHOR, {"order": [0, 1, 2, 5, 4, 3]})
+    for seed in range(20):
+        params = S.SkillRestructure(headings=("atx",)).sample(
+            _rec({"id": "c", "tools": [], "skills": [{"name": "doc-coauthoring", "description": "x",
+                                                     "content": COAUTHOR}], "messages": []}), random.Random(seed))
+        order = params["skills"]["doc-coauthoring"].get("order") if isinstance(params, dict) else None
+        assert order in (None, [0, 1, 2, 3, 4, 5], [0, 1, 2, 4, 3, 5])
+
+
+def test_restructure_anchors_sections_named_by_others():
+    """A section whose title another section names keeps its place, and so does the one naming it."""
+    text = ("# T\n\n## Usage Instructions\nPick a theme.\n\n## Colors\nNavy.\n\n## Fonts\nSerif.\n\n"
+            "## Notes\nFollow the usage instructions first.\n")
+    plan = S.markdown_plan(text)
+    assert plan["anchored"] == {0: "section 'Notes' names it", 3: "names section 'Usage Instructions'"}
+    assert plan["runs"] == [[1, 2]]
+
+
+def test_describe_reorders_whole_list_items_only():
+    """'tables of contents, headings, ...': the first item may start left of 'contents', so the list stays (issue 21)."""
+    text = ("Create, read or edit Word documents, including tables of contents, headings, page numbers, "
+            "or letterheads.")
+    assert S.reorder_enumerations(text, []) == text
+    crossed = text.replace("tables of contents, headings, page numbers, or letterheads",
+                           "tables of headings, page numbers, letterheads, or contents")
+    assert S.description_canonical(crossed) != S.description_canonical(text)
+    brand = "Use it when brand colors, style guidelines, visual formatting, or design standards apply."
+    assert S.reorder_enumerations(brand, []) == brand
+    ok = "Answer questions about a product's features, material, price and reviews."
+    assert S.reorder_enumerations(ok, [[3, 2, 1, 0]]) == \
+        "Answer questions about a product's reviews, price, material and features."
+    rec = _agent_record()
+    for seed in range(10):
+        _, applied, _ = _run(S.SkillDescribe(p=1.0), rec, seed=seed)
+        for name, new in (applied[0].params["descriptions"].items() if applied else ()):
+            assert "tables of contents" in new or name != "docx", new
+
+
+@pytest.mark.parametrize("style,old,seed,new", [
+    ("reorder", "brand-guidelines", 0, "guidelines-brand"),
+    ("abbreviate", "internal-comms", 0, "internal-communications"),
+    ("abbreviate", "algorithmic-art", 0, "algo-art"),
+    ("verb_noun", "mcp-builder", 0, "build-mcp"),
+    ("verb_noun", "webapp-testing", 0, "test-webapp"),
+    ("verb_noun", "slack-gif-creator", 0, "create-slack-gif"),
+    ("verb_noun", "pdf", 0, "pdf"),
+    ("kebab", "item_qa", 0, "item-qa"),
+])
+def test_agent_skills_name_styles(style, old, seed, new):
+    """Kebab variants people give skills: reordered words, long/short forms, verb-noun swaps (issue 21)."""
+    assert S.new_skill_name(old, style, random.Random(seed), dialect="agentskills") == new
+
+
+def test_general_synonyms_and_verb_to_noun():
+    """The synonym bank holds general words; a leading verb becomes an agent noun or gerund at the end."""
+    out = {S.new_skill_name("frontend-design", "synonym", random.Random(i), dialect="agentskills") for i in range(20)}
+    assert len(out) >= 4 and all(n != "frontend-design" and n.count("-") == 1 for n in out)
+    assert S.new_skill_name("create-skill", "verb_noun", random.Random(0), dialect="agentskills") in (
+        "skill-creator", "skill-creating")
+
+
+def test_rename_p1_renames_every_eligible_agent_skill():
+    """With p=1 every skill whose name is free to change gets a new name, whichever style is drawn first."""
+    rec = _agent_record()
+    for seed in range(10):
+        _, applied, _ = _run(S.SkillRename(p=1.0), rec, seed=seed)
+        renames = applied[0].params["renames"]
+        assert set(renames) == {"webapp-testing", "brand-guidelines", "skill-creator", "theme-factory"}, seed
+        assert all(is_legal_skill_name(n, "agentskills") for n in renames.values())
+    _, applied, _ = _run(S.SkillRename(p=1.0, styles=("kebab",)), rec)
+    assert not applied  # kebab alone cannot change kebab names: said below
+
+
+def test_skip_reasons_name_the_skill_and_the_cause():
+    """One clause per cause, naming the skills: plain words apart from style misses and undrawn skills."""
+    rec = _agent_record()
+    _, applied, skipped = _run(S.SkillRename(p=1.0, styles=("kebab",)), rec)
+    why = skipped[0][1]
+    assert why.startswith("no skill renamed: ")
+    assert "'docx': a plain word that also occurs in the text" in why
+    assert "'webapp-testing', 'brand-guidelines', 'skill-creator', 'theme-factory': no style of kebab gives" in why
+    _, _, skipped = _run(S.SkillRename(p=0.0), rec)
+    assert skipped[0][1] == ("no skill renamed: 'webapp-testing', 'brand-guidelines', 'skill-creator', "
+                             "'theme-factory', 'docx': not drawn (p=0.0)")
+    _, _, skipped = _run(S.SkillRename(styles=("snake",)), rec)
+    assert "style snake does not apply" in skipped[0][1]
+    plain = _rec({"id": "q", "tools": [], "skills": [
+        {"name": "promo_qa", "description": "Answer questions about coupons, discounts and final prices.",
+         "content": "# Promo"}],
+        "messages": [{"role": "system", "content": "## Rules\nBe nice.\n\n## Output\nShort."},
+                     {"role": "user", "content": "What does 'Answer questions about coupons, discounts and final "
+                                                 "prices.' mean?"}]})
+    _, _, skipped = _run(S.SkillDescribe(p=1.0), plain)
+    assert skipped[0][1] == ("no description changed: 'promo_qa': the description is quoted in text that no "
+                             "catalogue explains (no skill catalogue in the prompt (no section lists the record's "
+                             "skills with their descriptions))")

@@ -40,7 +40,7 @@ from hsa import _json
 from hsa.records import Record
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
 from transforms.phrasebank import BankError, load_bank
-from transforms.skill import find_catalog, parse_catalog
+from transforms.skill import find_catalog
 
 __all__ = [
     "PromptReorder",
@@ -280,7 +280,7 @@ def canonical_prompt(record: Record, *, banks: tuple[str, ...] = (), title_banks
         if i in tools_at:
             body: Any = {"tools": [_fn(t) for t in record["tools"]]}
         elif cat is not None and cat[0] == i:
-            body = {"skills": sorted(parse_catalog(s["body"])[1])}
+            body = {"skills": sorted(cat.entries), "text": pbank.canonical(cat.before + "\0" + cat.after)}
         else:
             body = pbank.canonical(s.get("body") or "")
         title = s.get("title") or ""

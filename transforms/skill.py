@@ -24,7 +24,7 @@ import string
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from hsa.names import find_tokens, is_identifier_like, split_words
 from hsa.prompt_import import PREAMBLE_ID, PromptSite, commit, locate
@@ -46,6 +46,8 @@ __all__ = [
     "render_catalog",
     "parse_catalog",
     "find_catalog",
+    "catalog_miss",
+    "Catalog",
     "skill_results",
     "restructure_markdown",
     "markdown_plan",
@@ -55,14 +57,17 @@ __all__ = [
     "load_distractors",
 ]
 
-SKILL_NAME_STYLES = ("kebab", "snake", "opaque", "synonym")
-CATALOG_STYLES = ("list", "table", "xml")
+SKILL_NAME_STYLES = ("kebab", "snake", "opaque", "synonym", "reorder", "abbreviate", "verb_noun")
+CATALOG_STYLES = ("list", "table", "xml", "available_skills")
 HEADING_STYLES = ("atx", "atx_closed", "setext")
 BULLETS = ("-", "*", "+")
 ORDERED_DELIMITERS = (".", ")")
 #: Phrases that make a Markdown section refer to its neighbours: such a section keeps its place.
-DEFAULT_ANCHORS = ("above", "below", "previous section", "preceding", "following section", "next section",
-                   "earlier section", "as described", "see section", "this section", "the section")
+DEFAULT_ANCHORS = ("above", "below", "previous section", "previous step", "previous steps", "previous stage",
+                   "preceding", "following section", "following step", "following steps", "next section", "next step",
+                   "next steps", "next stage", "earlier section", "earlier step", "later section", "later step",
+                   "as described", "as shown", "as mentioned", "mentioned earlier", "see section", "this section",
+                   "the section", "the first step", "the last step", "the final step")
 
 
 # =========================================================================== names
@@ -82,10 +87,17 @@ def new_skill_name(old: str, style: str, rng: random.Random, *, dialect: str = "
     """A new name for skill ``old`` in ``style`` (see :data:`SKILL_NAME_STYLES`); may equal ``old``.
 
     ``kebab`` and ``snake`` re-join the name's words; ``opaque`` draws an id such as
-    ``skill_a34b``; ``synonym`` swaps words for synonyms from the ``skill_synonyms`` bank,
-    keeping the name's separator.
+    ``skill_a34b``; ``synonym`` swaps words for synonyms from the ``skill_synonyms`` bank
+    (live-commerce and general words: ``frontend-design`` -> ``ui-styling``);
+    ``reorder`` changes the order of the words (``brand-guidelines`` -> ``guidelines-brand``);
+    ``abbreviate`` swaps words for their long or short form from the ``skill_abbreviations``
+    bank (``internal-comms`` -> ``internal-communications``); ``verb_noun`` turns an agent
+    noun or gerund at the end into a verb at the front and back (``mcp-builder`` ->
+    ``build-mcp``, ``create-skill`` -> ``skill-creator``; ``skill_verbs`` bank). All but
+    kebab and snake keep the name's separator (hyphens for Agent Skills names).
     """
     words = split_words(old)
+    sep = "-" if "-" in old or dialect == "agentskills" else "_"
     if style == "kebab":
         return "-".join(words) or old
     if style == "snake":
@@ -98,8 +110,26 @@ def new_skill_name(old: str, style: str, rng: random.Random, *, dialect: str = "
         for w in words:
             alts = [a for a in table.get(w, ()) if a != w]
             swapped.append(rng.choice(alts) if alts else w)
-        sep = "-" if "-" in old or dialect == "agentskills" else "_"
         return sep.join(swapped) or old
+    if style == "reorder":
+        if len(words) < 2:
+            return old
+        order = list(range(len(words)))
+        while order == sorted(order):
+            rng.shuffle(order)
+        return sep.join(words[i] for i in order)
+    if style == "abbreviate":
+        table = _word_table("skill_abbreviations")
+        return sep.join(rng.choice(table[w]) if w in table else w for w in words) or old
+    if style == "verb_noun":
+        forms = _verb_forms()
+        if len(words) >= 2 and words[-1] in forms and forms[words[-1]][1] != "verb":
+            return sep.join([forms[words[-1]][0]] + words[:-1])
+        if len(words) >= 2 and words[0] in forms and forms[words[0]][1] == "verb":
+            verb = words[0]
+            nouns = [w for w, (v, kind) in forms.items() if v == verb and kind != "verb"]
+            return sep.join(words[1:] + [rng.choice(sorted(nouns))])
+        return old
     raise ValueError(f"unknown skill name style {style!r}; expected one of {', '.join(SKILL_NAME_STYLES)}")
 
 
@@ -112,6 +142,33 @@ def _synonym_table(extra: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
             bucket = out.setdefault(w, [])
             bucket.extend(o for o in g.phrasings if o != w and o not in bucket)
     return {k: tuple(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=4)
+def _word_table(bank_name: str) -> dict[str, tuple[str, ...]]:
+    """Word -> the other words of its groups in a built-in bank of single words."""
+    out: dict[str, list[str]] = {}
+    for g in load_bank(bank_name).groups:
+        for w in g.phrasings:
+            out.setdefault(w, []).extend(o for o in g.phrasings if o != w and o not in out[w])
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=1)
+def _verb_forms() -> dict[str, tuple[str, str]]:
+    """Word -> (verb, kind) for the ``skill_verbs`` bank: kind is ``verb``, ``agent`` or ``gerund``."""
+    out: dict[str, tuple[str, str]] = {}
+    for g in load_bank("skill_verbs").groups:
+        verb, agent, gerund = g.phrasings[:3]
+        for w, kind in ((verb, "verb"), (agent, "agent"), (gerund, "gerund")):
+            out.setdefault(w, (verb, kind))
+    return out
+
+
+def _names_list(names: list[str], most: int = 6) -> str:
+    """``'a', 'b' and 3 more``: skill names in a skip reason."""
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _declared_params(record: Record) -> set[str]:
@@ -130,6 +187,27 @@ _CAT_LINE = {
     "table": re.compile(rf"^\| {_CAT_NAME} \| (.*) \|$"),
     "xml": re.compile(rf'^<skill name="{_CAT_NAME}">(.*)</skill>$'),
 }
+#: The ``<available_skills>`` layout of the Agent Skills integration guide, as :func:`render_catalog` writes it
+#: when the catalogue had another style: one child element per line, indented.
+AVAILABLE_SKILLS_LAYOUT = {"wrapped": True, "open": "\n  ", "sep": "\n  ", "close": "\n", "name_ws": "\n    ",
+                           "desc_ws": "\n    ", "end_ws": "\n  ", "extras": {}}
+_AS_BLOCK = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
+_AS_SKILL = re.compile(r"<skill>(.*?)</skill>", re.DOTALL)
+_AS_CHILD = re.compile(r"(\s*)<([A-Za-z_][A-Za-z0-9_-]*)>([^<]*)</\2>")
+
+
+class Catalog(NamedTuple):
+    """The skill catalogue of a prompt: section ``index``, ``style``, skill ``names`` in order, their ``entries``
+    (name, description), the section text ``before`` and ``after`` it, and the ``layout`` of an
+    ``available_skills`` block (whitespace, extra child elements such as ``<location>`` per skill)."""
+
+    index: int
+    style: str
+    names: list[str]
+    entries: list[tuple[str, str]]
+    before: str = ""
+    after: str = ""
+    layout: dict | None = None
 
 
 def catalog_style_ok(entries: list[tuple[str, str]], style: str) -> bool:
@@ -139,47 +217,124 @@ def catalog_style_ok(entries: list[tuple[str, str]], style: str) -> bool:
             return False
         if style == "table" and ("|" in desc or desc != desc.strip() or not desc):
             return False
-        if style == "xml" and ("<" in desc or "&" in desc):
+        if style in ("xml", "available_skills") and ("<" in desc or "&" in desc):
             return False
     return True
 
 
-def render_catalog(entries: list[tuple[str, str]], style: str) -> str:
-    """The catalogue body for (name, description) ``entries`` in ``style`` (see :data:`CATALOG_STYLES`)."""
+def render_catalog(entries: list[tuple[str, str]], style: str, layout: dict | None = None) -> str:
+    """The catalogue text for (name, description) ``entries`` in ``style`` (see :data:`CATALOG_STYLES`).
+
+    ``layout`` is the whitespace and extra children of an ``available_skills`` block
+    (:data:`AVAILABLE_SKILLS_LAYOUT` by default).
+    """
     if style == "list":
         return "\n".join(f"- {n}: {d}" for n, d in entries)
     if style == "table":
         return "\n".join([_TABLE_HEAD] + [f"| {n} | {d} |" for n, d in entries])
     if style == "xml":
         return "\n".join(f'<skill name="{n}">{d}</skill>' for n, d in entries)
+    if style == "available_skills":
+        lay = {**AVAILABLE_SKILLS_LAYOUT, **(layout or {})}
+        extras = lay.get("extras") or {}
+        items = [f"<skill>{lay['name_ws']}<name>{n}</name>{lay['desc_ws']}<description>{d}</description>"
+                 + "".join(f"{ws}<{tag}>{value}</{tag}>" for ws, tag, value in extras.get(n, ()))
+                 + f"{lay['end_ws']}</skill>" for n, d in entries]
+        inner = lay["open"] + lay["sep"].join(items) + lay["close"]
+        return f"<available_skills>{inner}</available_skills>" if lay["wrapped"] else inner
     raise ValueError(f"unknown catalogue style {style!r}; expected one of {', '.join(CATALOG_STYLES)}")
+
+
+def _available_skills(inner: str, wrapped: bool) -> tuple[list[tuple[str, str]], dict] | None:
+    """(entries, layout) of the inside of an ``<available_skills>`` block; None when it is not one."""
+    skills = list(_AS_SKILL.finditer(inner))
+    if not skills:
+        return None
+    gaps = [inner[a.end():b.start()] for a, b in zip(skills, skills[1:])]
+    opening, closing = inner[:skills[0].start()], inner[skills[-1].end():]
+    if any(g.strip() for g in gaps + [opening, closing]) or len(set(gaps)) > 1:
+        return None
+    entries, extras, shapes = [], {}, set()
+    for m in skills:
+        body, pos, children = m.group(1), 0, []
+        for c in _AS_CHILD.finditer(body):
+            if c.start() != pos:
+                return None
+            children.append((c.group(1), c.group(2), c.group(3)))
+            pos = c.end()
+        tail = body[pos:]
+        if tail.strip() or len(children) < 2 or [c[1] for c in children[:2]] != ["name", "description"]:
+            return None
+        if any(tag in ("name", "description") for _, tag, _ in children[2:]):
+            return None
+        name, desc = children[0][2], children[1][2]
+        entries.append((name, desc))
+        if children[2:]:
+            extras[name] = [list(c) for c in children[2:]]
+        shapes.add((children[0][0], children[1][0], tail))
+    if len(shapes) != 1:
+        return None
+    name_ws, desc_ws, end_ws = shapes.pop()
+    layout = {"wrapped": wrapped, "open": opening, "sep": gaps[0] if gaps else AVAILABLE_SKILLS_LAYOUT["sep"],
+              "close": closing, "name_ws": name_ws, "desc_ws": desc_ws, "end_ws": end_ws, "extras": extras}
+    return entries, layout
+
+
+def _catalog_blocks(body: str):
+    """Candidate catalogues in a section body: (before, style, entries, after, layout), in order of appearance."""
+    m = _AS_BLOCK.search(body)
+    if m is not None:
+        parsed = _available_skills(m.group(1), True)
+        if parsed is not None:
+            yield body[:m.start()], "available_skills", parsed[0], body[m.end():], parsed[1]
+    elif body.lstrip().startswith("<skill>"):
+        core = body.strip()
+        parsed = _available_skills(core, False)
+        if parsed is not None:
+            lead = body[:len(body) - len(body.lstrip())]
+            yield lead, "available_skills", parsed[0], body[len(lead) + len(core):], parsed[1]
+    lines = body.split("\n")
+    for style, rx in _CAT_LINE.items():
+        i = 0
+        while i < len(lines):
+            start = i
+            if style == "table":
+                if "\n".join(lines[i:i + 2]) != _TABLE_HEAD:
+                    i += 1
+                    continue
+                i += 2
+            entries = []
+            while i < len(lines):
+                m = rx.match(lines[i])
+                if not m:
+                    break
+                entries.append((m.group(1), m.group(2)))
+                i += 1
+            if not entries:
+                i = start + 1
+                continue
+            block = "\n".join(lines[start:i])
+            if render_catalog(entries, style) == block:
+                before = "\n".join(lines[:start]) + ("\n" if start else "")
+                after = ("\n" if i < len(lines) else "") + "\n".join(lines[i:])
+                yield before, style, entries, after, None
 
 
 def parse_catalog(body: str) -> tuple[str, list[tuple[str, str]]] | None:
     """(style, entries) when ``body`` is exactly a catalogue in one of :data:`CATALOG_STYLES`."""
-    for style, rx in _CAT_LINE.items():
-        lines = body.split("\n")
-        if style == "table":
-            if "\n".join(lines[:2]) != _TABLE_HEAD:
-                continue
-            lines = lines[2:]
-        entries = []
-        for line in lines:
-            m = rx.match(line)
-            if not m:
-                break
-            entries.append((m.group(1), m.group(2)))
-        else:
-            if entries and render_catalog(entries, style) == body:
-                return style, entries
+    for before, style, entries, after, _ in _catalog_blocks(body):
+        if not before and not after:
+            return style, entries
     return None
 
 
-def find_catalog(record: Record, prompt: dict) -> tuple[int, str, list[str]] | None:
-    """(section index, style, names in order) of the prompt section that lists the record's skills.
+def find_catalog(record: Record, prompt: dict) -> Catalog | None:
+    """The prompt section that lists the record's skills (:class:`Catalog`), or None.
 
-    A section is the catalogue when it is exactly a catalogue (:func:`parse_catalog`)
-    of skills of the record, each with its current description.
+    A catalogue is a block of a section body (a list ``- name: description``, a table,
+    ``<skill name=...>`` lines or an ``<available_skills>`` block), whole lines, that lists
+    skills of the record, each once with its current description; text before and after
+    it in the section (an intro line, blank lines) stays as it is.
     """
     skills = {s["name"]: s for s in record.get("skills") or ()}
     if not skills:
@@ -187,20 +342,42 @@ def find_catalog(record: Record, prompt: dict) -> tuple[int, str, list[str]] | N
     for i, sec in enumerate(prompt.get("sections") or ()):
         if sec.get("id") == PREAMBLE_ID or not isinstance(sec.get("body"), str):
             continue
-        parsed = parse_catalog(sec["body"])
-        if parsed is None:
-            continue
-        style, entries = parsed
-        names = [n for n, _ in entries]
-        if len(set(names)) == len(names) and all(n in skills and skills[n].get("description") == d
-                                                 for n, d in entries):
-            return i, style, names
+        for before, style, entries, after, layout in _catalog_blocks(sec["body"]):
+            names = [n for n, _ in entries]
+            if len(set(names)) == len(names) and all(n in skills and skills[n].get("description") == d
+                                                     for n, d in entries):
+                return Catalog(i, style, names, entries, before, after, layout)
     return None
 
 
-def _with_catalog(prompt: dict, index: int, body: str) -> dict:
+def catalog_miss(record: Record, site: PromptSite | str) -> str:
+    """Why :func:`find_catalog` found no catalogue in the record's prompt, naming the section and skills involved."""
+    if isinstance(site, str):
+        return f"no skill catalogue: the prompt cannot be read ({site})"
+    skills = {s["name"]: s.get("description") for s in record.get("skills") or ()}
+    for sec in site.prompt.get("sections") or ():
+        body = sec.get("body") if isinstance(sec.get("body"), str) else ""
+        if sec.get("id") == PREAMBLE_ID:
+            continue
+        for _, style, entries, _, _ in _catalog_blocks(body):
+            unknown = [n for n, _ in entries if n not in skills]
+            stale = [n for n, d in entries if n in skills and skills[n] != d]
+            if unknown or stale:
+                what = (f"names {', '.join(map(repr, unknown))} that are no skills of the record" if unknown else
+                        f"gives {', '.join(map(repr, stale))} a description other than the skill's")
+                where = sec.get("title") or sec.get("id")
+                return f"no skill catalogue: section {where!r} lists skills ({style}) but {what}"
+        named = find_tokens(body, list(skills))
+        if len(set(named)) >= 2:
+            return (f"no skill catalogue: section {sec.get('title') or sec.get('id')!r} names skills "
+                    f"{', '.join(sorted(set(named))[:4])} but not in a catalogue layout ('- name: description' lines, "
+                    "a '| Skill | Description |' table, <skill name=...> lines or <available_skills>)")
+    return "no skill catalogue in the prompt (no section lists the record's skills with their descriptions)"
+
+
+def _with_catalog(prompt: dict, cat: Catalog, text: str) -> dict:
     out = {**prompt, "sections": [dict(s) for s in prompt["sections"]]}
-    out["sections"][index]["body"] = body
+    out["sections"][cat.index]["body"] = cat.before + text + cat.after
     return out
 
 
@@ -255,7 +432,10 @@ def _replace_in_results(record: Record, name: str, old: str, new: str) -> None:
 @register
 @dataclasses.dataclass(frozen=True)
 class SkillRename(Transform):
-    """Rename skills (each with probability ``p``) in a style drawn from ``styles``: kebab, snake, opaque, synonym.
+    """Rename skills (each with probability ``p``) in a style drawn from ``styles`` (see :func:`new_skill_name`).
+
+    The drawn style is tried first, then the others in random order, so a style that
+    cannot change a name (``kebab`` on ``pdf-tools``) does not leave it unrenamed.
 
     New names are legal in the record's skill-name dialect (Agent Skills when every name
     follows the open specification, else HAT, which allows underscores) and collide with
@@ -297,25 +477,43 @@ class SkillRename(Transform):
                 ambiguous.update(find_tokens(text, plain))
         taken = record_tokens(record) | hook_literals(record)
         synonyms = _synonym_table(tuple(self.banks)) if "synonym" in self.styles else {}
-        styles = [s for s in self.styles if s != "snake" or dialect == "hat"] or ["kebab"]
+        styles = [s for s in self.styles if s != "snake" or dialect == "hat"]
         renames: dict[str, str] = {}
+        causes: dict[str, list[str]] = {}
         for old in names:
             if rng.random() >= self.p:
+                causes.setdefault(f"not drawn (p={self.p})", []).append(old)
                 continue
-            style = rng.choice(styles)
-            if old in ambiguous or old in reserved:
+            if old in reserved:
+                causes.setdefault("also a tool or parameter name", []).append(old)
                 continue
-            new = old
-            for _ in range(8 if style in ("opaque", "synonym") else 1):
-                new = new_skill_name(old, style, rng, dialect=dialect, synonyms=synonyms, opaque_len=self.opaque_len)
-                if (new != old and new not in taken and new not in renames.values()
-                        and is_legal_skill_name(new, dialect)):
+            if old in ambiguous:
+                causes.setdefault("a plain word that also occurs in the text (a whole-token rewrite would reach "
+                                  "the prose)", []).append(old)
+                continue
+            if not styles:
+                causes.setdefault("Agent Skills names hold no underscores: style snake does not apply", []).append(old)
+                continue
+            order = styles[:]
+            rng.shuffle(order)  # the drawn style first, then the others: a style that cannot change the name
+            new = old           # (kebab on a kebab name, verb_noun without a verb) gives way to the next
+            for style in order:
+                for _ in range(1 if style in ("kebab", "snake") else 8):
+                    cand = new_skill_name(old, style, rng, dialect=dialect, synonyms=synonyms,
+                                          opaque_len=self.opaque_len)
+                    if (cand != old and cand not in taken and cand not in renames.values()
+                            and is_legal_skill_name(cand, dialect)):
+                        new = cand
+                        break
+                if new != old:
                     break
-                new = old
             if new != old:
                 renames[old] = new
+            else:
+                causes.setdefault(f"no style of {', '.join(styles)} gives a new name that is free and legal",
+                                  []).append(old)
         if not renames:
-            return Skip("no skill name changed (already in the drawn style, ambiguous or not drawn)")
+            return Skip("no skill renamed: " + "; ".join(f"{_names_list(ns)}: {cause}" for cause, ns in causes.items()))
         return {"renames": renames}
 
     def apply(self, record: Record, params: dict) -> Record:
@@ -332,9 +530,36 @@ _ITEM = r"(?!(?:and|or)\b)[A-Za-z][\w'-]*"
 _ENUM = re.compile(rf"(?<=\s)({_ITEM})((?:, {_ITEM}(?: {_ITEM})?)+)(,?) (and|or) ({_ITEM}(?: {_ITEM})?)(?=[.;,)]|$)")
 
 
+#: Words after which a list's first item starts for sure: prepositions, determiners, possessives and verbs that take
+#: a list. After any other word ("tables of contents, headings": "of"; "brand colors, style guides": "brand") the
+#: first item may begin further left, so the list is not reordered: reordering moves whole items only.
+_LIST_OPENERS = frozenset("""
+about for with like including include includes such as on in into to from between among via using by at over across
+per the a an any all your their its our his her these those each every some many other both either
+answer answers handle handles cover covers support supports create creates manage manages review reviews check checks
+read reads write writes edit edits extract extracts convert converts apply applies use uses suggest suggests
+""".split())
+_OPENER_PUNCT = (":", "(", ";", "\u2014", "\u2013")
+
+
+def _clear_start(text: str, start: int) -> bool:
+    """True when an enumeration starting at ``start`` cannot extend to the left (see :data:`_LIST_OPENERS`)."""
+    before = text[:start].rstrip()
+    if not before or before.endswith(_OPENER_PUNCT):
+        return True
+    word = re.search(r"[\w'\u2019-]+$", before)
+    if word is None:
+        return False
+    w = word.group(0).lower()
+    return w in _LIST_OPENERS or w.endswith(("'s", "\u2019s"))
+
+
 def _enumerations(text: str) -> list[tuple[re.Match, list[str]]]:
+    """The lists of three items or more whose items are certainly whole (see :func:`_clear_start`)."""
     out = []
     for m in _ENUM.finditer(text):
+        if not _clear_start(text, m.start()):
+            continue
         items = [m.group(1)] + [x for x in m.group(2).split(", ") if x] + [m.group(5)]
         out.append((m, items))
     return out
@@ -409,10 +634,12 @@ class SkillDescribe(Transform):
         bank = load_bank("skill_descriptions", tuple(self.banks))
         site = locate(record)
         cat = find_catalog(record, site.prompt) if isinstance(site, PromptSite) else None
-        listed = set(cat[2]) if cat else set()
+        listed = set(cat.names) if cat else set()
         out: dict[str, str] = {}
+        causes: dict[str, list[str]] = {}
         for s in skills:
             if rng.random() >= self.p:
+                causes.setdefault(f"not drawn (p={self.p})", []).append(s["name"])
                 continue
             old = s["description"]
             matches = bank.find(old)
@@ -427,17 +654,27 @@ class SkillDescribe(Transform):
                 for _, items in _enumerations(new):
                     order = list(range(len(items)))
                     rng.shuffle(order)
+                    if " " in items[order[0]]:  # a list is read from a one-word first item: keep one there
+                        j = next((j for j, i in enumerate(order) if " " not in items[i]), 0)
+                        order[0], order[j] = order[j], order[0]
                     orders.append(order)
                 new = reorder_enumerations(new, orders)
             if new == old or not new.strip():
+                causes.setdefault("no bank phrasing and no list of three or more whole items in the description",
+                                  []).append(s["name"])
                 continue
             if description_canonical(new, self.banks) != description_canonical(old, self.banks):
-                continue  # a phrasing that overlaps another group: not provably equivalent here
+                causes.setdefault("the new wording is not provably equivalent (it overlaps another phrasing group)",
+                                  []).append(s["name"])
+                continue
             if s["name"] not in listed and _mentioned_outside(record, old):
+                miss = catalog_miss(record, site)
+                causes.setdefault(f"the description is quoted in text that no catalogue explains ({miss})",
+                                  []).append(s["name"])
                 continue
             out[s["name"]] = new
         if not out:
-            return Skip("no description changed (no bank phrasing or enumeration, or not drawn)")
+            return Skip("no description changed: " + "; ".join(f"{_names_list(ns)}: {c}" for c, ns in causes.items()))
         return {"descriptions": out}
 
     def apply(self, record: Record, params: dict) -> Record:
@@ -454,12 +691,11 @@ class SkillDescribe(Transform):
                              for s in record["skills"]]
         if cat is None:
             return out
-        index, style, names = cat
         descs = {s["name"]: s["description"] for s in out["skills"]}
-        entries = [(n, descs[n]) for n in names]
-        if not catalog_style_ok(entries, style):
-            raise ValueError(f"skill.describe: a new description cannot be written in the {style} catalogue")
-        return commit(out, site, _with_catalog(site.prompt, index, render_catalog(entries, style)))
+        entries = [(n, descs[n]) for n in cat.names]
+        if not catalog_style_ok(entries, cat.style):
+            raise ValueError(f"skill.describe: a new description cannot be written in the {cat.style} catalogue")
+        return commit(out, site, _with_catalog(site.prompt, cat, render_catalog(entries, cat.style, cat.layout)))
 
 
 # =========================================================================== skill.restructure
@@ -584,7 +820,24 @@ def _text(elements: list[dict]) -> str:
     return "".join(line for e in elements for line in e["lines"])
 
 
-_ORDINAL_TITLE = re.compile(r"\d|\b(first|second|third|then|finally|last|next)\b", re.IGNORECASE)
+_NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|[ivx]+"
+#: Titles that say where a section sits in a sequence: a number, an ordinal, "Final Review", "Overview", ...
+_SEQUENCE_TITLE = re.compile(
+    r"\d|\b(?:first|second|third|fourth|fifth|then|finally|final|last|next|before|after|afterwards|later|"
+    r"prerequisites?|overview|introduction|intro|getting started|quick ?start|conclusion|summary|wrap[ -]up|recap)\b|"
+    rf"\b(?:step|stage|phase|part|round)\s+(?:{_NUMBER_WORDS})\b", re.IGNORECASE)
+#: How a section's first sentence says that it follows another one ("After a theme is selected", "You've run ...").
+_SEQUENCE_OPENING = re.compile(
+    r"^\W*(?:after|afterwards|once|then|next|finally|lastly|now|having|subsequently|continuing|from here|"
+    r"at this point|with (?:this|that|these|those)|before|you've|you have|you'll now|you will now)\b", re.IGNORECASE)
+_CONDITIONAL_OPENING = re.compile(r"^\W*(?:when|if|as soon as)\b", re.IGNORECASE)
+_COMPLETION = re.compile(
+    r"\b(?:pass(?:es|ed)?|complete[sd]?|done|finish(?:es|ed)?|succeed(?:s|ed)?|selected|chosen|approved|ready|"
+    r"fail(?:s|ed)?|ran|run|created|written|generated|confirmed|reviewed|tested|installed|set up)\b", re.IGNORECASE)
+#: "Step 3", "Stage 2", "phase one", "section 4": explicit references to a place in a sequence.
+_NUMBERED_REF = re.compile(rf"\b(?:step|stage|phase|part|section)\s+(?:\d+|{_NUMBER_WORDS})\b", re.IGNORECASE)
+_TITLE_PREFIX = re.compile(rf"^\W*(?:(?:step|stage|phase|part|round)\s+(?:\d+|{_NUMBER_WORDS})|\d+(?:\.\d+)*)[.):\s-]*",
+                           re.IGNORECASE)
 
 
 @lru_cache(maxsize=256)
@@ -595,36 +848,94 @@ def _phrases_regex(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])")
 
 
-def _movable(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> list[int]:
-    """Indices of the sections that may move: units whose text refers to no neighbour and whose title is not ordinal."""
-    titles = [s[0]["title"] for s in segs]
+def _title_core(title: str) -> str:
+    """A title without its sequence prefix ("Stage 2: Reader Testing" -> "reader testing"), lower-cased."""
+    return re.sub(r"\s+", " ", _TITLE_PREFIX.sub("", title.strip().strip("#*_ ")).strip(" :.-")).lower()
+
+
+def _opening(seg: list[dict]) -> str:
+    """The first sentence of a section's first line of text (lists and code aside: the first line of any kind)."""
+    for e in seg[1:]:
+        if e["kind"] in ("text", "bullet", "ordered"):
+            line = e.get("text") or e["lines"][0]
+            return re.split(r"(?<=[.!?:;])\s", line.strip(), maxsplit=1)[0]
+    return ""
+
+
+def anchored_sections(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> dict[int, str]:
+    """Why each section that must keep its place does: section index -> reason.
+
+    A section keeps its place when it is not a unit at the sections' level, when its title
+    says where it sits in a sequence (a number, "Final", "Overview", "Stage 2"), when its
+    first sentence says it follows something ("After ...", "Once ...", "You've run ...",
+    "When reader testing passes:"), when it refers to a place ("above", "the next step",
+    "Step 3": the ``anchors`` phrases and numbered references), and when it names another
+    section's title or another section names its title. When unsure, it stays.
+    """
+    cores = [_title_core(s[0]["title"]) for s in segs]
+    texts = [_text(s[1:]).lower() for s in segs]
     anchor_rx = _phrases_regex(tuple(anchors))
-    out = []
-    for k, (seg, unit) in enumerate(zip(segs, units)):
-        if not unit or _ORDINAL_TITLE.search(seg[0]["title"]):
-            continue
-        text = _text(seg[1:]).lower()
-        if anchor_rx is not None and anchor_rx.search(text):
-            continue
-        others = _phrases_regex(tuple(t for i, t in enumerate(titles) if i != k and len(t) >= 4))
-        if others is not None and others.search(text):
-            continue
-        out.append(k)
+    out: dict[int, str] = {}
+    for k, seg in enumerate(segs):
+        title = seg[0]["title"]
+        opening = _opening(seg)
+        if not units[k]:
+            out[k] = "not at the sections' level"
+        elif _SEQUENCE_TITLE.search(title):
+            out[k] = f"title {title!r} places it in a sequence"
+        elif _SEQUENCE_OPENING.search(opening) or (_CONDITIONAL_OPENING.search(opening)
+                                                   and _COMPLETION.search(opening)):
+            out[k] = f"opens with {opening[:40]!r}: it follows something"
+        elif (m := (anchor_rx.search(texts[k]) if anchor_rx else None) or _NUMBERED_REF.search(texts[k])):
+            out[k] = f"refers to a place ({m.group(0)!r})"
+    for k in range(len(segs)):
+        for j, core in enumerate(cores):
+            if j != k and len(core) >= 4 and (rx := _phrases_regex((core,))) is not None and rx.search(texts[k]):
+                out.setdefault(k, f"names section {segs[j][0]['title']!r}")
+                out.setdefault(j, f"section {segs[k][0]['title']!r} names it")
     return out
+
+
+@lru_cache(maxsize=2048)
+def _anchored_of(body: str, anchors: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
+    """:func:`anchored_sections` of a body, cached (skill bodies repeat across records and variants)."""
+    _, segs, units = _segments(list(_elements(body)))
+    return tuple(sorted(anchored_sections(segs, units, anchors).items()))
+
+
+def _movable_of(body: str, anchors: tuple[str, ...]) -> list[int]:
+    """Indices of the sections of ``body`` that may move (see :func:`anchored_sections`)."""
+    _, segs, _ = _segments(list(_elements(body)))
+    fixed = dict(_anchored_of(body, tuple(anchors)))
+    return [k for k in range(len(segs)) if k not in fixed]
+
+
+def movable_runs(movable: list[int]) -> list[list[int]]:
+    """Runs of consecutive movable sections: a section moves only within its run, never past an anchored one."""
+    runs: list[list[int]] = []
+    for k in movable:
+        if runs and runs[-1][-1] == k - 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return [r for r in runs if len(r) >= 2]
 
 
 def markdown_plan(content: str, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> dict:
     """What :func:`restructure_markdown` can change in ``content``.
 
-    ``movable``: indices of the sections that may move (the others are anchored by a
-    cross-reference, a numbered title, or a higher-level heading between them);
-    ``sections``: number of sections; ``frontmatter``: number of top-level frontmatter
-    keys (0 without frontmatter); ``headings``, ``bullets``, ``ordered``: counts.
+    ``movable``: indices of the sections that may move; ``runs``: the runs of consecutive
+    movable sections a move stays within; ``anchored``: why each other section keeps its
+    place (:func:`anchored_sections`); ``sections``: number of sections; ``frontmatter``:
+    number of top-level frontmatter keys (0 without frontmatter); ``headings``,
+    ``bullets``, ``ordered``: counts.
     """
     _, entries, _, body = _split_frontmatter(content)
     elements = list(_elements(body))
-    _, segs, units = _segments(elements)
-    return {"movable": _movable(segs, units, anchors), "sections": len(segs),
+    _, segs, _ = _segments(elements)
+    anchored = dict(_anchored_of(body, tuple(anchors)))
+    movable = [k for k in range(len(segs)) if k not in anchored]
+    return {"movable": movable, "runs": movable_runs(movable), "anchored": anchored, "sections": len(segs),
             "frontmatter": len(entries) if entries and len(entries) > 1 and _FM_KEY.match(entries[0]) else 0,
             "headings": sum(e["kind"] == "heading" for e in elements),
             "bullets": sum(e["kind"] == "bullet" for e in elements),
@@ -645,7 +956,8 @@ def _heading_lines(e: dict, style: str, prev_blank: bool) -> list[str]:
 def restructure_markdown(content: str, params: dict, anchors: tuple[str, ...] = DEFAULT_ANCHORS) -> str:
     """``content`` with sections reordered and heading, bullet, ordered-list and frontmatter styles changed.
 
-    ``params``: ``order`` (new order of the sections, by index; anchored sections stay),
+    ``params``: ``order`` (new order of the sections, by index; anchored sections stay, and
+    the others move only within their run of consecutive movable sections),
     ``heading`` (:data:`HEADING_STYLES`), ``bullet`` (``-``, ``*``, ``+``), ``ordered``
     (``.`` or ``)``), ``frontmatter`` (new order of the top-level keys); each optional.
     The text of every section is preserved (:func:`skill_canonical` is unchanged).
@@ -662,13 +974,13 @@ def restructure_markdown(content: str, params: dict, anchors: tuple[str, ...] = 
         fm = opening + "".join(moved) + closing
     elements = list(_elements(body))
     if params.get("order") is not None:
-        head, segs, units = _segments(elements)
+        head, segs, _ = _segments(elements)
         order = params["order"]
-        movable = set(_movable(segs, units, anchors))
-        if sorted(order) != list(range(len(segs))) or any(order[k] != k for k in range(len(segs))
-                                                           if k not in movable):
+        run_of = {k: tuple(r) for r in movable_runs(_movable_of(body, tuple(anchors))) for k in r}
+        if sorted(order) != list(range(len(segs))) or any(
+                (order[k] != k) if k not in run_of else (order[k] not in run_of[k]) for k in range(len(segs))):
             raise ValueError(f"section order {order} is not a permutation of the {len(segs)} sections that keeps "
-                             "anchored sections in place")
+                             "anchored sections in place and moves the others only between anchored ones")
         texts = [_text(s) for s in segs]
         cores = [t.rstrip("\n") for t in texts]
         seps = [t[len(c):] for t, c in zip(texts, cores)]
@@ -742,18 +1054,20 @@ class SkillRestructure(Transform):
         if not skills:
             return Skip("no skill content")
         out: dict[str, dict] = {}
+        causes: dict[str, list[str]] = {}
         for s in skills:
             if rng.random() >= self.p:
+                causes.setdefault(f"not drawn (p={self.p})", []).append(s["name"])
                 continue
             plan = markdown_plan(s["content"], self.anchors)
             params: dict[str, Any] = {}
-            if self.reorder and len(plan["movable"]) >= 2:
+            if self.reorder and plan["runs"]:
                 order = list(range(plan["sections"]))
-                moving = list(plan["movable"])
-                shuffled = moving[:]
-                rng.shuffle(shuffled)
-                for k, v in zip(moving, shuffled):
-                    order[k] = v
+                for run in plan["runs"]:
+                    shuffled = run[:]
+                    rng.shuffle(shuffled)
+                    for k, v in zip(run, shuffled):
+                        order[k] = v
                 params["order"] = order
             if plan["headings"]:
                 params["heading"] = rng.choice(self.headings)
@@ -766,6 +1080,7 @@ class SkillRestructure(Transform):
                 rng.shuffle(keys)
                 params["frontmatter"] = keys
             if not params:
+                causes.setdefault("no headings, lists, frontmatter keys or movable sections", []).append(s["name"])
                 continue
             new = restructure_markdown(s["content"], params, self.anchors)
             if new != s["content"] and skill_canonical(new) != skill_canonical(s["content"]) and "order" in params:
@@ -773,8 +1088,10 @@ class SkillRestructure(Transform):
                 new = restructure_markdown(s["content"], params, self.anchors)
             if new != s["content"] and skill_canonical(new) == skill_canonical(s["content"]):
                 out[s["name"]] = params
+            else:
+                causes.setdefault("the drawn layout is the one it has", []).append(s["name"])
         if not out:
-            return Skip("no skill body changed (no headings, lists or movable sections, or not drawn)")
+            return Skip("no skill body changed: " + "; ".join(f"{_names_list(ns)}: {c}" for c, ns in causes.items()))
         return {"skills": out}
 
     def apply(self, record: Record, params: dict) -> Record:
@@ -857,7 +1174,7 @@ def _with(d: dict, key: str, value: Any) -> dict:
 @register
 @dataclasses.dataclass(frozen=True)
 class SkillCatalog(Transform):
-    """Re-render the skill catalogue of the prompt: order shuffled, distractor skills added from a pool, list / table / XML.
+    """Re-render the skill catalogue of the prompt: order shuffled, distractors added, list/table/XML/available_skills.
 
     Distractors are off-domain skills (``skill_distractors`` bank, extendable with
     ``banks``) added to the harness and to the catalogue; the trajectory never loads
@@ -885,8 +1202,8 @@ class SkillCatalog(Transform):
             return Skip(site)
         cat = find_catalog(record, site.prompt)
         if cat is None:
-            return Skip("no skill catalogue in the prompt")
-        index, current, names = cat
+            return Skip(catalog_miss(record, site))
+        index, current, names = cat.index, cat.style, cat.names
         dialect = skill_dialect(s["name"] for s in record["skills"])
         taken = record_tokens(record) | hook_literals(record)
         lo, hi = self.distractors
@@ -907,8 +1224,13 @@ class SkillCatalog(Transform):
             {d["name"]: d["description"] for d in extra}
         entries = [(n, descs[n]) for n in order]
         styles = [s for s in self.styles if catalog_style_ok(entries, s)]
+        extras = sorted({tag for x in ((cat.layout or {}).get("extras") or {}).values() for _, tag, _ in x})
+        if extras:  # <location> and other children: no other style can hold them
+            styles = [s for s in styles if s == current]
         if not styles:
-            return Skip("no catalogue style can hold the descriptions")
+            return Skip("no catalogue style can hold the descriptions" + (
+                f" (the {current} catalogue carries <{'>, <'.join(extras)}> elements, kept only in its own style)"
+                if extras else ""))
         style = rng.choice(styles)
         if style == current and order == names and not extra:
             return Skip("catalogue unchanged (same style and order drawn, no distractor)")
@@ -935,4 +1257,8 @@ class SkillCatalog(Transform):
         if sorted(params["order"]) != sorted(set(cat[2]) | {d["name"] for d in params["distractors"]}):
             raise ValueError("skill.catalog: order must list the catalogue's skills and the distractors once each")
         entries = [(n, descs[n]) for n in params["order"]]
-        return commit(out, site, _with_catalog(site.prompt, cat[0], render_catalog(entries, params["style"])))
+        layout = cat.layout if params["style"] == cat.style else None
+        if cat.layout and cat.layout.get("extras") and layout is None:
+            raise ValueError(f"skill.catalog: the {cat.style} catalogue's extra elements cannot be written as "
+                             f"{params['style']}")
+        return commit(out, site, _with_catalog(site.prompt, cat, render_catalog(entries, params["style"], layout)))
