@@ -363,9 +363,9 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--world-size", type=int, default=1,
                    help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
     a.add_argument("--quiet", action="store_true", help="no progress and no summary")
-    a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="keep",
-                   help="tool-call arguments as each record has them (keep), or all as JSON objects (what most chat "
-                        "templates and trl expect: `arguments | tojson`) or all as JSON strings")
+    a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="object",
+                   help="tool-call arguments all as JSON objects (default: what Hugging Face chat templates and trl "
+                        "expect, `arguments | tojson`), as each record has them (keep), or all as JSON strings")
     a.add_argument("--no-exec-hooks", action="store_true",
                    help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
     a.set_defaults(func=cmd_augment)

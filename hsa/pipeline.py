@@ -177,7 +177,7 @@ CALL_ARGUMENTS = ("keep", "object", "string")
 
 
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
-                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "keep") -> Result:
+                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "object") -> Result:
     """Everything that happens to one input line; pure, so any worker may run it.
 
     ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
@@ -466,7 +466,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             keep_original: bool = False, workers: int = 1, shard_size: int = 1000, batch_size: int = 16,
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
-            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "keep") -> dict:
+            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "object") -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 

@@ -1062,9 +1062,17 @@ def _unread_call(record: Record) -> str | None:
     return None
 
 
-def denormalize(record: Record) -> dict[str, Any]:
-    """Write ``record`` back as an input-format object, in the dialect it came in."""
+def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, Any]:
+    """Write ``record`` back as an input-format object, in the dialect it came in.
+
+    ``call_arguments`` is ``hsa augment --call-arguments``: ``keep`` writes tool-call arguments in the form the
+    record came with, ``object`` / ``string`` all in that form (the manifest's ``call_arguments`` says which a
+    run used)."""
     fmt = record.get("_fmt", {})
+    if call_arguments != "keep":
+        if call_arguments not in ("object", "string"):
+            raise ValueError(f"call_arguments must be 'keep', 'object' or 'string' (got {call_arguments!r})")
+        fmt = {**fmt, "args": call_arguments}
     out: dict[str, Any] = {"id": record["id"]}
     messages = []
     for m in record["messages"]:
