@@ -60,7 +60,7 @@ from transforms._domains import (
 )
 from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, detect_style, new_name
 from transforms._toolhooks import hooks_read_whole_input
-from transforms._tooltext import paraphrase, shorten
+from transforms._tooltext import has_constraint, paraphrase, shorten
 from transforms._toolschema import (
     CONSTRAINING_KEYS,
     UnsupportedSchema,
@@ -98,6 +98,7 @@ __all__ = [
     "DIALECTS",
     "paraphrase",
     "shorten",
+    "has_constraint",
     "convert_tool",
 ]
 
@@ -552,8 +553,12 @@ class Describe(Transform):
     """Rewrite tool and parameter descriptions: paraphrased from the phrase bank, or shortened.
 
     Each description changes with probability ``p``, by a mode drawn from ``modes``
-    (``paraphrase``: bank phrases swapped for synonyms, names and code spans untouched;
-    ``shorten``: first sentence, at most ``max_words`` words). Names that appear in
+    (``paraphrase``: bank phrases swapped for synonyms where their kind fits the context
+    (a verb group at the start of a sentence, a noun group as a whole noun phrase, wh-phrases
+    at the start only), a domain group only on a harness of its domain
+    (:func:`transforms._domains.harness_domain`), names and code spans untouched;
+    ``shorten``: first sentence, at most ``max_words`` words, keeping every sentence and
+    clause that carries a constraint such as only, never, must, do not, unless, if). Names that appear in
     descriptions follow later renames like any other text. Dropping descriptions is the
     separate, opt-in ``tool.drop_descriptions``.
     """
@@ -577,11 +582,13 @@ class Describe(Transform):
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         texts = []
+        domain = harness_domain(record) if "paraphrase" in self.modes else None
         for tool, ptr, text in _descriptions(record):
             if rng.random() >= self.p:
                 continue
             mode = rng.choice(self.modes)
-            new = paraphrase(text, rng, self.banks) if mode == "paraphrase" else shorten(text, self.max_words)
+            new = (paraphrase(text, rng, self.banks, domain=domain) if mode == "paraphrase"
+                   else shorten(text, self.max_words))
             if new != text and new.strip():
                 texts.append({"tool": tool, "at": ptr, "text": new})
         if not texts:
