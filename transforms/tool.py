@@ -1100,7 +1100,8 @@ class Values(Transform):
 
     ``enum``: string enum values are renamed (each with probability ``p``) in a style of
     ``styles``; the schema's ``enum``/``default``/``const``/``examples``, the calls, hook
-    payloads and whole-token mentions in every text follow. A value is left alone (with
+    payloads and whole-token mentions in every text but tool results follow (a result is
+    what the environment returned: docs/design.md, "Tool results"). A value is left alone (with
     the reason) when it is a hook literal, a plain word mentioned in text, a name, or also
     used at another tool or path. ``default``: for a number default that a call passes
     explicitly, a new default of the same type within the schema's bounds is drawn and the
