@@ -37,7 +37,8 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            batch_size=args.batch_size, strict=args.strict, overwrite=args.overwrite,
                            resume=args.resume, rank=args.rank, world_size=args.world_size,
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
-                           exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments)
+                           exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments,
+                           tools_file=args.tools)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -230,11 +231,16 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from hsa.records import RecordError, read_harness_file
     from hsa.validate import validate_path
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
-    report = validate_path(args.input, max_report=args.max_report)
+    try:
+        harness = read_harness_file(args.tools) if args.tools else None
+    except RecordError as exc:
+        return _die(f"--tools {args.tools}: {exc.detail}")
+    report = validate_path(args.input, max_report=args.max_report, harness=harness)
     for line in report.lines:
         print(line)
     print(report.summary(), file=sys.stderr)
@@ -366,6 +372,9 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="object",
                    help="tool-call arguments all as JSON objects (default: what Hugging Face chat templates and trl "
                         "expect, `arguments | tojson`), as each record has them (keep), or all as JSON strings")
+    a.add_argument("--tools", metavar="FILE",
+                   help="harness for rows without one (trajectory dumps): a JSON list of tool definitions, or an "
+                        "object with 'tools' and optionally 'skills', 'skill_tool', 'hooks', 'prompt' or 'system'")
     a.add_argument("--no-exec-hooks", action="store_true",
                    help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
     a.set_defaults(func=cmd_augment)
@@ -395,6 +404,7 @@ def make_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check invariants 1-3 of any records; exit 1 on a violation")
     v.add_argument("input", help="JSONL file or output folder")
     v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
+    v.add_argument("--tools", metavar="FILE", help="harness for rows without one (as hsa augment --tools)")
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("show", help="a variant beside its source, differences highlighted")

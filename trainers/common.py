@@ -282,16 +282,27 @@ def _iter_file_rows(path: Path) -> Iterator[dict]:
         yield row
 
 
-def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None) -> Iterator[dict]:
+def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
+              tools: str | None = None) -> Iterator[dict]:
     """Rows of an hsa shard folder, a JSONL file or a hub dataset, as plain Python dicts.
 
-    JSON-valued columns of hsa shards come back as Python objects, exactly as written.
+    JSON-valued columns of hsa shards come back as Python objects, exactly as written. ``tools``
+    (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of rows without
+    one; a trajectory dump's ``traj`` list is read as the messages.
     """
     if not spec:
         raise TrainerInputError("no --dataset given: pass an hsa shard folder (hsa augment ... --out DIR), "
                                 "a JSONL file, or a hub dataset id")
     path = Path(os.path.expanduser(spec))
     n = 0
+    harness = None
+    if tools:
+        from hsa.records import RecordError, read_harness_file, supply_harness
+
+        try:
+            harness = read_harness_file(os.path.expanduser(tools))
+        except RecordError as exc:
+            raise TrainerInputError(f"--tools {tools}: {exc.detail}") from None
 
     def limited(it: Iterator[dict]) -> Iterator[dict]:
         nonlocal n
@@ -299,7 +310,7 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None) -
             if max_rows is not None and n >= max_rows:
                 return
             n += 1
-            yield row
+            yield supply_harness(row, harness) if harness is not None and isinstance(row, dict) else row
 
     if path.is_dir():
         import datasets

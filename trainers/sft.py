@@ -47,6 +47,10 @@ class SFTArguments:
                                         "Required."})
     dataset_split: str = dataclasses.field(default="train", metadata={"help": "Split of a hub or DatasetDict."})
     max_rows: int | None = dataclasses.field(default=None, metadata={"help": "Use only the first N rows."})
+    tools: str | None = dataclasses.field(
+        default=None, metadata={"help": "Harness for rows without one (trajectory dumps), as `hsa augment --tools`: "
+                                        "a JSON list of tool definitions or an object with 'tools' (and 'skills', "
+                                        "'prompt', 'system', ...)."})
     max_length: int | None = dataclasses.field(
         default=8192, metadata={"help": "Longest training row in tokens; what happens to longer conversations is "
                                         "--long_rows."})
@@ -317,7 +321,8 @@ def build_trainer(model_args: ModelArguments, sft_args: SFTArguments, run: RunAr
     config = trl_config(SFTConfig, run, {"max_length": sft_args.max_length,
                                          "model_init_kwargs": model_init_kwargs(model_args)},
                         extras, DEFAULT_LEARNING_RATE)
-    rows = iter_rows(sft_args.dataset, split=sft_args.dataset_split, max_rows=sft_args.max_rows)
+    rows = iter_rows(sft_args.dataset, split=sft_args.dataset_split, max_rows=sft_args.max_rows,
+                     tools=sft_args.tools)
     train_dataset = build_dataset(rows, tokenizer, max_length=sft_args.max_length,
                                   compat=model_args.chat_compat or (), long_rows=sft_args.long_rows)
     log(f"SFT on {len(train_dataset)} rows, {sum(len(x) for x in train_dataset['input_ids'])} tokens")
