@@ -177,9 +177,61 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _die(f"{src} is not an hsa output folder (no state.json); run 'hsa augment ... --out {src}' first")
     if problem := _jsonl_out_problem(args.out):
         return _die(problem)
+    if args.template:
+        return _export_for_template(args, read_records(src))
     n = _write_jsonl(read_records(src), args.out)
     print(f"{n} records written to {args.out}", file=sys.stderr)
     return 0
+
+
+def _export_for_template(args: argparse.Namespace, records) -> int:
+    """``hsa export --template T``: the rows as the trainers render them for template ``T`` (Hugging Face
+    conversational format, tools in the OpenAI form), adapted where the template's probes show a need."""
+    from hsa.chat_template import read_template, render, template_needs
+    from trainers.common import CHAT_COMPAT, TrainerInputError, adaptation_summary, to_chat
+
+    try:
+        template = read_template(args.template)
+    except (ValueError, FileNotFoundError) as exc:
+        return _die(f"--template: {exc}")
+
+    def render_fn(messages, tools):
+        return render(template, messages, tools)
+
+    needs = template_needs(render_fn)
+    for name, why in needs.items():
+        print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
+    compat = tuple(c for c in CHAT_COMPAT if c in needs)
+    adapted: dict[str, list[int]] = {}
+    failed = 0
+
+    def rows():
+        nonlocal failed
+        for i, rec in enumerate(records, 1):
+            where = f"row {i} ({rec.get('id')})"
+            try:
+                chat = to_chat(rec, where=where, compat=compat)
+                render_fn(chat["messages"], chat["tools"])
+            except TrainerInputError as exc:
+                failed += 1
+                print(f"{where}: not exported: {exc}", file=sys.stderr)
+                continue
+            except Exception as exc:  # noqa: BLE001 - the template's own raise_exception
+                failed += 1
+                print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            for name, k in chat["adapted"].items():
+                adapted.setdefault(name, [0, 0])
+                adapted[name][0] += 1
+                adapted[name][1] += k
+            out = {k: rec[k] for k in ("id", "source_id", "variant") if rec.get(k) is not None}
+            yield {**out, "messages": chat["messages"], "tools": chat["tools"]}
+
+    n = _write_jsonl(rows(), args.out)
+    print(f"{n} rows written for the template to {args.out}; {failed} failed", file=sys.stderr)
+    if adapted:
+        print(f"rows adapted to the template: {adaptation_summary(adapted)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_canonicalize(args: argparse.Namespace) -> int:
@@ -394,6 +446,10 @@ def make_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
     e.add_argument("dataset", help="an 'hsa augment' output folder")
     e.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
+    e.add_argument("--template", metavar="T",
+                   help="write the rows as the trainers render them for this chat template (a .jinja file or a "
+                        "tokenizer folder): conversational format, adapted where the template's probes show a need "
+                        "(9-character call ids, one call per turn, late system messages folded, user turns merged)")
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("canonicalize", help="map every variant back to its source harness")

@@ -27,6 +27,7 @@ from trainers.common import (
     log,
     parse_args,
     check_template_renders_harness,
+    template_compat,
     to_chat,
 )
 
@@ -102,6 +103,8 @@ def build_prompts(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_pr
 
     def render(messages, tools):
         return tokenizer.apply_chat_template(list(messages), tools=tools, tokenize=False)
+
+    compat = template_compat(render, compat)  # the rewrites the template's probes show it needs, logged
 
     for n, row in enumerate(rows, 1):
         where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"

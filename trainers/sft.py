@@ -25,10 +25,12 @@ from trainers.common import (
     ModelArguments,
     RunArguments,
     TrainerInputError,
+    adaptation_summary,
     iter_rows,
     log,
     parse_args,
     check_template_renders_harness,
+    template_compat,
     to_chat,
 )
 
@@ -144,6 +146,8 @@ class LongRowStats:
     cut_tokens: int = 0  #: assistant tokens lost by cutting
     dropped_rows: int = 0  #: conversations left out (drop; any mode: no assistant token left)
     dropped_tokens: int = 0  #: assistant tokens of the conversations left out
+    #: chat template rewrites: name -> (rows changed, items changed), e.g. split_parallel_calls -> (2, 3)
+    adapted: dict = dataclasses.field(default_factory=dict)
 
     def summary(self, mode: str, max_length: int | None) -> str:
         lost = self.cut_tokens + self.dropped_tokens
@@ -247,11 +251,17 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
         return render_jinja_template(conversations=[list(messages)], tools=list(tools) if tools else None,
                                      chat_template=template, **tokenizer.special_tokens_map)[0][0]
 
+    compat = template_compat(render, compat)
+    adapted: dict[str, list[int]] = {}
     checked = False
     ids, labels, n = [], [], 0
     for n, row in enumerate(rows, 1):
         where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"
         chat = to_chat(row, where=where, compat=compat)
+        for name, k in chat["adapted"].items():
+            adapted.setdefault(name, [0, 0])
+            adapted[name][0] += 1
+            adapted[name][1] += k
         if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
             check_template_renders_harness(render, chat, where=where)
             checked = True
@@ -296,6 +306,9 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
             labels.append(p["labels"])
             stats.rows_out += 1
     log(stats.summary(long_rows, max_length))
+    stats.adapted = {k: tuple(v) for k, v in adapted.items()}
+    if adapted:
+        log(f"rows adapted to the chat template: {adaptation_summary(adapted)}")
     if not ids:
         raise TrainerInputError(f"none of the {n} rows has an assistant token to learn from within max_length="
                                 f"{max_length} (--long_rows {long_rows}); raise --max_length or check the rows' "
