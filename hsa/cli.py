@@ -37,7 +37,8 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            batch_size=args.batch_size, strict=args.strict, overwrite=args.overwrite,
                            resume=args.resume, rank=args.rank, world_size=args.world_size,
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
-                           exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments)
+                           exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments,
+                           tools_file=args.tools)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -176,9 +177,61 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _die(f"{src} is not an hsa output folder (no state.json); run 'hsa augment ... --out {src}' first")
     if problem := _jsonl_out_problem(args.out):
         return _die(problem)
+    if args.template:
+        return _export_for_template(args, read_records(src))
     n = _write_jsonl(read_records(src), args.out)
     print(f"{n} records written to {args.out}", file=sys.stderr)
     return 0
+
+
+def _export_for_template(args: argparse.Namespace, records) -> int:
+    """``hsa export --template T``: the rows as the trainers render them for template ``T`` (Hugging Face
+    conversational format, tools in the OpenAI form), adapted where the template's probes show a need."""
+    from hsa.chat_template import read_template, render, template_needs
+    from trainers.common import CHAT_COMPAT, TrainerInputError, adaptation_summary, to_chat
+
+    try:
+        template = read_template(args.template)
+    except (ValueError, FileNotFoundError) as exc:
+        return _die(f"--template: {exc}")
+
+    def render_fn(messages, tools):
+        return render(template, messages, tools)
+
+    needs = template_needs(render_fn)
+    for name, why in needs.items():
+        print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
+    compat = tuple(c for c in CHAT_COMPAT if c in needs)
+    adapted: dict[str, list[int]] = {}
+    failed = 0
+
+    def rows():
+        nonlocal failed
+        for i, rec in enumerate(records, 1):
+            where = f"row {i} ({rec.get('id')})"
+            try:
+                chat = to_chat(rec, where=where, compat=compat)
+                render_fn(chat["messages"], chat["tools"])
+            except TrainerInputError as exc:
+                failed += 1
+                print(f"{where}: not exported: {exc}", file=sys.stderr)
+                continue
+            except Exception as exc:  # noqa: BLE001 - the template's own raise_exception
+                failed += 1
+                print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            for name, k in chat["adapted"].items():
+                adapted.setdefault(name, [0, 0])
+                adapted[name][0] += 1
+                adapted[name][1] += k
+            out = {k: rec[k] for k in ("id", "source_id", "variant") if rec.get(k) is not None}
+            yield {**out, "messages": chat["messages"], "tools": chat["tools"]}
+
+    n = _write_jsonl(rows(), args.out)
+    print(f"{n} rows written for the template to {args.out}; {failed} failed", file=sys.stderr)
+    if adapted:
+        print(f"rows adapted to the template: {adaptation_summary(adapted)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_canonicalize(args: argparse.Namespace) -> int:
@@ -230,11 +283,16 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from hsa.records import RecordError, read_harness_file
     from hsa.validate import validate_path
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
-    report = validate_path(args.input, max_report=args.max_report)
+    try:
+        harness = read_harness_file(args.tools) if args.tools else None
+    except RecordError as exc:
+        return _die(f"--tools {args.tools}: {exc.detail}")
+    report = validate_path(args.input, max_report=args.max_report, harness=harness)
     for line in report.lines:
         print(line)
     print(report.summary(), file=sys.stderr)
@@ -368,9 +426,12 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--world-size", type=int, default=1,
                    help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
     a.add_argument("--quiet", action="store_true", help="no progress and no summary")
-    a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="keep",
-                   help="tool-call arguments as each record has them (keep), or all as JSON objects (what most chat "
-                        "templates and trl expect: `arguments | tojson`) or all as JSON strings")
+    a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="object",
+                   help="tool-call arguments all as JSON objects (default: what Hugging Face chat templates and trl "
+                        "expect, `arguments | tojson`), as each record has them (keep), or all as JSON strings")
+    a.add_argument("--tools", metavar="FILE",
+                   help="harness for rows without one (trajectory dumps): a JSON list of tool definitions, or an "
+                        "object with 'tools' and optionally 'skills', 'skill_tool', 'hooks', 'prompt' or 'system'")
     a.add_argument("--no-exec-hooks", action="store_true",
                    help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
     a.set_defaults(func=cmd_augment)
@@ -390,6 +451,10 @@ def make_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
     e.add_argument("dataset", help="an 'hsa augment' output folder")
     e.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
+    e.add_argument("--template", metavar="T",
+                   help="write the rows as the trainers render them for this chat template (a .jinja file or a "
+                        "tokenizer folder): conversational format, adapted where the template's probes show a need "
+                        "(9-character call ids, one call per turn, late system messages folded, user turns merged)")
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
@@ -400,6 +465,7 @@ def make_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check invariants 1-3 of any records; exit 1 on a violation")
     v.add_argument("input", help="JSONL file or output folder")
     v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
+    v.add_argument("--tools", metavar="FILE", help="harness for rows without one (as hsa augment --tools)")
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("show", help="a variant beside its source, differences highlighted")

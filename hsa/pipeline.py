@@ -177,16 +177,18 @@ CALL_ARGUMENTS = ("keep", "object", "string")
 
 
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
-                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "keep") -> Result:
+                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "object",
+                   harness: dict | None = None) -> Result:
     """Everything that happens to one input line; pure, so any worker may run it.
 
     ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
     ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
+    ``harness`` (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of a row without one.
     """
     stats = Stats(input_records=1)
     try:
         raw = parse_line(item)
-        source = normalize(raw)
+        source = normalize(raw, harness=harness)
         if call_arguments != "keep":
             source["_fmt"]["args"] = call_arguments
     except RecordError as exc:
@@ -466,7 +468,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             keep_original: bool = False, workers: int = 1, shard_size: int = 1000, batch_size: int = 16,
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
-            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "keep") -> dict:
+            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "object",
+            tools_file: str | Path | None = None) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
@@ -495,12 +498,24 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     if progress is None:
         progress = sys.stderr.isatty()
 
+    harness = None
+    if tools_file is not None:
+        from hsa.records import read_harness_file
+
+        try:
+            harness = read_harness_file(tools_file)
+        except RecordError as exc:
+            raise AugmentError(f"--tools {tools_file}: {exc.detail}") from None
     options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks,
-               "call_arguments": call_arguments}
+               "call_arguments": call_arguments, **({"harness": harness} if harness else {})}
     recipe_config = recipe_to_dict(recipe)
+    tools_entry = ({"tools_file": {"path": str(tools_file),
+                                   "sha256": hashlib.sha256(Path(tools_file).read_bytes()).hexdigest()}}
+                   if harness else {})
     config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
                          {"world_size": world_size, "exec_hooks": exec_hooks,
-                          **({"call_arguments": call_arguments} if call_arguments != "keep" else {})})
+                          **({"call_arguments": call_arguments} if call_arguments != "keep" else {}),
+                          **tools_entry})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
     seen_ids: set[int] = set()  # 64-bit digests of the ids seen: memory stays small on long inputs
@@ -672,6 +687,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "hold_out": config["hold_out"],
         "exec_hooks": config.get("exec_hooks", True),
         "call_arguments": config.get("call_arguments", "keep"),
+        **({"tools_file": config["tools_file"]} if config.get("tools_file") else {}),
         "recipe": config["recipe"],
         **total.to_dict(),
         "shards": shards,

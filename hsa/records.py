@@ -11,10 +11,12 @@ dialect it came in (tracked in ``record["_fmt"]``).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
 from hsa import _json
@@ -33,6 +35,8 @@ __all__ = [
     "ToolCall",
     "RecordError",
     "normalize",
+    "read_harness_file",
+    "supply_harness",
     "denormalize",
     "normalize_schema",
     "record_schema",
@@ -786,18 +790,20 @@ def _parse_skill_tool(value: Any) -> dict[str, str]:
             "argument": value.get("argument", DEFAULT_SKILL_TOOL["argument"])}
 
 
-def normalize(raw: Any, *, default_id: str | None = None) -> Record:
+def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None = None) -> Record:
     """Read one input object into the internal form, or raise :class:`RecordError`.
 
     Checks the structure against the shipped JSON Schema, parses string arguments
     and string tool lists, normalises tool dialects and non-standard schema types
     (each change is listed in ``record["notes"]``). It does not check calls against
-    schemas; :func:`hsa.verify.check_record` does that.
+    schemas; :func:`hsa.verify.check_record` does that. ``harness`` (from
+    :func:`read_harness_file`, ``--tools FILE``) supplies the harness of a row without one
+    (:func:`supply_harness`).
     """
     if not isinstance(raw, dict):
         raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
     try:
-        return _normalize(raw, default_id)
+        return _normalize(raw, default_id, harness)
     except RecordError:
         raise
     except Exception as exc:  # a layout the readers do not foresee must cost one reject, never the run
@@ -809,7 +815,7 @@ def normalize(raw: Any, *, default_id: str | None = None) -> Record:
 #: dataframe dumped to JSONL) often stores as the JSON text instead. ``tools`` has its own reader.
 _JSON_TEXT_KEYS = {"messages": list, "conversations": list, "functions": list, "skills": list, "hooks": list,
                    "hook_events": list, "prompt": dict, "meta": dict, "skill_tool": dict, "contents": list,
-                   "chat": list}
+                   "chat": list, "traj": list, "trajectory": list}
 
 
 def _noted(row: dict, *notes: str) -> dict:
@@ -819,6 +825,100 @@ def _noted(row: dict, *notes: str) -> dict:
     if existing is not None and not isinstance(existing, list):
         return row
     return {**row, "notes": list(existing or []) + list(notes)}
+
+
+# --------------------------------------------------------------------------- --tools FILE
+
+#: The harness parts a ``--tools FILE`` may hold besides ``tools``.
+HARNESS_KEYS = ("tools", "skills", "skill_tool", "prompt", "system", "hooks")
+
+
+def _no_tools(value: Any) -> bool:
+    return value is None or value == [] or (isinstance(value, str) and value.strip() in ("", "[]"))
+
+
+def read_harness_file(path: str | os.PathLike) -> dict:
+    """The harness of ``--tools FILE``: ``{"tools": [...], "source": path}`` plus, when the file has them,
+    ``skills``, ``skill_tool``, ``prompt`` (sections and template), ``system`` (the system message text) and
+    ``hooks``.
+
+    The file is JSON: a list of tool definitions (OpenAI, Anthropic, MCP or flat, as rows hold them), or an
+    object with a ``tools`` list and the other parts; or JSON Lines with one tool definition per line. Each
+    tool is read now, so a bad definition fails here with its position, not on every row.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise RecordError("bad --tools file", f"{path} does not exist; give a JSON file with a list of tool "
+                          "definitions, or an object {\"tools\": [...], \"skills\"?, \"prompt\"?, \"system\"?}")
+    text = p.read_text(encoding="utf-8-sig")
+    try:
+        data: Any = _json.loads(text)
+    except ValueError:
+        data = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                data.append(_json.loads(line))
+            except ValueError as exc:
+                raise RecordError("bad --tools file", f"{path}:{n}: not JSON ({exc}); expected one JSON file or "
+                                  "one tool definition per line") from None
+    if isinstance(data, list):
+        data = {"tools": data}
+    if not isinstance(data, dict) or not isinstance(data.get("tools"), list):
+        raise RecordError("bad --tools file", f"{path}: expected a list of tool definitions or an object with a "
+                          f"'tools' list (got {type(data).__name__}"
+                          + (f" with keys {sorted(data)}" if isinstance(data, dict) else "") + ")")
+    unknown = sorted(set(data) - set(HARNESS_KEYS))
+    if unknown:
+        raise RecordError("bad --tools file", f"{path}: unknown keys {unknown}; a harness file may hold "
+                          f"{list(HARNESS_KEYS)}")
+    notes: list[str] = []
+    for i, t in enumerate(data["tools"]):
+        try:
+            _normalize_tool(t, i, notes)
+        except RecordError as exc:
+            raise RecordError("bad --tools file", f"{path}: tools[{i}]: {exc.reason}: {exc.detail}") from None
+    if data.get("system") is not None and not isinstance(data["system"], str):
+        raise RecordError("bad --tools file", f"{path}: 'system' must be the system message text")
+    return {**{k: v for k, v in data.items() if v is not None}, "source": p.name}
+
+
+def supply_harness(raw: dict, harness: dict) -> dict:
+    """``raw`` with the parts of ``harness`` (:func:`read_harness_file`) it lacks, noted as
+    ``converted with the harness of --tools FILE``.
+
+    A row without tools (no ``tools``, null or an empty list) gets the file's tools; skills, the
+    skill tool and hooks fill rows that have none; the file's ``system`` text, or its ``prompt``
+    (with the system message rendered from it), goes only to rows that have no system message of
+    their own. A row that has its own tools keeps its whole harness.
+    """
+    if "messages" not in raw:
+        raw = _import_layouts(raw)  # a trajectory dump's turn list (traj) read as messages first
+    if not _no_tools(raw.get("tools")):
+        return raw
+    out = dict(raw)
+    out["tools"] = _json.copy(harness["tools"])
+    parts = [f"{len(harness['tools'])} tools"]
+    for key in ("skills", "skill_tool", "hooks"):
+        if harness.get(key) is not None and out.get(key) in (None, []):
+            out[key] = _json.copy(harness[key])
+            parts.append(key)
+    msgs = out.get("messages")
+    has_system = isinstance(msgs, list) and any(isinstance(m, dict) and m.get("role") == "system" for m in msgs)
+    if isinstance(msgs, list) and not has_system and out.get("prompt") is None:
+        system = harness.get("system")
+        if harness.get("prompt") is not None:
+            from hsa.prompt_import import render, system_sections
+
+            out["prompt"] = _json.copy(harness["prompt"])
+            system = render(out["prompt"]["template"], system_sections(out["prompt"]))
+            parts.append("prompt")
+        elif system is not None:
+            parts.append("system")
+        if system is not None:
+            out["messages"] = [{"role": "system", "content": system}, *msgs]
+    return _noted(out, f"converted with the harness of --tools {harness.get('source', 'FILE')}: {', '.join(parts)}")
 
 
 def converted_layouts(notes: list[str]) -> list[str]:
@@ -848,7 +948,7 @@ def _decode_json_texts(raw: dict) -> dict:
 
 #: Other names datasets give the turn list; read as ``messages`` (role/content turns) or ``conversations``
 #: (ShareGPT from/value turns) when neither of those is present.
-_TURN_KEYS = ("conversation", "dialogue", "dialog", "turns", "chat", "history")
+_TURN_KEYS = ("conversation", "dialogue", "dialog", "turns", "chat", "history", "traj", "trajectory")
 
 
 def _turn_list_alias(raw: dict) -> dict:
@@ -974,8 +1074,10 @@ def _read_tool_list(tools: Any, fmt: dict[str, Any], notes: list[str]) -> Any:
     return out
 
 
-def _normalize(raw: dict, default_id: str | None) -> Record:
+def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -> Record:
     raw = _import_layouts(raw)
+    if harness:
+        raw = supply_harness(raw, harness)
     fmt: dict[str, Any] = {}
     notes: list[str] = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
     raw = dict(raw)
@@ -1062,9 +1164,17 @@ def _unread_call(record: Record) -> str | None:
     return None
 
 
-def denormalize(record: Record) -> dict[str, Any]:
-    """Write ``record`` back as an input-format object, in the dialect it came in."""
+def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, Any]:
+    """Write ``record`` back as an input-format object, in the dialect it came in.
+
+    ``call_arguments`` is ``hsa augment --call-arguments``: ``keep`` writes tool-call arguments in the form the
+    record came with, ``object`` / ``string`` all in that form (the manifest's ``call_arguments`` says which a
+    run used)."""
     fmt = record.get("_fmt", {})
+    if call_arguments != "keep":
+        if call_arguments not in ("object", "string"):
+            raise ValueError(f"call_arguments must be 'keep', 'object' or 'string' (got {call_arguments!r})")
+        fmt = {**fmt, "args": call_arguments}
     out: dict[str, Any] = {"id": record["id"]}
     messages = []
     for m in record["messages"]:

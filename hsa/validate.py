@@ -54,8 +54,9 @@ class ValidationReport:
                 f"violation{'s' if total != 1 else ''} ({parts})")
 
 
-def validate_records(items, report: ValidationReport) -> ValidationReport:
-    """Check ``(where, raw_object_or_RecordError)`` pairs; invariants 1 (validity), 2 (round trip), 3 (closure)."""
+def validate_records(items, report: ValidationReport, *, harness: dict | None = None) -> ValidationReport:
+    """Check ``(where, raw_object_or_RecordError)`` pairs; invariants 1 (validity), 2 (round trip), 3 (closure).
+    ``harness`` (``--tools FILE``) supplies the harness of rows without one."""
     sources: dict[str, list] = {}
     variants: list[tuple[str, str, list]] = []
     for where, raw in items:
@@ -64,7 +65,7 @@ def validate_records(items, report: ValidationReport) -> ValidationReport:
             report.add(where, "format", str(raw))
             continue
         try:
-            rec = normalize(raw)
+            rec = normalize(raw, harness=harness)
         except RecordError as exc:
             report.add(where, "format", str(exc))
             continue
@@ -117,12 +118,13 @@ def _dir_items(path: Path):
         yield f"{path}[{i}] {row.get('id')}", row_to_record(row)
 
 
-def validate_path(path: str | Path, *, max_report: int = 50) -> ValidationReport:
-    """Validate a JSONL file or an ``hsa augment`` output folder (its accounting too)."""
+def validate_path(path: str | Path, *, max_report: int = 50, harness: dict | None = None) -> ValidationReport:
+    """Validate a JSONL file or an ``hsa augment`` output folder (its accounting too); ``harness``
+    (:func:`hsa.records.read_harness_file`, ``--tools FILE``) supplies the harness of rows without one."""
     path = Path(path)
     report = ValidationReport(max_report=max_report)
     if path.is_dir():
-        validate_records(_dir_items(path), report)
+        validate_records(_dir_items(path), report, harness=harness)
         manifest_path = path / "manifest.json"
         if manifest_path.exists():
             m = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -139,5 +141,5 @@ def validate_path(path: str | Path, *, max_report: int = 50) -> ValidationReport
                 if n != c["rejected"]:
                     report.add(str(rejects), "accounting", f"{n} record rejects listed, manifest counts {c['rejected']}")
     else:
-        validate_records(_jsonl_items(path), report)
+        validate_records(_jsonl_items(path), report, harness=harness)
     return report

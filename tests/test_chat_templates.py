@@ -185,7 +185,8 @@ def augmented_rows(tmp_path_factory, fixture_lines):
     src = folder / "in.jsonl"
     src.write_text("\n".join(fixture_lines[i] for i in range(0, 300, 25)) + "\n", encoding="utf-8")
     recipe = Sequence((load_recipe("skills"), load_recipe("prompt"), ToolRename(), ParamRename()))
-    augment([src], folder / "out", recipe, variants=2, keep_original=True, progress=False)
+    augment([src], folder / "out", recipe, variants=2, keep_original=True, progress=False,
+            call_arguments="keep")  # both argument encodings reach the templates
     rows = list(read_records(folder / "out"))
     assert len(rows) == 36
     return rows

@@ -44,7 +44,7 @@ def test_augment_writes_a_dataset_manifest_and_rejects(tmp_path, small_jsonl):
 def test_json_fields_round_trip_exactly(tmp_path, small_jsonl, fixture_records):
     """Rows hold the record's JSON exactly: no keys added by Arrow type unification."""
     out = tmp_path / "out"
-    augment([small_jsonl], out, load_recipe("identity"), variants=1)
+    augment([small_jsonl], out, load_recipe("identity"), variants=1, call_arguments="keep")
     rows = list(iter_rows(out))
     for row, src in zip(rows, fixture_records[:20]):
         for key in ("messages", "tools", "skills", "prompt", "hooks", "hook_events", "meta"):
@@ -69,9 +69,9 @@ def test_determinism_across_workers_and_shard_sizes(tmp_path, small_jsonl):
 
 
 def test_identity_recipe_copies_records_unchanged(tmp_path, small_jsonl, fixture_records):
-    """With the identity recipe every variant equals its source (invariant 5)."""
+    """With the identity recipe and --call-arguments keep every variant equals its source (invariant 5)."""
     out = tmp_path / "out"
-    augment([small_jsonl], out, load_recipe("identity"), variants=2)
+    augment([small_jsonl], out, load_recipe("identity"), variants=2, call_arguments="keep")
     main(["export", str(out), "--out", str(tmp_path / "v.jsonl")])
     for line in (tmp_path / "v.jsonl").read_text().splitlines():
         rec = json.loads(line)
@@ -250,6 +250,26 @@ def test_call_arguments_are_written_in_one_form(tmp_path, small_jsonl, form, kin
         augment([small_jsonl], tmp_path / "bad", load_recipe("default"), call_arguments="json")
 
 
+def test_cli_default_writes_call_arguments_as_objects(tmp_path, small_jsonl):
+    """`hsa augment` with no --call-arguments writes every call's arguments as an object (issue 16 item 12);
+    --call-arguments keep still writes each record's own form."""
+    import datasets
+
+    out = tmp_path / "default"
+    assert main(["augment", str(small_jsonl), "--out", str(out), "--variants", "1", "--keep-original", "--quiet"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["call_arguments"] == "object"
+    args = [c["function"]["arguments"] for r in datasets.load_from_disk(str(out)) for m in r["messages"]
+            for c in m.get("tool_calls") or ()]
+    assert args and all(isinstance(a, dict) for a in args)
+    kept = tmp_path / "keep"
+    assert main(["augment", str(small_jsonl), "--out", str(kept), "--variants", "1", "--keep-original", "--quiet",
+                 "--call-arguments", "keep"]) == 0
+    args = [c["function"]["arguments"] for r in datasets.load_from_disk(str(kept)) for m in r["messages"]
+            for c in m.get("tool_calls") or ()]
+    assert {type(a) for a in args} == {str, dict}
+
+
 def test_readme_mapping_example(tmp_path, fixture_lines):
     """The README's mapping snippet gives what its comments say on the README's own augment command."""
     import datasets
@@ -278,7 +298,7 @@ def test_replay_of_a_row_from_its_source_line(tmp_path, fixture_lines):
     src.write_text(fixture_lines[0] + "\n", encoding="utf-8")
     assert main(["augment", str(src), "--out", str(tmp_path / "shards"), "--variants", "2", "--quiet"]) == 0
     for row in datasets.load_from_disk(str(tmp_path / "shards")):
-        variant = hsa.denormalize(hsa.replay(json.loads(fixture_lines[0]), row["transforms"]))
+        variant = hsa.denormalize(hsa.replay(json.loads(fixture_lines[0]), row["transforms"]), call_arguments="object")
         assert variant["tools"] == row["tools"] and variant["messages"] == row["messages"]
 
 

@@ -73,7 +73,8 @@ def test_unknown_compat_is_an_error():
     """A misspelt rewrite names the known ones."""
     with pytest.raises(TrainerInputError, match="unknown chat_compat.*split_parallel_calls"):
         to_chat(_parallel(), compat=["split_calls"])
-    assert set(CHAT_COMPAT) == {"split_parallel_calls", "alnum9_call_ids", "system_as_user"}
+    assert set(CHAT_COMPAT) == {"split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system",
+                                "merge_user_turns"}
 
 
 def _render_with(template: str):

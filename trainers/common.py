@@ -37,6 +37,8 @@ __all__ = [
     "iter_rows",
     "to_chat",
     "CHAT_COMPAT",
+    "template_compat",
+    "adaptation_summary",
     "check_template_renders_harness",
     "tools_to_openai",
     "resolve_model_path",
@@ -76,11 +78,14 @@ class ModelArguments:
     trust_remote_code: bool = dataclasses.field(
         default=False, metadata={"help": "Allow models and tokenizers that ship custom code."})
     chat_compat: list[str] | None = dataclasses.field(
-        default=None, metadata={"help": "Rewrites for chat templates that cannot render some conversations: "
-                                        "split_parallel_calls (one call per assistant turn: Llama 3.1/3.2, gpt-oss), "
-                                        "alnum9_call_ids (tool-call ids of 9 letters and digits: Mistral), "
-                                        "system_as_user (a system message after the first, such as a hook's "
-                                        "message, sent as a user message: Qwen 3.5, Mistral, Gemma)."})
+        default=None, metadata={"help": "Rewrites for chat templates that cannot render some conversations, on top "
+                                        "of those found by rendering probe conversations through the template "
+                                        "(always on, logged): split_parallel_calls (one call per assistant turn: "
+                                        "Llama 3.1/3.2, gpt-oss), alnum9_call_ids (tool-call ids of 9 letters and "
+                                        "digits: Mistral), fold_system (a system message after the first, such as "
+                                        "a hook's message, folded into the user turn: Qwen 3.5, Mistral, Gemma), "
+                                        "merge_user_turns (two user turns in a row joined), system_as_user (a late "
+                                        "system message sent as a user message)."})
 
 
 @dataclasses.dataclass
@@ -282,16 +287,27 @@ def _iter_file_rows(path: Path) -> Iterator[dict]:
         yield row
 
 
-def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None) -> Iterator[dict]:
+def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
+              tools: str | None = None) -> Iterator[dict]:
     """Rows of an hsa shard folder, a JSONL file or a hub dataset, as plain Python dicts.
 
-    JSON-valued columns of hsa shards come back as Python objects, exactly as written.
+    JSON-valued columns of hsa shards come back as Python objects, exactly as written. ``tools``
+    (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of rows without
+    one; a trajectory dump's ``traj`` list is read as the messages.
     """
     if not spec:
         raise TrainerInputError("no --dataset given: pass an hsa shard folder (hsa augment ... --out DIR), "
                                 "a JSONL file, or a hub dataset id")
     path = Path(os.path.expanduser(spec))
     n = 0
+    harness = None
+    if tools:
+        from hsa.records import RecordError, read_harness_file, supply_harness
+
+        try:
+            harness = read_harness_file(os.path.expanduser(tools))
+        except RecordError as exc:
+            raise TrainerInputError(f"--tools {tools}: {exc.detail}") from None
 
     def limited(it: Iterator[dict]) -> Iterator[dict]:
         nonlocal n
@@ -299,7 +315,7 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None) -
             if max_rows is not None and n >= max_rows:
                 return
             n += 1
-            yield row
+            yield supply_harness(row, harness) if harness is not None and isinstance(row, dict) else row
 
     if path.is_dir():
         import datasets
@@ -361,78 +377,45 @@ def _result_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
-#: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations.
-CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user")
+#: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations
+#: (:mod:`hsa.chat_template`; the trainers detect the ones a template needs with :func:`template_compat`).
+CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns")
 
 
-def _split_parallel_calls(messages: list[dict], train: list[bool]) -> tuple[list[dict], list[bool]]:
-    """An assistant turn with N calls answered by N tool messages becomes N (one call, its result) pairs; the
-    turn's text stays on the first. A turn with no results after it becomes N one-call turns. Turns whose
-    results follow them otherwise are left as they are."""
-    out_m: list[dict] = []
-    out_t: list[bool] = []
-    i = 0
-    while i < len(messages):
-        m = messages[i]
-        calls = m.get("tool_calls") or []
-        results = messages[i + 1:i + 1 + len(calls)]
-        ids = [c.get("id") for c in calls]
-        answered = (len(results) == len(calls) and all(r.get("role") == "tool" for r in results)
-                    and (all(x is None for x in ids)
-                         or sorted(map(str, ids)) == sorted(str(r.get("tool_call_id")) for r in results)))
-        if m.get("role") == "assistant" and len(calls) > 1 and answered:
-            by_id = {str(r.get("tool_call_id")): r for r in results}
-            for k, call in enumerate(calls):
-                turn = {**m, "tool_calls": [call]}
-                if k:
-                    turn["content"] = ""
-                out_m += [turn, by_id[str(call["id"])] if call.get("id") is not None else results[k]]
-                out_t += [train[i], train[i + 1 + k]]
-            i += 1 + len(calls)
-            continue
-        if m.get("role") == "assistant" and len(calls) > 1 and not (i + 1 < len(messages)
-                                                                   and messages[i + 1].get("role") == "tool"):
-            # calls with no results after them (xLAM, BFCL answers): one assistant turn per call
-            for k, call in enumerate(calls):
-                out_m.append({**m, "tool_calls": [call], **({"content": ""} if k else {})})
-                out_t.append(train[i])
-            i += 1
-            continue
-        out_m.append(m)
-        out_t.append(train[i])
-        i += 1
-    return out_m, out_t
+def template_compat(render: Any, compat: Sequence[str] = ()) -> tuple[str, ...]:
+    """The rewrites to use with a template: ``compat`` (``--chat_compat``) plus those its probes show it needs
+    (:func:`hsa.chat_template.template_needs`; ``render(messages, tools) -> text``), each detected one logged
+    with what its probe showed."""
+    from hsa.chat_template import template_needs
+
+    needs = template_needs(render)
+    for name, why in needs.items():
+        if name not in compat:
+            log(f"the chat template needs {name} (probe: {why}); rows are adapted and counted")
+    chosen = set(compat) | set(needs)
+    if "fold_system" in chosen:
+        chosen.discard("system_as_user")
+    return tuple(c for c in CHAT_COMPAT if c in chosen)
 
 
-def _alnum9_call_ids(messages: list[dict]) -> list[dict]:
-    """Tool-call ids rewritten to 9 letters and digits (``call00001``), the same in calls and results."""
-    new: dict[str, str] = {}
-
-    def fresh(old: Any) -> str:
-        key = str(old)
-        if key not in new:
-            new[key] = f"call{len(new) + 1:05d}"[-9:]
-        return new[key]
-
-    out = []
-    for m in messages:
-        if m.get("tool_calls"):
-            m = {**m, "tool_calls": [{**c, "id": fresh(c.get("id", f"#missing{id(c)}"))} for c in m["tool_calls"]]}
-        elif m.get("role") == "tool":
-            m = {**m, "tool_call_id": fresh(m.get("tool_call_id", f"#missing{id(m)}"))}
-        out.append(m)
-    return out
+def adaptation_summary(counts: dict[str, list[int]]) -> str:
+    """``{rewrite: [rows, items]}`` as one line: "split_parallel_calls: 3 turns in 2 rows; ..."."""
+    what = {"split_parallel_calls": "turns split", "alnum9_call_ids": "ids rewritten",
+            "system_as_user": "system messages sent as user", "fold_system": "late system messages folded",
+            "merge_user_turns": "user turns merged"}
+    return "; ".join(f"{k}: {n} {what.get(k, 'changes')} in {rows} rows" for k, (rows, n) in counts.items())
 
 
 def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dict[str, Any]:
     """One row as trl's conversational format, plus what the trainers need beside it.
 
-    Returns ``{"messages", "tools", "train", "record"}``: messages without hsa-only keys
+    Returns ``{"messages", "tools", "train", "record", "adapted"}``: messages without hsa-only keys
     (tool-call arguments as objects, tool results as strings, text blocks joined, each
     result named after its call), tools in the OpenAI form (``None`` when the row has
     none), one train flag per message (``False`` where the message carries
-    ``"train": false``) and the normalised hsa record. ``compat`` names rewrites of
-    :data:`CHAT_COMPAT` for templates that cannot render some conversations.
+    ``"train": false``), the normalised hsa record and ``adapted``, the count of what each rewrite
+    changed. ``compat`` names rewrites of :data:`CHAT_COMPAT` for templates that cannot render some
+    conversations (:mod:`hsa.chat_template`).
     """
     unknown = [c for c in compat if c not in CHAT_COMPAT]
     if unknown:
@@ -462,7 +445,6 @@ def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dic
     messages, train = [], []
     names: dict[str, str] = {}  # call id -> tool name, to name results that come without one
     waiting: list[str] = []  # names of the last assistant turn's calls not yet answered, in order
-    seen_first = False
     for m in record["messages"]:
         msg = {k: v for k, v in m.items() if k != "train"}
         msg["content"] = _content(msg.get("content"))
@@ -476,8 +458,6 @@ def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dic
                     msg["name"] = name
             if msg.get("name") in waiting:
                 waiting.remove(msg["name"])
-        elif msg.get("role") == "system" and seen_first and "system_as_user" in compat:
-            msg["role"] = "user"
         if msg.get("tool_calls"):
             msg["tool_calls"] = [{**({"id": c["id"]} if "id" in c else {}), "type": "function",
                                   "function": {"name": c["function"]["name"],
@@ -485,15 +465,13 @@ def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dic
                                  for c in msg["tool_calls"]]
             names.update({str(c["id"]): c["function"]["name"] for c in msg["tool_calls"] if "id" in c})
             waiting = [c["function"]["name"] for c in msg["tool_calls"]]
-        seen_first = True
         messages.append(msg)
         train.append(m.get("train", True) is not False)
-    if "split_parallel_calls" in compat:
-        messages, train = _split_parallel_calls(messages, train)
-    if "alnum9_call_ids" in compat:
-        messages = _alnum9_call_ids(messages)
+    from hsa.chat_template import adapt
+
+    messages, train, adapted = adapt(messages, train, compat)
     tools = tools_to_openai(record["tools"]) or None
-    return {"messages": messages, "tools": tools, "train": train, "record": record}
+    return {"messages": messages, "tools": tools, "train": train, "record": record, "adapted": adapted}
 
 
 def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: str = "row") -> None:

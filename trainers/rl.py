@@ -27,6 +27,7 @@ from trainers.common import (
     log,
     parse_args,
     check_template_renders_harness,
+    template_compat,
     to_chat,
 )
 
@@ -45,6 +46,8 @@ class RLArguments:
                                         "Required."})
     dataset_split: str = dataclasses.field(default="train", metadata={"help": "Split of a hub or DatasetDict."})
     max_rows: int | None = dataclasses.field(default=None, metadata={"help": "Use only the first N rows."})
+    tools: str | None = dataclasses.field(
+        default=None, metadata={"help": "Harness for rows without one (trajectory dumps), as `hsa augment --tools`."})
     turns: str = dataclasses.field(
         default="all", metadata={"help": "Which assistant turns become prompts: all, first, last, calls (turns "
                                          "with tool calls) or replies (final replies).", "choices": TURNS})
@@ -100,6 +103,8 @@ def build_prompts(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_pr
 
     def render(messages, tools):
         return tokenizer.apply_chat_template(list(messages), tools=tools, tokenize=False)
+
+    compat = template_compat(render, compat)  # the rewrites the template's probes show it needs, logged
 
     for n, row in enumerate(rows, 1):
         where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"
@@ -188,7 +193,7 @@ def build_trainer(model_args: ModelArguments, rl: RLArguments, run: RunArguments
              "temperature": rl.temperature, "beta": rl.beta, "reward_weights": rl.reward_weights,
              "model_init_kwargs": model_init_kwargs(model_args)}
     config = trl_config(GRPOConfig, run, stage, extras, DEFAULT_LEARNING_RATE)
-    rows = iter_rows(rl.dataset, split=rl.dataset_split, max_rows=rl.max_rows)
+    rows = iter_rows(rl.dataset, split=rl.dataset_split, max_rows=rl.max_rows, tools=rl.tools)
     train_dataset = build_dataset(rows, tokenizer, turns=rl.turns, max_prompt_length=rl.max_prompt_length,
                                   max_prompts=rl.max_prompts, compat=model_args.chat_compat or ())
     log(f"GRPO on {len(train_dataset)} prompts with rewards {[getattr(f, '__name__', f) for f in funcs]}")

@@ -25,14 +25,17 @@ from trainers.common import (
     ModelArguments,
     RunArguments,
     TrainerInputError,
+    adaptation_summary,
     iter_rows,
     log,
     parse_args,
     check_template_renders_harness,
+    template_compat,
     to_chat,
 )
 
-__all__ = ["SFTArguments", "tokenize_chat", "training_template", "build_dataset", "main", "DEFAULT_LEARNING_RATE"]
+__all__ = ["SFTArguments", "tokenize_chat", "training_template", "build_dataset", "split_windows", "LongRowStats",
+           "LONG_ROWS", "main", "DEFAULT_LEARNING_RATE"]
 
 DEFAULT_LEARNING_RATE = 2e-5
 
@@ -46,9 +49,20 @@ class SFTArguments:
                                         "Required."})
     dataset_split: str = dataclasses.field(default="train", metadata={"help": "Split of a hub or DatasetDict."})
     max_rows: int | None = dataclasses.field(default=None, metadata={"help": "Use only the first N rows."})
+    tools: str | None = dataclasses.field(
+        default=None, metadata={"help": "Harness for rows without one (trajectory dumps), as `hsa augment --tools`: "
+                                        "a JSON list of tool definitions or an object with 'tools' (and 'skills', "
+                                        "'prompt', 'system', ...)."})
     max_length: int | None = dataclasses.field(
-        default=8192, metadata={"help": "Truncate each conversation to this many tokens (the start is kept); rows "
-                                        "left without any assistant token are dropped."})
+        default=8192, metadata={"help": "Longest training row in tokens; what happens to longer conversations is "
+                                        "--long_rows."})
+    long_rows: str = dataclasses.field(
+        default="split", metadata={"help": "Conversations longer than --max_length: split (default: several rows, "
+                                           "each ending in assistant turns within the window with as much preceding "
+                                           "context as fits, the system messages and tools always kept; every "
+                                           "assistant token is trained once), truncate (keep the start, cut the "
+                                           "rest) or drop (leave the row out). Rows and assistant tokens cut are "
+                                           "reported on every run."})
 
 
 def training_template(tokenizer) -> str:
@@ -114,40 +128,191 @@ def tokenize_chat(tokenizer, messages: Sequence[dict], tools: Sequence[dict] | N
     return {"input_ids": ids, "labels": labels}
 
 
-def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = None, compat: Sequence[str] = ()):
+#: ``--long_rows`` choices.
+LONG_ROWS = ("split", "truncate", "drop")
+
+
+@dataclasses.dataclass
+class LongRowStats:
+    """What ``--max_length`` did to the rows: counted on every run, logged by :func:`build_dataset`."""
+
+    rows: int = 0  #: conversations read
+    trained_tokens: int = 0  #: assistant tokens to train, before any cut
+    long_rows: int = 0  #: conversations longer than max_length
+    rows_out: int = 0  #: training rows written
+    split_rows: int = 0  #: long conversations split into windows (split)
+    windows: int = 0  #: training rows made from those (split)
+    cut_rows: int = 0  #: conversations that lost assistant tokens (truncate; split: a turn longer than the window)
+    cut_tokens: int = 0  #: assistant tokens lost by cutting
+    dropped_rows: int = 0  #: conversations left out (drop; any mode: no assistant token left)
+    dropped_tokens: int = 0  #: assistant tokens of the conversations left out
+    #: chat template rewrites: name -> (rows changed, items changed), e.g. split_parallel_calls -> (2, 3)
+    adapted: dict = dataclasses.field(default_factory=dict)
+
+    def summary(self, mode: str, max_length: int | None) -> str:
+        lost = self.cut_tokens + self.dropped_tokens
+        pct = f" ({100 * lost / self.trained_tokens:.1f}%)" if self.trained_tokens else ""
+        text = (f"max_length={max_length}, --long_rows {mode}: {self.long_rows} of {self.rows} conversations are "
+                f"longer; {lost} of {self.trained_tokens} assistant tokens lost{pct}")
+        if self.split_rows:
+            text += f"; {self.split_rows} split into {self.windows} rows"
+        if self.cut_rows:
+            text += f"; {self.cut_rows} rows cut ({self.cut_tokens} assistant tokens)"
+        if self.dropped_rows:
+            text += f"; {self.dropped_rows} rows dropped ({self.dropped_tokens} assistant tokens)"
+        return text + f"; {self.rows_out} training rows"
+
+
+def _trained(labels: Sequence[int]) -> int:
+    return sum(x != -100 for x in labels)
+
+
+def split_windows(tokenize, messages: Sequence[dict], train: Sequence[bool], max_length: int
+                  ) -> tuple[list[tuple[list[int], list[bool]]], list[int]]:
+    """Windows of one long conversation for ``--long_rows split``.
+
+    ``tokenize(indices, train_flags) -> {"input_ids", "labels"}`` renders the messages at
+    ``indices``. Each window is the leading system messages plus ``messages[j..k]``: ``k`` is the
+    last message of a run of assistant turns, as far on as fits, ``j`` a user message (the one
+    that asks for the window's first untrained turn, then as far back as fits), so every window
+    ends in assistant turns and carries as much preceding context as fits. Each assistant turn is
+    trained in exactly one window (earlier ones in a window are context, with no loss). Returns
+    ``(windows, lost)``: ``(indices, train flags)`` per window, and the indices of trained turns
+    that fit no window even with their own user message alone; each of those still gets a window
+    (its question and the turn), longer than ``max_length``, which the caller cuts and counts.
+    """
+    n = len(messages)
+    head = 0
+    while head < n and messages[head].get("role") == "system":
+        head += 1
+    users = [i for i in range(head, n) if messages[i].get("role") == "user"]
+    todo = [i for i in range(head, n) if messages[i].get("role") == "assistant" and train[i]]
+    # a window may end at the last assistant message of a run (the next message is not an assistant one)
+    ends = [i for i in range(head, n) if messages[i].get("role") == "assistant"
+            and (i + 1 == n or messages[i + 1].get("role") != "assistant")]
+    length_cache: dict[tuple[int, int], int] = {}
+
+    def length(j: int, k: int) -> int:
+        if (j, k) not in length_cache:
+            idx = list(range(head)) + list(range(j, k + 1))
+            length_cache[(j, k)] = len(tokenize(idx, [False] * len(idx))["input_ids"])
+        return length_cache[(j, k)]
+
+    windows: list[tuple[list[int], list[bool]]] = []
+    lost: list[int] = []
+    t = 0
+    while t < len(todo):
+        first = todo[t]
+        starts = [u for u in users if u <= first] or [head]
+        j0 = starts[-1]
+        end_first = next(e for e in ends if e >= first)
+        if length(j0, end_first) > max_length:
+            lost.append(first)
+            idx = list(range(head)) + list(range(j0, first + 1))
+            windows.append((idx, [i == first for i in idx]))  # cut by the caller, counted
+            t += 1
+            continue
+        k = end_first
+        for e in ends:  # lengths grow with the end: the furthest end that fits
+            if e > end_first:
+                if length(j0, e) > max_length:
+                    break
+                k = e
+        j = j0
+        for u in reversed(starts[:-1]):  # as much preceding context as fits
+            if length(u, k) > max_length:
+                break
+            j = u
+        rest = set(todo[t:])
+        idx = list(range(head)) + list(range(j, k + 1))
+        windows.append((idx, [i in rest and i <= k for i in idx]))
+        while t < len(todo) and todo[t] <= k:
+            t += 1
+    return windows, lost
+
+
+def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = None, compat: Sequence[str] = (),
+                  long_rows: str = "split", stats: LongRowStats | None = None):
     """A ``datasets.Dataset`` of ``input_ids``/``labels`` from hsa (or plain conversational) rows.
 
-    The first row with tools and calls also checks that the template renders both
-    (:func:`trainers.common.check_template_renders_harness`)."""
+    Conversations longer than ``max_length`` are split, truncated or dropped (``long_rows``,
+    :data:`LONG_ROWS`); what that cost is counted in ``stats`` (a :class:`LongRowStats`) and
+    logged on every run. The first row with tools and calls also checks that the template
+    renders both (:func:`trainers.common.check_template_renders_harness`)."""
     import datasets
     from transformers.utils.chat_template_utils import render_jinja_template
 
+    if long_rows not in LONG_ROWS:
+        raise TrainerInputError(f"--long_rows must be one of {list(LONG_ROWS)} (got {long_rows!r})")
     template = training_template(tokenizer)
+    stats = stats if stats is not None else LongRowStats()
 
     def render(messages, tools):
         return render_jinja_template(conversations=[list(messages)], tools=list(tools) if tools else None,
                                      chat_template=template, **tokenizer.special_tokens_map)[0][0]
 
+    compat = template_compat(render, compat)
+    adapted: dict[str, list[int]] = {}
     checked = False
-    ids, labels, dropped, n = [], [], 0, 0
+    ids, labels, n = [], [], 0
     for n, row in enumerate(rows, 1):
         where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"
         chat = to_chat(row, where=where, compat=compat)
+        for name, k in chat["adapted"].items():
+            adapted.setdefault(name, [0, 0])
+            adapted[name][0] += 1
+            adapted[name][1] += k
         if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
             check_template_renders_harness(render, chat, where=where)
             checked = True
-        out = tokenize_chat(tokenizer, chat["messages"], chat["tools"], chat["train"], chat_template=template,
-                            max_length=max_length)
-        if all(x == -100 for x in out["labels"]):
-            dropped += 1
+        stats.rows += 1
+        full = tokenize_chat(tokenizer, chat["messages"], chat["tools"], chat["train"], chat_template=template)
+        want = _trained(full["labels"])
+        stats.trained_tokens += want
+        pieces = [full]
+        if max_length is not None and len(full["input_ids"]) > max_length:
+            stats.long_rows += 1
+            if long_rows == "drop":
+                stats.dropped_rows += 1
+                stats.dropped_tokens += want
+                continue
+            if long_rows == "truncate":
+                pieces = [{"input_ids": full["input_ids"][:max_length], "labels": full["labels"][:max_length]}]
+            else:
+                msgs, flags = chat["messages"], chat["train"]
+
+                def tok(idx, train, msgs=msgs):
+                    return tokenize_chat(tokenizer, [msgs[i] for i in idx], chat["tools"], train,
+                                         chat_template=template)
+
+                windows, _ = split_windows(tok, msgs, flags, max_length)
+                pieces = []
+                for idx, fl in windows:  # a window of a turn too long even alone with its question is cut
+                    out = tok(idx, fl)
+                    pieces.append({"input_ids": out["input_ids"][:max_length], "labels": out["labels"][:max_length]})
+                stats.split_rows += 1
+                stats.windows += sum(1 for p in pieces if _trained(p["labels"]))
+            got = sum(_trained(p["labels"]) for p in pieces)
+            if 0 < got < want:
+                stats.cut_rows += 1
+                stats.cut_tokens += want - got
+        pieces = [p for p in pieces if _trained(p["labels"])]
+        if not pieces:  # nothing left to learn from: counted as dropped, with all its assistant tokens
+            stats.dropped_rows += 1
+            stats.dropped_tokens += want
             continue
-        ids.append(out["input_ids"])
-        labels.append(out["labels"])
+        for p in pieces:
+            ids.append(p["input_ids"])
+            labels.append(p["labels"])
+            stats.rows_out += 1
+    log(stats.summary(long_rows, max_length))
+    stats.adapted = {k: tuple(v) for k, v in adapted.items()}
+    if adapted:
+        log(f"rows adapted to the chat template: {adaptation_summary(adapted)}")
     if not ids:
         raise TrainerInputError(f"none of the {n} rows has an assistant token to learn from within max_length="
-                                f"{max_length}; raise --max_length or check the rows' messages")
-    if dropped:
-        log(f"dropped {dropped} of {n} rows without a trained assistant token within max_length={max_length}")
+                                f"{max_length} (--long_rows {long_rows}); raise --max_length or check the rows' "
+                                "messages")
     return datasets.Dataset.from_dict({"input_ids": ids, "labels": labels})
 
 
@@ -169,9 +334,10 @@ def build_trainer(model_args: ModelArguments, sft_args: SFTArguments, run: RunAr
     config = trl_config(SFTConfig, run, {"max_length": sft_args.max_length,
                                          "model_init_kwargs": model_init_kwargs(model_args)},
                         extras, DEFAULT_LEARNING_RATE)
-    rows = iter_rows(sft_args.dataset, split=sft_args.dataset_split, max_rows=sft_args.max_rows)
+    rows = iter_rows(sft_args.dataset, split=sft_args.dataset_split, max_rows=sft_args.max_rows,
+                     tools=sft_args.tools)
     train_dataset = build_dataset(rows, tokenizer, max_length=sft_args.max_length,
-                                  compat=model_args.chat_compat or ())
+                                  compat=model_args.chat_compat or (), long_rows=sft_args.long_rows)
     log(f"SFT on {len(train_dataset)} rows, {sum(len(x) for x in train_dataset['input_ids'])} tokens")
     return SFTTrainer(model=model_path, args=config, train_dataset=train_dataset, processing_class=tokenizer,
                       peft_config=peft_config(lora))

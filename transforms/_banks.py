@@ -22,7 +22,7 @@ BANK_KINDS = {
     "verbs": "list of synonym groups (lists of words)",
     "nouns": "list of synonym groups (lists of words)",
     "containers": "list of names",
-    "phrases": "list of groups of interchangeable phrases",
+    "phrases": "list of groups of interchangeable phrases (a list, or {phrases, kind, domain})",
     "tools": "list of tool definitions (OpenAI function format without the outer wrapper)",
     "params": "list of {name, schema}",
     "required_params": "list of {name, value, description}",

@@ -605,12 +605,17 @@ def apply_require(record: Record, step: dict) -> Record:
 
 def apply_values(record: Record, step: dict) -> Record:
     """Record-level applier of ``{"op": "values", ...}``: schema, calls, hook payloads and, when
-    the step says ``"texts": true``, whole-token mentions of the string values in every text."""
+    the step says ``"texts": true``, whole-token mentions of the string values in every text but
+    tool results. A tool result is what the environment returned: parameter renames and value
+    changes never touch it (docs/design.md, "Tool results")."""
     i = _tool_index(record, step["tool"], "values")
     out = _clone_for_step(record, i)
     out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
     if step.get("texts"):
         table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
-        out = copy_for_texts(out, table)
+        out = copy_for_texts(out, table)  # every message is the copy's own: results can be put back as they were
+        results = {k: m["content"] for k, m in enumerate(out["messages"]) if m.get("role") == "tool" and "content" in m}
         map_texts(out, lambda s: replace_tokens(s, table), names=table)
+        for k, content in results.items():
+            out["messages"][k]["content"] = content
     return _finish(out, step)

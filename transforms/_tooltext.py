@@ -1,6 +1,12 @@
 """Description rewriting for ``tool.describe``: bank paraphrases and clause-boundary shortening.
 
 Pure functions; names (identifier-like tokens) and code spans are never changed.
+
+Paraphrase swaps are *phrase-level and grammatical in context* (the rules are in
+``transforms/banks/descriptions.yaml`` and docs/design.md, "Descriptions"): each bank group has
+a kind that says where its phrases may be swapped (``verb``, ``start``, ``noun``, ``phrase``), and
+a domain group applies only on a harness of its domain. Shortening never drops a sentence or a
+clause that carries a constraint (:data:`CONSTRAINT`).
 """
 
 from __future__ import annotations
@@ -10,18 +16,55 @@ import re
 from functools import lru_cache
 
 from transforms._banks import load_banks
+from transforms._domains import domain_applies
 
-__all__ = ["paraphrase", "shorten"]
+__all__ = ["paraphrase", "shorten", "has_constraint", "CONSTRAINT", "PHRASE_KINDS"]
+
+#: Where the phrases of a bank group may be swapped (see transforms/banks/descriptions.yaml).
+PHRASE_KINDS = ("phrase", "verb", "start", "noun", "head")
+
+_WH = re.compile(r"(?i)^(how|what|which|when|where|who|whom|whose|why)\b")
+_DET = re.compile(r"(?i)^(the|a|an|this|that|these|those|each|every|any|its|their|your|our|his|her|my|no|some)\b")
+_PREV_DET = re.compile(r"(?i)\b(the|a|an|this|that|these|those|each|every|any|its|their|your|our|his|her|my|no|some|"
+                       r"total)\s+$")
+_PREV_ARTICLE = re.compile(r"(?i)\b(a|an)(\s+)$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*(?:[-*•]\s+|\d+[.)]\s+)?)$")
+_AUX = re.compile(r"(?i)^\s+(is|are|was|were|can|could|may|might|must|will|would|should|shall|have|has|had|do|does|"
+                  r"did)\b")
+_FUNCTION_BEFORE = re.compile(r"(?i)(?:[,;:(\[\"'\u2018\u201c]\s*|\b(?:the|a|an|this|that|these|those|each|every|any|its|"
+                              r"their|your|our|his|her|my|no|some|of|for|in|on|at|to|from|with|by|about|into|per|"
+                              r"via|than|as|and|or|but|not|is|are|was|were)\s+)$")
+_FUNCTION_AFTER = re.compile(r"(?i)^(?:\s*$|\s*[.,;:!?)\]}\"'\u2019]|'s\b|\u2019s\b|\s+(?:of|for|in|on|at|to|from|with|"
+                             r"by|and|or|that|which|who|is|are|was|were|can|may|must|will|should|if|when|as|into|"
+                             r"about|than|but|not|does|do|has|have|per|via|whose|before|after|during|using)\b)")
 
 
-@lru_cache(maxsize=16)
-def _phrase_table(banks: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, tuple[str, ...]]]:
-    table: dict[str, list[str]] = {}
-    for group in load_banks(banks)["phrases"]:
-        phrases = [str(p) for p in group]
+def _group(entry, source: str) -> tuple[list[str], str, str | None]:
+    if isinstance(entry, dict):
+        phrases, kind, domain = entry.get("phrases"), entry.get("kind", "phrase"), entry.get("domain")
+        unknown = sorted(set(entry) - {"phrases", "kind", "domain"})
+        if unknown or kind not in PHRASE_KINDS or not isinstance(phrases, (list, tuple)) or (
+                domain is not None and not isinstance(domain, str)):
+            raise ValueError(f"phrase bank group {dict(entry)!r}: a group is a list of phrases or a mapping "
+                             f"{{phrases: [...], kind: one of {list(PHRASE_KINDS)}, domain: NAME}}"
+                             + (f" (unknown keys {unknown})" if unknown else ""))
+        return [str(p) for p in phrases], kind, domain
+    return [str(p) for p in entry], "phrase", None
+
+
+@lru_cache(maxsize=64)
+def _phrase_table(banks: tuple[str, ...], domain: str | None = None
+                  ) -> tuple[re.Pattern[str] | None, dict[str, tuple[tuple[str, str], ...]]]:
+    """The match regex and ``phrase (lower case) -> ((alternative, kind), ...)`` of the groups that apply on a
+    harness of ``domain``."""
+    table: dict[str, list[tuple[str, str]]] = {}
+    for entry in load_banks(banks)["phrases"]:
+        phrases, kind, group_domain = _group(entry, "phrases")
+        if not domain_applies(group_domain, domain):
+            continue
         for p in phrases:
             bucket = table.setdefault(p.lower(), [])
-            bucket.extend(q for q in phrases if q.lower() != p.lower() and q not in bucket)
+            bucket.extend((q, kind) for q in phrases if q.lower() != p.lower() and all(q != b[0] for b in bucket))
     if not table:
         return None, {}
     alts = sorted(table, key=lambda s: (-len(s), s))
@@ -34,29 +77,90 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in re.finditer(r"`[^`]*`", text)]
 
 
-def paraphrase(text: str, rng: random.Random, banks: tuple[str, ...] = (), rate: float = 0.7) -> str:
+def _article_for(word: str) -> str:
+    """``a`` or ``an`` before ``word`` (by its first sound, the usual spelling rules)."""
+    w = word.lower()
+    if re.match(r"(eu|uni|use|usu|uti|one|once|ur[aeiou])", w):
+        return "a"
+    if re.match(r"(hour|honest|honou?r|heir)", w):
+        return "an"
+    return "an" if w[:1] in "aeiou" else "a"
+
+
+def _fits(kind: str, word: str, before: str, after: str) -> bool:
+    """Whether the phrase ``word`` of a group of ``kind`` may be swapped between ``before`` and ``after``."""
+    start = _SENTENCE_START.search(before) is not None
+    if kind in ("verb", "start") and not start:
+        return False
+    if kind == "verb" and _AUX.match(after):
+        return False  # the word is the subject: "Returns are accepted within 30 days"
+    if kind in ("noun", "head") and not (start or _DET.match(word) or _FUNCTION_BEFORE.search(before)):
+        return False  # the end of a longer noun phrase: "the viewer count of"
+    if kind == "noun" and not _FUNCTION_AFTER.match(after):
+        return False  # the start of a longer noun phrase: "the weather forecast"
+    return True
+
+
+def paraphrase(text: str, rng: random.Random, banks: tuple[str, ...] = (), rate: float = 0.7, *,
+               domain: str | None = None) -> str:
     """``text`` with bank phrases (whole words, outside code spans) replaced by a synonym with probability ``rate``.
 
     Identifier-like tokens (names) are never matched: bank phrases are plain words and a
-    match must not touch ``_``, ``-`` or a backtick.
+    match must not touch ``_``, ``-`` or a backtick. Only the groups that apply on a harness of
+    ``domain`` are used, each where its kind allows; a phrase that starts with a wh-word is
+    swapped only at the start of a sentence, no determiner follows a determiner, and a
+    preceding ``a``/``an`` is made to agree with the new phrase.
     """
-    rx, table = _phrase_table(tuple(banks))
+    rx, table = _phrase_table(tuple(banks), domain)
     if rx is None:
         return text
     spans = _code_spans(text)
-
-    def sub(m: re.Match) -> str:
-        if any(a <= m.start() < b for a, b in spans) or rng.random() >= rate:
-            return m.group(0)
+    pieces: list[str] = []
+    pos = 0
+    for m in rx.finditer(text):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
         word = m.group(0)
-        alt = rng.choice(table[word.lower()])
+        before = text[:m.start()]
+        after = text[m.end():]
+        start = _SENTENCE_START.search(before) is not None
+        if _WH.match(word) and not start:
+            continue  # "decide how many": not a noun phrase here
+        prev_det = _PREV_DET.search(before) is not None
+        options = [alt for alt, kind in table[word.lower()]
+                   if _fits(kind, word, before, after) and (start or not _WH.match(alt))
+                   and not (prev_det and _DET.match(alt))]
+        if not options or rng.random() >= rate:
+            continue
+        alt = rng.choice(options)
         if word[:1].isupper():
-            return alt[:1].upper() + alt[1:]
-        if word[:1].islower() and not alt[1:2].isupper():
-            return alt[:1].lower() + alt[1:]
-        return alt
+            alt = alt[:1].upper() + alt[1:]
+        elif word[:1].islower() and not alt[1:2].isupper():
+            alt = alt[:1].lower() + alt[1:]
+        head = text[pos:m.start()]
+        art = _PREV_ARTICLE.search(head)
+        if art:
+            new_art = _article_for(alt)
+            old = art.group(1)
+            new_art = new_art.capitalize() if old[:1].isupper() else new_art
+            head = head[:art.start(1)] + new_art + art.group(2)
+        pieces.append(head)
+        pieces.append(alt)
+        pos = m.end()
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
-    return rx.sub(sub, text)
+
+#: Words that make a sentence or clause a rule or a condition: shortening never drops one that has them.
+CONSTRAINT = re.compile(r"(?i)\b(only|never|must|always|not|no|unless|if|otherwise|except|cannot|can't|don't|"
+                        r"doesn't|won't|shouldn't|mustn't|should|required|requires|require|before|until|exactly|"
+                        r"at\s+most|at\s+least|no\s+more\s+than|ensure|make\s+sure|avoid|forbidden|prohibited|"
+                        r"instead|mandatory|explicitly)\b")
+
+
+def has_constraint(text: str) -> bool:
+    """True when ``text`` carries a rule or a condition (:data:`CONSTRAINT`; code spans do not count)."""
+    return CONSTRAINT.search(re.sub(r"`[^`]*`", "", text)) is not None
 
 
 #: Where a description may be cut: semicolons, colons, dashes, and commas that open a qualifying
@@ -68,14 +172,21 @@ _CLAUSE_BREAK = re.compile(r"\s*(?:[;:]|\s[-\u2013\u2014]|,(?=\s+(?:optionally|e
 def shorten(text: str, max_words: int) -> str:
     """``text`` cut at a sentence or clause boundary: its first sentence, then, while longer than
     ``max_words`` words, up to the last clause break (``,``, ``;``, ``:``, a dash) within the limit.
-    Never cuts inside a word or a code span; ``text`` itself when there is no such boundary."""
+    Never cuts inside a word or a code span, and never drops a sentence or a clause that carries a
+    constraint (:func:`has_constraint`: "Only transfer if the user explicitly asks" stays); ``text``
+    itself when there is no such boundary."""
     stripped = text.strip()
     sentences = re.split(r"(?<=[.;!?])\s+", stripped)
-    short = sentences[0] if len(sentences) > 1 and len(sentences[0].split()) >= 2 else stripped
-    if len(short.split()) > max_words:
+    if len(sentences) > 1 and len(sentences[0].split()) >= 2:
+        kept = [sentences[0]] + [s for s in sentences[1:] if has_constraint(s)]
+        short = " ".join(kept)
+    else:
+        kept = [stripped]
+        short = stripped
+    if len(kept) == 1 and len(short.split()) > max_words:
         breaks = [m.start() for m in re.finditer(_CLAUSE_BREAK, short)
                   if len(short[:m.start()].split()) <= max_words and len(short[:m.start()].split()) >= 2
-                  and short[:m.start()].count("`") % 2 == 0]
+                  and short[:m.start()].count("`") % 2 == 0 and not has_constraint(short[m.start():])]
         if breaks:
             short = short[:breaks[-1]]
     short = short.rstrip().rstrip(",;:").rstrip()

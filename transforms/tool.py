@@ -48,9 +48,19 @@ from hsa.rewrite import (
 )
 from hsa.transform import Skip, Transform, check_probability, register
 from transforms._banks import load_banks
+from transforms._domains import (
+    RELEVANCE_THRESHOLD,
+    content_words,
+    domain_applies,
+    harness_domain,
+    pool_tool_words,
+    text_domain,
+    tool_words,
+    words_relevance,
+)
 from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, detect_style, new_name
 from transforms._toolhooks import hooks_read_whole_input
-from transforms._tooltext import paraphrase, shorten
+from transforms._tooltext import has_constraint, paraphrase, shorten
 from transforms._toolschema import (
     CONSTRAINING_KEYS,
     UnsupportedSchema,
@@ -88,6 +98,7 @@ __all__ = [
     "DIALECTS",
     "paraphrase",
     "shorten",
+    "has_constraint",
     "convert_tool",
 ]
 
@@ -542,8 +553,12 @@ class Describe(Transform):
     """Rewrite tool and parameter descriptions: paraphrased from the phrase bank, or shortened.
 
     Each description changes with probability ``p``, by a mode drawn from ``modes``
-    (``paraphrase``: bank phrases swapped for synonyms, names and code spans untouched;
-    ``shorten``: first sentence, at most ``max_words`` words). Names that appear in
+    (``paraphrase``: bank phrases swapped for synonyms where their kind fits the context
+    (a verb group at the start of a sentence, a noun group as a whole noun phrase, wh-phrases
+    at the start only), a domain group only on a harness of its domain
+    (:func:`transforms._domains.harness_domain`), names and code spans untouched;
+    ``shorten``: first sentence, at most ``max_words`` words, keeping every sentence and
+    clause that carries a constraint such as only, never, must, do not, unless, if). Names that appear in
     descriptions follow later renames like any other text. Dropping descriptions is the
     separate, opt-in ``tool.drop_descriptions``.
     """
@@ -567,11 +582,13 @@ class Describe(Transform):
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         texts = []
+        domain = harness_domain(record) if "paraphrase" in self.modes else None
         for tool, ptr, text in _descriptions(record):
             if rng.random() >= self.p:
                 continue
             mode = rng.choice(self.modes)
-            new = paraphrase(text, rng, self.banks) if mode == "paraphrase" else shorten(text, self.max_words)
+            new = (paraphrase(text, rng, self.banks, domain=domain) if mode == "paraphrase"
+                   else shorten(text, self.max_words))
             if new != text and new.strip():
                 texts.append({"tool": tool, "at": ptr, "text": new})
         if not texts:
@@ -834,7 +851,10 @@ def _pool_file(path: str) -> tuple[str, ...]:
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             continue
         params = fn.get("parameters", fn.get("input_schema", fn.get("inputSchema", {"type": "object", "properties": {}})))
-        out.append(_json.dumps({"name": fn["name"], "description": fn.get("description", ""), "parameters": params}))
+        entry = {"name": fn["name"], "description": fn.get("description", ""), "parameters": params}
+        if isinstance(raw.get("domain"), str):
+            entry["domain"] = raw["domain"]
+        out.append(_json.dumps(entry))
     return tuple(dict.fromkeys(out))
 
 
@@ -856,6 +876,13 @@ def _internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
     return tool
 
 
+def _tool_domain(raw: dict) -> str | None:
+    """A pool tool's ``domain`` (bank tools state one), else the domain its own words vote for."""
+    if isinstance(raw.get("domain"), str):
+        return raw["domain"]
+    return text_domain(tool_words(raw)["all"])
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class Distractors(Transform):
@@ -863,12 +890,16 @@ class Distractors(Transform):
 
     ``n`` tools (an int or ``[lo, hi]``) come from the ``tools`` bank (synthetic tools of
     unrelated domains) or, with ``pool_file``, from a JSON / JSONL file of tool definitions
-    (for example other records' tools); a tool whose name has the same words as one of
-    the record's, or collides with any token of it, is never added. They take the
+    (for example other records' tools). A candidate must be provably irrelevant to every
+    real tool: one whose name shares a content word with a real tool's name, or whose
+    content words (name, description and parameters) overlap a real tool's by
+    ``max_relevance`` or more (:func:`transforms._domains.relevance`), is never added, nor
+    one that collides with any token of the record. Candidates of another domain than the
+    harness's (:func:`transforms._domains.harness_domain`) are drawn first. They take the
     record's dialect, and strict form when the record's tools are strict. With probability
     ``params_p`` per tool, one optional parameter from the ``params`` bank is added (never
-    to strict tools, whose parameters must all be required). Calls do not change, so the
-    mapping gets no step.
+    to strict tools, whose parameters must all be required, nor one whose name shares a word
+    with a parameter of that tool). Calls do not change, so the mapping gets no step.
     """
 
     name: ClassVar[str] = "tool.distractors"
@@ -878,10 +909,14 @@ class Distractors(Transform):
     params_p: float = 0.0
     pool_file: str = ""
     banks: tuple[str, ...] = ()
+    max_relevance: float = RELEVANCE_THRESHOLD
 
     def __post_init__(self):
         _check_range(self.n, "n")
         check_probability(self.params_p, "params_p")
+        if not 0.0 < self.max_relevance <= 1.0:
+            raise ValueError(f"max_relevance must be in (0, 1] (got {self.max_relevance!r}); "
+                             f"the default {RELEVANCE_THRESHOLD} is measured in docs/design.md")
         _check_banks(self.banks)
         if self.pool_file:
             _pool_file(self.pool_file)
@@ -899,12 +934,20 @@ class Distractors(Transform):
         strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
         taken = record_tokens(record)
         words = {tuple(split_words(t["name"])) for t in tools}
-        pool = [t for t in self._pool()
-                if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
+        legal = [t for t in self._pool()
+                 if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
+        real = [tool_words(t) for t in tools]
+        pool = [t for t in legal
+                if max((words_relevance(pool_tool_words(t), r) for r in real), default=0.0) < self.max_relevance]
+        domain = harness_domain(record)
+        other = [i for i, t in enumerate(pool) if not domain_applies(_tool_domain(t), domain)]
+        rest = [i for i in range(len(pool)) if i not in set(other)]
         out: dict[str, Any] = {"tools": [], "params": []}
         k = min(rng.randint(lo, hi), len(pool))
         if k:
-            picks = [pool[i] for i in sorted(rng.sample(range(len(pool)), k))]
+            chosen = rng.sample(other, min(k, len(other)))  # other domains first, then the rest
+            chosen += rng.sample(rest, k - len(chosen))
+            picks = [pool[i] for i in sorted(chosen)]
             for raw in picks:
                 out["tools"].append({"index": rng.randint(0, len(tools) + len(out["tools"])),
                                      "tool": _internal_tool(raw, dialect, strict)})
@@ -922,8 +965,12 @@ class Distractors(Transform):
                 pname = str(entry["name"])
                 if pname in schema["properties"] or pname in taken or pname in _keys_in_calls(record, t["name"], ()):
                     continue
+                if content_words(pname) & tool_words(t)["params"]:
+                    continue  # near a real parameter of this tool (format beside output_format)
                 out["params"].append({"tool": t["name"], "name": pname, "schema": _json.copy(entry["schema"])})
         if not out["tools"] and not out["params"]:
+            if legal and not pool:
+                return Skip(f"every candidate distractor is near a real tool (relevance >= {self.max_relevance})")
             return Skip("no distractor fits (pool empty or every candidate collides with the record)")
         return out
 
@@ -1053,7 +1100,8 @@ class Values(Transform):
 
     ``enum``: string enum values are renamed (each with probability ``p``) in a style of
     ``styles``; the schema's ``enum``/``default``/``const``/``examples``, the calls, hook
-    payloads and whole-token mentions in every text follow. A value is left alone (with
+    payloads and whole-token mentions in every text but tool results follow (a result is
+    what the environment returned: docs/design.md, "Tool results"). A value is left alone (with
     the reason) when it is a hook literal, a plain word mentioned in text, a name, or also
     used at another tool or path. ``default``: for a number default that a call passes
     explicitly, a new default of the same type within the schema's bounds is drawn and the

@@ -1,0 +1,329 @@
+"""Chat templates: render without transformers, find what a template cannot render, adapt rows to it.
+
+Real chat templates refuse conversations that hsa rows hold: Mistral's wants tool-call ids of 9
+letters and digits, Llama 3.x JSON-call templates one call per assistant turn, several templates
+no system message after the first (a hook's note) or no two user turns in a row. What a template
+needs is found by rendering small *probe* conversations through it (never by its name): a probe
+that fails or loses a part, and renders whole once rewritten, names a rewrite the template needs.
+The rewrites (:data:`REWRITES`) are pure functions of the message list that count what they change.
+
+Used by the trainers (:func:`trainers.common.to_chat`) and ``hsa export --template``. Torch-free:
+rendering uses jinja2 in a sandbox with the helpers Hugging Face templates expect
+(``raise_exception``, ``tojson``, ``strftime_now``, ``{% generation %}``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["REWRITES", "render", "template_needs", "adapt", "split_parallel_calls", "alnum9_call_ids",
+           "system_as_user", "fold_system", "merge_user_turns", "read_template"]
+
+#: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
+REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "alnum9_call_ids")
+
+Adapted = tuple[list[dict], list[bool], int]
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+@lru_cache(maxsize=32)
+def _compiled(template: str):
+    import jinja2
+    from jinja2 import nodes
+    from jinja2.ext import Extension
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class Generation(Extension):  # {% generation %}...{% endgeneration %}: the body, as is
+        tags = {"generation"}
+
+        def parse(self, parser):
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+        def _body(self, caller):
+            return caller()
+
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[Generation, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env.from_string(template)
+
+
+def render(template: str, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
+           add_generation_prompt: bool = False, **special: Any) -> str:
+    """``template`` rendered for ``messages`` and ``tools`` (OpenAI form), as ``apply_chat_template`` does."""
+    return _compiled(template).render(messages=list(messages), tools=list(tools) if tools else None,
+                                      add_generation_prompt=add_generation_prompt,
+                                      **{"bos_token": "<s>", "eos_token": "</s>", **special})
+
+
+def read_template(spec: str) -> str:
+    """A chat template from a ``.jinja`` file, or from a tokenizer folder (``chat_template.jinja`` or the
+    ``chat_template`` of ``tokenizer_config.json``)."""
+    from pathlib import Path
+
+    p = Path(spec).expanduser()
+    if p.is_file():
+        text = p.read_text(encoding="utf-8")
+        if p.suffix == ".json":
+            tpl = json.loads(text).get("chat_template")
+            if isinstance(tpl, list):
+                tpl = next((t["template"] for t in tpl if t.get("name") == "default"), None)
+            if not isinstance(tpl, str):
+                raise ValueError(f"{spec} has no chat_template")
+            return tpl
+        return text
+    if p.is_dir():
+        if (p / "chat_template.jinja").is_file():
+            return (p / "chat_template.jinja").read_text(encoding="utf-8")
+        if (p / "tokenizer_config.json").is_file():
+            return read_template(str(p / "tokenizer_config.json"))
+        raise ValueError(f"{spec} is a folder without chat_template.jinja or tokenizer_config.json")
+    raise FileNotFoundError(f"chat template {spec} does not exist; give a .jinja file or a tokenizer folder")
+
+
+# --------------------------------------------------------------------------- rewrites
+
+
+def split_parallel_calls(messages: list[dict], train: list[bool]) -> Adapted:
+    """An assistant turn with N calls answered by N tool messages becomes N (one call, its result) pairs; the
+    turn's text stays on the first. A turn with no results after it becomes N one-call turns. Turns whose
+    results follow them otherwise are left as they are. Counts the turns split."""
+    out_m: list[dict] = []
+    out_t: list[bool] = []
+    n = 0
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        calls = m.get("tool_calls") or []
+        results = messages[i + 1:i + 1 + len(calls)]
+        ids = [c.get("id") for c in calls]
+        answered = (len(results) == len(calls) and all(r.get("role") == "tool" for r in results)
+                    and (all(x is None for x in ids)
+                         or sorted(map(str, ids)) == sorted(str(r.get("tool_call_id")) for r in results)))
+        if m.get("role") == "assistant" and len(calls) > 1 and answered:
+            by_id = {str(r.get("tool_call_id")): r for r in results}
+            for k, call in enumerate(calls):
+                turn = {**m, "tool_calls": [call]}
+                if k:
+                    turn["content"] = ""
+                out_m += [turn, by_id[str(call["id"])] if call.get("id") is not None else results[k]]
+                out_t += [train[i], train[i + 1 + k]]
+            i += 1 + len(calls)
+            n += 1
+            continue
+        if m.get("role") == "assistant" and len(calls) > 1 and not (i + 1 < len(messages)
+                                                                   and messages[i + 1].get("role") == "tool"):
+            # calls with no results after them (xLAM, BFCL answers): one assistant turn per call
+            for k, call in enumerate(calls):
+                out_m.append({**m, "tool_calls": [call], **({"content": ""} if k else {})})
+                out_t.append(train[i])
+            i += 1
+            n += 1
+            continue
+        out_m.append(m)
+        out_t.append(train[i])
+        i += 1
+    return out_m, out_t, n
+
+
+_ALNUM9 = re.compile(r"[A-Za-z0-9]{9}")
+
+
+def alnum9_call_ids(messages: list[dict], train: list[bool]) -> Adapted:
+    """Tool-call ids rewritten to 9 letters and digits (``call00001``), the same in each call and its result.
+    Counts the ids rewritten (ids that already have that form are rewritten too, so that none collides)."""
+    new: dict[str, str] = {}
+
+    def fresh(old: Any) -> str:
+        key = str(old)
+        if key not in new:
+            new[key] = f"call{len(new) + 1:05d}"[-9:]
+        return new[key]
+
+    out = []
+    for m in messages:
+        if m.get("tool_calls"):
+            m = {**m, "tool_calls": [{**c, "id": fresh(c.get("id", f"#missing{id(c)}"))} for c in m["tool_calls"]]}
+        elif m.get("role") == "tool":
+            m = {**m, "tool_call_id": fresh(m.get("tool_call_id", f"#missing{id(m)}"))}
+        out.append(m)
+    return out, list(train), len(new)
+
+
+def system_as_user(messages: list[dict], train: list[bool]) -> Adapted:
+    """A system message after the first message sent as a user message. Counts those."""
+    out, n = [], 0
+    for i, m in enumerate(messages):
+        if i and m.get("role") == "system":
+            m = {**m, "role": "user"}
+            n += 1
+        out.append(m)
+    return out, list(train), n
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content)
+    return "" if content is None else str(content)
+
+
+def fold_system(messages: list[dict], train: list[bool]) -> Adapted:
+    """A system message after the first message folded into the turn the model reads it with: put before the
+    next message when that is a user message, else appended to the previous message when that is a user
+    message or a tool result (a hook's note after a result, as Claude Code attaches hook feedback to the
+    result), else sent as a user message. Counts the messages folded."""
+    msgs, flags, n = list(messages), list(train), 0
+    i = 1
+    while i < len(msgs):
+        m = msgs[i]
+        if m.get("role") != "system":
+            i += 1
+            continue
+        n += 1
+        nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+        prev = msgs[i - 1]
+        if nxt is not None and nxt.get("role") == "user":
+            msgs[i + 1] = {**nxt, "content": _text(m.get("content")) + "\n\n" + _text(nxt.get("content"))}
+            del msgs[i], flags[i]
+        elif prev.get("role") in ("user", "tool"):
+            msgs[i - 1] = {**prev, "content": _text(prev.get("content")) + "\n\n" + _text(m.get("content"))}
+            del msgs[i], flags[i]
+        else:
+            msgs[i] = {**m, "role": "user"}
+            i += 1
+    return msgs, flags, n
+
+
+def merge_user_turns(messages: list[dict], train: list[bool]) -> Adapted:
+    """Consecutive user messages joined into one (texts separated by a blank line). Counts the merges."""
+    out: list[dict] = []
+    flags: list[bool] = []
+    n = 0
+    for m, t in zip(messages, train):
+        if out and m.get("role") == "user" and out[-1].get("role") == "user":
+            out[-1] = {**out[-1], "content": _text(out[-1].get("content")) + "\n\n" + _text(m.get("content"))}
+            n += 1
+            continue
+        out.append(m)
+        flags.append(t)
+    return out, flags, n
+
+
+_REWRITE_FNS: dict[str, Callable[[list[dict], list[bool]], Adapted]] = {
+    "split_parallel_calls": split_parallel_calls, "system_as_user": system_as_user, "fold_system": fold_system,
+    "merge_user_turns": merge_user_turns, "alnum9_call_ids": alnum9_call_ids}
+
+
+def adapt(messages: list[dict], train: list[bool], rewrites: Sequence[str]) -> tuple[list[dict], list[bool],
+                                                                                     dict[str, int]]:
+    """``messages`` (and their train flags) through ``rewrites`` (in :data:`REWRITES` order); returns the counts
+    of what each rewrite changed (only those that changed something)."""
+    unknown = [r for r in rewrites if r not in _REWRITE_FNS]
+    if unknown:
+        raise ValueError(f"unknown chat template rewrite(s) {unknown}; expected some of {list(REWRITES)}")
+    counts: dict[str, int] = {}
+    for name in REWRITES:
+        if name in rewrites:
+            messages, train, n = _REWRITE_FNS[name](list(messages), list(train))
+            if n:
+                counts[name] = n
+    return messages, train, counts
+
+
+# --------------------------------------------------------------------------- probes
+
+_TOOLS = [{"type": "function", "function": {"name": "probe_alpha", "description": "Probe tool one.", "parameters": {
+    "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}},
+          {"type": "function", "function": {"name": "probe_beta", "description": "Probe tool two.", "parameters": {
+              "type": "object", "properties": {"y": {"type": "string"}}, "required": ["y"]}}}]
+
+
+def _call(cid: str, name: str, args: dict) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
+    """Rewrite -> (probe conversation, texts the rendering must hold). Each probe isolates one problem: its
+    other parts are in the form every template takes (9-character ids, alternating turns)."""
+    sys_ = {"role": "system", "content": "You are a probe."}
+    return {
+        "split_parallel_calls": ([sys_, {"role": "user", "content": "Use both tools."},
+                                  {"role": "assistant", "content": "", "tool_calls": [
+                                      _call("aaaaaaaa1", "probe_alpha", {"x": 4711}),
+                                      _call("bbbbbbbb2", "probe_beta", {"y": "PROBE_ARG_B"})]},
+                                  {"role": "tool", "tool_call_id": "aaaaaaaa1", "name": "probe_alpha",
+                                   "content": "PROBE_RESULT_A"},
+                                  {"role": "tool", "tool_call_id": "bbbbbbbb2", "name": "probe_beta",
+                                   "content": "PROBE_RESULT_B"},
+                                  {"role": "assistant", "content": "Done."}],
+                                 ("4711", "PROBE_ARG_B", "PROBE_RESULT_A", "PROBE_RESULT_B")),
+        "alnum9_call_ids": ([sys_, {"role": "user", "content": "Use a tool."},
+                             {"role": "assistant", "content": "", "tool_calls": [
+                                 _call("call_probe_1", "probe_alpha", {"x": 4711})]},
+                             {"role": "tool", "tool_call_id": "call_probe_1", "name": "probe_alpha",
+                              "content": "PROBE_RESULT_A"},
+                             {"role": "assistant", "content": "Done."}],
+                            ("4711", "PROBE_RESULT_A")),
+        "fold_system": ([sys_, {"role": "user", "content": "First question."},
+                         {"role": "assistant", "content": "First answer."},
+                         {"role": "system", "content": "PROBE LATE NOTE"},
+                         {"role": "user", "content": "Second question."},
+                         {"role": "assistant", "content": "Second answer."}],
+                        ("PROBE LATE NOTE", "Second question.")),
+        "merge_user_turns": ([sys_, {"role": "user", "content": "PROBE USER ONE"},
+                              {"role": "user", "content": "PROBE USER TWO"},
+                              {"role": "assistant", "content": "Answer."}],
+                             ("PROBE USER ONE", "PROBE USER TWO")),
+    }
+
+
+def _renders(render_fn, messages, tools, wanted) -> str | None:
+    """None when ``messages`` render with every ``wanted`` text, else why not."""
+    try:
+        text = render_fn(messages, tools)
+    except Exception as exc:  # noqa: BLE001 - a template's raise_exception, or any error it makes
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+    missing = [w for w in wanted if w not in text]
+    return f"leaves out {missing}" if missing else None
+
+
+def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) -> dict[str, str]:
+    """The rewrites a template needs, each with what its probe showed (``render_fn(messages, tools) -> text``).
+
+    A rewrite is needed when its probe fails to render (or loses a part) and renders whole once rewritten; a
+    probe that fails both ways is left out (the template cannot render that conversation at all, and the
+    rows will fail where it occurs, with the template's own error)."""
+    out: dict[str, str] = {}
+    for name, (msgs, wanted) in _probes().items():
+        problem = _renders(render_fn, msgs, _TOOLS, wanted)
+        if problem is None:
+            continue
+        fixed, _, _ = adapt(msgs, [True] * len(msgs), [name])
+        if _renders(render_fn, fixed, _TOOLS, wanted) is None:
+            out[name] = problem
+    return out
+
+
+@lru_cache(maxsize=32)
+def needs_of_template(template: str) -> tuple[tuple[str, str], ...]:
+    """:func:`template_needs` of a template text, rendered with :func:`render` (cached per template)."""
+    return tuple(template_needs(lambda m, t: render(template, m, t)).items())
