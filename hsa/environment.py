@@ -405,7 +405,8 @@ class Environment:
                     args = json.loads(args) if args.strip() else {}
                 except ValueError:
                     pass  # stays a string: reported as not an object
-            cid = c.get("id") if isinstance(c, dict) and isinstance(c.get("id"), str) else f"call_{self.turns}_{j + 1}"
+            given = c.get("id") if isinstance(c, dict) else None
+            cid = given if isinstance(given, str) and given else f"c{self.turns:04d}{j + 1:04d}"  # 9 characters
             calls.append({"id": cid, "name": name, "arguments": args})
         self.messages.append({"role": "assistant", "content": content, "tool_calls": [
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}

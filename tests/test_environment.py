@@ -96,7 +96,7 @@ def test_matching_call_under_the_variant_gets_the_recorded_result():
     step = env.step(call("fetchItem", linkNo=3))
     assert not step.done
     assert step.messages[0]["tool_calls"][0]["function"] == {"name": "fetchItem", "arguments": {"linkNo": 3}}
-    assert step.messages[1] == {"role": "tool", "tool_call_id": "call_1_1", "name": "fetchItem", "content": RESULT}
+    assert step.messages[1] == {"role": "tool", "tool_call_id": "c00010001", "name": "fetchItem", "content": RESULT}
     assert env.calls[0]["status"] == "result"
     assert env.calls[0]["canonical"] == {"name": "get_product_info_by_link_id", "arguments": {"link_id": 3}}
 
