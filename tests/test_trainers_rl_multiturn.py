@@ -284,3 +284,22 @@ def test_grpo_multi_turn_trains_and_logs_rollouts(tiny_model, hooked_shards, tmp
     env_turns = [m for r in rollouts if r["variant"] for m in r["messages"] if m["role"] != "assistant"]
     assert env_turns, "no environment turn under a variant harness"
     assert any(r["hook_events"] for r in rollouts)
+
+
+def test_multi_turn_reports_bad_settings(tokenizer, hooked_shards, tiny_model, tmp_path):  # noqa: F811
+    """Turn selections and chat rewrites that cannot apply to whole episodes, and a bad harness mix, are clear
+    errors; on the command line they are one line and exit status 2."""
+    from trainers.common import TrainerInputError, iter_rows
+    from trainers.rl import main
+    from trainers.rollout import build_episodes
+
+    rows = list(iter_rows(str(hooked_shards)))
+    with pytest.raises(TrainerInputError, match="--turns calls does not apply"):
+        build_episodes(rows, tokenizer, turns="calls")
+    with pytest.raises(TrainerInputError, match="split_parallel_calls"):
+        build_episodes(rows, tokenizer, compat=["split_parallel_calls"])
+    assert [e.start for e in build_episodes(rows[:1], tokenizer, turns="last")] == \
+        [e.start for e in build_episodes(rows[:1], tokenizer)][-1:]
+    code = main(["--model_name_or_path", str(tiny_model), "--dataset", str(hooked_shards), "--output_dir",
+                 str(tmp_path), "--rollout", "multi_turn", "--harness_mix", "1.5", *CPU])
+    assert code == 2

@@ -69,7 +69,8 @@ class RLArguments:
     max_rows: int | None = dataclasses.field(default=None, metadata={"help": "Use only the first N rows."})
     turns: str = dataclasses.field(
         default="all", metadata={"help": "Which assistant turns become prompts: all, first, last, calls (turns "
-                                         "with tool calls) or replies (final replies).", "choices": TURNS})
+                                         "with tool calls) or replies (final replies). multi_turn: which user turns "
+                                         "become episodes: all, first or last.", "choices": TURNS})
     max_prompt_length: int | None = dataclasses.field(
         default=None, metadata={"help": "Drop prompts longer than this many tokens (GRPO does not truncate)."})
     max_prompts: int | None = dataclasses.field(default=None, metadata={"help": "Keep only the first N prompts."})

@@ -58,18 +58,12 @@ class Episode:
     tools: list | None
 
 
-def _strip_bos(tokenizer, text: str) -> str:
-    bos = tokenizer.bos_token
-    if bos and text.startswith(bos) and tokenizer("", add_special_tokens=True)["input_ids"]:
-        return text[len(bos):]
-    return text
-
-
 def build_episodes(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_prompt_length: int | None = None,
                    max_prompts: int | None = None, compat: Sequence[str] = ()) -> list[Episode]:
     """The episodes of ``rows``: one per user turn (``turns``: all, first or last) that an assistant answers."""
     from hsa.environment import episode_starts, read_record
     from trainers.common import check_template_renders_harness, to_chat
+    from trainers.rl import _strip_bos
 
     if turns not in ("all", "first", "last"):
         raise TrainerInputError(f"--turns {turns} does not apply to --rollout multi_turn, where an episode plays a "
@@ -78,7 +72,7 @@ def build_episodes(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_p
         raise TrainerInputError("--chat_compat split_parallel_calls changes the message list and cannot be used "
                                 "with --rollout multi_turn (the environment answers parallel calls as they come)")
     out: list[Episode] = []
-    too_long = checked = 0
+    too_long = checked = unplayable = 0
     for n, row in enumerate(rows, 1):
         where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"
         chat = to_chat(row, where=where, compat=compat)
@@ -88,6 +82,7 @@ def build_episodes(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_p
                 lambda m, t: tokenizer.apply_chat_template(list(m), tools=t, tokenize=False), chat, where=where)
             checked = True
         starts = episode_starts(record)
+        unplayable += not starts
         starts = starts[:1] if turns == "first" else starts[-1:] if turns == "last" else starts
         for start in starts:
             text = tokenizer.apply_chat_template(chat["messages"][:start], tools=chat["tools"],
@@ -104,6 +99,8 @@ def build_episodes(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_p
                 break
         if max_prompts is not None and len(out) >= max_prompts:
             break
+    if unplayable:
+        log(f"skipped {unplayable} rows without an assistant message after a user message (nothing to play)")
     if too_long:
         log(f"dropped {too_long} episodes whose prompt is longer than max_prompt_length={max_prompt_length} tokens")
     if not out:
