@@ -275,7 +275,11 @@ class MultiTurnRollout:
     # -- generation
 
     def _generate(self, trainer, ids: list[list[int]]) -> tuple[list[list[int]], list | None]:
-        if not ids:
+        """One assistant message per prompt, from trl's own single-turn generator (transformers or vLLM)."""
+        vllm = getattr(trainer, "use_vllm", False)
+        collective = vllm and (getattr(trainer, "vllm_mode", None) == "server" or getattr(
+            getattr(trainer, "vllm_generation", None), "tensor_parallel_size", 1) > 1)
+        if not ids and not collective:  # vLLM server mode and tensor parallelism gather prompts from every process
             return [], None
         return trainer._generate_single_turn(ids, None, {}, num_generations=1)
 
@@ -415,7 +419,8 @@ class MultiTurnRollout:
         for i, ep in enumerate(self._last):
             rewards = {name: (None if local[i, k].isnan() else round(float(local[i, k]), 6))
                        for k, name in enumerate(self.reward_names)}
-            record = {"step": trainer.state.global_step, "row_id": ep["row_id"], "episode_id": ep["episode_id"],
+            record = {"step": trainer.state.global_step, "mode": "train" if trainer.model.training else "eval",
+                      "row_id": ep["row_id"], "episode_id": ep["episode_id"],
                       "source_id": ep["source_id"], "variant": ep["variant"], "question": ep["question"],
                       "messages": ep["messages"], "hook_events": ep["hook_events"], "end": ep["end"],
                       "turns": ep["turns"], "calls": ep["calls"], "rewards": rewards,
@@ -431,7 +436,8 @@ class MultiTurnRollout:
         if not trainer.accelerator.is_main_process:
             return
         os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
-        with open(self.log_path, "a" if self._log_started else "w", encoding="utf-8") as f:
+        append = self._log_started or trainer.state.global_step > 0  # a resumed run keeps the earlier rollouts
+        with open(self.log_path, "a" if append else "w", encoding="utf-8") as f:
             for r in records:
                 f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
         self._log_started = True
