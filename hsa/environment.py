@@ -297,9 +297,15 @@ class Environment:
         return sum(1 for m in self.record["messages"][lo:hi] if m.get("role") == "assistant")
 
     def _match(self, canonical: dict) -> dict | None:
-        """The first unused recorded call equal to ``canonical`` (else the last used one): its result is the answer."""
+        """The first unused recorded call equal to ``canonical`` (else the last used one): its result is the answer.
+
+        The episode's own user turn is searched first, in order, then the rest of the trajectory."""
+        lo, hi = self.segment
+        order = sorted(range(len(self._recorded)),
+                       key=lambda k: (not lo <= self._recorded[k]["message_index"] < hi, k))
         last = None
-        for k, r in enumerate(self._recorded):
+        for k in order:
+            r = self._recorded[k]
             if r["canonical"]["name"] != canonical["name"] or not _json.strict_equal(r["canonical"]["arguments"],
                                                                                      canonical["arguments"]):
                 continue

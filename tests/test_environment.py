@@ -236,3 +236,40 @@ def test_replaying_the_recorded_turns_reproduces_augmented_rows(hooked_shards):
         assert len(env.events) == sum(lo <= ev["message_index"] < hi for ev in record.get("hook_events") or ())
         assert all(c["status"] in ("result", "skill") for c in env.calls), row["id"]
     assert hooked >= 1  # the 5th record's retry (its variant may have dropped it: trajectory.strip_retries)
+
+
+def _replay(env: Environment) -> list[dict]:
+    """Play the recorded assistant messages of the episode's user turn; return the recorded turn."""
+    lo, hi = env.segment
+    segment = env.record["messages"][lo:hi]
+    for m in segment:
+        if m["role"] == "assistant" and not env.done:
+            env.step({"content": m.get("content"), "tool_calls": [
+                {"id": c.get("id"), "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                for c in m.get("tool_calls") or ()]})
+    return segment
+
+
+def test_replay_property_over_generated_records():
+    """Over generated records of every dialect (hsa.testing), replaying each user turn's recorded messages gets
+    every recorded tool result back, in order, and the last recorded reply ends the episode (hooks off: the
+    generator checks a replacement reply against the first refusing hook only)."""
+    from hypothesis import HealthCheck, given, note, settings
+
+    from hsa.environment import _text
+    from hsa.testing import records
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(records())
+    def check(raw):
+        record = read_record(raw)
+        for start in episode_starts(record):
+            env = Environment.from_row(record, start=start, max_turns=64, run_hooks=False)
+            segment = _replay(env)
+            note(f"start {start}: {[c['status'] for c in env.calls]}")
+            assert env.end == "reply"
+            assert [m["content"] for m in env.messages if m["role"] == "tool"] == \
+                [_text(m.get("content")) for m in segment if m["role"] == "tool"]
+            assert all(c["status"] in ("result", "skill") for c in env.calls)
+
+    check()
