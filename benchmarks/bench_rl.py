@@ -3,8 +3,8 @@
     python benchmarks/bench_rl.py --steps 5 --out bench_rl.json
 
 Builds the tiny model (``trainers.tiny``), augments (a) the two short hooked records of
-``tests/test_trainers_rl_multiturn.py`` (prompts of ~150 tokens) and (b) the first 6 fixture
-records (prompts of ~2500 tokens), originals and 2 variants each, then runs ``--steps`` GRPO
+``tests/test_trainers_rl_multiturn.py`` (prompts of 125-333 tokens) and (b) the first 6 fixture
+records (prompts of 2235-2895 tokens), originals and 2 variants each, then runs ``--steps`` GRPO
 steps per setting in this process, torch on ``--threads`` threads. Reports trl's ``step_time``
 (seconds per optimisation step) as the median over steps 2..N, the mean completion length
 (model tokens; multi_turn completions also hold environment tokens) and the load average

@@ -306,7 +306,7 @@ class MultiTurnRollout:
         max_len = self._max_model_len(trainer)
         while self._any_active(trainer, active):
             new_ids, new_lps = self._generate(trainer, [prompt_ids[i] + completion[i] for i in active])
-            if new_lps is None:
+            if new_lps is None and active:  # the generator keeps no sampling log-probabilities (transformers)
                 logprobs = None
             still = []
             for k, i in enumerate(active):
