@@ -309,3 +309,94 @@ def test_reward_registry_and_dotted_paths():
     assert get_reward("trainers.rewards.format_reward") is format_reward
     with pytest.raises(ValueError, match="unknown reward"):
         get_reward("accuracy")
+
+
+# --------------------------------------------------------------------------- episode rewards (multi-turn)
+
+
+def _played(steps, **options) -> dict:
+    """The summary of an episode played on the hand-written variant row of tests/test_environment.py."""
+    from hsa.environment import Environment
+    from tests.test_environment import variant_row
+
+    env = Environment.from_row(variant_row(), **options)
+    for s in steps:
+        env.step(s)
+    return env.summary()
+
+
+def _call(name: str, **arguments) -> dict:
+    return {"content": "", "tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+GOOD_EPISODE = [_call("useSkill", skill="product_answers"), _call("fetchItem", linkNo=3),
+                {"content": "Link 3 is 139 yuan, 100% guaranteed."}, {"content": "Link 3 is 139 yuan."}]
+
+
+def test_episode_rewards_score_a_good_episode():
+    """The recorded calls under the variant's names, an accepted reply within the recorded turns: calls, skill,
+    format and turns score 1; the hook pass rate counts the one refused reply."""
+    from trainers.rewards import (episode_calls_reward, episode_format_reward, episode_hooks_reward,
+                                  episode_skill_reward, episode_turns_reward)
+
+    ep = _played(GOOD_EPISODE)
+    cols = {"episode": [json.dumps(ep)]}  # a JSON string works as well as the object
+    assert episode_calls_reward(["x"], **cols) == [1.0]
+    assert episode_skill_reward(["x"], **cols) == [1.0]
+    assert episode_format_reward(["x"], **cols) == [1.0]
+    assert episode_turns_reward(["x"], **cols) == [1.0]
+    assert episode_hooks_reward(["x"], **cols) == [pytest.approx(5 / 6)]  # 2 call checks + 2 x 2 reply checks
+
+
+def test_episode_rewards_score_a_poor_episode():
+    """A source-harness name (unknown under the variant), a wrong skill, and no accepted reply within max_turns."""
+    from trainers.rewards import (episode_calls_reward, episode_format_reward, episode_skill_reward,
+                                  episode_turns_reward)
+
+    ep = _played([_call("get_product_info_by_link_id", link_id=3), _call("fetchItem", linkNo=3),
+                  _call("useSkill", skill="product_answers"), {"content": "<tool_call>{", "error": "not JSON"}],
+                 max_turns=4)
+    cols = {"episode": [ep]}
+    # expected: load_skill + fetch; predicted: invalid, fetch (1.0), skill (1.0) -> 2 of max(2, 3)
+    assert episode_calls_reward(["x"], **cols) == [pytest.approx(2 / 3)]
+    assert REWARDS["episode_calls_strict"](["x"], **cols) == [0.0]
+    assert episode_skill_reward(["x"], **cols) == [1.0]
+    assert episode_format_reward(["x"], **cols) == [pytest.approx((4 - 1 - 0.5) / 4)]
+    assert episode_turns_reward(["x"], **cols) == [0.0] and ep["end"] == "max_turns"
+    late = _played([_call("fetchItem", linkNo=3)] * 5 + GOOD_EPISODE, max_turns=10)
+    assert episode_turns_reward(["x"], episode=[late]) == [pytest.approx(1 - 5 / 6)]
+
+
+def test_episode_skill_and_hooks_do_not_apply_without_skills_or_hooks():
+    """Episodes whose turn loads no skill, or that ran no hook, get None from those rewards."""
+    from trainers.rewards import episode_hooks_reward, episode_skill_reward
+
+    ep = _played([{"content": "hello"}], run_hooks=False)
+    ep["recorded_calls"] = [c for c in ep["recorded_calls"] if c["name"] != "load_skill"]
+    assert episode_skill_reward(["x"], episode=[ep]) == [None]
+    assert episode_hooks_reward(["x"], episode=[ep]) == [None]
+
+
+def test_reasoning_length_penalty():
+    """Reasoning (<think> blocks, text beside calls) within the budget costs nothing, then up to -1 at twice it."""
+    from trainers.rewards import reasoning_length_penalty
+
+    think = "<think>" + "x" * 150 + "</think>Link 3 is 139 yuan."
+    assert reasoning_length_penalty([think], budget=200) == [0.0]
+    assert reasoning_length_penalty([think], budget=100) == [pytest.approx(-0.5)]
+    assert reasoning_length_penalty(["y" * 500 + call("fetchItem", linkNo=3)], budget=100) == [-1.0]
+    ep = _played([{"content": "z" * 300, "tool_calls": [{"name": "fetchItem", "arguments": {"linkNo": 3}}]},
+                  {"content": "a plain reply of any length " * 20}], run_hooks=False)
+    assert reasoning_length_penalty(["ignored"], episode=[ep], budget=200) == [pytest.approx(-0.5)]
+
+
+def test_episode_rewards_need_the_episode_column():
+    """Without the episode column the error says where it comes from."""
+    from trainers.rewards import EPISODE_ALIASES, episode_calls_reward, reward_segment
+
+    with pytest.raises(MissingColumnError, match="--rollout multi_turn"):
+        episode_calls_reward(["x"], reference=[LINK3])
+    assert EPISODE_ALIASES["tool_call"] == "episode_calls"
+    assert [reward_segment(get_reward(n)) for n in ("episode_calls", "episode_calls_strict", "reply",
+                                                    "episode_turns")] == ["calls", "calls", "reply", "episode"]
+    assert reward_segment(lambda completions, **kw: []) == "episode"

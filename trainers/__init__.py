@@ -5,7 +5,9 @@
 - ``python -m trainers.distill``: general on-policy distillation (trl
   ``DistillationTrainer``, reverse KL) towards the pre-SFT base model.
 - ``python -m trainers.rl``: HSA-RL (trl ``GRPOTrainer``) with rewards that map the
-  completion's calls back through each row's mapping (:mod:`trainers.rewards`).
+  completion's calls back through each row's mapping (:mod:`trainers.rewards`); with
+  ``--rollout multi_turn`` whole user turns are played inside each row's harness
+  (:mod:`hsa.environment`, :mod:`trainers.rollout`).
 - ``python -m trainers.eval``: rewards under original and varied harnesses, instruction accuracy.
 - ``python -m trainers.tiny --out DIR``: a tiny local model and tokenizer to try it all.
 
@@ -13,4 +15,4 @@ Nothing heavy is imported here: ``--help`` of every entry point is instant, and
 ``hsa augment`` works without torch. See docs/training.md.
 """
 
-__all__ = ["common", "sft", "distill", "rl", "eval", "rewards", "ifcheck", "tiny"]
+__all__ = ["common", "sft", "distill", "rl", "rollout", "eval", "rewards", "ifcheck", "tiny"]

@@ -49,7 +49,15 @@ __all__ = [
     "format_reward",
     "reply_reward",
     "instruction_reward",
+    "episode_calls_reward",
+    "episode_skill_reward",
+    "episode_hooks_reward",
+    "episode_format_reward",
+    "episode_turns_reward",
+    "reasoning_length_penalty",
     "REWARDS",
+    "EPISODE_ALIASES",
+    "reward_segment",
     "get_reward",
     "MissingColumnError",
 ]
@@ -303,21 +311,29 @@ def tool_call_reward(completions: Sequence[Any], *, partial_credit: bool = True,
             continue
         names = _tool_names(tools[i])
         predicted = [_canonical(c, mapping, names) for c in parsed.calls]
-        scores = []
-        for e in expected:
-            row = []
-            for canon in predicted:
-                if canon is None or canon["name"] != e["name"]:
-                    row.append(0.0)
-                elif partial_credit:
-                    row.append(name_weight + (1.0 - name_weight) * _argument_score(e["arguments"],
-                                                                                  canon["arguments"]))
-                else:
-                    row.append(1.0 if _argument_score(e["arguments"], canon["arguments"]) == 1.0 else 0.0)
-            scores.append(row)
-        total = _best_total(scores) / max(len(expected), len(predicted))
-        out.append(total if partial_credit else (1.0 if total == 1.0 else 0.0))
+        out.append(_calls_score(expected, predicted, partial_credit, name_weight))
     return out
+
+
+def _calls_score(expected: list[dict], predicted: list[dict | None], partial_credit: bool,
+                 name_weight: float) -> float:
+    """Canonical predicted calls (``None``: invalid under the variant) against the expected ones (see
+    :func:`tool_call_reward`)."""
+    if not expected or not predicted:
+        return 1.0 if not expected and not predicted else 0.0
+    scores = []
+    for e in expected:
+        row = []
+        for canon in predicted:
+            if canon is None or canon["name"] != e["name"]:
+                row.append(0.0)
+            elif partial_credit:
+                row.append(name_weight + (1.0 - name_weight) * _argument_score(e["arguments"], canon["arguments"]))
+            else:
+                row.append(1.0 if _argument_score(e["arguments"], canon["arguments"]) == 1.0 else 0.0)
+        scores.append(row)
+    total = _best_total(scores) / max(len(expected), len(predicted))
+    return total if partial_credit else (1.0 if total == 1.0 else 0.0)
 
 
 def _skill_tool_canonical(skill_tool: Any, mapping) -> tuple[str, str]:
@@ -461,6 +477,159 @@ def instruction_reward(completions: Sequence[Any], *, parser: Callable[[str], Pa
     return out
 
 
+# --------------------------------------------------------------------------- episode rewards (multi-turn)
+#
+# These read the ``episode`` column: :meth:`hsa.environment.Environment.summary` of the rollout, which
+# ``python -m trainers.rl --rollout multi_turn`` forwards to the rewards. Each has a ``segment``: the
+# part of the episode it credits when segment credit is on (``calls``: the assistant turns with tool
+# calls, ``reply``: the turns without, ``episode``: both).
+
+
+def _episodes(kwargs: dict, reward: str, n: int) -> list[dict]:
+    values = _column(kwargs, "episode", reward, n, required=False)
+    if any(v is None for v in values):
+        raise MissingColumnError(
+            f"the {reward} reward scores a whole episode and needs the 'episode' column that "
+            "`python -m trainers.rl --rollout multi_turn` gives the rewards (hsa.environment.Environment.summary())")
+    for i, ep in enumerate(values):
+        if not isinstance(ep, dict) or "calls" not in ep:
+            raise MissingColumnError(f"completion {i}: the {reward} reward needs 'episode' as an object from "
+                                     f"hsa.environment.Environment.summary(), got {type(ep).__name__}")
+    return values
+
+
+def _episode_calls(ep: dict) -> tuple[list[dict], list[dict | None]]:
+    """(expected, predicted) canonical calls of an episode; predicted ``None`` where invalid under the variant."""
+    from hsa.mapping import Mapping
+
+    mapping = Mapping.from_dict(ep.get("mapping"))
+    names = set(ep.get("tool_names") or ())
+    expected = [c for c in map(_call_from, ep.get("recorded_calls") or ()) if c is not None]
+    predicted = []
+    for c in ep["calls"]:
+        ok = c.get("status") not in ("unknown_tool", "invalid") and isinstance(c.get("arguments"), dict)
+        predicted.append(_canonical({"name": c["name"], "arguments": c["arguments"]}, mapping, names) if ok else None)
+    return expected, predicted
+
+
+def episode_calls_reward(completions: Sequence[Any], *, partial_credit: bool = True, name_weight: float = 0.5,
+                         **kwargs) -> list[float]:
+    """The calls made in the episode, mapped back with the row's mapping, against the calls recorded for the turn.
+
+    Scored as :func:`tool_call_reward` scores one turn (order-free best pairing, partial
+    credit, missing and extra calls cost), over all the episode's calls: a call repeated
+    after an error counts as an extra call, an invalid one as a wrong one."""
+    out = []
+    for ep in _episodes(kwargs, "episode_calls", len(completions)):
+        expected, predicted = _episode_calls(ep)
+        out.append(_calls_score(expected, predicted, partial_credit, name_weight))
+    return out
+
+
+def episode_skill_reward(completions: Sequence[Any], **kwargs) -> list[float | None]:
+    """Skill selection over the episode: the skills loaded (canonical names) against the recorded ones
+    (intersection over union); ``None`` where the recorded turn loads no skill."""
+    from hsa.mapping import Mapping
+
+    out: list[float | None] = []
+    for ep in _episodes(kwargs, "episode_skill", len(completions)):
+        mapping = Mapping.from_dict(ep.get("mapping"))
+        tool, arg = _skill_tool_canonical(ep.get("skill_tool"), mapping)
+        want = {json.dumps(c["arguments"].get(arg)) for c in map(_call_from, ep.get("recorded_calls") or ())
+                if c and c["name"] == tool}
+        if not want:
+            out.append(None)
+            continue
+        _, predicted = _episode_calls(ep)
+        loaded = {json.dumps(c["arguments"].get(arg)) for c, e in zip(predicted, ep["calls"])
+                  if c is not None and c["name"] == tool and e.get("status") == "skill"}
+        out.append(len(want & loaded) / len(want | loaded))
+    return out
+
+
+def episode_hooks_reward(completions: Sequence[Any], **kwargs) -> list[float | None]:
+    """Hook pass rate: the share of hook runs in the episode (``pre_tool_use`` on every valid call, ``pre_reply``
+    on every reply) that allowed; a hook that fails counts as not allowing. ``None`` where no hook ran."""
+    out: list[float | None] = []
+    for ep in _episodes(kwargs, "episode_hooks", len(completions)):
+        checks = ep.get("hook_checks") or []
+        out.append(sum(c.get("decision") == "allow" for c in checks) / len(checks) if checks else None)
+    return out
+
+
+def episode_format_reward(completions: Sequence[Any], **kwargs) -> list[float]:
+    """Reply format over the episode: each assistant turn scores 1 when it parses in the tool-call format and its
+    calls name tools of the variant with valid arguments, 0.5 when it parses but a call does not, 0 when it does
+    not parse; the reward is their mean."""
+    out = []
+    for ep in _episodes(kwargs, "episode_format", len(completions)):
+        turns = int(ep.get("turns") or 0)
+        if turns == 0:
+            out.append(0.0)
+            continue
+        bad = {c.get("turn") for c in ep["calls"] if c.get("status") in ("unknown_tool", "invalid")}
+        out.append(max(0.0, (turns - int(ep.get("malformed") or 0) - 0.5 * len(bad)) / turns))
+    return out
+
+
+def episode_turns_reward(completions: Sequence[Any], **kwargs) -> list[float]:
+    """Turns used: 0 when the episode ended at max_turns without an accepted reply; 1 for an accepted reply within
+    the recorded number of assistant turns, falling linearly to 0 at max_turns."""
+    out = []
+    for ep in _episodes(kwargs, "episode_turns", len(completions)):
+        if ep.get("end") != "reply":
+            out.append(0.0)
+            continue
+        recorded, limit, used = int(ep.get("recorded_turns") or 1), int(ep.get("max_turns") or 1), int(ep["turns"])
+        out.append(max(0.0, 1.0 - max(0, used - recorded) / max(1, limit - recorded)))
+    return out
+
+
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
+
+
+def _reasoning_chars(messages: Sequence[dict]) -> int:
+    """Characters of reasoning in assistant messages: ``<think>`` blocks, and the text of turns that call tools."""
+    n = 0
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        text = m.get("content") or ""
+        text = text if isinstance(text, str) else ""
+        n += sum(len(t.strip()) for t in _THINK.findall(text))
+        if m.get("tool_calls"):
+            n += len(_THINK.sub("", text).strip())
+    return n
+
+
+def reasoning_length_penalty(completions: Sequence[Any], *, budget: int = 600, **kwargs) -> list[float]:
+    """A penalty for overlong reasoning: 0 within ``budget`` characters of reasoning (``<think>`` blocks, and the
+    text beside tool calls), falling linearly to -1 at twice the budget. Reads the episode's assistant turns
+    when there is an ``episode`` column, else the completion itself (single-turn)."""
+    n = len(completions)
+    episodes = _column(kwargs, "episode", "reasoning_length", n, required=False)
+    out = []
+    for completion, ep in zip(completions, episodes):
+        if isinstance(ep, dict):
+            chars = _reasoning_chars(ep.get("messages") or [])
+        else:
+            text = completion if isinstance(completion, str) else parse_completion(completion).content
+            parsed = parse_hermes(text) if isinstance(completion, str) else None
+            calls = bool(parsed and parsed.calls)
+            chars = _reasoning_chars([{"role": "assistant", "content": text if not calls else parsed.content,
+                                       "tool_calls": [1] if calls else None}])
+        out.append(-min(1.0, max(0.0, (chars - budget) / max(1, budget))))
+    return out
+
+
+for _f, _segment in ((tool_call_reward, "calls"), (skill_reward, "calls"), (format_reward, "episode"),
+                     (reply_reward, "reply"), (instruction_reward, "reply"), (episode_calls_reward, "calls"),
+                     (episode_skill_reward, "calls"), (episode_hooks_reward, "episode"),
+                     (episode_format_reward, "episode"), (episode_turns_reward, "episode"),
+                     (reasoning_length_penalty, "episode")):
+    _f.segment = _segment  # type: ignore[attr-defined]
+
+
 #: Rewards by the names ``python -m trainers.rl --rewards`` accepts.
 REWARDS: dict[str, Callable[..., list]] = {
     "tool_call": tool_call_reward,
@@ -469,7 +638,24 @@ REWARDS: dict[str, Callable[..., list]] = {
     "format": format_reward,
     "reply": reply_reward,
     "instruction": instruction_reward,
+    "episode_calls": episode_calls_reward,
+    "episode_calls_strict": functools.partial(episode_calls_reward, partial_credit=False),
+    "episode_skill": episode_skill_reward,
+    "episode_hooks": episode_hooks_reward,
+    "episode_format": episode_format_reward,
+    "episode_turns": episode_turns_reward,
+    "reasoning_length": reasoning_length_penalty,
 }
+
+#: What the single-turn names mean in ``--rollout multi_turn``: the same check, over the whole episode.
+EPISODE_ALIASES: dict[str, str] = {"tool_call": "episode_calls", "tool_call_strict": "episode_calls_strict",
+                                   "skill": "episode_skill", "reply": "episode_hooks", "format": "episode_format"}
+
+
+def reward_segment(func: Callable) -> str:
+    """The segment a reward credits under segment credit: ``calls``, ``reply`` or ``episode`` (the default)."""
+    base = func.func if isinstance(func, functools.partial) else func
+    return getattr(base, "segment", "episode")
 
 
 def get_reward(name: str) -> Callable[..., list]:

@@ -9,12 +9,19 @@ is passed as text). Beside the prompt, the row carries what the rewards need
 (:mod:`trainers.rewards`): the expected turn in the source harness (``reference``),
 the ``mapping``, the variant's ``tools``, ``skill_tool``, ``hooks`` and the
 ``hook_context`` (skills loaded so far). These columns are JSON strings.
+
+``--rollout multi_turn`` plays whole user turns instead, inside each row's harness
+(:mod:`hsa.environment`, :mod:`trainers.rollout`): the model's calls are answered from the
+recorded trajectory, hooks check calls and replies, and the rewards score the episode.
+``--hat_defaults`` sets the HSA-RL recipe of the HAT write-up (see ``HAT_DEFAULTS``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -31,10 +38,25 @@ from trainers.common import (
     to_chat,
 )
 
-__all__ = ["RLArguments", "build_prompts", "build_dataset", "reward_functions", "main", "DEFAULT_LEARNING_RATE"]
+__all__ = ["RLArguments", "build_prompts", "build_dataset", "reward_functions", "reward_weights", "main",
+           "DEFAULT_LEARNING_RATE", "HAT_DEFAULTS", "HAT_REWARD_WEIGHTS", "SINGLE_TURN_REWARDS", "MULTI_TURN_REWARDS"]
 
 DEFAULT_LEARNING_RATE = 1e-6
 TURNS = ("all", "first", "last", "calls", "replies")
+ROLLOUTS = ("single_turn", "multi_turn")
+SINGLE_TURN_REWARDS = ["tool_call", "skill", "format", "reply"]
+MULTI_TURN_REWARDS = ["episode_calls", "episode_skill", "episode_hooks", "episode_format", "episode_turns"]
+
+#: ``--hat_defaults``: GSPO (sequence-level importance sampling, with the loss and clipping of the GSPO paper as trl's
+#: paper index gives them) and GDPO (each reward normalised in its group before the weighted sum). Any of them can be
+#: overridden with its own flag (``--loss_type dapo``, ...).
+HAT_DEFAULTS = {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4,
+                "multi_objective_aggregation": "normalize_then_sum"}
+#: ``--hat_defaults`` weights by reward name (a reward not named here weighs 1): accuracy (the calls) and skill
+#: selection first, then tool rationality (hooks, turns) and the reply format. The HAT write-up names the rewards,
+#: not their weights; these are ours.
+HAT_REWARD_WEIGHTS = {"episode_calls": 1.0, "episode_skill": 1.0, "episode_hooks": 0.5, "episode_format": 0.5,
+                      "episode_turns": 0.25, "tool_call": 1.0, "skill": 1.0, "reply": 0.5, "format": 0.5}
 
 
 @dataclasses.dataclass
@@ -50,20 +72,110 @@ class RLArguments:
         default=None, metadata={"help": "Harness for rows without one (trajectory dumps), as `hsa augment --tools`."})
     turns: str = dataclasses.field(
         default="all", metadata={"help": "Which assistant turns become prompts: all, first, last, calls (turns "
-                                         "with tool calls) or replies (final replies).", "choices": TURNS})
+                                         "with tool calls) or replies (final replies). multi_turn: which user turns "
+                                         "become episodes: all, first or last.", "choices": TURNS})
     max_prompt_length: int | None = dataclasses.field(
         default=None, metadata={"help": "Drop prompts longer than this many tokens (GRPO does not truncate)."})
     max_prompts: int | None = dataclasses.field(default=None, metadata={"help": "Keep only the first N prompts."})
-    rewards: list[str] = dataclasses.field(
-        default_factory=lambda: ["tool_call", "skill", "format", "reply"],
-        metadata={"help": "Reward functions: tool_call, tool_call_strict, skill, format, reply, instruction, or "
-                          "dotted paths package.module.function."})
-    reward_weights: list[float] | None = dataclasses.field(
-        default=None, metadata={"help": "One weight per reward; unset, every reward weighs 1."})
+    rewards: list[str] | None = dataclasses.field(
+        default=None,
+        metadata={"help": "Reward functions: tool_call, tool_call_strict, skill, format, reply, instruction, "
+                          "episode_calls, episode_calls_strict, episode_skill, episode_hooks, episode_format, "
+                          "episode_turns, reasoning_length, or dotted paths package.module.function. Unset: "
+                          f"{' '.join(SINGLE_TURN_REWARDS)} (single_turn), {' '.join(MULTI_TURN_REWARDS)} "
+                          "(multi_turn, where tool_call, skill, reply and format mean their episode_ versions)."})
+    reward_weights: list[str] | None = dataclasses.field(
+        default=None, metadata={"help": "One weight per reward (1 0.5 ...), or weights by name (episode_calls=1 "
+                                        "episode_turns=0.25; unnamed rewards weigh 1). Unset: every reward weighs "
+                                        "1, or the HAT_REWARD_WEIGHTS with --hat_defaults."})
     num_generations: int = dataclasses.field(default=4, metadata={"help": "Completions sampled per prompt."})
-    max_completion_length: int = dataclasses.field(default=256, metadata={"help": "Tokens generated per completion."})
+    max_completion_length: int | None = dataclasses.field(
+        default=None, metadata={"help": "Tokens per completion; in multi_turn the whole episode after the prompt, "
+                                        "environment turns included. Unset: 256 (single_turn), 1024 (multi_turn)."})
     temperature: float = dataclasses.field(default=1.0, metadata={"help": "Sampling temperature."})
     beta: float = dataclasses.field(default=0.0, metadata={"help": "KL coefficient towards the reference model."})
+    rollout: str | None = dataclasses.field(
+        default=None, metadata={"help": "single_turn: one assistant turn per prompt, scored against the recorded "
+                                        "turn. multi_turn: whole user turns inside the row's harness (calls "
+                                        "answered from the recorded trajectory, hooks run). Unset: single_turn, "
+                                        "or multi_turn with --hat_defaults.", "choices": ROLLOUTS})
+    hat_defaults: bool = dataclasses.field(
+        default=False, metadata={"help": "The HAT HSA-RL recipe: multi_turn rollouts, GSPO (importance_sampling_level="
+                                         "sequence, loss_type=grpo, epsilon=3e-4, epsilon_high=4e-4), GDPO "
+                                         "(multi_objective_aggregation=normalize_then_sum) with HAT_REWARD_WEIGHTS, "
+                                         "harness_mix 0.5 and segment credit. Each can be overridden by its flag."})
+    max_turns: int = dataclasses.field(
+        default=8, metadata={"help": "multi_turn: assistant messages per episode before it is cut."})
+    harness_mix: str | None = dataclasses.field(
+        default=None, metadata={"help": "multi_turn: share of each GRPO group's rollouts played under the original "
+                                        "harness, the others under the same task's variants (0 to 1), or none "
+                                        "(a group plays one row). Unset: none, or 0.5 with --hat_defaults."})
+    segment_credit: bool | None = dataclasses.field(
+        default=None, metadata={"help": "multi_turn: tokens of call turns get advantages from the call rewards, "
+                                        "tokens of reply turns from the reply rewards (each reward's segment: "
+                                        "docs/training.md). Unset: off, or on with --hat_defaults."})
+    no_result_message: str | None = dataclasses.field(
+        default=None, metadata={"help": "multi_turn: the tool message for a valid call that matches no recorded "
+                                        "call ({name} is the tool). Unset: hsa.environment.DEFAULT_NO_RESULT."})
+    error_style: str = dataclasses.field(
+        default="auto", metadata={"help": "multi_turn: errors for invalid calls as json ({\"error\": ...}), text "
+                                          "(Error: ...), or auto (json when the row's results are JSON objects).",
+                                  "choices": ("auto", "json", "text")})
+    hook_role: str | None = dataclasses.field(
+        default=None, metadata={"help": "multi_turn: role of injected hook messages. Unset: the role of the row's "
+                                        "recorded hook messages, else user."})
+    tool_parser: str | None = dataclasses.field(
+        default=None, metadata={"help": "multi_turn: dotted path of a function text -> trainers.rewards.Parsed "
+                                        "reading the model's tool calls. Unset: Hermes <tool_call> blocks."})
+    reasoning_budget: int = dataclasses.field(
+        default=600, metadata={"help": "reasoning_length reward: characters of reasoning before the penalty starts."})
+
+    def resolve(self) -> RLArguments:
+        """Fill the unset options from --rollout and --hat_defaults (a copy)."""
+        rollout = self.rollout or ("multi_turn" if self.hat_defaults else "single_turn")
+        multi = rollout == "multi_turn"
+        rewards = list(self.rewards) if self.rewards else list(MULTI_TURN_REWARDS if multi else SINGLE_TURN_REWARDS)
+        if multi:
+            from trainers.rewards import EPISODE_ALIASES
+
+            rewards = [EPISODE_ALIASES.get(r, r) for r in rewards]
+        mix = self.harness_mix if self.harness_mix is not None else ("0.5" if self.hat_defaults else "none")
+        return dataclasses.replace(
+            self, rollout=rollout, rewards=rewards, harness_mix=mix,
+            segment_credit=self.hat_defaults if self.segment_credit is None else self.segment_credit,
+            max_completion_length=self.max_completion_length or (1024 if multi else 256))
+
+
+def reward_weights(names: Sequence[str], values: Sequence[Any] | None, *, hat: bool = False) -> list[float] | None:
+    """``--reward_weights`` for ``names``: numbers in order, or ``name=value`` pairs (unnamed rewards weigh 1);
+    unset: ``None`` (trl weighs every reward 1), or :data:`HAT_REWARD_WEIGHTS` with ``hat``."""
+    if not values:
+        return [_lookup(HAT_REWARD_WEIGHTS, n, 1.0) for n in names] if hat else None
+    texts = [str(v) for v in values]
+    named = ["=" in t for t in texts]
+    if any(named) and not all(named):
+        raise TrainerInputError(f"--reward_weights {' '.join(texts)}: give numbers for every reward in order, or "
+                                "name=value pairs, not both")
+    try:
+        pairs = [t.partition("=") for t in texts]
+        values = [float(v) for _, _, v in pairs] if any(named) else [float(t) for t in texts]
+    except ValueError:
+        raise TrainerInputError(f"--reward_weights {' '.join(texts)}: expected numbers or name=number pairs") from None
+    if not any(named):
+        if len(values) != len(names):
+            raise TrainerInputError(f"--reward_weights has {len(values)} values for {len(names)} rewards")
+        return values
+    table = {key.strip(): v for (key, _, _), v in zip(pairs, values)}
+    unknown = sorted(set(table) - set(names) - {n.removesuffix("_reward") for n in names})
+    if unknown:
+        raise TrainerInputError(f"--reward_weights names {unknown}, which are not among the rewards {list(names)}")
+    base = HAT_REWARD_WEIGHTS if hat else {}
+    return [_lookup(table, n, _lookup(base, n, 1.0)) for n in names]
+
+
+def _lookup(table: dict, name: str, default: float) -> float:
+    """``table[name]``, where a function's name also matches without its ``_reward`` suffix."""
+    return table.get(name, table.get(name.removesuffix("_reward"), default))
 
 
 def _strip_bos(tokenizer, text: str) -> str:
@@ -163,42 +275,154 @@ def build_dataset(rows: Iterable[dict], tokenizer, **kwargs):
     return datasets.Dataset.from_list(build_prompts(rows, tokenizer, **kwargs))
 
 
-def reward_functions(names: Sequence[str]) -> list:
-    """The reward callables for ``names`` (registry names or dotted paths)."""
+def reward_functions(names: Sequence[str], rl: RLArguments | None = None) -> list:
+    """The reward callables for ``names`` (registry names or dotted paths); ``reasoning_length`` gets
+    ``--reasoning_budget``."""
     from trainers.rewards import get_reward
 
-    return [get_reward(n) for n in names]
+    out = []
+    for n in names:
+        f = get_reward(n)
+        if n == "reasoning_length" and rl is not None:
+            f = functools.partial(f, budget=rl.reasoning_budget)
+        out.append(f)
+    return out
 
 
 def _parse(argv: Sequence[str] | None):
-    return parse_args(argv, "python -m trainers.rl", __doc__.splitlines()[0],
-                      [ModelArguments, RLArguments, RunArguments, LoraArguments],
-                      defaults={"per_device_train_batch_size": 4, "learning_rate": DEFAULT_LEARNING_RATE},
-                      trl_config_name="trl.GRPOConfig")
+    model, rl, run, lora, extras = parse_args(argv, "python -m trainers.rl", __doc__.splitlines()[0],
+                                              [ModelArguments, RLArguments, RunArguments, LoraArguments],
+                                              defaults={"per_device_train_batch_size": 4,
+                                                        "learning_rate": DEFAULT_LEARNING_RATE},
+                                              trl_config_name="trl.GRPOConfig")
+    return model, rl.resolve(), run, lora, extras
 
 
 def build_trainer(model_args: ModelArguments, rl: RLArguments, run: RunArguments, lora: LoraArguments, extras: Any,
                   reward_funcs: list | None = None):
-    """The configured ``GRPOTrainer``, ready for ``.train()``."""
+    """The configured ``GRPOTrainer`` (:class:`HarnessGRPOTrainer` for multi_turn), ready for ``.train()``."""
     from trl import GRPOConfig, GRPOTrainer
 
     from trainers.common import load_tokenizer, model_init_kwargs, peft_config, resolve_model_path, trl_config
 
+    rl = rl.resolve()
     model_path = resolve_model_path(model_args.model_name_or_path)
     tokenizer = load_tokenizer(model_args, padding_side="left")
-    funcs = reward_funcs if reward_funcs is not None else reward_functions(rl.rewards)
-    if rl.reward_weights is not None and len(rl.reward_weights) != len(funcs):
-        raise TrainerInputError(f"--reward_weights has {len(rl.reward_weights)} values for {len(funcs)} rewards")
+    funcs = reward_funcs if reward_funcs is not None else reward_functions(rl.rewards, rl)
+    names = list(rl.rewards) if reward_funcs is None else [_callable_name(f) for f in funcs]
+    weights = reward_weights(names, rl.reward_weights, hat=rl.hat_defaults)
     stage = {"num_generations": rl.num_generations, "max_completion_length": rl.max_completion_length,
-             "temperature": rl.temperature, "beta": rl.beta, "reward_weights": rl.reward_weights,
+             "temperature": rl.temperature, "beta": rl.beta, "reward_weights": weights,
              "model_init_kwargs": model_init_kwargs(model_args)}
+    if rl.hat_defaults:
+        stage.update(HAT_DEFAULTS)
     config = trl_config(GRPOConfig, run, stage, extras, DEFAULT_LEARNING_RATE)
     rows = iter_rows(rl.dataset, split=rl.dataset_split, max_rows=rl.max_rows, tools=rl.tools)
+    if rl.rollout == "multi_turn":
+        return _multi_turn_trainer(model_path, tokenizer, funcs, config, rows, model_args, rl, run, lora)
     train_dataset = build_dataset(rows, tokenizer, turns=rl.turns, max_prompt_length=rl.max_prompt_length,
                                   max_prompts=rl.max_prompts, compat=model_args.chat_compat or ())
     log(f"GRPO on {len(train_dataset)} prompts with rewards {[getattr(f, '__name__', f) for f in funcs]}")
     return GRPOTrainer(model=model_path, reward_funcs=funcs, args=config, train_dataset=train_dataset,
                        processing_class=tokenizer, peft_config=peft_config(lora))
+
+
+def _callable_name(func: Any) -> str:
+    while isinstance(func, functools.partial):
+        func = func.func
+    return getattr(func, "__name__", type(func).__name__)
+
+
+@functools.lru_cache(maxsize=1)
+def _harness_trainer_class():
+    from trl import GRPOTrainer
+
+    if not hasattr(GRPOTrainer, "_generate_and_score_completions"):  # pragma: no cover - other trl versions
+        import trl
+
+        raise TrainerInputError(f"--rollout multi_turn needs trl's GRPOTrainer._generate_and_score_completions, which "
+                                f"trl {trl.__version__} does not have; install trl 1.16 (pip install 'hsa[train]')")
+
+    class HarnessGRPOTrainer(GRPOTrainer):
+        """``GRPOTrainer`` whose ``rollout_func`` (:class:`trainers.rollout.MultiTurnRollout`) sees the batch's rows,
+        and whose advantages get segment credit and the rollout log once trl has scored the batch."""
+
+        hsa_rollout = None
+
+        def _generate_and_score_completions(self, inputs):
+            self._hsa_inputs = inputs
+            try:
+                output = super()._generate_and_score_completions(inputs)
+            finally:
+                self._hsa_inputs = None
+            if self.hsa_rollout is not None:
+                self.hsa_rollout.after_scoring(self, inputs, output)
+            return output
+
+    return HarnessGRPOTrainer
+
+
+def _tool_parser(path: str | None):
+    if not path:
+        return None
+    import importlib
+
+    module, _, attr = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise TrainerInputError(f"--tool_parser {path!r}: cannot import it ({exc}); pass package.module.function") \
+            from None
+
+
+def _harness_mix(text: str) -> float | None:
+    if str(text).strip().lower() in ("none", "off", ""):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise TrainerInputError(f"--harness_mix {text}: expected a share between 0 and 1, or none")
+    return value
+
+
+def _multi_turn_trainer(model_path, tokenizer, funcs, config, rows, model_args, rl, run, lora):
+    import datasets
+
+    from hsa.environment import DEFAULT_NO_RESULT, EnvironmentOptions
+    from trainers.common import peft_config
+    from trainers.rewards import reward_segment
+    from trainers.rollout import MultiTurnRollout, build_episodes, group_tasks, recording
+
+    mix = _harness_mix(rl.harness_mix)
+    options = EnvironmentOptions(max_turns=rl.max_turns, no_result=rl.no_result_message or DEFAULT_NO_RESULT,
+                                 error_style=rl.error_style, hook_role=rl.hook_role)
+    episodes = build_episodes(rows, tokenizer, turns=rl.turns, max_prompt_length=rl.max_prompt_length,
+                              max_prompts=rl.max_prompts, compat=model_args.chat_compat or ())
+    tasks = group_tasks(episodes)
+    chosen = [eps[0] for eps in tasks.values()] if mix is not None else episodes
+    train_dataset = datasets.Dataset.from_list([{"prompt": ep.prompt, "episode_id": ep.id, "variant": ep.variant,
+                                                 "source_id": ep.source_id} for ep in chosen])
+    names, seen = [], {}
+    for f in funcs:
+        name = _callable_name(f)
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    rollout = MultiTurnRollout(episodes, tokenizer, options=options, parser=_tool_parser(rl.tool_parser),
+                               harness_mix=mix, seed=run.seed, compat=model_args.chat_compat or (),
+                               reward_names=names, reward_segments=[reward_segment(f) for f in funcs],
+                               segment_credit=bool(rl.segment_credit),
+                               log_path=os.path.join(run.output_dir, "rollouts.jsonl"))
+    wrapped = [recording(f, name, rollout.rewards) for f, name in zip(funcs, names)]
+    log(f"GRPO multi_turn on {len(train_dataset)} {'tasks' if mix is not None else 'episodes'} "
+        f"({len(episodes)} episodes, {len(tasks)} tasks) with rewards {names}"
+        + (f", harness mix {mix}" if mix is not None else "") + (", segment credit" if rl.segment_credit else ""))
+    cls = _harness_trainer_class()
+    trainer = cls(model=model_path, reward_funcs=wrapped, args=config, train_dataset=train_dataset,
+                  processing_class=tokenizer, peft_config=peft_config(lora), rollout_func=rollout)
+    trainer.hsa_rollout = rollout
+    return trainer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
