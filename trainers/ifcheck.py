@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CHECKS", "check", "score", "validate_checks", "CheckError"]
+__all__ = ["CHECKS", "check", "check_loose", "score", "evaluate", "loose_variants", "validate_checks", "CheckError"]
 
 
 class CheckError(ValueError):
@@ -122,3 +122,40 @@ def score(response: str, checks: Sequence[dict[str, Any]]) -> float:
     """The fraction of ``checks`` that ``response`` passes (1.0 when there are none)."""
     results = check(response, checks)
     return sum(results) / len(results) if results else 1.0
+
+
+def loose_variants(response: str) -> list[str]:
+    """IFEval's loose readings of a response: as it is, without its first line, without its last line, without
+    both, each also with ``*`` removed (markdown emphasis)."""
+    lines = response.split("\n")
+    bases = [response, "\n".join(lines[1:]).strip(), "\n".join(lines[:-1]).strip(), "\n".join(lines[1:-1]).strip()]
+    out = []
+    for b in bases + [b.replace("*", "") for b in bases]:
+        if b not in out:
+            out.append(b)
+    return out
+
+
+def check_loose(response: str, checks: Sequence[dict[str, Any]]) -> list[bool]:
+    """One pass/fail per check, a check passing when any loose reading (:func:`loose_variants`) passes it."""
+    variants = [v for v in loose_variants(response) if v.strip()] or [response]
+    results = [check(v, checks) for v in variants]
+    return [any(r[i] for r in results) for i in range(len(checks))]
+
+
+def evaluate(responses: Sequence[str], checks: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
+    """IFEval's four accuracies over prompts with their responses (fractions): ``prompt_strict`` (every check of
+    the prompt passes), ``instruction_strict`` (share of all checks that pass), and the same two ``_loose``
+    (a check passes when a loose reading of the response passes it), plus ``n`` (prompts) and
+    ``n_instructions``."""
+    if len(responses) != len(checks):
+        raise ValueError(f"{len(responses)} responses for {len(checks)} prompts")
+    strict = [check(r, c) for r, c in zip(responses, checks)]
+    loose = [check_loose(r, c) for r, c in zip(responses, checks)]
+    n_inst = sum(len(c) for c in checks)
+    n = len(responses)
+    return {"prompt_strict": sum(all(r) for r in strict) / n if n else None,
+            "prompt_loose": sum(all(r) for r in loose) / n if n else None,
+            "instruction_strict": sum(map(sum, strict)) / n_inst if n_inst else None,
+            "instruction_loose": sum(map(sum, loose)) / n_inst if n_inst else None,
+            "n": n, "n_instructions": n_inst}
