@@ -149,28 +149,33 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def cmd_prompts(args: argparse.Namespace) -> int:
-    from hsa.evaluation.prompts import EvalInputError, collect
+    from hsa.evaluation.prompts import EvalInputError, Source, iter_items, paused_gc
 
     if args.out != "-" and Path(args.out).is_dir():
         return _die(f"--out {args.out} is a folder; give the JSONL file to write")
-    try:
-        items, source = collect(args.data, turns=args.turns, max_prompts=args.max_prompts)
-    except EvalInputError as exc:
-        return _die(str(exc))
     if args.out != "-":
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    f = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
+    source = Source()
+    n = 0
+    f = sys.stdout if args.out == "-" else open(args.out + ".part", "w", encoding="utf-8")
     try:
-        for it in items:
-            f.write(json.dumps(it.prompt, ensure_ascii=False) + "\n")
-    finally:
+        with paused_gc():
+            for it in iter_items(args.data, source, turns=args.turns, max_prompts=args.max_prompts):
+                f.write(json.dumps(it.prompt, ensure_ascii=False) + "\n")
+                n += 1
+    except EvalInputError as exc:
         if f is not sys.stdout:
             f.close()
+            Path(args.out + ".part").unlink()
+        return _die(str(exc))
+    if f is not sys.stdout:
+        f.close()
+        Path(args.out + ".part").replace(args.out)
     for note in source.notes:
         print(f"hsa: note: {note}", file=sys.stderr)
     for r in source.rejected:
         print(f"hsa: warning: {r['where']}: skipped: {r['reason']}", file=sys.stderr)
-    print(f"{len(items)} prompts written to {args.out}" +
+    print(f"{n} prompts written to {args.out}" +
           (f"; {len(source.rejected)} rows could not be read" if source.rejected else ""), file=sys.stderr)
     return 0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa.evaluation.parsers import FORMATS, Parsed, parse, parse_message
-from hsa.evaluation.prompts import EvalInputError, Item, collect
+from hsa.evaluation.prompts import EvalInputError, Item, collect, paused_gc
 from hsa.evaluation.scoring import STRING_MATCH, score_turn
 
 __all__ = ["read_predictions", "score", "score_items", "group", "bootstrap_ci", "paired_ci", "dumps",
@@ -315,14 +315,24 @@ def score(data: str | Path | Iterable[dict] | Sequence[Item], predictions: str |
           bootstrap: int = 1000, compare_to: str | Path | dict | None = None) -> dict:
     """The evaluation report of ``predictions`` on the prompts of ``data`` (docs/evaluation.md lists its
     fields). ``predictions``: a JSONL path, prediction dicts, or ``{id: completion text or message}``."""
+    with paused_gc():
+        return _score(data, predictions, turns=turns, max_prompts=max_prompts, fmt=fmt, string_match=string_match,
+                      held_out=held_out, train_manifest=train_manifest, seed=seed, bootstrap=bootstrap,
+                      compare_to=compare_to)
+
+
+def _score(data, predictions, *, turns, max_prompts, fmt, string_match, held_out, train_manifest, seed, bootstrap,
+           compare_to) -> dict:
     notes: list[str] = []
     rejected: list[dict] = []
     if isinstance(data, Sequence) and data and isinstance(data[0], Item):
         items = list(data)
     else:
-        items, source = collect(data, turns=turns, max_prompts=max_prompts)
+        items, source = collect(data, turns=turns, max_prompts=max_prompts, messages=False)
         notes.extend(source.notes)
         rejected = source.rejected
+        if not isinstance(data, (str, Path)):
+            data = None
     if not items:
         raise EvalInputError("no prompts to score: no row has an assistant turn after a user message"
                              + (f" of the kind --turns {turns}" if turns != "all" else ""))
