@@ -160,16 +160,20 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
 
 
 def _instruction_rows(path: str, max_rows: int | None) -> list[dict]:
+    """Rows of verifiable instructions: ours (``prompt`` + ``checks``) or IFEval's (``prompt`` +
+    ``instruction_id_list`` + ``kwargs``, as in its input_data.jsonl)."""
     from trainers.common import iter_rows
     from trainers.ifcheck import CheckError, validate_checks
 
     rows = []
     for n, r in enumerate(iter_rows(path), 1):
-        if not isinstance(r, dict) or not r.get("checks"):
-            raise TrainerInputError(f"{path} row {n}: no 'checks'; expected the format of "
-                                    f"{bundled_path('general_instructions.jsonl')}")
+        if not isinstance(r, dict) or not (r.get("checks") or r.get("instruction_id_list")):
+            raise TrainerInputError(f"{path} row {n}: no 'checks' (or IFEval's 'instruction_id_list'); expected the "
+                                    f"format of {bundled_path('general_instructions.jsonl')} or IFEval's "
+                                    "input_data.jsonl")
         try:
-            validate_checks(r["checks"])
+            if r.get("checks"):
+                validate_checks(r["checks"])
         except CheckError as exc:
             raise TrainerInputError(f"{path} row {n}: {exc}") from None
         rows.append(r)
@@ -180,20 +184,40 @@ def _instruction_rows(path: str, max_rows: int | None) -> list[dict]:
     return rows
 
 
-def evaluate_instructions(generate_fn, tokenizer, path: str, *, max_rows: int | None = None) -> dict[str, Any]:
-    """IFEval's strict / loose, prompt- / instruction-level accuracies on verifiable instructions."""
-    from trainers.distill import prompt_of
-    from trainers.ifcheck import evaluate
+def _ifeval_rows(max_rows: int | None) -> list[dict]:
+    """The real IFEval prompts (google/IFEval on the hub), or a clear error when they cannot be reached."""
+    try:
+        import datasets
 
-    rows = _instruction_rows(path, max_rows)
-    texts = [tokenizer.apply_chat_template(prompt_of(r), add_generation_prompt=True, tokenize=False) for r in rows]
+        ds = datasets.load_dataset("google/IFEval", split="train")
+    except Exception as exc:  # noqa: BLE001  (offline, hub errors of many types)
+        raise TrainerInputError(f"--ifeval: the IFEval prompts (google/IFEval) cannot be loaded here "
+                                f"({type(exc).__name__}: {str(exc)[:160]}); download its input_data.jsonl where the "
+                                "hub is reachable and pass --instructions input_data.jsonl") from None
+    rows = [dict(r) for r in ds]
+    return rows[:max_rows] if max_rows is not None else rows
+
+
+def evaluate_instructions(generate_fn, tokenizer, path: str | None, *, max_rows: int | None = None,
+                          rows: list[dict] | None = None) -> dict[str, Any]:
+    """IFEval's strict / loose, prompt- / instruction-level accuracies on verifiable instructions
+    (:func:`trainers.ifcheck.evaluate`: IFEval's own checkers where a maintained package has them)."""
     from hsa.evaluation.parsers import parse
+    from trainers.distill import prompt_of
+    from trainers.ifcheck import CheckError, evaluate
 
+    rows = rows if rows is not None else _instruction_rows(path, max_rows)
+    texts = [tokenizer.apply_chat_template(prompt_of(r), add_generation_prompt=True, tokenize=False) for r in rows]
     completions = generate_fn(texts)
-    replies = [parse(c).content if parse(c).ok else c for c in completions]
-    out = evaluate([r.strip() for r in replies], [r["checks"] for r in rows])
+    replies = []
+    for c in completions:
+        p = parse(c)
+        replies.append((p.content if p.ok else c).strip())
+    try:
+        out = evaluate(replies, rows)
+    except CheckError as exc:
+        raise TrainerInputError(f"{path or 'IFEval'}: {exc}") from None
     out["source"] = path
-    out["checker"] = "trainers.ifcheck"
     return out
 
 
@@ -203,10 +227,12 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
         max_prompts: int | None = None, batch_size: int = 8, max_new_tokens: int = 256, device: str | None = None,
         seed: int = 0, backend: str = "transformers", fmt: str = "auto", string_match: str = "exact",
         bootstrap: int = 1000, compare: str | None = None, chat_template: str | None = None,
-        dtype: str | None = None, chat_compat: Sequence[str] = (), trust_remote_code: bool = False) -> dict:
+        dtype: str | None = None, chat_compat: Sequence[str] = (), trust_remote_code: bool = False,
+        ifeval: bool = False) -> dict:
     """Generate with ``model`` on the prompts of ``data`` and score them; returns the report (written to
-    ``out`` / ``md`` / ``plot`` when given). ``instructions``: a JSONL of verifiable instructions, or
-    ``"bundled"`` for the bundled set."""
+    ``out`` / ``md`` / ``plot`` when given). ``instructions``: a JSONL of verifiable instructions (ours or
+    IFEval's input_data.jsonl), or ``"bundled"`` for the bundled set; ``ifeval``: also the real IFEval from the
+    hub (an error when it cannot be reached)."""
     import torch
 
     from hsa.evaluation import collect, score, write_report
@@ -259,6 +285,9 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
         report["instructions"] = evaluate_instructions(gen, tokenizer, path, max_rows=max_instructions)
         if instructions == "bundled":
             report["instructions"]["source"] = "bundled (trainers/data/general_instructions.jsonl)"
+    if ifeval:
+        report["ifeval"] = evaluate_instructions(gen, tokenizer, None, rows=_ifeval_rows(max_instructions))
+        report["ifeval"]["source"] = "google/IFEval"
     report["results"] = results
     from hsa.evaluation.report import _round
 

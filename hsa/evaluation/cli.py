@@ -78,6 +78,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instructions", nargs="?", const="bundled", default=None, metavar="FILE",
                    help="also score verifiable general instructions, IFEval style: the bundled set, or a JSONL "
                         "of {\"prompt\", \"checks\"} rows")
+    p.add_argument("--ifeval", action="store_true",
+                   help="also run the real IFEval (google/IFEval from the hub, IFEval's own checkers from "
+                        "if-verifiable or lm-eval) when they are reachable: report field 'ifeval'")
     p.add_argument("--max-instructions", type=_positive, default=None, metavar="N",
                    help="only the first N instruction prompts")
     p.add_argument("--batch-size", type=_positive, default=8, metavar="B", help="prompts per batch (default 8)")
@@ -251,4 +254,5 @@ def run_kwargs(args: argparse.Namespace) -> dict:
             "batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens, "device": args.device,
             "seed": args.seed, "backend": args.backend, "fmt": args.fmt, "string_match": args.string_match,
             "bootstrap": args.bootstrap, "compare": args.compare, "chat_template": args.chat_template,
-            "dtype": args.dtype, "chat_compat": args.chat_compat, "trust_remote_code": args.trust_remote_code}
+            "dtype": args.dtype, "chat_compat": args.chat_compat, "trust_remote_code": args.trust_remote_code,
+            "ifeval": args.ifeval}

@@ -110,6 +110,11 @@ def _parse_prediction(value: Any, fmt: str, names) -> Parsed:
 def score_items(items: Sequence[Item], predictions: Mapping[str, Any], *, fmt: str = "auto",
                 string_match: str = "exact") -> tuple[list[dict], dict]:
     """Per-prompt results (in prompt order) and the problems found (missing, unparseable, unknown ids)."""
+    with paused_gc():
+        return _score_items(items, predictions, fmt=fmt, string_match=string_match)
+
+
+def _score_items(items, predictions, *, fmt: str, string_match: str) -> tuple[list[dict], dict]:
     if fmt not in FORMATS:
         raise EvalInputError(f"--format must be one of {', '.join(FORMATS)} (got {fmt!r})")
     if string_match not in STRING_MATCH:
@@ -267,6 +272,11 @@ def _round(value: Any) -> Any:
 def summarize(results: Sequence[dict], *, held_out: Sequence[str] = (), seed: int = 0, reps: int = 1000
               ) -> dict:
     """The grouped part of the report: canonical, variants, seen, held_out, gap, by_family, by_transform."""
+    with paused_gc():
+        return _summarize(results, held_out=held_out, seed=seed, reps=reps)
+
+
+def _summarize(results, *, held_out, seed: int, reps: int) -> dict:
     held = set(held_out)
     canonical = [r for r in results if r["variant"] == 0]
     variants = [r for r in results if r["variant"] != 0]
