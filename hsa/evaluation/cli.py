@@ -134,6 +134,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     pp = es.add_parser("prompts", help="write one prompt per (row, assistant turn) as JSONL (no model needed)")
     add_common_options(pp)
     pp.add_argument("--out", required=True, metavar="prompts.jsonl", help="JSONL file to write ('-': standard output)")
+    pp.add_argument("--call-arguments", choices=("object", "string"), default="object",
+                    help="tool-call arguments in the messages as objects (default: what chat templates read) or as "
+                         "JSON strings (what the OpenAI API and vLLM's server expect)")
     pp.set_defaults(func=cmd_prompts)
     sp = es.add_parser("score", help="score predictions {\"id\", \"completion\" | \"message\"} against the gold turns")
     add_common_options(sp)
@@ -164,7 +167,8 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     try:
         with paused_gc():
             for it in iter_items(args.data, source, turns=args.turns, max_prompts=args.max_prompts):
-                f.write(json.dumps(it.prompt, ensure_ascii=False) + "\n")
+                prompt = it.prompt if args.call_arguments == "object" else _string_arguments(it.prompt)
+                f.write(json.dumps(prompt, ensure_ascii=False) + "\n")
                 n += 1
     except EvalInputError as exc:
         if f is not sys.stdout:
@@ -181,6 +185,17 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     print(f"{n} prompts written to {args.out}" +
           (f"; {len(source.rejected)} rows could not be read" if source.rejected else ""), file=sys.stderr)
     return 0
+
+
+def _string_arguments(prompt: dict) -> dict:
+    """The prompt with every tool call's arguments as a JSON string (the OpenAI API form)."""
+    def fix(m: dict) -> dict:
+        if not m.get("tool_calls"):
+            return m
+        return {**m, "tool_calls": [{**c, "function": {**c["function"], "arguments": json.dumps(
+            c["function"]["arguments"], ensure_ascii=False)}} for c in m["tool_calls"]]}
+
+    return {**prompt, "messages": [fix(m) for m in prompt["messages"]]}
 
 
 def _summary(report: dict) -> str:
@@ -202,6 +217,9 @@ def _summary(report: dict) -> str:
     if bad:
         line += "\nproblems: " + ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in bad.items()) + \
             " (named in the report's 'problems')"
+    if pr["unknown_ids"]["n"] and pr["missing"]["n"]:
+        line += ("\nhint: predictions with ids that are not prompts, and prompts without predictions: were the "
+                 "prompts written with other --turns / --max-prompts than score was given?")
     return line
 
 

@@ -298,6 +298,8 @@ def _summarize(results, *, held_out, seed: int, reps: int) -> dict:
     families = sorted({f for r in variants for f in r["families"]})
     out["by_family"] = {f: {**group([r for r in variants if f in r["families"]], seed=seed, reps=reps,
                                     label=f"family:{f}"), "held_out": f in held} for f in families}
+    out["by_family_alone"] = {f: group([r for r in variants if r["families"] == [f]], seed=seed, reps=reps,
+                                       label=f"alone:{f}") for f in families}
     names = sorted({t for r in variants for t in r["transforms"]})
     out["by_transform"] = {t: group([r for r in variants if t in r["transforms"]], seed=seed, reps=reps,
                                     label=f"transform:{t}") for t in names}
