@@ -101,6 +101,26 @@ def turn_scores(completion, row_id="w1/1", turn=2, **kwargs):
     ('[TOOL_CALLS]f[ARGS]{"a": 1}[TOOL_CALLS]g[CALL_ID]abc123XYZ[ARGS]{"b": "x"}', "mistral"),
     ('[f(a=1), g(b="x")]', "pythonic"),
     ("<think>which tools? f then g</think>[f(a=1), g(b='x')]", "pythonic"),
+    ("<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n"
+     "<function=g>\n<parameter=b>\nx\n</parameter>\n</function>\n</tool_call><|im_end|>", "hermes"),  # Qwen 3.5
+    ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>\n<tool_call>g\n<arg_key>b"
+     "</arg_key>\n<arg_value>x</arg_value>\n</tool_call>", "hermes"),  # GLM 4.5
+    ('<|tool_call>call:f{a:1}<tool_call|><|tool_call>call:g{b:<|"|>x<|"|>}<tool_call|>', "gemma"),
+    ('<|channel|>analysis<|message|>need f and g<|end|><|start|>assistant<|channel|>commentary to=functions.f '
+     '<|constrain|>json<|message|>{"a": 1}<|call|><|start|>assistant<|channel|>commentary to=functions.g '
+     '<|constrain|>json<|message|>{"b": "x"}<|call|>', "harmony"),
+    ('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{"a": 1}\n```<｜tool▁call▁end｜>\n'
+     '<｜tool▁call▁begin｜>function<｜tool▁sep｜>g\n```json\n{"b": "x"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+     "deepseek"),  # V3
+    ('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"a": 1}<｜tool▁call▁end｜><｜tool▁call▁begin｜>g'
+     '<｜tool▁sep｜>{"b": "x"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>', "deepseek"),  # V3.1
+    ('<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"a": 1}'
+     '<|tool_call_end|><|tool_call_begin|>functions.g:1<|tool_call_argument_begin|>{"b": "x"}<|tool_call_end|>'
+     '<|tool_calls_section_end|>', "kimi"),
+    ('<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>\n<invoke name="g">\n'
+     '<parameter name="b">x</parameter>\n</invoke>\n</minimax:tool_call>', "invoke"),
+    ('<|tool_call_start|>[f(a=1), g(b="x")]<|tool_call_end|>', "pythonic"),  # LFM2
+    ('<|tool_call|>[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": "x"}}]', "json"),  # Granite
 ])
 def test_every_format_reads_the_same_two_calls(text, fmt):
     """Each tool-call format gives the same calls, found by auto and by naming the format."""
@@ -110,6 +130,22 @@ def test_every_format_reads_the_same_two_calls(text, fmt):
         assert p.ok, p.error
         assert p.calls == want
         assert p.format == fmt
+
+
+def test_text_parameters_are_typed_by_the_schema():
+    """Formats that write parameters as text keep a string where the schema wants one, else read JSON."""
+    schemas = {"f": {"type": "object", "properties": {"code": {"type": "string"}, "n": {"type": "integer"},
+                                                      "tags": {"type": "array"}}}}
+    text = ("<tool_call>\n<function=f>\n<parameter=code>\n007\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
+            '<parameter=tags>\n["a", "b"]\n</parameter>\n</function>\n</tool_call>')
+    assert parse(text, schemas=schemas).calls == ({"name": "f", "arguments": {"code": "007", "n": 7,
+                                                                              "tags": ["a", "b"]}},)
+
+
+def test_harmony_reply_is_the_final_channel():
+    """gpt-oss: a reply is the final channel's text; the analysis channel is dropped."""
+    p = parse("<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>Hi!<|return|>")
+    assert p.ok and p.calls == () and p.content == "Hi!"
 
 
 def test_bare_json_object_and_pythonic_names_with_spaces():
@@ -133,6 +169,10 @@ def test_replies_that_look_like_code_are_replies(text):
     ('<tool_call>{"arguments": {}}</tool_call>', "no string 'name'"),
     ("[TOOL_CALLS] sorry", "not followed"),
     ("<|python_tag|>", "no call"),
+    ("<|tool_call>call:f{a:1}", "not call:name"),
+    ('<｜tool▁call▁begin｜>f<｜tool▁sep｜>{"a": 1}', "not closed"),
+    ('<invoke name="f"><parameter name="a">1</parameter>', "not closed"),
+    ("<|tool_call_start|>[f(a=1)]", "not closed"),
     ('[f(a=1), g(b="x"]', ""),
 ])
 def test_broken_calls_are_not_well_formed(text, why):

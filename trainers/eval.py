@@ -133,6 +133,12 @@ def _compat(messages: list[dict], compat: Sequence[str]) -> list[dict]:
     return messages
 
 
+def _string_arguments(messages: list[dict]) -> list[dict]:
+    return [m if not m.get("tool_calls") else {**m, "tool_calls": [
+        {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
+        for c in m["tool_calls"]]} for m in messages]
+
+
 def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] = ()) -> list[str]:
     """Each prompt row rendered with the tokenizer's chat template and the row's tools, ready to generate.
 
@@ -141,8 +147,15 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
     from trainers.rl import _strip_bos
 
     def render(messages, tools, generation=False):
-        return tokenizer.apply_chat_template(list(messages), tools=tools or None, add_generation_prompt=generation,
-                                             tokenize=False)
+        def go(msgs):
+            return tokenizer.apply_chat_template(list(msgs), tools=tools or None, add_generation_prompt=generation,
+                                                 tokenize=False)
+        try:
+            return go(messages)
+        except Exception:  # noqa: BLE001  (DeepSeek V3's template wants arguments as JSON text)
+            if not any(m.get("tool_calls") for m in messages):
+                raise
+            return go(_string_arguments(messages))
 
     texts, checked = [], False
     for p in prompts:

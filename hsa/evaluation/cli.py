@@ -91,7 +91,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default=None,
                    help="weight dtype: float32, bfloat16, float16 or auto (default: bfloat16 on a GPU that "
                         "supports it, else float32)")
-    p.add_argument("--chat-template", metavar="FILE",
+    p.add_argument("--chat-template", "--chat_template_path", dest="chat_template", metavar="FILE",
                    help="a .jinja file (or tokenizer folder) whose chat template replaces the model's own")
     p.add_argument("--chat-compat", nargs="+", default=[], metavar="REWRITE",
                    help="rewrites for templates that cannot render some conversations: split_parallel_calls, "

@@ -5,11 +5,14 @@ calls (``{"name", "arguments"}`` with object arguments) and whether the completi
 well formed. Formats (:data:`FORMATS`):
 
 ``hermes``
-    ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (Hermes, Qwen 2.5 / 3,
-    the tiny model); a block may hold a list of calls; JSON or Python literals.
+    ``<tool_call>...</tool_call>`` blocks holding ``{"name": ..., "arguments": {...}}`` (Hermes, Qwen 2.5 / 3,
+    the tiny model; a block may hold a list; JSON or Python literals), Qwen 3.5+ / Qwen3-Coder / Nemotron 3
+    ``<function=name><parameter=key>value</parameter></function>``, or GLM-4.5
+    ``name<arg_key>key</arg_key><arg_value>value</arg_value>``.
 ``json``
     the whole completion is one call object or a list of them, ``arguments`` or
-    ``parameters`` (a ```json fence is allowed). A JSON value that is not call-shaped is a reply.
+    ``parameters`` (a ```json fence is allowed; Granite's ``<|tool_call|>`` marker too). A JSON
+    value that is not call-shaped is a reply.
 ``llama``
     Llama 3.1 / 3.2: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (several joined by
     ``;``), or the bare JSON object.
@@ -17,8 +20,25 @@ well formed. Formats (:data:`FORMATS`):
     ``[TOOL_CALLS] [{"name", "arguments"}, ...]`` (v3) or ``[TOOL_CALLS]name[ARGS]{...}`` (v11+,
     one block per call, an optional ``[CALL_ID]id``).
 ``pythonic``
-    ``[get_weather(city="Paris"), get_time()]`` (Llama 3.2 / 4 pythonic, ToolACE): names may hold
-    spaces or dots, values are JSON or Python literals; nothing is evaluated.
+    ``[get_weather(city="Paris"), get_time()]`` (Llama 3.2 / 4 pythonic, ToolACE, LFM2 between
+    ``<|tool_call_start|>`` and ``<|tool_call_end|>``): names may hold spaces or dots, values are JSON
+    or Python literals; nothing is evaluated.
+``gemma``
+    Gemma 4: ``<|tool_call>call:name{key:<|"|>text<|"|>,n:5}<tool_call|>``.
+``harmony``
+    gpt-oss: ``<|channel|>commentary to=functions.name <|constrain|>json<|message|>{...}<|call|>``; the
+    reply is the ``final`` channel, the ``analysis`` channel is dropped.
+``deepseek``
+    DeepSeek V3 / R1 (``<｜tool▁call▁begin｜>function<｜tool▁sep｜>name`` and a ```json fence) and V3.1
+    (``<｜tool▁call▁begin｜>name<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``).
+``kimi``
+    Kimi K2: ``<|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{...}<|tool_call_end|>``.
+``invoke``
+    ``<invoke name="f"><parameter name="a">1</parameter></invoke>`` (MiniMax M2 and other XML styles; a
+    ``ns:`` prefix on the tags is allowed).
+
+Formats that write parameters as text (Qwen 3.5, GLM, invoke) are typed with the tool's schema
+when it is given: text where the schema wants a string, JSON otherwise.
 
 ``auto`` picks the format from the markers in the text (``<tool_call>``, ``[TOOL_CALLS]``,
 ``<|python_tag|>``), else reads a bare JSON call or a pythonic call list of a declared tool,
@@ -45,7 +65,7 @@ from hsa.chat_formats import _CALL_RE, _ToolaceCalls, _parse_literal, _strip_bod
 
 __all__ = ["FORMATS", "Parsed", "parse", "parse_message"]
 
-FORMATS = ("auto", "hermes", "json", "llama", "mistral", "pythonic")
+FORMATS = ("auto", "hermes", "json", "llama", "mistral", "pythonic", "gemma", "harmony", "deepseek", "kimi", "invoke")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +135,57 @@ def _calls_of(value: Any, where: str) -> list[dict]:
     return [_call_of(item, f"{where} call {k}") for k, item in enumerate(items, 1)]
 
 
-def _hermes(text: str) -> tuple[str, list[dict]]:
+_QWEN_FN = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.S)
+_QWEN_PARAM = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
+_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.S)
+
+
+def _xml_value(raw: str, schema: Any) -> Any:
+    """A parameter written as text (Qwen 3.5 / GLM / invoke XML): kept as text where the schema wants a string,
+    else read as JSON (or a Python literal) when it is one."""
+    text = raw[1:] if raw.startswith("\n") else raw
+    text = text[:-1] if text.endswith("\n") else text
+    types = schema.get("type") if isinstance(schema, dict) else None
+    types = {types} if isinstance(types, str) else set(types or ())
+    if types and types <= {"string"}:
+        return text
+    try:
+        return _parse_literal(text.strip())
+    except ValueError:
+        return text
+
+
+def _props(schemas: Mapping[str, Any] | None, name: str) -> dict:
+    schema = (schemas or {}).get(name)
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def _xml_call(body: str, k: int, schemas: Mapping[str, Any] | None) -> list[dict] | None:
+    """A ``<tool_call>`` body in Qwen 3.5's ``<function=name><parameter=key>value...`` or GLM-4's
+    ``name<arg_key>key</arg_key><arg_value>value</arg_value>`` layout; None for other bodies."""
+    if body.startswith("<function="):
+        calls = []
+        for m in _QWEN_FN.finditer(body):
+            name = m.group(1).strip()
+            props = _props(schemas, name)
+            calls.append({"name": name, "arguments": {p.group(1).strip(): _xml_value(p.group(2), props.get(
+                p.group(1).strip())) for p in _QWEN_PARAM.finditer(m.group(2))}})
+        if not calls:
+            raise _Bad(f"<tool_call> {k}: <function=...> is not closed")
+        return calls
+    if "<arg_key>" in body or (body and "\n" not in body.strip() and body.strip()[0] not in "[{"
+                               and re.fullmatch(r"[^\s{}\[\]\"']+", body.strip())):
+        name, _, rest = body.strip().partition("\n")
+        if "<arg_key>" in name:
+            name, rest = name.split("<arg_key>", 1)[0], body[body.index("<arg_key>"):]
+        props = _props(schemas, name.strip())
+        return [{"name": name.strip(), "arguments": {a.group(1).strip(): _xml_value(a.group(2), props.get(
+            a.group(1).strip())) for a in _GLM_ARG.finditer(rest)}}]
+    return None
+
+
+def _hermes(text: str, schemas: Mapping[str, Any] | None = None) -> tuple[str, list[dict]]:
     blocks = list(_CALL_RE.finditer(text))
     if text.count("<tool_call>") != len(blocks) or text.count("</tool_call>") != len(blocks):
         raise _Bad("unbalanced <tool_call> tags (a block is not closed)")
@@ -125,12 +195,176 @@ def _hermes(text: str) -> tuple[str, list[dict]]:
         fence = _FENCE.match(body)
         if fence:
             body = fence.group(1).strip()
+        xml = _xml_call(body, k, schemas)
+        if xml is not None:
+            calls.extend(xml)
+            continue
         try:
             value = _parse_literal(body)
         except ValueError as exc:
             raise _Bad(f"<tool_call> {k} is not JSON ({exc})") from None
         calls.extend(_calls_of(value, f"<tool_call> {k}"))
     return _CALL_RE.sub("", text).strip(), calls
+
+
+# --------------------------------------------------------------------------- other models' own markers
+
+_GEMMA_CALL = re.compile(r"<\|tool_call>\s*call:([^{\s]+)\s*(\{.*?\})\s*<tool_call\|>", re.S)
+_GEMMA_STR = re.compile(r'<\|"\|>(.*?)<\|"\|>', re.S)
+_GEMMA_KEY = re.compile(r"([{,]\s*)([^\s\"{}\[\],:]+)\s*:")
+
+
+def _gemma_args(text: str) -> dict:
+    """Gemma 4's argument object ``{key:<|"|>text<|"|>,n:5,list:[...]}`` as JSON."""
+    strings: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        strings.append(m.group(1))
+        return f'"@@hsa-str-{len(strings) - 1}@@"'
+
+    body = _GEMMA_STR.sub(keep, text)
+    body = _GEMMA_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2)}":', body)
+    value = json.loads(body)
+
+    def back(v: Any) -> Any:
+        if isinstance(v, str):
+            m = re.fullmatch(r"@@hsa-str-(\d+)@@", v)
+            return strings[int(m.group(1))] if m else v
+        if isinstance(v, list):
+            return [back(x) for x in v]
+        if isinstance(v, dict):
+            return {back(k): back(x) for k, x in v.items()}
+        return v
+
+    return back(value)
+
+
+def _gemma(text: str) -> tuple[str, list[dict]]:
+    found = list(_GEMMA_CALL.finditer(text))
+    if text.count("<|tool_call>") != len(found):
+        raise _Bad("a <|tool_call> block is not call:name{...}<tool_call|>")
+    calls = []
+    for k, m in enumerate(found, 1):
+        try:
+            args = _gemma_args(m.group(2))
+        except ValueError as exc:
+            raise _Bad(f"<|tool_call> {k} ({m.group(1)}): the arguments do not read ({exc})") from None
+        calls.append(_call_of({"name": m.group(1), "arguments": args}, f"<|tool_call> {k}"))
+    content = _GEMMA_CALL.sub("", text).split("<|tool_response>")[0].strip()
+    return content, calls
+
+
+_HARMONY_CALL = re.compile(r"to=functions\.([^\s<]+)(.*?)<\|message\|>(.*?)(?=<\|call\|>|<\|end\|>|<\|start\|>|\Z)",
+                           re.S)
+_HARMONY_FINAL = re.compile(r"<\|channel\|>\s*final\s*<\|message\|>(.*?)(?=<\|end\|>|<\|return\|>|<\|start\|>|\Z)",
+                            re.S)
+
+
+def _harmony(text: str) -> tuple[str, list[dict]]:
+    """gpt-oss (harmony): ``<|channel|>commentary to=functions.name <|constrain|>json<|message|>{...}<|call|>``;
+    the reply is the ``final`` channel, the ``analysis`` channel (reasoning) is dropped."""
+    calls = []
+    for k, m in enumerate(_HARMONY_CALL.finditer(text), 1):
+        try:
+            args = _parse_literal(m.group(3).strip()) if m.group(3).strip() else {}
+        except ValueError as exc:
+            raise _Bad(f"to=functions.{m.group(1)}: the message is not JSON ({exc})") from None
+        calls.append(_call_of({"name": m.group(1), "arguments": args}, f"harmony call {k}"))
+    final = _HARMONY_FINAL.findall(text)
+    if not calls and not final and "<|message|>" in text and "to=functions." in text:
+        raise _Bad("to=functions.name has no <|message|> with the arguments")
+    return "\n".join(f.strip() for f in final), calls
+
+
+_DS_BEGIN, _DS_SEP, _DS_END = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"
+_DS_CALL = re.compile(re.escape(_DS_BEGIN) + r"(.*?)" + re.escape(_DS_SEP) + r"(.*?)" + re.escape(_DS_END), re.S)
+
+
+def _deepseek(text: str) -> tuple[str, list[dict]]:
+    """DeepSeek V3 (``begin function<sep>name\n```json\n{...}\n```end``) and V3.1 (``begin name<sep>{...}end``)."""
+    found = list(_DS_CALL.finditer(text))
+    if text.count(_DS_BEGIN) != len(found):
+        raise _Bad("a <｜tool▁call▁begin｜> block is not closed")
+    calls = []
+    for k, m in enumerate(found, 1):
+        head, body = m.group(1).strip(), m.group(2).strip()
+        if head == "function" or not head:  # V3: the name is the first line of the body
+            name, _, body = body.partition("\n")
+        else:
+            name = head
+        fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body.strip(), re.S)
+        body = fence.group(1) if fence else body.strip()
+        try:
+            args = _parse_literal(body) if body else {}
+        except ValueError as exc:
+            raise _Bad(f"DeepSeek call {k} ({name.strip()}): the arguments are not JSON ({exc})") from None
+        calls.append(_call_of({"name": name.strip(), "arguments": args}, f"DeepSeek call {k}"))
+    content = text.split("<｜tool▁calls▁begin｜>")[0].split(_DS_BEGIN)[0].strip()
+    return content, calls
+
+
+_INVOKE = re.compile(r'<(?:[\w-]+:)?invoke\s+name="([^"]+)"\s*>(.*?)</(?:[\w-]+:)?invoke>', re.S)
+_INVOKE_PARAM = re.compile(r'<(?:[\w-]+:)?parameter\s+name="([^"]+)"\s*>(.*?)</(?:[\w-]+:)?parameter>', re.S)
+_INVOKE_WRAP = re.compile(r"</?(?:[\w-]+:)?(?:function_calls|tool_call)>|<\|[a-z_]+\|>|\bto=\S+", re.S)
+
+
+def _invoke(text: str, schemas: Mapping[str, Any] | None) -> tuple[str, list[dict]]:
+    """``<invoke name="f"><parameter name="a">1</parameter></invoke>`` (MiniMax M2, Claude-style XML; an
+    ``ns:`` prefix on the tags is allowed)."""
+    opened = len(re.findall(r"<(?:[\w-]+:)?invoke\s", text))
+    found = list(_INVOKE.finditer(text))
+    if opened != len(found):
+        raise _Bad("an <invoke name=...> block is not closed")
+    calls = []
+    for m in found:
+        props = _props(schemas, m.group(1))
+        calls.append({"name": m.group(1), "arguments": {p.group(1): _xml_value(p.group(2), props.get(p.group(1)))
+                                                        for p in _INVOKE_PARAM.finditer(m.group(2))}})
+    content = _INVOKE_WRAP.sub("", _INVOKE.sub("", text)).strip()
+    return content, calls
+
+
+_KIMI_CALL = re.compile(r"<\|tool_call_begin\|>\s*(?:functions\.)?([^\s:<]+)(?::\d+)?\s*"
+                        r"<\|tool_call_argument_begin\|>(.*?)<\|tool_call_end\|>", re.S)
+
+
+def _kimi(text: str) -> tuple[str, list[dict]]:
+    """Kimi K2: ``<|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{...}<|tool_call_end|>``."""
+    found = list(_KIMI_CALL.finditer(text))
+    if text.count("<|tool_call_begin|>") != len(found):
+        raise _Bad("a <|tool_call_begin|> block is not closed")
+    calls = []
+    for k, m in enumerate(found, 1):
+        try:
+            args = _parse_literal(m.group(2).strip()) if m.group(2).strip() else {}
+        except ValueError as exc:
+            raise _Bad(f"Kimi call {k} ({m.group(1)}): the arguments are not JSON ({exc})") from None
+        calls.append(_call_of({"name": m.group(1), "arguments": args}, f"Kimi call {k}"))
+    return text.split("<|tool_calls_section_begin|>")[0].split("<|tool_call_begin|>")[0].strip(), calls
+
+
+#: Markers around a JSON or pythonic call list: LFM2, Granite.
+_WRAPPED = (("<|tool_call_start|>", "<|tool_call_end|>"), ("<|tool_call|>", ""))
+
+
+def _wrapped(text: str, names: Collection[str]) -> tuple[str, list[dict], str] | None:
+    for start, end in _WRAPPED:
+        if start not in text:
+            continue
+        head, _, body = text.partition(start)
+        if end:
+            if end not in body:
+                raise _Bad(f"{start} is not closed with {end}")
+            body = body.split(end, 1)[0]
+        body = body.strip()
+        calls = _bare_json(body)
+        fmt = "json"
+        if not calls:
+            calls, fmt = _pythonic(body, names, strict=True), "pythonic"
+        if not calls:
+            raise _Bad(f"{start} is followed by no call list")
+        return head.strip(), calls, fmt
+    return None
 
 
 def _bare_json(text: str) -> list[dict] | None:
@@ -243,22 +477,49 @@ def _pythonic(text: str, names: Collection[str], *, strict: bool) -> list[dict] 
     return [{"name": n, "arguments": a} for n, a in parsed]
 
 
-def _parse(text: str, fmt: str, names: Collection[str]) -> tuple[str, list[dict], str]:
-    if fmt == "hermes" or (fmt == "auto" and ("<tool_call>" in text or "</tool_call>" in text)):
-        return (*_hermes(text), "hermes")
-    if fmt == "mistral" or (fmt == "auto" and _MISTRAL in text):
+#: (format, marker that announces it in auto) for the formats with markers of their own, in detection order.
+_MARKERS = (("hermes", "<tool_call>"), ("hermes", "</tool_call>"), ("gemma", "<|tool_call>"),
+            ("kimi", "<|tool_call_begin|>"), ("deepseek", _DS_BEGIN), ("harmony", "to=functions."),
+            ("harmony", "<|channel|>"), ("mistral", _MISTRAL), ("llama", _PYTHON_TAG),
+            ("invoke", "<invoke "), ("invoke", ":invoke "))
+
+
+def _parse(text: str, fmt: str, names: Collection[str], schemas: Mapping[str, Any] | None
+           ) -> tuple[str, list[dict], str]:
+    if fmt == "auto":
+        fmt = next((f for f, marker in _MARKERS if marker in text), "auto")
+        if fmt == "auto" and any(start in text for start, _ in _WRAPPED):
+            return _wrapped(text, names)
+    if fmt == "hermes":
+        return (*_hermes(text, schemas), "hermes")
+    if fmt == "gemma":
+        return (*_gemma(text), "gemma")
+    if fmt == "kimi":
+        return (*_kimi(text), "kimi")
+    if fmt == "deepseek":
+        return (*_deepseek(text), "deepseek")
+    if fmt == "harmony":
+        return (*_harmony(text), "harmony")
+    if fmt == "invoke":
+        return (*_invoke(text, schemas), "invoke")
+    if fmt == "mistral":
         if _MISTRAL not in text:
             calls = _bare_json(text)
             return ("", calls, "mistral") if calls else (text, [], "")
         return (*_mistral(text), "mistral")
-    if fmt == "llama" or (fmt == "auto" and _PYTHON_TAG in text):
+    if fmt == "llama":
         if _PYTHON_TAG not in text:
             calls = _bare_json(text)
             return ("", calls, "llama") if calls else (text, [], "")
         return (*_llama(text), "llama")
     if fmt == "pythonic":
+        wrapped = _wrapped(text, names)
+        if wrapped:
+            return wrapped
         calls = _pythonic(text, names, strict=text.lstrip().startswith("["))
         return ("", calls, "pythonic") if calls else (text, [], "")
+    if fmt == "json" and any(start in text for start, _ in _WRAPPED):
+        return _wrapped(text, names)
     calls = _bare_json(text)
     if calls:
         return "", calls, "json"
@@ -269,26 +530,32 @@ def _parse(text: str, fmt: str, names: Collection[str]) -> tuple[str, list[dict]
     return text, [], ""
 
 
-def parse(text: str, fmt: str = "auto", *, names: Collection[str] = ()) -> Parsed:
+def parse(text: str, fmt: str = "auto", *, names: Collection[str] = (),
+          schemas: Mapping[str, Any] | None = None) -> Parsed:
     """Read the calls of one completion ``text`` in ``fmt`` (one of :data:`FORMATS`).
 
     ``names`` are the tools the prompt declared: a pythonic call is read in ``auto`` only
     when it calls one of them (so a reply such as ``[see below]`` stays a reply), and names
-    holding spaces or parentheses are matched whole.
+    holding spaces or parentheses are matched whole. ``schemas`` (tool name -> parameters
+    schema; its keys are the names when ``names`` is empty) types the values of formats that
+    write parameters as text (Qwen 3.5 / GLM / invoke XML): text where the schema wants a string.
     """
+    if schemas is not None and not names:
+        names = tuple(schemas)
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
     if not isinstance(text, str):
         return Parsed("", (), False, f"the completion is {type(text).__name__}, not text")
     text = _clean(text)
     try:
-        content, calls, found = _parse(text, fmt, names)
+        content, calls, found = _parse(text, fmt, names, schemas)
     except _Bad as exc:
         return Parsed(text, (), False, str(exc), fmt if fmt != "auto" else "")
     return Parsed(content, tuple(calls), True, "", found)
 
 
-def parse_message(message: Mapping[str, Any], fmt: str = "auto", *, names: Collection[str] = ()) -> Parsed:
+def parse_message(message: Mapping[str, Any], fmt: str = "auto", *, names: Collection[str] = (),
+                  schemas: Mapping[str, Any] | None = None) -> Parsed:
     """An OpenAI-style assistant message ``{"content", "tool_calls"}`` (what vLLM's or an API's server returns).
 
     Its ``tool_calls`` are taken as they are (``arguments`` as a JSON string or an object); a message
@@ -302,7 +569,7 @@ def parse_message(message: Mapping[str, Any], fmt: str = "auto", *, names: Colle
         return Parsed("", (), False, f"'message.content' is {type(content).__name__}, not text")
     raw_calls = message.get("tool_calls")
     if not raw_calls:
-        return parse(content or "", fmt, names=names)
+        return parse(content or "", fmt, names=names, schemas=schemas)
     if not isinstance(raw_calls, list):
         return Parsed(content or "", (), False, "'message.tool_calls' is not a list")
     try:

@@ -98,10 +98,10 @@ def _jsonl(path: Path, bad: list[dict]) -> Iterable[tuple[int, Any]]:
                 bad.append({"line": n, "reason": f"not JSON ({exc})"})
 
 
-def _parse_prediction(value: Any, fmt: str, names) -> Parsed:
+def _parse_prediction(value: Any, fmt: str, schemas) -> Parsed:
     if isinstance(value, dict):
-        return parse_message(value, fmt, names=names)
-    return parse(value, fmt, names=names)
+        return parse_message(value, fmt, schemas=schemas)
+    return parse(value, fmt, schemas=schemas)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -128,7 +128,7 @@ def _score_items(items, predictions, *, fmt: str, string_match: str) -> tuple[li
             parsed, status = None, "missing"
             missing.append(p["id"])
         else:
-            parsed = _parse_prediction(value, fmt, it.schemas.keys())
+            parsed = _parse_prediction(value, fmt, it.schemas)
             status = "ok" if parsed.ok else "unparseable"
             if not parsed.ok:
                 unparseable.append({"id": p["id"], "error": parsed.error})
