@@ -145,3 +145,22 @@ def test_bad_options_are_refused(shards, flag, value, capsys):  # noqa: F811
     with pytest.raises(SystemExit):
         main(["eval", "score", str(shards), "--predictions", "p", "--out", "r", flag, value])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_plain_rows_in_other_layouts_keep_their_calls(tmp_path):
+    """A Hermes ShareGPT row (tools in <tools>, calls in <tool_call>) is converted before its gold turn is read
+    (regression: the identity mapping added to plain rows made the layout readers skip them: no gold calls)."""
+    from hsa.evaluation import collect
+
+    row = {"conversations": [
+        {"from": "system", "value": "Use tools. <tools>[{\"type\": \"function\", \"function\": {\"name\": \"get_time\", "
+                                    "\"parameters\": {\"type\": \"object\", \"properties\": {\"tz\": {\"type\": "
+                                    "\"string\"}}}}}]</tools>"},
+        {"from": "human", "value": "time in UTC?"},
+        {"from": "gpt", "value": "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call>"}]}
+    src = tmp_path / "hermes.jsonl"
+    src.write_text(json.dumps(row) + "\n")
+    (item,), _ = collect(str(src))
+    assert item.gold["calls"] == [{"name": "get_time", "arguments": {"tz": "UTC"}}]
+    assert [t["function"]["name"] for t in item.prompt["tools"]] == ["get_time"]
+    assert item.prompt["id"].startswith("sha-") and item.prompt["variant"] == 0

@@ -214,8 +214,7 @@ def iter_source(data: str | Path | Iterable[dict], source: Source) -> Iterator[t
                     f"{where} ({raw.get('id', 'no id')}) has no 'mapping', so its calls cannot be carried back to the "
                     "canonical harness. Evaluate the output of `hsa augment` (every row has one; originals carry "
                     "the identity), or rows exported from it with `hsa export`.")
-            plain += 1
-            raw = {**raw, "mapping": Mapping().to_dict(), "variant": 0}
+            plain += 1  # read as it is (the layout readers skip rows that carry hsa keys): identity, variant 0
         sid = raw.get("source_id")
         if sid is not None:
             sources.add(str(sid))
@@ -334,7 +333,7 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
     harness = cache.tools_of(raw.get("tools"), where) if messages is not None else None
     if messages is None or harness is None:
         try:
-            record = normalize(dict(raw), default_id=where)
+            record = normalize(dict(raw))
         except RecordError as exc:
             raise EvalInputError(f"{where}: {exc.reason}: {exc.detail}") from None
         messages, row_id, st = record["messages"], str(record["id"]), record["skill_tool"]
