@@ -44,12 +44,18 @@ def test_hsa_eval_run_writes_the_report_and_predictions(tiny_model, mini_shards,
 
 
 def test_python_m_trainers_eval_takes_the_same_options(tiny_model, mini_shards, tmp_path):  # noqa: F811
-    """python -m trainers.eval DATA --model M --out F runs the same evaluation."""
-    out = tmp_path / "r.json"
-    assert main([str(mini_shards), "--model", str(tiny_model), "--out", str(out), "--max-prompts", "2",
-                 "--max-new-tokens", "2", "--turns", "calls"]) == 0
-    report = json.loads(out.read_text())
-    assert report["n_prompts"] == 2 and report["options"]["turns"] == "calls"
+    """python -m trainers.eval DATA --model M --out F runs the same evaluation, options also from --config;
+    a second run writes the same bytes."""
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("max-prompts: 2\nmax_new_tokens: 2\nturns: replies\nformat: hermes\n")
+    outs = [tmp_path / "r1.json", tmp_path / "r2.json"]
+    for out in outs:
+        assert main([str(mini_shards), "--model", str(tiny_model), "--out", str(out), "--config", str(cfg),
+                     "--turns", "calls"]) == 0
+    report = json.loads(outs[0].read_text())
+    assert report["n_prompts"] == 2 and report["options"]["turns"] == "calls"  # the flag wins over the file
+    assert report["options"]["format"] == "hermes" and report["generation"]["max_new_tokens"] == 2
+    assert outs[0].read_bytes() == outs[1].read_bytes()
 
 
 def test_eval_run_bad_model_is_one_line(mini_shards, tmp_path, capsys):  # noqa: F811
