@@ -254,6 +254,9 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
     if backend not in ("transformers", "vllm"):
         raise TrainerInputError(f"--backend must be transformers or vllm (got {backend!r})")
     items, _ = collect(data, turns=turns, max_prompts=max_prompts)
+    inst_path = str(bundled_path("general_instructions.jsonl")) if instructions == "bundled" else instructions
+    inst_rows = _instruction_rows(inst_path, max_instructions) if instructions else None  # bad input fails early
+    ifeval_rows = _ifeval_rows(max_instructions) if ifeval else None
     torch.manual_seed(seed)
     dev = _device(device)
     dt = _dtype(dtype, dev)
@@ -294,12 +297,11 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
                             "batch_size": batch_size, "max_new_tokens": max_new_tokens,
                             "chat_template": chat_template, "chat_compat": list(chat_compat)}
     if instructions:
-        path = str(bundled_path("general_instructions.jsonl")) if instructions == "bundled" else instructions
-        report["instructions"] = evaluate_instructions(gen, tokenizer, path, max_rows=max_instructions)
+        report["instructions"] = evaluate_instructions(gen, tokenizer, inst_path, rows=inst_rows)
         if instructions == "bundled":
             report["instructions"]["source"] = "bundled (trainers/data/general_instructions.jsonl)"
     if ifeval:
-        report["ifeval"] = evaluate_instructions(gen, tokenizer, None, rows=_ifeval_rows(max_instructions))
+        report["ifeval"] = evaluate_instructions(gen, tokenizer, None, rows=ifeval_rows)
         report["ifeval"]["source"] = "google/IFEval"
     report["results"] = results
     from hsa.evaluation.report import _round
