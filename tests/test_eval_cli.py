@@ -164,3 +164,19 @@ def test_plain_rows_in_other_layouts_keep_their_calls(tmp_path):
     assert item.gold["calls"] == [{"name": "get_time", "arguments": {"tz": "UTC"}}]
     assert [t["function"]["name"] for t in item.prompt["tools"]] == ["get_time"]
     assert item.prompt["id"].startswith("sha-") and item.prompt["variant"] == 0
+
+
+def test_scoring_imports_no_torch(shards):  # noqa: F811
+    """hsa eval prompts / score are the data path: no torch, transformers, trl, datasets or matplotlib."""
+    import subprocess
+    import sys
+
+    from tests.trainers_support import ROOT
+
+    code = ("import sys\nfrom hsa.evaluation import score\nfrom hsa.cli import make_parser\nmake_parser()\n"
+            f"score({str(shards)!r}, {{}}, bootstrap=5)\n"
+            "heavy = [m for m in ('torch', 'transformers', 'trl', 'datasets', 'matplotlib') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
