@@ -378,3 +378,11 @@ def test_compare_pairs_two_reports():
     other = score(ROWS, {}, bootstrap=0)
     report = score(ROWS, good, bootstrap=100, compare_to=other)
     assert report["paired"]["n"] == 6 and report["paired"]["call_accuracy"] == pytest.approx(2 / 6)
+
+
+def test_rows_with_a_pool_slot_are_grouped_by_slot():
+    """Rows that carry the harness-variant pool's slot get a by_slot group per deployed harness variant."""
+    rows = [source_row(), {**variant_row(), "slot": 2}]
+    report = score(rows, {}, bootstrap=0)
+    assert list(report["by_slot"]) == ["2"] and report["by_slot"]["2"]["n"] == 3
+    assert "by_slot" not in score(ROWS, {}, bootstrap=0)

@@ -356,6 +356,8 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
                  for c in target.get("tool_calls") or ()]
         prompt = {"id": f"{row_id}#{i}", "row_id": row_id, "turn": i, "source_id": source_id, "variant": variant,
                   "families": families, "transforms": transforms}
+        if raw.get("slot") is not None:  # the harness-variant pool slot the row's harness was drawn from
+            prompt["slot"] = raw["slot"]
         if keep:
             prompt["messages"], prompt["tools"] = chat[:i], tools
         yield Item(prompt, {"content": _text(target.get("content")), "calls": calls}, mapping, schemas,

@@ -138,6 +138,8 @@ def _score_items(items, predictions, *, fmt: str, string_match: str) -> tuple[li
                        canonical_schemas=canonical_schemas.get(p["source_id"]), string_match=string_match)
         results.append({"id": p["id"], "source_id": p["source_id"], "variant": p["variant"],
                         "families": p["families"], "transforms": p["transforms"], "status": status, **s})
+        if "slot" in p:
+            results[-1]["slot"] = p["slot"]
     known = {it.prompt["id"] for it in items}
     unknown = sorted(pid for pid in predictions if pid not in known)
     problems = {"missing": _named(missing), "unparseable": {"n": len(unparseable),
@@ -300,6 +302,10 @@ def _summarize(results, *, held_out, seed: int, reps: int) -> dict:
                                     label=f"family:{f}"), "held_out": f in held} for f in families}
     out["by_family_alone"] = {f: group([r for r in variants if r["families"] == [f]], seed=seed, reps=reps,
                                        label=f"alone:{f}") for f in families}
+    slots = sorted({r["slot"] for r in variants if r.get("slot") is not None}, key=lambda k: (str(type(k)), k))
+    if slots:
+        out["by_slot"] = {str(k): group([r for r in variants if r.get("slot") == k], seed=seed, reps=reps,
+                                        label=f"slot:{k}") for k in slots}
     names = sorted({t for r in variants for t in r["transforms"]})
     out["by_transform"] = {t: group([r for r in variants if t in r["transforms"]], seed=seed, reps=reps,
                                     label=f"transform:{t}") for t in names}
