@@ -8,7 +8,8 @@
   completion's calls back through each row's mapping (:mod:`trainers.rewards`); with
   ``--rollout multi_turn`` whole user turns are played inside each row's harness
   (:mod:`hsa.environment`, :mod:`trainers.rollout`).
-- ``python -m trainers.eval``: rewards under original and varied harnesses, instruction accuracy.
+- ``python -m trainers.eval``: ``hsa eval run``: accuracy under the canonical and varied harnesses, with
+  intervals, and instruction following (:mod:`hsa.evaluation`, docs/evaluation.md).
 - ``python -m trainers.tiny --out DIR``: a tiny local model and tokenizer to try it all.
 
 Nothing heavy is imported here: ``--help`` of every entry point is instant, and
