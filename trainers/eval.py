@@ -118,18 +118,14 @@ def _generate_vllm(model: str, prompts: Sequence[str], *, max_new_tokens: int, s
 
 
 def _compat(messages: list[dict], compat: Sequence[str]) -> list[dict]:
-    from trainers.common import CHAT_COMPAT, _alnum9_call_ids, _split_parallel_calls
+    """The prompt through the same template rewrites the trainers use (:func:`hsa.chat_template.adapt`)."""
+    from hsa.chat_template import adapt
+    from trainers.common import CHAT_COMPAT
 
     unknown = [c for c in compat if c not in CHAT_COMPAT]
     if unknown:
         raise TrainerInputError(f"unknown --chat-compat {unknown}; expected some of {list(CHAT_COMPAT)}")
-    if "system_as_user" in compat:
-        messages = [m if i == 0 or m.get("role") != "system" else {**m, "role": "user"}
-                    for i, m in enumerate(messages)]
-    if "split_parallel_calls" in compat:
-        messages, _ = _split_parallel_calls(messages, [True] * len(messages))
-    if "alnum9_call_ids" in compat:
-        messages = _alnum9_call_ids(messages)
+    messages, _, _ = adapt(messages, [False] * len(messages), compat)
     return messages
 
 
