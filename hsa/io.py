@@ -288,7 +288,7 @@ class InputSource:
             raise FileNotFoundError(f"input {spec} does not exist")
         if kind == pafs.FileType.Directory:
             raise FileNotFoundError(f"input {spec} is a folder; give its files (JSONL, JSON or Parquet) one by one")
-        if spec.endswith(".parquet"):
+        if path.endswith(".parquet"):
             return cls(spec, "parquet")
         return cls(spec, "jsonl" if json_layout(spec) == "lines" else "json")
 

@@ -203,6 +203,10 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
                 stats = Stats.from_json(done["stats"])
                 if strict and stats.rejected:
                     raise AugmentError(_strict_message([json.loads(line) for line in rejects.splitlines()]))
+                if not remote and not (out / _shard_name(k)).exists():
+                    raise AugmentError(f"{out / _shard_name(k)} was written on another machine of the cluster, "
+                                       "where this folder is a different one: on several machines give --out on "
+                                       "object storage (s3://..., gs://...) or on a filesystem every node mounts")
                 seen_ids.update(digests)
                 mark_done(out, k, done, rejects)
                 if upload:
@@ -215,12 +219,12 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
         progress.update(total, force=True)
         return total
     finally:
+        if started:
+            ray.shutdown()
         if refs and not remote:  # shards written but not marked done (a stop part-way): --resume rewrites them
             for k in refs:
                 (out / _shard_name(k)).unlink(missing_ok=True)
         refs.clear()
-        if started:
-            ray.shutdown()
 
 
 # --------------------------------------------------------------------------- object storage

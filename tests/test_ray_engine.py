@@ -231,3 +231,26 @@ def test_the_local_engine_refuses_an_object_storage_output(tmp_path, bad_input):
     with pytest.raises(AugmentError, match="--engine ray"):
         augment([bad_input], "s3://bucket/run", load_recipe("default"))
     assert not Path("s3:").exists()
+
+
+def test_uri_inputs_read_as_their_paths(tmp_path, fixture_lines):
+    """JSONL.gz and Parquet inputs given as file:// URIs make the shards their local paths make (local engine)."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gz = tmp_path / "in.jsonl.gz"
+    gz.write_bytes(gzip.compress(("\n".join(fixture_lines[:6]) + "\n").encode()))
+    parquet = tmp_path / "in.parquet"
+    rows = [json.loads(line) for line in fixture_lines[6:10]]
+    pq.write_table(pa.Table.from_pylist([{"id": r["id"], "messages": json.dumps(r["messages"]),
+                                          "tools": json.dumps(r["tools"])} for r in rows]), parquet)
+    run = {"variants": 1, "shard_size": 4, "recipe": load_recipe("tools")}
+    augment([gz, parquet], tmp_path / "paths", run.pop("recipe"), **run)
+    augment([f"file://{gz}", f"file://{parquet}"], tmp_path / "uris", load_recipe("tools"), **run)
+    shards = {k: v for k, v in _files(tmp_path / "paths").items() if k.startswith("shard-")}
+    assert len(shards) == 3
+    assert shards == {k: v for k, v in _files(tmp_path / "uris").items() if k.startswith("shard-")}
+    with pytest.raises(AugmentError, match="does not exist"):
+        augment([f"file://{tmp_path}/missing.jsonl"], tmp_path / "x", load_recipe("tools"))
