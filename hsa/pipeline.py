@@ -826,4 +826,4 @@ def canonicalize_record(raw: dict) -> dict:
     return out
 
 
-__all__ += ["canonicalize_record", "finalize", "merge"]
+__all__ += ["canonicalize_record", "finalize", "merge", "run_shard", "ShardOutput", "mark_done", "ENGINES"]

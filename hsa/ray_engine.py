@@ -221,9 +221,11 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
     finally:
         if started:
             ray.shutdown()
-        if refs and not remote:  # shards written but not marked done (a stop part-way): --resume rewrites them
-            for k in refs:
+        if not remote:
+            for k in refs:  # shards written but not marked done (a stop part-way): --resume rewrites them
                 (out / _shard_name(k)).unlink(missing_ok=True)
+            for f in out.glob("shard-*.arrow.*.tmp"):  # left by a worker killed while writing (its retry wrote
+                f.unlink(missing_ok=True)              # the shard under its own temporary name)
         refs.clear()
 
 

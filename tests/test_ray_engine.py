@@ -73,11 +73,12 @@ def _engine(d: Path) -> str:
     return json.loads((d / "manifest.json").read_text())["engine"]
 
 
-def test_ray_writes_the_bytes_of_the_local_engine(ray_local, tmp_path, bad_input, local_ref):
+def test_ray_writes_the_bytes_of_the_local_engine(ray_local, tmp_path, bad_input, local_ref, capsys):
     """Shards, rejects, completion records and manifest (but for 'engine') equal the local engine's, bad lines
-    and a duplicate id from an earlier shard included."""
+    and a duplicate id from an earlier shard included; the progress line counts every record."""
     out = tmp_path / "ray"
-    manifest = augment([bad_input], out, load_recipe("default"), engine="ray", **RUN)
+    manifest = augment([bad_input], out, load_recipe("default"), engine="ray", progress=True, **RUN)
+    assert "30/30 records" in capsys.readouterr().err.rsplit("\r", 1)[-1]
     assert _files(out, state=True) == _files(local_ref, state=True)
     assert (_engine(out), _engine(local_ref)) == ("ray", "local")
     assert manifest["counts"]["rejected"] == 4
@@ -224,6 +225,47 @@ def test_cli_summary_is_the_local_engines(ray_local, tmp_path, bad_input, capsys
     assert main(["augment", *args, "--out", str(tmp_path / "r"), "--engine", "ray"]) == 0
     assert capsys.readouterr().out.replace(str(tmp_path / "r"), "OUT") == local
     assert "rejected" in local
+
+
+def _processes_with(marker: bytes) -> list[int]:
+    """The live processes whose environment holds ``marker`` (set for one child: its Ray inherits it)."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker in Path(f"/proc/{pid}/environ").read_bytes():
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, local_ref):
+    """hsa augment --engine ray with no address starts its own Ray (1 CPU), writes the local engine's bytes and
+    stops every Ray process it started."""
+    pytest.importorskip("ray.data")
+    import subprocess
+    import uuid
+
+    marker = f"HSA_TEST_RAY_RUN={uuid.uuid4().hex}"
+    out = tmp_path / "cli"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env[marker.split("=")[0]] = marker.split("=")[1]
+    cmd = [sys.executable, "-m", "hsa.cli", "augment", str(bad_input), "--out", str(out), "--variants", "2",
+           "--shard-size", "4", "--engine", "ray", "--workers", "1"]
+    seen: set[int] = set()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    while proc.poll() is None:  # the Ray processes that the run starts
+        seen.update(_processes_with(marker.encode()))
+        time.sleep(0.2)
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "30 records read: 26 augmented, 4 rejected" in stdout
+    assert _files(out, state=True) == _files(local_ref, state=True)
+    assert len(seen) > 3  # the run, Ray's processes and a worker
+    deadline = time.time() + 15
+    while (left := _processes_with(marker.encode())) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:100] for p in left]
 
 
 def test_the_local_engine_refuses_an_object_storage_output(tmp_path, bad_input):
