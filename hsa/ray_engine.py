@@ -154,7 +154,9 @@ def _connect(address: str | None, workers: int) -> bool:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise AugmentError(f"--engine ray: could not start or join {where} ({type(exc).__name__}: {exc}); check "
-                           "--ray-address / RAY_ADDRESS ('ray status' on the head node shows it)") from None
+                           "--ray-address / RAY_ADDRESS ('ray status' on the head node shows it); a cluster with "
+                           "token authentication also needs RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN or "
+                           "~/.ray/auth_token)") from None
     return True
 
 
