@@ -147,8 +147,8 @@ def _connect(address: str | None, workers: int) -> bool:
             level = notice.level
             notice.setLevel(logging.ERROR)
             try:
-                ray.init(num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING,
-                         log_to_driver=False)
+                ray.init(address="local", num_cpus=workers, include_dashboard=False,  # "local": not a cluster
+                         logging_level=logging.WARNING, log_to_driver=False)      # that `ray start` left here
             finally:
                 notice.setLevel(level)
     except (ConnectionError, RuntimeError, ValueError) as exc:

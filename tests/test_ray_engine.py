@@ -27,7 +27,8 @@ def ray_local():
     """A local Ray of 2 CPUs for the module; shut down at its end (no process left behind)."""
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=150 * 2**20)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=150 * 2**20)
     yield ray
     ray.shutdown()
 
