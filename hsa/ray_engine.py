@@ -33,6 +33,7 @@ import itertools
 import json
 import logging
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -181,6 +182,10 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
         total = Stats()
         if not refs:
             return total
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        if len(refs) < cpus:
+            print(f"hsa: note: {len(refs)} shard(s) for {cpus} CPUs: --engine ray runs one task per shard, so "
+                  f"{cpus - len(refs)} CPU(s) stay idle; a smaller --shard-size uses them", file=sys.stderr)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the run's own progress line says it (and Ray's bars would interleave)
         logging.getLogger("ray.data").setLevel(logging.ERROR)
