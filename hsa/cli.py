@@ -38,7 +38,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            resume=args.resume, rank=args.rank, world_size=args.world_size,
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
                            exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments,
-                           tools_file=args.tools)
+                           tools_file=args.tools, engine=args.engine, ray_address=args.ray_address)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -425,6 +425,12 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--rank", type=int, default=0, help="this machine's part of the input (0-based), with --world-size")
     a.add_argument("--world-size", type=int, default=1,
                    help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
+    a.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: a process pool of --workers on this machine (default); ray: one Ray Data task per "
+                        "shard, on the cluster at --ray-address or RAY_ADDRESS, else on a local Ray of --workers "
+                        "CPUs (pip install 'hsa[ray]'); both write the same bytes")
+    a.add_argument("--ray-address", metavar="ADDR",
+                   help="with --engine ray: the cluster to join (e.g. ray://head:10001 or auto); default RAY_ADDRESS")
     a.add_argument("--quiet", action="store_true", help="no progress and no summary")
     a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="object",
                    help="tool-call arguments all as JSON objects (default: what Hugging Face chat templates and trl "

@@ -39,24 +39,51 @@ class InputLine:
     pos: int = 0  # 0-based position among all input items of the run
 
 
+def is_uri(spec: str | Path) -> bool:
+    """True for a filesystem URI that pyarrow opens (``s3://``, ``gs://``, ``file://``, ...); not for ``hf://``."""
+    text = str(spec)
+    return "://" in text and not text.startswith("hf://")
+
+
+def _open_uri(uri: str, random_access: bool = False):
+    """A binary file object reading ``uri`` through its pyarrow filesystem."""
+    import pyarrow.fs as pafs
+
+    fs, path = pafs.FileSystem.from_uri(uri)
+    if random_access:
+        return fs.open_input_file(path)
+    return io.BufferedReader(fs.open_input_stream(path), 1 << 20)
+
+
+def _open_raw(path: str | Path):
+    return _open_uri(str(path)) if is_uri(path) else open(path, "rb")
+
+
 def sha256_file(path: str | Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with _open_raw(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
-def _open(path: Path):
-    with open(path, "rb") as probe:
+def _open(path: str | Path):
+    with _open_raw(path) as probe:
         magic = probe.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+    return gzip.open(_open_raw(path), "rb") if magic == b"\x1f\x8b" else _open_raw(path)
+
+
+def parquet_file(spec: str):
+    """A ``pyarrow.parquet.ParquetFile`` of a local path or a filesystem URI."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(_open_uri(spec, random_access=True) if is_uri(spec) else spec)
 
 
 def iter_lines(path: str | Path) -> Iterator[InputLine]:
     """Yield the non-blank lines of a JSONL (or JSONL.gz) file with their 1-based numbers (a UTF-8 byte order
     mark that editors on Windows put before the first line is dropped)."""
-    path = Path(path)
+    path = path if is_uri(path) else Path(path)
     with _open(path) as f:
         for i, line in enumerate(f, 1):
             if i == 1 and line.startswith(b"\xef\xbb\xbf"):
@@ -70,7 +97,7 @@ def json_layout(path: str | Path) -> str:
     datasets ship, e.g. xLAM's ``xlam_function_calling_60k.json``), ``"values"`` (pretty-printed objects one
     after the other, as ``jq .`` or ``json.dump(indent=2)`` write them: the first line is a lone ``{``) or
     ``"lines"`` (JSON Lines)."""
-    with _open(Path(path)) as f:
+    with _open(path) as f:
         head = f.read(1 << 16)
     head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if head[:1] == b"[":
@@ -95,7 +122,7 @@ def iter_json_array(path: str | Path, chunk: int = 1 << 20, *, array: bool = Tru
 
     Raises :class:`JSONArrayError` (file, line, what was expected) where the file stops parsing.
     """
-    path = Path(path)
+    path = path if is_uri(path) else Path(path)
     decoder = json.JSONDecoder()
     what = "one JSON array of records" if array else "JSON objects one after the other"
     with io.TextIOWrapper(_open(path), encoding="utf-8-sig") as f:
@@ -226,6 +253,8 @@ class InputSource:
     @classmethod
     def resolve(cls, spec: str | Path) -> InputSource:
         spec = str(spec)
+        if is_uri(spec):
+            return cls._resolve_uri(spec)
         p = Path(spec)
         if p.is_dir():
             if (p / "state.json").exists() or (p / "dataset_info.json").exists():
@@ -243,6 +272,25 @@ class InputSource:
             name, _, revision = name.partition("@")
             return cls(name + colon + split, "hub", revision or None)
         raise FileNotFoundError(f"input file {p} does not exist")
+
+    @classmethod
+    def _resolve_uri(cls, spec: str) -> InputSource:
+        """A file on object storage (``s3://``, ``gs://``) or behind another pyarrow filesystem URI."""
+        import pyarrow.fs as pafs
+
+        try:
+            fs, path = pafs.FileSystem.from_uri(spec)
+            kind = fs.get_file_info(path).type
+        except (ValueError, OSError) as exc:
+            raise FileNotFoundError(f"input {spec} could not be opened ({exc}); for s3:// and gs:// set credentials "
+                                    "as for pyarrow (AWS_* variables or ~/.aws; GOOGLE_APPLICATION_CREDENTIALS)") from None
+        if kind == pafs.FileType.NotFound:
+            raise FileNotFoundError(f"input {spec} does not exist")
+        if kind == pafs.FileType.Directory:
+            raise FileNotFoundError(f"input {spec} is a folder; give its files (JSONL, JSON or Parquet) one by one")
+        if path.endswith(".parquet"):
+            return cls(spec, "parquet")
+        return cls(spec, "jsonl" if json_layout(spec) == "lines" else "json")
 
     def pinned(self, recorded: str | None = None) -> InputSource:
         """A hub input fixed to one commit, so that a resumed or repeated run reads the same rows: the revision
@@ -280,10 +328,8 @@ class InputSource:
         elif self.kind == "json":
             yield from iter_file_items(self.spec)
         elif self.kind == "parquet":
-            import pyarrow.parquet as pq
-
             n = 0
-            for batch in pq.ParquetFile(self.spec).iter_batches(batch_size=1024):
+            for batch in parquet_file(self.spec).iter_batches(batch_size=1024):
                 for row in batch.to_pylist():
                     n += 1
                     yield InputLine(self.spec, n, _clean_table_row(row))
@@ -381,15 +427,17 @@ def _release_memory() -> None:
 
 
 class ShardFile:
-    """One shard written incrementally in fixed-size Arrow batches, then renamed into place."""
+    """One shard written incrementally in fixed-size Arrow batches, then renamed into place; with ``path`` None,
+    written to memory (:attr:`data` holds the bytes once closed: the same bytes the file would hold)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | None):
         import pyarrow as pa
 
         self.path = path
-        self.tmp = path.with_name(path.name + ".tmp")
+        self.tmp = None if path is None else path.with_name(path.name + ".tmp")
         self.schema = _arrow_schema()
-        self._sink = pa.OSFile(str(self.tmp), "wb")
+        self.data: bytes | None = None
+        self._sink = pa.BufferOutputStream() if path is None else pa.OSFile(str(self.tmp), "wb")
         self._writer = pa.ipc.new_stream(self._sink, self.schema)
         self._buffer: list[tuple] = []
         self.rows = 0
@@ -419,6 +467,10 @@ class ShardFile:
     def close(self) -> tuple[int, str]:
         self._write()
         self._writer.close()
+        if self.path is None:
+            self.data = self._sink.getvalue().to_pybytes()
+            self._sink.close()
+            return self.rows, hashlib.sha256(self.data).hexdigest()
         self._sink.close()
         os.replace(self.tmp, self.path)
         return self.rows, sha256_file(self.path)
@@ -433,7 +485,8 @@ class ShardFile:
                 close()
             except (OSError, pa.ArrowException):
                 pass
-        self.tmp.unlink(missing_ok=True)
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
 
 
 def write_shard(path: Path, rows: list[dict]) -> tuple[int, str]:

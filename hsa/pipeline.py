@@ -372,26 +372,87 @@ def _shard_name(k: int) -> str:
 
 
 class _ShardState:
-    """The shard being written: rows go to its Arrow file, rejects and stats are kept for its done marker."""
+    """The shard being written: rows go to its Arrow file (``out`` None: to memory), rejects and stats are kept
+    for its done marker."""
 
-    def __init__(self, out: Path, k: int):
+    def __init__(self, out: Path | None, k: int):
         from hsa.io import ShardFile
 
         self.k = k
-        self.file = ShardFile(out / _shard_name(k))
+        self.file = ShardFile(None if out is None else out / _shard_name(k))
         self.rejects: list[dict] = []
         self.stats = Stats()
         self.ids: list[str] = []
 
-    def finish(self, out: Path) -> dict:
+    def add(self, res: Result, encoded: list[tuple], seen_ids: set[int]) -> Result:
+        """Take one input line's result, in input order; a source id seen before becomes a 'duplicate id' reject
+        (the result returned is the one kept)."""
+        if res.source_id is not None and encoded:
+            digest = _id_digest(res.source_id)
+            if digest in seen_ids:
+                res = Result([], [{"input": res.where[0], "line": res.where[1],
+                                   "reason": "duplicate id", "id": res.source_id,
+                                   "detail": f"record id {res.source_id!r} occurs earlier in the input; ids must be unique"}],
+                             Stats(input_records=1, rejected=1, reject_reasons=Counter({"duplicate id": 1})))
+                encoded = []
+            else:
+                seen_ids.add(digest)
+                self.ids.append(res.source_id)
+        self.rejects.extend(res.rejects)
+        for row in encoded:
+            self.file.add(row)
+        self.stats = self.stats + res.stats
+        return res
+
+    def close(self) -> tuple[dict, str]:
+        """Close the Arrow file; return the completion record and the rejects (JSONL text)."""
         rows, digest = self.file.close()
-        state = out / STATE_DIR
-        _write_atomic(state / f"shard-{self.k:05d}.rejects.jsonl",
-                      "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rejects))
         done = {"shard": _shard_name(self.k), "rows": rows, "sha256": digest, "stats": self.stats.to_json(),
                 "ids": self.ids}
-        _write_atomic(state / f"shard-{self.k:05d}.done.json", json.dumps(done, ensure_ascii=False))
+        return done, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rejects)
+
+    def finish(self, out: Path) -> dict:
+        done, rejects = self.close()
+        mark_done(out, self.k, done, rejects)
         return done
+
+
+def mark_done(out: Path, k: int, done: dict, rejects: str) -> None:
+    """Write shard ``k``'s rejects, then its completion record (what ``--resume`` and ``finalize`` read)."""
+    state = out / STATE_DIR
+    _write_atomic(state / f"shard-{k:05d}.rejects.jsonl", rejects)
+    _write_atomic(state / f"shard-{k:05d}.done.json", json.dumps(done, ensure_ascii=False))
+
+
+@dataclasses.dataclass
+class ShardOutput:
+    """One shard's work: the Arrow shard's bytes, its rejects (JSONL text) and its completion record."""
+
+    k: int
+    data: bytes
+    rejects: str
+    done: dict
+
+
+def run_shard(k: int, items: Iterable[InputLine], seen_ids: set[int] | None = None, *,
+              batch_size: int = 16) -> ShardOutput:
+    """Shard ``k``'s whole work in this process (set up by :func:`_init_worker`): its input items, in
+    position order, through :func:`augment_record`, encoded as the local engine writes them; nothing is
+    written. ``seen_ids`` holds the digests of the source ids written before this shard (a repeat becomes a
+    'duplicate id' reject, as in a one-process run); the shard's own ids are added to it."""
+    shard = _ShardState(None, k)
+    seen = set() if seen_ids is None else seen_ids
+    for batch in _batches(items, batch_size):
+        for _, res, encoded in _work(batch):
+            shard.add(res, encoded, seen)
+    done, rejects = shard.close()
+    return ShardOutput(k, shard.file.data, rejects, done)
+
+
+def _strict_message(rejects: list[dict]) -> str:
+    """``--strict``'s error: the first rejected record (not a failed variant) among ``rejects``."""
+    first = next(r for r in rejects if "variant" not in r)
+    return f"--strict: {first.get('input')}:{first.get('line')}: {first['reason']}: {first['detail']}"
 
 
 def _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out, extra) -> dict:
@@ -469,16 +530,35 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
             command: str | None = None, exec_hooks: bool = True, call_arguments: str = "object",
-            tools_file: str | Path | None = None) -> dict:
+            tools_file: str | Path | None = None, engine: str = "local", ray_address: str | None = None) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
-    ``shard_size`` counts input records per shard. Raises :class:`AugmentError` for a missing
-    input, an output folder that is not empty (unless ``resume`` or ``overwrite``) and, with
-    ``strict``, the first rejected line.
+    ``shard_size`` counts input records per shard. ``engine`` is ``"local"`` (a process pool of
+    ``workers``) or ``"ray"`` (Ray Data, :mod:`hsa.ray_engine`: one task per shard on the cluster at
+    ``ray_address``, or on a local Ray of ``workers`` CPUs); both write the same bytes. Raises
+    :class:`AugmentError` for a missing input, an output folder that is not empty (unless ``resume`` or
+    ``overwrite``), a missing Ray and, with ``strict``, the first rejected line.
     """
     from hsa.io import InputSource, iter_inputs
 
+    if engine not in ENGINES:
+        raise AugmentError(f"--engine must be one of {list(ENGINES)} (got {engine!r})")
+    if engine == "ray":
+        from hsa import ray_engine
+
+        ray_engine.require_ray()
+        if ray_engine.is_remote(out):
+            return ray_engine.augment_remote(augment, inputs, out, recipe, seed=seed, variants=variants,
+                                             keep_original=keep_original, workers=workers, shard_size=shard_size,
+                                             batch_size=batch_size, strict=strict, overwrite=overwrite,
+                                             resume=resume, rank=rank, world_size=world_size, progress=progress,
+                                             hold_out=hold_out, command=command, exec_hooks=exec_hooks,
+                                             call_arguments=call_arguments, tools_file=tools_file,
+                                             ray_address=ray_address)
+    elif "://" in str(out):
+        raise AugmentError(f"--out {out}: the local engine writes a local folder; object storage (s3://, gs://, "
+                           "file://) is written by --engine ray (on one machine too: it starts a local Ray)")
     out = Path(out)
     if variants < 0:
         raise AugmentError(f"--variants must be >= 0 (got {variants})")
@@ -533,6 +613,14 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             if k % world_size == rank and k not in done:
                 yield item
 
+    if engine == "ray":
+        total = ray_engine.run_shards(out, mine(), shard_size=shard_size, seen_ids=seen_ids,
+                                      recipe_config=recipe_config, options=options, batch_size=batch_size,
+                                      workers=workers, address=ray_address, strict=strict,
+                                      progress=_Progress(progress, _count_items(sources)
+                                                         if progress and world_size == 1 else None))
+        return _end_run(out, rank, world_size, n_items, shard_size, total, command, engine)
+
     def results() -> Iterator[tuple[int, Result, list[tuple]]]:
         if workers <= 1:
             thresholds = gc.get_threshold()  # this is the caller's process: put them back after
@@ -567,25 +655,9 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                     finished, current = current, None  # an interrupt from here on must not abort it
                     finished.finish(out)
                 current = _ShardState(out, k)
-            if res.source_id is not None and encoded:
-                digest = _id_digest(res.source_id)
-                if digest in seen_ids:
-                    res = Result([], [{"input": res.where[0], "line": res.where[1],
-                                       "reason": "duplicate id", "id": res.source_id,
-                                       "detail": f"record id {res.source_id!r} occurs earlier in the input; ids must be unique"}],
-                                 Stats(input_records=1, rejected=1, reject_reasons=Counter({"duplicate id": 1})))
-                    encoded = []
-                else:
-                    seen_ids.add(digest)
-                    current.ids.append(res.source_id)
+            res = current.add(res, encoded, seen_ids)
             if strict and res.stats.rejected:
-                first = next(r for r in res.rejects if "variant" not in r)
-                raise AugmentError(f"--strict: {first.get('input')}:{first.get('line')}: "
-                                   f"{first['reason']}: {first['detail']}")
-            current.rejects.extend(res.rejects)
-            for row in encoded:
-                current.file.add(row)
-            current.stats = current.stats + res.stats
+                raise AugmentError(_strict_message(res.rejects))
             total = total + res.stats
             bar.update(total)
         if current is not None:
@@ -598,9 +670,19 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         if current is not None:
             current.file.abort()
     bar.update(total, force=True)
+    return _end_run(out, rank, world_size, n_items, shard_size, total, command, engine)
 
+
+#: The engines of ``hsa augment --engine``: they write the same bytes.
+ENGINES = ("local", "ray")
+
+
+def _end_run(out: Path, rank: int, world_size: int, n_items: int, shard_size: int, total: Stats,
+             command: str | None, engine: str) -> dict:
+    """Record this rank's part (its rank file) and, for a one-rank run, write the manifest."""
     n_shards = max(1, -(-n_items // shard_size))
-    rank_info = {"rank": rank, "world_size": world_size, "input_items": n_items, "shards": n_shards}
+    rank_info = {"rank": rank, "world_size": world_size, "input_items": n_items, "shards": n_shards,
+                 "engine": engine}
     _write_atomic(out / STATE_DIR / f"rank-{rank:05d}-of-{world_size:05d}.json", json.dumps(rank_info))
     if world_size > 1:
         return {"rank": rank_info, **total.to_dict()}
@@ -619,9 +701,9 @@ def _count_items(sources) -> int | None:
         elif s.kind == "json":  # counting the elements would parse the whole array once more
             return None
         elif s.kind == "parquet":
-            import pyarrow.parquet as pq
+            from hsa.io import parquet_file
 
-            total += pq.ParquetFile(s.spec).metadata.num_rows
+            total += parquet_file(s.spec).metadata.num_rows
         elif s.kind == "dataset":
             import pyarrow as pa
 
@@ -679,6 +761,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
     manifest = {
         "hsa_version": config["hsa_version"],
         "command": command,
+        "engine": "+".join(sorted({i.get("engine", "local") for i in info})) or "local",
         "inputs": config["inputs"],
         "seed": config["seed"],
         "variants": config["variants"],
@@ -728,6 +811,7 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
     world = configs[0].get("world_size", 1)
     if ranks != set(range(world)):
         raise AugmentError(f"ranks {sorted(set(range(world)) - ranks)} of {world} are missing; run them and merge again")
+    engines = sorted({json.loads(f.read_text()).get("engine", "local") for f in (out / STATE_DIR).glob("rank-*-of-*.json")})
     for f in (out / STATE_DIR).glob("rank-*-of-*.json"):  # keep one rank file: the merged run
         f.unlink()
     n = max(json.loads((p / STATE_DIR / f.name).read_text())["input_items"]
@@ -736,7 +820,8 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
     config["world_size"] = 1
     (out / STATE_DIR / "run.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
     _write_atomic(out / STATE_DIR / "rank-00000-of-00001.json",
-                  json.dumps({"rank": 0, "world_size": 1, "input_items": n, "shards": max(1, -(-n // config["shard_size"]))}))
+                  json.dumps({"rank": 0, "world_size": 1, "input_items": n, "shards": max(1, -(-n // config["shard_size"])),
+                              "engine": "+".join(engines)}))
     return finalize(out, command=command)
 
 
@@ -757,4 +842,4 @@ def canonicalize_record(raw: dict) -> dict:
     return out
 
 
-__all__ += ["canonicalize_record", "finalize", "merge"]
+__all__ += ["canonicalize_record", "finalize", "merge", "run_shard", "ShardOutput", "mark_done", "ENGINES"]
