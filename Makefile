@@ -17,7 +17,7 @@ venv: $(BIN)/python
 
 venv-train: $(BIN)/python
 	$(BIN)/pip install -q $(TORCH_PIN)
-	$(BIN)/pip install -q -e '.[dev,train]'
+	$(BIN)/pip install -q -e '.[dev,train,eval]'
 
 demo: venv
 	rm -rf demo-out

@@ -430,6 +430,10 @@ def make_parser() -> argparse.ArgumentParser:
     sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
     sk.set_defaults(func=cmd_skills)
 
+    from hsa.evaluation.cli import add_parser as add_eval_parser
+
+    add_eval_parser(sub)
+
     t = sub.add_parser("transforms", help="list registered transforms")
     t.set_defaults(func=cmd_transforms)
     return p

@@ -1,30 +1,58 @@
-"""The evaluation entry point: rewards by harness group and instruction accuracy, with the tiny model."""
+"""End to end: `hsa eval run` and `python -m trainers.eval` with the tiny model on a handful of rows."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.trainers_support import mini_shards, tiny_model  # noqa: F401
+from hsa.cli import main as hsa_main
 from trainers.eval import main
 
 
-def test_eval_reports_rewards_by_group_and_instruction_accuracy(tiny_model, mini_shards, tmp_path):  # noqa: F811
-    """The report has mean rewards for all, original and variant prompts, and strict/loose instruction accuracy."""
+def test_hsa_eval_run_writes_the_report_and_predictions(tiny_model, mini_shards, tmp_path):  # noqa: F811
+    """A run on the mini shards writes report.json (contract fields), report.md, report.png and predictions that
+    `hsa eval score` scores to the same numbers."""
     out = tmp_path / "report.json"
-    assert main(["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--max_new_tokens", "4",
-                 "--max_instructions", "4", "--output", str(out)]) == 0
+    preds = tmp_path / "preds.jsonl"
+    rc = hsa_main(["eval", "run", str(mini_shards), "--model", str(tiny_model), "--out", str(out),
+                   "--md", str(tmp_path / "report.md"), "--plot", str(tmp_path / "report.png"),
+                   "--predictions-out", str(preds), "--held-out", "skill", "--max-prompts", "6",
+                   "--max-new-tokens", "4", "--batch-size", "4", "--instructions", "--max-instructions", "2",
+                   "--device", "cpu"])
+    assert rc == 0
     report = json.loads(out.read_text())
-    harness = report["harness"]
-    assert harness["all"]["prompts"] == harness["original"]["prompts"] + harness["variant"]["prompts"] > 0
-    assert set(harness["all"]) >= {"tool_call", "tool_call_strict", "skill", "format", "reply"}
-    assert 0.0 <= harness["all"]["format"] <= 1.0
+    for key in ("canonical", "variants", "seen", "held_out"):
+        g = report[key]
+        assert {"call_accuracy", "ci95", "n"} <= set(g)
+    assert report["canonical"]["n"] + report["variants"]["n"] == report["n_prompts"] == 6
+    assert report["seen"]["n"] + report["held_out"]["n"] == report["variants"]["n"]
+    assert {"call_accuracy", "ci95"} <= set(report["gap"]) and isinstance(report["by_family"], dict)
     inst = report["instructions"]
-    assert inst["prompts"] == 4 and 0.0 <= inst["strict_accuracy"] <= inst["loose_accuracy"] <= 1.0
+    assert inst["n"] == 2 and 0.0 <= inst["prompt_strict"] <= inst["prompt_loose"] <= 1.0
+    assert report["model"] == str(tiny_model) and report["generation"]["greedy"] is True
+    lines = [json.loads(x) for x in preds.read_text().splitlines()]
+    assert [x["id"] for x in lines] == [r["id"] for r in report["results"]]
+    assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| canonical |" in (tmp_path / "report.md").read_text()
+
+    rescored = tmp_path / "rescored.json"
+    assert hsa_main(["eval", "score", str(mini_shards), "--predictions", str(preds), "--out", str(rescored),
+                     "--held-out", "skill", "--max-prompts", "6"]) == 0
+    again = json.loads(rescored.read_text())
+    for key in ("canonical", "variants", "held_out", "gap", "by_family", "results"):
+        assert again[key] == report[key]
 
 
-def test_eval_rejects_trl_options(tiny_model):  # noqa: F811
-    """Options that evaluation does not have are reported instead of ignored."""
-    with pytest.raises(ValueError, match="Unknown arguments"):
-        main(["--model_name_or_path", str(tiny_model), "--warmup_steps", "3"])
+def test_python_m_trainers_eval_takes_the_same_options(tiny_model, mini_shards, tmp_path):  # noqa: F811
+    """python -m trainers.eval DATA --model M --out F runs the same evaluation."""
+    out = tmp_path / "r.json"
+    assert main([str(mini_shards), "--model", str(tiny_model), "--out", str(out), "--max-prompts", "2",
+                 "--max-new-tokens", "2", "--turns", "calls"]) == 0
+    report = json.loads(out.read_text())
+    assert report["n_prompts"] == 2 and report["options"]["turns"] == "calls"
+
+
+def test_eval_run_bad_model_is_one_line(mini_shards, tmp_path, capsys):  # noqa: F811
+    """A model path that does not exist is a clear error, exit status 2."""
+    assert main([str(mini_shards), "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "r.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err

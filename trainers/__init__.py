@@ -6,7 +6,8 @@
   ``DistillationTrainer``, reverse KL) towards the pre-SFT base model.
 - ``python -m trainers.rl``: HSA-RL (trl ``GRPOTrainer``) with rewards that map the
   completion's calls back through each row's mapping (:mod:`trainers.rewards`).
-- ``python -m trainers.eval``: rewards under original and varied harnesses, instruction accuracy.
+- ``python -m trainers.eval``: ``hsa eval run``: accuracy under the canonical and varied harnesses, with
+  intervals, and instruction following (:mod:`hsa.evaluation`, docs/evaluation.md).
 - ``python -m trainers.tiny --out DIR``: a tiny local model and tokenizer to try it all.
 
 Nothing heavy is imported here: ``--help`` of every entry point is instant, and

@@ -1,151 +1,330 @@
-"""Evaluate a model under original and varied harnesses, and on verifiable general instructions.
+"""Evaluate a model under the canonical and varied harnesses, and on verifiable general instructions.
 
-``python -m trainers.eval --model_name_or_path DIR --dataset SHARDS --output report.json``
+``python -m trainers.eval DATA --model M --out report.json`` (the same options as ``hsa eval run``)
 
-Harness part: the RL prompts of ``--dataset`` (:func:`trainers.rl.build_prompts`),
-greedy completions, and the mean of each reward (:mod:`trainers.rewards`) over all
-prompts, over the original rows (``variant`` 0: the paper's fixed-harness QA) and over
-the variant rows (its Harness-Variant QA). Instruction part: the bundled general
-instructions (or ``--instructions FILE``), scored with :mod:`trainers.ifcheck`: strict
-accuracy (every check passes) and loose accuracy (share of checks passed).
+Each prompt of :func:`hsa.evaluation.make_prompts` is rendered with the model's own chat
+template and the row's own tools, completed greedily in batches (transformers; vLLM with
+``--backend vllm``), and the completions are scored by :func:`hsa.evaluation.score`: the
+report is the one ``hsa eval score`` writes, plus ``model`` and ``generation``, and
+``instructions`` (IFEval-style strict / loose accuracies, :mod:`trainers.ifcheck`) when
+``--instructions`` is given. docs/evaluation.md lists every field.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import argparse
 import json
-import math
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainers.common import ModelArguments, TrainerInputError, bundled_path, iter_rows, log, parse_args
+from trainers.common import TrainerInputError, bundled_path, log
 
-__all__ = ["EvalArguments", "generate", "evaluate_harness", "evaluate_instructions", "main"]
-
-
-@dataclasses.dataclass
-class EvalArguments:
-    """What to evaluate."""
-
-    dataset: str | None = dataclasses.field(
-        default=None, metadata={"help": "hsa shard folder or JSONL of trajectories (harness evaluation); "
-                                        "unset: skip it."})
-    instructions: str | None = dataclasses.field(
-        default=str(bundled_path("general_instructions.jsonl")),
-        metadata={"help": "JSONL of prompts with 'checks' (instruction evaluation); 'none' skips it."})
-    max_rows: int | None = dataclasses.field(default=None, metadata={"help": "Read only the first N dataset rows."})
-    max_instructions: int | None = dataclasses.field(
-        default=None, metadata={"help": "Evaluate only the first N instructions."})
-    max_prompts: int | None = dataclasses.field(default=200, metadata={"help": "Evaluate at most N harness prompts."})
-    turns: str = dataclasses.field(default="all", metadata={"help": "Turns to evaluate (see trainers.rl --turns)."})
-    rewards: list[str] = dataclasses.field(
-        default_factory=lambda: ["tool_call", "tool_call_strict", "skill", "format", "reply"],
-        metadata={"help": "Rewards to report (names or dotted paths)."})
-    max_new_tokens: int = dataclasses.field(default=256, metadata={"help": "Tokens generated per prompt."})
-    batch_size: int = dataclasses.field(default=8, metadata={"help": "Prompts per generation batch."})
-    output: str | None = dataclasses.field(default=None, metadata={"help": "Write the JSON report here too."})
+__all__ = ["run", "generate", "render_prompts", "evaluate_instructions", "load_model", "make_parser", "main",
+           "run_error_types"]
 
 
-def load_model(model_args: ModelArguments):
-    """The model (a LoRA adapter folder is loaded on its base) on the best device, in eval mode."""
+def run_error_types() -> tuple[type[BaseException], ...]:
+    """The exceptions that :func:`run` raises for bad input (reported as one line, not a traceback)."""
+    return (TrainerInputError, FileNotFoundError)
+
+
+def _device(device: str | None) -> str:
     import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise TrainerInputError("--device cuda: torch sees no CUDA GPU here; leave --device unset or pass cpu")
+    return device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _dtype(dtype: str | None, device: str) -> str | None:
+    if dtype:
+        return dtype
+    import torch
+
+    return "bfloat16" if device == "cuda" and torch.cuda.is_bf16_supported() else None
+
+
+def load_model(model: str, *, device: str = "cpu", dtype: str | None = None, trust_remote_code: bool = False):
+    """The model (a LoRA adapter folder is loaded on its base) on ``device``, in eval mode."""
     from transformers import AutoModelForCausalLM
 
-    from trainers.common import has_accelerator, model_init_kwargs, resolve_model_path
+    from trainers.common import resolve_model_path
 
-    path = resolve_model_path(model_args.model_name_or_path)
-    kwargs = model_init_kwargs(model_args)
+    path = resolve_model_path(model, what="--model")
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if dtype:
+        kwargs["dtype"] = dtype
     if (Path(path) / "adapter_config.json").is_file():
         from peft import AutoPeftModelForCausalLM
 
-        model = AutoPeftModelForCausalLM.from_pretrained(path, **kwargs)
+        m = AutoPeftModelForCausalLM.from_pretrained(path, **kwargs)
     else:
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-    if has_accelerator() and torch.cuda.is_available():
-        model = model.to("cuda")
-    return model.eval()
+        m = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    return m.to(device).eval()
+
+
+def _stop_ids(model, tokenizer) -> set[int]:
+    ids = set()
+    for source in (getattr(model, "generation_config", None), tokenizer):
+        eos = getattr(source, "eos_token_id", None)
+        if isinstance(eos, int):
+            ids.add(eos)
+        elif isinstance(eos, (list, tuple)):
+            ids.update(i for i in eos if isinstance(i, int))
+    return ids
 
 
 def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int) -> list[str]:
-    """Greedy completions of already-rendered text prompts (special tokens dropped, tool-call tags kept)."""
+    """Greedy completions of rendered text prompts, in their order.
+
+    Prompts are batched by length (less padding); each completion is cut at the first end-of-turn
+    token and decoded with the special tokens kept (``<|python_tag|>``, ``[TOOL_CALLS]`` and the like
+    are special in some tokenizers and mark the calls), padding removed."""
     import torch
 
     tokenizer.padding_side = "left"
-    out: list[str] = []
-    for start in range(0, len(prompts), batch_size):
-        batch = list(prompts[start:start + batch_size])
-        enc = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    stop = _stop_ids(model, tokenizer)
+    pad = tokenizer.pad_token_id
+    lengths = [len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    order = sorted(range(len(prompts)), key=lambda i: (-lengths[i], i))
+    out: list[str] = [""] * len(prompts)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        enc = tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True,
+                        add_special_tokens=False).to(model.device)
         with torch.no_grad():
-            ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tokenizer.pad_token_id)
-        out.extend(tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True))
+            ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad,
+                                 eos_token_id=sorted(stop) or None)
+        for i, seq in zip(idx, ids[:, enc["input_ids"].shape[1]:].tolist()):
+            cut = next((k for k, t in enumerate(seq) if t in stop), len(seq))
+            seq = [t for t in seq[:cut] if t != pad or pad in stop]
+            out[i] = tokenizer.decode(seq, skip_special_tokens=False)
     return out
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
-    kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(kept) / len(kept) if kept else None
+def _generate_vllm(model: str, prompts: Sequence[str], *, max_new_tokens: int, seed: int, dtype: str | None,
+                   trust_remote_code: bool) -> list[str]:
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError:
+        raise TrainerInputError("--backend vllm needs vllm (pip install vllm) and a GPU; or use the default "
+                                "--backend transformers") from None
+    llm = LLM(model=model, seed=seed, dtype=dtype or "auto", trust_remote_code=trust_remote_code)
+    params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, skip_special_tokens=False)
+    return [o.outputs[0].text for o in llm.generate(list(prompts), params)]
 
 
-def evaluate_harness(model, tokenizer, rows, args: EvalArguments) -> dict[str, Any]:
-    """Mean rewards over all prompts, original rows and variant rows."""
-    from trainers.rewards import get_reward
-    from trainers.rl import build_prompts
+def _compat(messages: list[dict], compat: Sequence[str]) -> list[dict]:
+    from trainers.common import CHAT_COMPAT, _alnum9_call_ids, _split_parallel_calls
 
-    prompts = build_prompts(rows, tokenizer, turns=args.turns, max_prompts=args.max_prompts)
-    completions = generate(model, tokenizer, [p["prompt"] for p in prompts], max_new_tokens=args.max_new_tokens,
-                           batch_size=args.batch_size)
-    columns = {k: [p[k] for p in prompts] for k in prompts[0] if k != "prompt"}
-    scores = {name: get_reward(name)(completions, **columns) for name in args.rewards}
-    groups = {"all": lambda p: True, "original": lambda p: p["variant"] == 0, "variant": lambda p: p["variant"] > 0}
-    report: dict[str, Any] = {}
-    for group, keep in groups.items():
-        idx = [i for i, p in enumerate(prompts) if keep(p)]
-        report[group] = {"prompts": len(idx), **{name: _mean([s[i] for i in idx]) for name, s in scores.items()}}
-    report["examples"] = [{"id": p["id"], "completion": c} for p, c in zip(prompts[:3], completions[:3])]
+    unknown = [c for c in compat if c not in CHAT_COMPAT]
+    if unknown:
+        raise TrainerInputError(f"unknown --chat-compat {unknown}; expected some of {list(CHAT_COMPAT)}")
+    if "system_as_user" in compat:
+        messages = [m if i == 0 or m.get("role") != "system" else {**m, "role": "user"}
+                    for i, m in enumerate(messages)]
+    if "split_parallel_calls" in compat:
+        messages, _ = _split_parallel_calls(messages, [True] * len(messages))
+    if "alnum9_call_ids" in compat:
+        messages = _alnum9_call_ids(messages)
+    return messages
+
+
+def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] = ()) -> list[str]:
+    """Each prompt row rendered with the tokenizer's chat template and the row's tools, ready to generate.
+
+    The first prompt with tools also checks that the template renders them."""
+    from trainers.common import check_template_renders_harness
+    from trainers.rl import _strip_bos
+
+    def render(messages, tools, generation=False):
+        return tokenizer.apply_chat_template(list(messages), tools=tools or None, add_generation_prompt=generation,
+                                             tokenize=False)
+
+    texts, checked = [], False
+    for p in prompts:
+        messages = _compat(p["messages"], compat)
+        if not checked and p["tools"]:
+            check_template_renders_harness(render, {"messages": messages, "tools": p["tools"]}, where=p["id"])
+            checked = True
+        try:
+            texts.append(_strip_bos(tokenizer, render(messages, p["tools"], True)))
+        except Exception as exc:  # noqa: BLE001  (templates raise their own exception types)
+            raise TrainerInputError(f"prompt {p['id']}: the chat template cannot render it ({type(exc).__name__}: "
+                                    f"{exc}); --chat-compat may help (split_parallel_calls, alnum9_call_ids, "
+                                    "system_as_user)") from None
+    return texts
+
+
+def _instruction_rows(path: str, max_rows: int | None) -> list[dict]:
+    """Rows of verifiable instructions: ours (``prompt`` + ``checks``) or IFEval's (``prompt`` +
+    ``instruction_id_list`` + ``kwargs``, as in its input_data.jsonl)."""
+    from trainers.common import iter_rows
+    from trainers.ifcheck import CheckError, validate_checks
+
+    rows = []
+    for n, r in enumerate(iter_rows(path), 1):
+        if not isinstance(r, dict) or not (r.get("checks") or r.get("instruction_id_list")):
+            raise TrainerInputError(f"{path} row {n}: no 'checks' (or IFEval's 'instruction_id_list'); expected the "
+                                    f"format of {bundled_path('general_instructions.jsonl')} or IFEval's "
+                                    "input_data.jsonl")
+        try:
+            if r.get("checks"):
+                validate_checks(r["checks"])
+        except CheckError as exc:
+            raise TrainerInputError(f"{path} row {n}: {exc}") from None
+        rows.append(r)
+        if max_rows is not None and len(rows) >= max_rows:
+            break
+    if not rows:
+        raise TrainerInputError(f"{path} has no instruction rows")
+    return rows
+
+
+def _ifeval_rows(max_rows: int | None) -> list[dict]:
+    """The real IFEval prompts (google/IFEval on the hub), or a clear error when they cannot be reached."""
+    try:
+        import datasets
+
+        ds = datasets.load_dataset("google/IFEval", split="train")
+    except Exception as exc:  # noqa: BLE001  (offline, hub errors of many types)
+        raise TrainerInputError(f"--ifeval: the IFEval prompts (google/IFEval) cannot be loaded here "
+                                f"({type(exc).__name__}: {str(exc)[:160]}); download its input_data.jsonl where the "
+                                "hub is reachable and pass --instructions input_data.jsonl") from None
+    rows = [dict(r) for r in ds]
+    return rows[:max_rows] if max_rows is not None else rows
+
+
+def evaluate_instructions(generate_fn, tokenizer, path: str | None, *, max_rows: int | None = None,
+                          rows: list[dict] | None = None) -> dict[str, Any]:
+    """IFEval's strict / loose, prompt- / instruction-level accuracies on verifiable instructions
+    (:func:`trainers.ifcheck.evaluate`: IFEval's own checkers where a maintained package has them)."""
+    from hsa.evaluation.parsers import parse
+    from trainers.distill import prompt_of
+    from trainers.ifcheck import CheckError, evaluate
+
+    rows = rows if rows is not None else _instruction_rows(path, max_rows)
+    texts = [tokenizer.apply_chat_template(prompt_of(r), add_generation_prompt=True, tokenize=False) for r in rows]
+    completions = generate_fn(texts)
+    replies = []
+    for c in completions:
+        p = parse(c)
+        replies.append((p.content if p.ok else c).strip())
+    try:
+        out = evaluate(replies, rows)
+    except CheckError as exc:
+        raise TrainerInputError(f"{path or 'IFEval'}: {exc}") from None
+    out["source"] = path
+    return out
+
+
+def run(data: str, model: str, *, out: str | None = None, md: str | None = None, plot: str | None = None,
+        predictions_out: str | None = None, held_out: Sequence[str] = (), train_manifest: str | None = None,
+        instructions: str | None = None, max_instructions: int | None = None, turns: str = "all",
+        max_prompts: int | None = None, batch_size: int = 8, max_new_tokens: int = 256, device: str | None = None,
+        seed: int = 0, backend: str = "transformers", fmt: str = "auto", string_match: str = "exact",
+        bootstrap: int = 1000, compare: str | None = None, chat_template: str | None = None,
+        dtype: str | None = None, chat_compat: Sequence[str] = (), trust_remote_code: bool = False,
+        ifeval: bool = False) -> dict:
+    """Generate with ``model`` on the prompts of ``data`` and score them; returns the report (written to
+    ``out`` / ``md`` / ``plot`` when given). ``instructions``: a JSONL of verifiable instructions (ours or
+    IFEval's input_data.jsonl), or ``"bundled"`` for the bundled set; ``ifeval``: also the real IFEval from the
+    hub (an error when it cannot be reached)."""
+    import torch
+
+    from hsa.evaluation import collect, score, write_report
+    from trainers.common import ModelArguments, load_tokenizer
+
+    if backend not in ("transformers", "vllm"):
+        raise TrainerInputError(f"--backend must be transformers or vllm (got {backend!r})")
+    items, _ = collect(data, turns=turns, max_prompts=max_prompts)
+    torch.manual_seed(seed)
+    dev = _device(device)
+    dt = _dtype(dtype, dev)
+    tokenizer = load_tokenizer(ModelArguments(model_name_or_path=model, chat_template_path=chat_template,
+                                              trust_remote_code=trust_remote_code), padding_side="left")
+    prompts = [it.prompt for it in items]
+    texts = render_prompts(tokenizer, prompts, compat=chat_compat)
+    if backend == "vllm":
+        from trainers.common import resolve_model_path
+
+        path = resolve_model_path(model, what="--model")
+
+        def gen(batch):
+            return _generate_vllm(path, batch, max_new_tokens=max_new_tokens, seed=seed, dtype=dt,
+                                  trust_remote_code=trust_remote_code)
+    else:
+        lm = load_model(model, device=dev, dtype=dt, trust_remote_code=trust_remote_code)
+
+        def gen(batch):
+            return generate(lm, tokenizer, batch, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    started = time.perf_counter()
+    completions = gen(texts)
+    log(f"{len(texts)} prompts completed in {time.perf_counter() - started:.1f}s on {dev} ({backend})")
+    predictions = {p["id"]: c for p, c in zip(prompts, completions)}
+    if predictions_out:
+        Path(predictions_out).parent.mkdir(parents=True, exist_ok=True)
+        with open(predictions_out, "w", encoding="utf-8") as f:
+            for p, c in zip(prompts, completions):
+                f.write(json.dumps({"id": p["id"], "completion": c}, ensure_ascii=False) + "\n")
+    report = score(items, predictions, turns=turns, max_prompts=max_prompts, fmt=fmt, string_match=string_match,
+                   held_out=held_out, train_manifest=train_manifest, seed=seed, bootstrap=bootstrap,
+                   compare_to=compare)
+    report["data"] = str(data)
+    report["predictions"] = str(predictions_out) if predictions_out else None
+    results = report.pop("results")
+    report["model"] = str(model)
+    report["generation"] = {"backend": backend, "device": dev, "dtype": dt or "float32", "greedy": True,
+                            "batch_size": batch_size, "max_new_tokens": max_new_tokens,
+                            "chat_template": chat_template, "chat_compat": list(chat_compat)}
+    if instructions:
+        path = str(bundled_path("general_instructions.jsonl")) if instructions == "bundled" else instructions
+        report["instructions"] = evaluate_instructions(gen, tokenizer, path, max_rows=max_instructions)
+        if instructions == "bundled":
+            report["instructions"]["source"] = "bundled (trainers/data/general_instructions.jsonl)"
+    if ifeval:
+        report["ifeval"] = evaluate_instructions(gen, tokenizer, None, rows=_ifeval_rows(max_instructions))
+        report["ifeval"]["source"] = "google/IFEval"
+    report["results"] = results
+    from hsa.evaluation.report import _round
+
+    report = _round(report)
+    write_report(report, out, md=md, png=plot)
     return report
 
 
-def evaluate_instructions(model, tokenizer, path: str, args: EvalArguments) -> dict[str, Any]:
-    """Strict and loose accuracy on verifiable instructions."""
-    from trainers.distill import prompt_of
-    from trainers.ifcheck import check
+def make_parser() -> argparse.ArgumentParser:
+    """The options of ``hsa eval run`` under ``python -m trainers.eval``."""
+    from hsa.evaluation.cli import add_common_options, add_run_options, add_score_options
 
-    rows = [r for r in iter_rows(path, max_rows=args.max_instructions) if r.get("checks")]
-    if not rows:
-        raise TrainerInputError(f"{path} has no rows with 'checks'; expected the format of "
-                                f"{bundled_path('general_instructions.jsonl')}")
-    texts = [tokenizer.apply_chat_template(prompt_of(r), add_generation_prompt=True, tokenize=False) for r in rows]
-    completions = generate(model, tokenizer, texts, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
-    results = [check(c.strip(), r["checks"]) for c, r in zip(completions, rows)]
-    return {"prompts": len(rows), "strict_accuracy": sum(all(r) for r in results) / len(rows),
-            "loose_accuracy": sum(sum(r) / len(r) for r in results) / len(rows)}
+    p = argparse.ArgumentParser(prog="python -m trainers.eval", description=__doc__.splitlines()[0])
+    add_common_options(p)
+    add_score_options(p)
+    add_run_options(p)
+    return p
 
 
-def _parse(argv: Sequence[str] | None):
-    return parse_args(argv, "python -m trainers.eval", __doc__.splitlines()[0], [ModelArguments, EvalArguments],
-                      trl_config_name="(nothing: eval takes no trl options)")
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    from hsa.evaluation.cli import parse_run_args
+
+    return parse_run_args(make_parser(), sys.argv[1:] if argv is None else list(argv))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trainers.common import load_tokenizer
+    from hsa.evaluation.cli import _summary, run_kwargs
+    from hsa.evaluation.prompts import EvalInputError
 
-    model_args, args, extras = _parse(argv)
-    if extras.from_cli or extras.from_config:
-        raise TrainerInputError(f"Unknown arguments: {extras.from_cli or sorted(extras.from_config)}; see --help")
-    tokenizer = load_tokenizer(model_args, padding_side="left")
-    model = load_model(model_args)
-    report: dict[str, Any] = {"model": model_args.model_name_or_path}
-    if args.dataset:
-        report["harness"] = evaluate_harness(model, tokenizer, iter_rows(args.dataset, max_rows=args.max_rows), args)
-    if args.instructions and args.instructions.lower() != "none":
-        report["instructions"] = evaluate_instructions(model, tokenizer, args.instructions, args)
-    text = json.dumps(report, indent=2, ensure_ascii=False)
-    print(text)
-    if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
-        log(f"report written to {args.output}")
+    args = _parse(argv)
+    try:
+        report = run(**run_kwargs(args))
+    except (EvalInputError, *run_error_types()) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(_summary(report), file=sys.stderr)
+    log(f"report written to {args.out}")
     return 0
 
 

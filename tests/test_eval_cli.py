@@ -1,0 +1,147 @@
+"""`hsa eval prompts` and `hsa eval score` on augmented fixture shards (no torch)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hsa.cli import main
+from tests.trainers_support import FIXTURES, shards  # noqa: F401
+
+
+def _rows(folder):
+    from hsa.io import read_records
+    from hsa.records import normalize
+
+    return {r["id"]: normalize(r) for r in read_records(folder)}
+
+
+def _predictions(folder, prompts_file, path, *, canonical_names=False):
+    """Write predictions for every prompt: the gold turn in the variant harness (or in canonical names)."""
+    from hsa.evaluation import collect
+
+    rows = _rows(folder)
+    gold = {it.prompt["id"]: it.gold["calls"] for it in collect(str(folder))[0]}
+    lines = []
+    for line in prompts_file.read_text().splitlines():
+        p = json.loads(line)
+        msg = rows[p["row_id"]]["messages"][p["turn"]]
+        calls = ([{"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                  for c in msg.get("tool_calls") or ()] if not canonical_names else gold[p["id"]])
+        text = "".join(f"<tool_call>{json.dumps(c)}</tool_call>" for c in calls) or (msg.get("content") or "ok")
+        lines.append(json.dumps({"id": p["id"], "completion": text}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_prompts_then_score_gold_predictions(shards, tmp_path, capsys):  # noqa: F811
+    """Predictions equal to the gold turns under each variant score 100% everywhere; the report is byte-stable."""
+    prompts = tmp_path / "prompts.jsonl"
+    assert main(["eval", "prompts", str(shards), "--out", str(prompts)]) == 0
+    rows = [json.loads(x) for x in prompts.read_text().splitlines()]
+    assert rows and all(r["id"] == f"{r['row_id']}#{r['turn']}" and len(r["messages"]) == r["turn"] for r in rows)
+    assert {r["variant"] for r in rows} == {0, 1}
+    preds = _predictions(shards, prompts, tmp_path / "preds.jsonl")
+    out1, out2 = tmp_path / "r1.json", tmp_path / "r2.json"
+    for out in (out1, out2):
+        assert main(["eval", "score", str(shards), "--predictions", str(preds), "--out", str(out),
+                     "--md", str(out.with_suffix(".md")), "--plot", str(out.with_suffix(".png"))]) == 0
+    assert out1.read_bytes() == out2.read_bytes()
+    assert out1.with_suffix(".png").read_bytes() == out2.with_suffix(".png").read_bytes()
+    report = json.loads(out1.read_text())
+    assert report["canonical"]["call_accuracy"] == report["variants"]["call_accuracy"] == 1.0
+    assert report["gap"]["call_accuracy"] == 0.0 and report["problems"]["missing"]["n"] == 0
+    assert "call accuracy: canonical 100.0%" in capsys.readouterr().err
+
+
+def test_canonical_names_under_variants_open_a_gap(shards, tmp_path):  # noqa: F811
+    """Calls written with the canonical harness's names are right on variant 0 and wrong where the variant
+    renamed them: a positive gap with an interval, per-family rows, and --compare against the gold run."""
+    prompts = tmp_path / "prompts.jsonl"
+    assert main(["eval", "prompts", str(shards), "--out", str(prompts), "--turns", "calls"]) == 0
+    gold = _predictions(shards, prompts, tmp_path / "gold.jsonl")
+    canon = _predictions(shards, prompts, tmp_path / "canon.jsonl", canonical_names=True)
+    gold_report = tmp_path / "gold.json"
+    assert main(["eval", "score", str(shards), "--predictions", str(gold), "--out", str(gold_report),
+                 "--turns", "calls"]) == 0
+    out = tmp_path / "canon.json"
+    assert main(["eval", "score", str(shards), "--predictions", str(canon), "--out", str(out), "--turns", "calls",
+                 "--compare", str(gold_report), "--held-out", "tool"]) == 0
+    report = json.loads(out.read_text())
+    assert report["canonical"]["call_accuracy"] == 1.0
+    assert report["variants"]["call_accuracy"] < 1.0
+    gap = report["gap"]
+    assert gap["call_accuracy"] > 0 and gap["ci95"][0] <= gap["call_accuracy"] <= gap["ci95"][1]
+    assert report["by_family"]["tool"]["held_out"] is True and report["held_out"]["n"] > 0
+    paired = report["paired"]
+    assert paired["n"] == report["n_prompts"] and paired["call_accuracy"] < 0
+
+
+def test_train_manifest_names_the_held_out_families(shards, tmp_path):  # noqa: F811
+    """--train-manifest reads hold_out from the training run's manifest."""
+    manifest = tmp_path / "train" / "manifest.json"
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps({"hold_out": ["skill"]}))
+    out = tmp_path / "r.json"
+    assert main(["eval", "score", str(shards), "--predictions", str(tmp_path / "none.jsonl"), "--out", str(out)]) \
+        == 2  # no such predictions file
+    (tmp_path / "none.jsonl").write_text("")
+    assert main(["eval", "score", str(shards), "--predictions", str(tmp_path / "none.jsonl"), "--out", str(out),
+                 "--train-manifest", str(manifest.parent)]) == 0
+    report = json.loads(out.read_text())
+    assert report["options"]["held_out"] == ["skill"] and "held_out" in report
+    assert report["problems"]["missing"]["n"] == report["n_prompts"]
+    assert report["all"]["format_validity"] == 0.0
+
+
+def test_canonical_rows_come_from_the_manifest_inputs(tmp_path):
+    """Without --keep-original, the canonical harness is read from the input files the manifest names."""
+    import hsa
+    from hsa.evaluation import make_prompts
+    from hsa.pipeline import augment
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(FIXTURES.read_text(encoding="utf-8").splitlines()[:2]) + "\n")
+    augment([src], tmp_path / "out", hsa.load_recipe("default"), variants=1, workers=1, progress=False)
+    prompts = make_prompts(str(tmp_path / "out"), turns="first")
+    assert sorted(p["variant"] for p in prompts) == [0, 0, 1, 1]
+    src.unlink()
+    from hsa.evaluation import collect
+
+    items, source = collect(str(tmp_path / "out"), turns="first")
+    assert {it.prompt["variant"] for it in items} == {1}
+    assert any("--keep-original" in n for n in source.notes)
+
+
+def test_folder_without_mapping_and_missing_data_are_clear_errors(tmp_path, capsys):
+    """A folder that is not hsa output, and a path that does not exist, are one-line errors (exit 2)."""
+    (tmp_path / "folder").mkdir()
+    assert main(["eval", "prompts", str(tmp_path / "folder"), "--out", str(tmp_path / "p.jsonl")]) == 2
+    assert "not an hsa output folder" in capsys.readouterr().err
+    assert main(["eval", "score", str(tmp_path / "nope.jsonl"), "--predictions", "x", "--out", "r.json"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    bad = tmp_path / "variants.jsonl"
+    bad.write_text(json.dumps({"id": "a/1", "variant": 1, "messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    assert main(["eval", "prompts", str(bad), "--out", str(tmp_path / "p.jsonl")]) == 2
+    assert "has no 'mapping'" in capsys.readouterr().err
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_plain_records_are_the_canonical_harness(tmp_path):
+    """Records without mapping or variant (any function-calling dataset) are scored as the canonical harness."""
+    from hsa.evaluation import score
+
+    src = tmp_path / "plain.jsonl"
+    src.write_text("\n".join(FIXTURES.read_text(encoding="utf-8").splitlines()[:1]) + "\n")
+    report = score(str(src), {}, bootstrap=0, turns="first")
+    assert report["canonical"]["n"] == 1 and report["variants"]["n"] == 0
+    assert any("canonical harness" in n for n in report["notes"])
+
+
+@pytest.mark.parametrize("flag, value", [("--turns", "sometimes"), ("--format", "xml"), ("--string-match", "fuzzy")])
+def test_bad_options_are_refused(shards, flag, value, capsys):  # noqa: F811
+    """Choices are checked by the parser."""
+    with pytest.raises(SystemExit):
+        main(["eval", "score", str(shards), "--predictions", "p", "--out", "r", flag, value])
+    assert "invalid choice" in capsys.readouterr().err
