@@ -80,9 +80,8 @@ class Plan:
     eval_prompts: int | None = None
     eval_new_tokens: int = 80
     eval_batch: int = 32
-    instructions: int | None = 6
     eval_turns: str = "first"
-    instructions: int | None = None
+    instructions: int | None = 10
     held_out: tuple[str, ...] = ("prompt",)
     layer_check: int | None = 8
     data_seed: int = 0
