@@ -65,17 +65,17 @@ class Plan:
     eval_variants: int = 2
     seeds: tuple[int, ...] = (0, 1, 2)
     keep_layers: int | None = None
-    sft_steps: int = 10
+    sft_steps: int = 30
     sft_batch: int = 1
     sft_lr: float = 2e-4
     sft_max_length: int = 448
-    opd_steps: int = 2
+    opd_steps: int = 4
     opd_batch: int = 2
-    opd_lr: float = 5e-6
+    opd_lr: float = 1e-5
     opd_completion: int = 32
-    rl_steps: int = 1
+    rl_steps: int = 2
     rl_generations: int = 4
-    rl_lr: float = 2e-6
+    rl_lr: float = 5e-6
     rl_completion: int = 32
     eval_prompts: int | None = None
     eval_new_tokens: int = 80
@@ -472,8 +472,10 @@ def _markdown(r: dict[str, Any]) -> str:
               f"completions of {plan['rl_completion']} tokens, rewards tool_call + format, learning rate "
               f"{plan['rl_lr']}. Rollouts are single-turn (`trainers.rl` today; multi-turn rollouts are being added "
               "separately), so RL here is a light single-turn polish, not the paper's multi-turn stage.",
-              f"- eval: `hsa eval run` with at most {plan['eval_prompts']} harness prompts, {plan['eval_new_tokens']} "
-              "new tokens, greedy. The base model is not trained, so it is evaluated once.", ""]
+              f"- eval: `hsa eval run --turns {plan['eval_turns']}` (the first assistant turn of every eval row"
+              + (f", at most {plan['eval_prompts']} prompts" if plan['eval_prompts'] else "") +
+              f"), {plan['eval_new_tokens']} new tokens, greedy. The base model is not trained, so it is evaluated "
+              "once.", ""]
     stages = r.get("stage_seconds") or {}
     if stages:
         lines += ["Time per stage (s): " + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()), ""]
@@ -482,7 +484,7 @@ def _markdown(r: dict[str, Any]) -> str:
               f"QA {PAPER['harness_variant_qa']['fixed_sft']} -> {PAPER['harness_variant_qa']['hat']}, Live-Stream QA "
               f"{PAPER['live_stream_qa']['fixed_sft']} -> {PAPER['live_stream_qa']['hat']}, and IFEval "
               f"{PAPER['ifeval_drop_fixed_sft']} after fixed-harness SFT, recovered by on-policy distillation. The "
-              "miniature differs: a 135M model (cut to its first layers) instead of a production model, a few "
+              "miniature differs: a 135M model instead of a production model, a few "
               "dozen synthetic records instead of real logs, scoring by mapping calls back and comparing them with "
               "the gold turn instead of a judge, and minutes of CPU instead of GPU days; its numbers are not "
               "comparable in size, only in direction.", ""]
@@ -522,7 +524,7 @@ def findings(models: dict[str, dict[str, list]]) -> list[str]:
                    f"({'a drop' if f_s < f_c else 'no drop'} of {_pct(abs(f_c - f_s))} points).")
     if None not in (h_c, h_s, f_s):
         out.append(f"hsa_sft: {_pct(h_c)} canonical, {_pct(h_s)} under seen-family variants, "
-                   f"{_pct(h_s - f_s)} points {'above' if h_s >= f_s else 'below'} fixed_sft there.")
+                   f"{_pct(abs(h_s - f_s))} points {'above' if h_s >= f_s else 'below'} fixed_sft there.")
     f_h, h_h = mean("fixed_sft", "held_out"), mean("hsa_sft", "held_out")
     if None not in (f_h, h_h):
         out.append(f"held-out families: fixed_sft {_pct(f_h)}, hsa_sft {_pct(h_h)}.")
