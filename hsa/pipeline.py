@@ -1,8 +1,10 @@
 """The augmentation pipeline: read -> validate -> sample -> apply -> verify -> write.
 
-The rng of a variant derives from (seed, record id, variant index) alone, and rows
-are written in input order, so the output is byte-identical whatever the worker
-count or shard size. Every input line either produces rows or is listed in
+The rng of a variant derives from (seed, record id, variant index) alone, or, with a
+harness-variant pool of K slots, its slot k from (seed, record id, variant index) and
+its harness-level draws from (seed, digest of the record's harness, k); rows are
+written in input order, so the output is byte-identical whatever the worker count or
+shard size. Every input line either produces rows or is listed in
 ``rejects.jsonl`` with its line number and reason.
 """
 
@@ -26,10 +28,10 @@ from hsa.io import InputLine, JSONArrayError, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.recipes import recipe_to_dict
-from hsa.transform import Transform, run
+from hsa.transform import SlotRng, Transform, run
 from hsa.verify import check_record, check_variant
 
-__all__ = ["rng_for", "augment_record", "augment", "Stats", "Result", "AugmentError", "source_row"]
+__all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "augment_record", "augment", "Stats", "Result", "AugmentError", "source_row"]
 
 
 class AugmentError(RuntimeError):
@@ -40,6 +42,40 @@ def rng_for(seed: int, record_id: str, variant: int) -> random.Random:
     """The rng of one variant: a function of (seed, record id, variant index) only."""
     digest = hashlib.sha256(f"hsa\x00{seed}\x00{record_id}\x00{variant}".encode()).digest()
     return random.Random(int.from_bytes(digest[:16], "big"))
+
+
+#: ``--harness-pool`` when none is given: the harness variants each distinct harness gets (docs/performance.md
+#: says why this many). 0 draws every variant's harness afresh, as before the pool.
+DEFAULT_HARNESS_POOL = 8
+
+
+def slot_for(seed: int, record_id: str, variant: int, pool: int) -> int:
+    """The pool slot in [0, pool) of variant ``variant`` (1-based): a function of (seed, record id, variant index)
+    only. A record's variants take the slots of one permutation of the pool drawn from (seed, record id), so its
+    first ``pool`` variants are distinct harness variants (drawn independently, 4 variants of a pool of 8 would
+    repeat a slot in 59% of the records) and later ones cycle through them again."""
+    digest = hashlib.sha256(f"hsa-slot\x00{seed}\x00{record_id}".encode()).digest()
+    order = list(range(pool))
+    random.Random(int.from_bytes(digest[:16], "big")).shuffle(order)
+    return order[(variant - 1) % pool]
+
+
+def harness_digest(record: Record) -> str:
+    """The digest of a record's harness part: tools, skills, the skill tool, hooks and the prompt's structure
+    (its sections without their bodies, which are per-record content, and its template)."""
+    prompt = record.get("prompt")
+    if isinstance(prompt, dict):
+        prompt = {**prompt, "sections": [{k: v for k, v in s.items() if k != "body"} if isinstance(s, dict) else s
+                                         for s in prompt.get("sections") or ()]}
+    part = [record["tools"], record.get("skills"), record["skill_tool"], record.get("hooks"), prompt]
+    return hashlib.blake2b(_json.dumps(part).encode(), digest_size=16).hexdigest()
+
+
+def slot_rng(seed: int, digest: str, slot: int, trajectory: random.Random) -> SlotRng:
+    """The rng of pool slot ``slot`` of the harness with ``digest`` (:func:`harness_digest`); trajectory-level
+    leaves draw from ``trajectory`` (:class:`hsa.transform.SlotRng`)."""
+    key = hashlib.sha256(f"hsa-pool\x00{seed}\x00{digest}\x00{slot}".encode()).digest()
+    return SlotRng(int.from_bytes(key[:16], "big"), trajectory)
 
 
 @dataclasses.dataclass
@@ -177,11 +213,14 @@ CALL_ARGUMENTS = ("keep", "object", "string")
 
 
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
-                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "keep") -> Result:
+                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "keep",
+                   harness_pool: int = 0) -> Result:
     """Everything that happens to one input line; pure, so any worker may run it.
 
     ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
     ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
+    ``harness_pool`` K > 0 draws each variant's harness-level params for its pool slot (:func:`slot_for`,
+    :func:`slot_rng`) and writes the slot in a ``slot`` column (None on the source row); 0 draws them per record.
     """
     stats = Stats(input_records=1)
     try:
@@ -206,8 +245,14 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     rejects: list[dict] = []
     if keep_original:
         rows.append(source_row(source, 0, []))
+        if harness_pool:
+            rows[-1]["slot"] = None
+    digest = harness_digest(source) if harness_pool else None
     for k in range(1, variants + 1):
         rng = rng_for(seed, source["id"], k)
+        if harness_pool:
+            slot = slot_for(seed, source["id"], k, harness_pool)
+            rng = slot_rng(seed, digest, slot, rng)
         try:
             variant, applied, skipped = run(recipe, source, rng)
         except Exception as exc:  # a transform bug must not take the run down: count it
@@ -240,6 +285,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         if not Mapping(variant["mapping"][len(source["mapping"]):]).task_preserving:
             stats.task_changing_variants += 1
         rows.append(source_row(variant, k, [a.to_json() for a in applied]))
+        if harness_pool:
+            rows[-1]["slot"] = slot
     if rows:
         stats.sources_written = 1
         stats.rows_written = len(rows)
@@ -372,11 +419,11 @@ def _shard_name(k: int) -> str:
 class _ShardState:
     """The shard being written: rows go to its Arrow file, rejects and stats are kept for its done marker."""
 
-    def __init__(self, out: Path, k: int):
+    def __init__(self, out: Path, k: int, slot: bool = False):
         from hsa.io import ShardFile
 
         self.k = k
-        self.file = ShardFile(out / _shard_name(k))
+        self.file = ShardFile(out / _shard_name(k), slot=slot)
         self.rejects: list[dict] = []
         self.stats = Stats()
         self.ids: list[str] = []
@@ -466,10 +513,13 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             keep_original: bool = False, workers: int = 1, shard_size: int = 1000, batch_size: int = 16,
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
-            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "keep") -> dict:
+            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "keep",
+            harness_pool: int = DEFAULT_HARNESS_POOL) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
+    ``harness_pool`` is the number of harness variants of each distinct harness (0: every variant draws its
+    own, as before the pool); it is recorded in the manifest and each row's slot is its ``slot`` column.
     ``shard_size`` counts input records per shard. Raises :class:`AugmentError` for a missing
     input, an output folder that is not empty (unless ``resume`` or ``overwrite``) and, with
     ``strict``, the first rejected line.
@@ -483,6 +533,9 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         raise AugmentError("--variants 0 without --keep-original would write nothing")
     if call_arguments not in CALL_ARGUMENTS:
         raise AugmentError(f"--call-arguments must be one of {list(CALL_ARGUMENTS)} (got {call_arguments!r})")
+    if isinstance(harness_pool, bool) or not isinstance(harness_pool, int) or harness_pool < 0:
+        raise AugmentError(f"--harness-pool must be a whole number >= 0 (got {harness_pool!r}); 0 draws every "
+                           "variant's harness afresh")
     if shard_size < 1 or batch_size < 1 or workers < 1:
         raise AugmentError("--shard-size, --batch-size and --workers must be at least 1")
     if not 0 <= rank < world_size:
@@ -496,11 +549,12 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         progress = sys.stderr.isatty()
 
     options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks,
-               "call_arguments": call_arguments}
+               "call_arguments": call_arguments, "harness_pool": harness_pool}
     recipe_config = recipe_to_dict(recipe)
     config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
                          {"world_size": world_size, "exec_hooks": exec_hooks,
-                          **({"call_arguments": call_arguments} if call_arguments != "keep" else {})})
+                          **({"call_arguments": call_arguments} if call_arguments != "keep" else {}),
+                          **({"harness_pool": harness_pool} if harness_pool else {})})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
     seen_ids: set[int] = set()  # 64-bit digests of the ids seen: memory stays small on long inputs
@@ -551,7 +605,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                 if current is not None:
                     finished, current = current, None  # an interrupt from here on must not abort it
                     finished.finish(out)
-                current = _ShardState(out, k)
+                current = _ShardState(out, k, slot=harness_pool > 0)
             if res.source_id is not None and encoded:
                 digest = _id_digest(res.source_id)
                 if digest in seen_ids:
@@ -634,8 +688,9 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
     n_items = max((i["input_items"] for i in info), default=0)
     n_shards = max(1, -(-n_items // config["shard_size"]))
     missing = [k for k in range(n_shards) if not (state / f"shard-{k:05d}.done.json").exists()]
+    slot = config.get("harness_pool", 0) > 0
     if n_items == 0 and missing == [0]:  # empty input: one empty shard
-        _ShardState(out, 0).finish(out)
+        _ShardState(out, 0, slot=slot).finish(out)
         missing = []
     if missing:
         raise AugmentError(f"{out}: shards {missing[:10]}{'...' if len(missing) > 10 else ''} are not done; "
@@ -660,7 +715,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         raise AugmentError(f"accounting failed: {n_items} items read, {total.input_records} processed, "
                            f"{total.sources_written} written + {total.rejected} rejected")
     fingerprint = hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest()
-    write_dataset_metadata(out, [s["file"] for s in shards], fingerprint)
+    write_dataset_metadata(out, [s["file"] for s in shards], fingerprint, slot=slot)
     manifest = {
         "hsa_version": config["hsa_version"],
         "command": command,
@@ -672,6 +727,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "hold_out": config["hold_out"],
         "exec_hooks": config.get("exec_hooks", True),
         "call_arguments": config.get("call_arguments", "keep"),
+        "harness_pool": config.get("harness_pool", 0),
         "recipe": config["recipe"],
         **total.to_dict(),
         "shards": shards,

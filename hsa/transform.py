@@ -33,6 +33,7 @@ __all__ = [
     "Sometimes",
     "run",
     "replay",
+    "SlotRng",
     "FAMILIES",
     "check_probability",
     "check_choices",
@@ -187,7 +188,30 @@ def check_choices(field: str, values: tuple, allowed: tuple) -> None:
 # --------------------------------------------------------------------------- running
 
 
+class SlotRng(random.Random):
+    """The rng of a variant drawn from a harness-variant pool slot (:mod:`hsa.pipeline`, ``--harness-pool``).
+
+    It is seeded from (seed, digest of the record's harness, slot), so records that share a harness draw the
+    same harness-level params in the same slot. Combinators draw from it directly (their draws depend on the
+    recipe only); each harness-level leaf samples with its own rng seeded by one draw from it, so a leaf whose
+    draws depend on the record (a fresh-name retry, a text it reads) cannot shift the draws of the leaves after
+    it. Leaves of the ``trajectory`` family sample with ``trajectory``, the per-record rng of (seed, record id,
+    variant index): the trajectory stays as varied as without a pool.
+    """
+
+    def __init__(self, seed: int, trajectory: random.Random):
+        super().__init__(seed)
+        self.trajectory = trajectory
+
+    def for_leaf(self, t: Transform) -> random.Random:
+        if t.family == "trajectory":
+            return self.trajectory
+        return random.Random(self.getrandbits(128))
+
+
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
+    if isinstance(rng, SlotRng):
+        rng = rng.for_leaf(t)
     try:
         params = t.sample(record, rng)
         if isinstance(params, Skip):
