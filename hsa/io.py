@@ -358,12 +358,28 @@ ARROW_BATCH_ROWS = 512  # fixed, so shard bytes do not depend on any tunable
 TRIM_EVERY_BATCHES = 4  # see _release_memory
 
 
-def encode_row(row: dict) -> tuple:
+def encode_row(row: dict, memo: dict | None = None) -> tuple:
     """A row as column values, JSON columns already encoded (done in the workers); a row with a ``slot`` key
-    (a run with a harness-variant pool) has the slot after the variant."""
+    (a run with a harness-variant pool) has the slot after the variant.
+
+    ``memo`` (a dict kept while the rows of one record are encoded, none of them changed in between) encodes a
+    value that several rows share (the same object: an unchanged part of the harness, the source's messages)
+    once."""
     head = (row["id"], row["source_id"], row["variant"], row[SLOT_COLUMN]) if SLOT_COLUMN in row else \
         (row["id"], row["source_id"], row["variant"])
-    return (*head, *(None if row.get(c) is None else _json.dumps(row[c]) for c in JSON_COLUMNS))
+    if memo is None:
+        return (*head, *(None if row.get(c) is None else _json.dumps(row[c]) for c in JSON_COLUMNS))
+    out = []
+    for c in JSON_COLUMNS:
+        v = row.get(c)
+        if v is None:
+            out.append(None)
+            continue
+        hit = memo.get(id(v))
+        if hit is None or hit[0] is not v:
+            hit = memo[id(v)] = (v, _json.dumps(v))  # the value is held, so its id is not reused meanwhile
+        out.append(hit[1])
+    return (*head, *out)
 
 
 def _trim():

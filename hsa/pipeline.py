@@ -248,6 +248,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         if harness_pool:
             rows[-1]["slot"] = None
     digest = harness_digest(source) if harness_pool else None
+    unchanged = None
     for k in range(1, variants + 1):
         rng = rng_for(seed, source["id"], k)
         if harness_pool:
@@ -265,8 +266,11 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             continue
         for name, why in skipped:
             stats.skipped[(name, why)] += 1
-        problems = check_variant(source, variant, closure=False)  # 3 holds by construction; tested
-        if not problems and exec_hooks and source.get("hooks"):
+        if variant is source:  # nothing applied: the source itself, checked above (invariant 5)
+            problems = []
+        else:
+            problems = check_variant(source, variant, closure=False)  # 3 holds by construction; tested
+        if not problems and variant is not source and exec_hooks and source.get("hooks"):
             from hsa.sandbox import check_hooks
 
             problems = check_hooks(source, variant)
@@ -284,7 +288,12 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.unchanged_variants += 1
         if not Mapping(variant["mapping"][len(source["mapping"]):]).task_preserving:
             stats.task_changing_variants += 1
-        rows.append(source_row(variant, k, [a.to_json() for a in applied]))
+        if variant is source and not applied:  # the source's row under this variant's id: denormalised once
+            if unchanged is None:
+                unchanged = source_row(source, k, [])
+            rows.append({**unchanged, "id": f"{source['id']}/{k}", "variant": k})
+        else:
+            rows.append(source_row(variant, k, [a.to_json() for a in applied]))
         if harness_pool:
             rows[-1]["slot"] = slot
     if rows:
@@ -356,7 +365,8 @@ def _work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
     out = []
     for item in batch:
         res = augment_record(item, recipe, **options)
-        out.append((item.pos, res, [encode_row(r) for r in res.rows]))
+        memo: dict = {}  # values shared by the record's rows are encoded once
+        out.append((item.pos, res, [encode_row(r, memo) for r in res.rows]))
         res.rows = []
     return out
 
