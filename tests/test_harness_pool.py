@@ -183,3 +183,18 @@ def test_resume_with_another_pool_size_is_refused(tmp_path, shared_jsonl):
     augment([shared_jsonl], out, load_recipe("identity"), variants=1, harness_pool=2)
     with pytest.raises(AugmentError, match="harness_pool"):
         augment([shared_jsonl], out, load_recipe("identity"), variants=1, harness_pool=4, resume=True)
+
+
+def test_stats_report_rows_per_slot(tmp_path, shared_jsonl):
+    """hsa stats counts the rows of each pool slot and reports K from the manifest."""
+    from hsa.stats import compute_stats, render_text
+
+    out = tmp_path / "out"
+    augment([shared_jsonl], out, load_recipe("tools"), variants=3, keep_original=True, harness_pool=4)
+    st = compute_stats(out)
+    expected: dict[str, int] = {}
+    for row in iter_rows(out):
+        if row["slot"] is not None:
+            expected[str(row["slot"])] = expected.get(str(row["slot"]), 0) + 1
+    assert st["slots"] == dict(sorted(expected.items())) and st["harness_pool"] == 4
+    assert sum(st["slots"].values()) == 36 and "rows per harness-pool slot (K = 4)" in render_text(st)
