@@ -198,3 +198,44 @@ def test_stats_report_rows_per_slot(tmp_path, shared_jsonl):
             expected[str(row["slot"])] = expected.get(str(row["slot"]), 0) + 1
     assert st["slots"] == dict(sorted(expected.items())) and st["harness_pool"] == 4
     assert sum(st["slots"].values()) == 36 and "rows per harness-pool slot (K = 4)" in render_text(st)
+
+
+def test_a_harness_parts_leaf_is_looked_up_only_when_it_changed_nothing_else():
+    """Under a slot rng, a leaf declaring harness_parts is cached by its parts; one whose apply also changed
+    another key is never stored, so a second record gets its own apply."""
+    import dataclasses
+    from typing import ClassVar
+
+    from hsa import cache
+    from hsa.transform import Transform
+
+    calls = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Tag(Transform):
+        name: ClassVar[str] = "tool.test_tag"
+        family: ClassVar[str] = "tool"
+        harness_parts: ClassVar[tuple[str, ...]] = ("tools",)
+        touch_messages: bool = False
+
+        def sample(self, record, rng):
+            return {"n": rng.randrange(1000)}
+
+        def apply(self, record, params):
+            calls.append(params["n"])
+            out = {**record, "tools": [{**t, "description": f"v{params['n']}"} for t in record["tools"]]}
+            if self.touch_messages:
+                out["messages"] = [dict(m) for m in record["messages"]]
+            return out
+
+    tools = [{"name": "t", "description": "d", "parameters": {"type": "object"}, "dialect": "openai"}]
+    a = {"id": "a", "tools": tools, "messages": [{"role": "user", "content": "one"}]}
+    b = {"id": "b", "tools": tools, "messages": [{"role": "user", "content": "two"}]}
+    cache.clear()
+    for touch, expected_calls in ((False, 1), (True, 2)):
+        calls.clear()
+        t = Tag(touch_messages=touch)
+        outs = [run(t, rec, SlotRng(3, random.Random(0)))[0] for rec in (a, b)]
+        assert len(calls) == expected_calls
+        assert outs[0]["tools"] == outs[1]["tools"] and outs[1]["messages"] == b["messages"]
+        assert outs[1]["id"] == "b"
