@@ -1,20 +1,30 @@
-"""Benchmark of the data path: I/O floor, recipes, worker scaling, peak memory.
+"""Benchmark of the data path: the I/O floor, the rows of issue 18's table, worker scaling, peak memory.
 
-    python benchmarks/bench_augment.py --records 2000 --memory-sizes 10000,100000 --out bench.json
+    python benchmarks/bench_augment.py --records 1000 --repeats 3 --out bench.json
 
-Measures, in one run on this machine:
-- the I/O floor: read the same JSONL and write the same number of rows (records x variants)
+Measures, in one run on this machine (every number is the median of ``--repeats`` runs):
+- the I/O floor of each input: read the JSONL and write the same number of rows (records x variants)
   to Arrow shards with the same encoder, no transform and no verification;
-- ``hsa augment`` with the default recipe and with each family's preset alone
-  (``--variants 4``, ``--workers 1`` like the floor): records/s, variants/s and the ratio to the floor;
-- 1 vs 2 workers with the default recipe;
-- the default recipe on records drawn from --harnesses shared harnesses (a log of a few
-  deployments) against that input's own floor;
-- the default recipe on the records reduced to messages + tools (the shape of public
-  function-calling datasets such as xLAM or Hermes) against that input's own floor;
-- peak memory (max RSS of the child process) at each of --memory-sizes records.
+- ``hsa augment`` (``--variants 4``, ``--workers 1`` like the floor) on each row of the table:
+
+  ============  ====================================================================
+  row           input and recipe
+  ============  ====================================================================
+  identity_tool_shared   tool-only records (messages + tools) from --harnesses shared harnesses, identity recipe
+  default_tool_shared    the same input, default recipe
+  default_full_shared    full-harness records (tools, skills, prompt, hooks) from --harnesses shared harnesses
+  default_public         tool-only records, each with its own tools (the public function-calling layout)
+  default_full_own       full-harness records, each with its own harness
+  ============  ====================================================================
+
+  and the ratio of each to its own input's floor, measured in the same run;
+- 1 vs 2 workers with the default recipe on the full-harness shared input;
+- peak memory (max RSS of the largest process) at each of --memory-sizes records.
+
 Inputs are made by the fixture generator; every timed run, the floor included, is a child
-process, so interpreter start and imports count on both sides. Nothing is asserted: it prints and saves numbers.
+process, so interpreter start and imports count on both sides. ``--augment-args`` passes
+extra options to every ``hsa augment`` (e.g. ``--harness-pool 0``). Nothing is asserted:
+it prints and saves numbers.
 """
 
 from __future__ import annotations
@@ -22,8 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,19 +51,36 @@ def public_layout(rec: dict) -> dict:
 
 
 def make_input(n: int, path: Path, harnesses: int | None = None, shape=None) -> Path:
-    """n generated records: each with its own harness, or drawn from ``harnesses`` shared ones; ``shape`` (e.g.
-    :func:`public_layout`) rewrites each record."""
+    """n generated records: each with its own harness, or drawn from ``harnesses`` shared ones (the same
+    ones in every chunk of 2,000); ``shape`` (e.g. :func:`public_layout`) rewrites each record."""
     if path.exists():
         return path
     from fixtures.livestream.generate import generate
 
-    with open(path, "w", encoding="utf-8") as f:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
         chunk = 2000
         for start in range(0, n, chunk):  # distinct ids: generate in seeded chunks
-            for rec in generate(min(chunk, n - start), seed=start // chunk, harnesses=harnesses):
-                rec["id"] = f"{rec['id']}-{start // chunk}"
+            seed = start // chunk
+            recs = generate(min(chunk, n - start), seed=seed, harnesses=harnesses) if not harnesses else \
+                _shared_chunk(min(chunk, n - start), seed, harnesses)
+            for rec in recs:
+                rec["id"] = f"{rec['id']}-{seed}"
                 f.write(json.dumps(shape(rec) if shape else rec, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
     return path
+
+
+def _shared_chunk(n: int, seed: int, harnesses: int) -> list[dict]:
+    """n records of the ``harnesses`` harnesses of seed 0 (so a long input keeps a few harnesses), with the
+    conversations of ``seed``."""
+    import random
+
+    from fixtures.livestream.generate import make_harness, make_record
+
+    shared = [make_harness(random.Random(f"0-harness-{k}")) for k in range(harnesses)]
+    rng = random.Random(seed)
+    return [json.loads(json.dumps(make_record(rng, i, seed, shared[i % harnesses]))) for i in range(1, n + 1)]
 
 
 def io_floor(inp: Path, out: Path, variants: int) -> float:
@@ -88,22 +116,34 @@ def _floor_run(inp: Path, out: Path, variants: int) -> None:
 
 
 def run_cli(args: list[str]) -> tuple[float, int]:
-    """Run ``hsa`` in a child process; (seconds, peak RSS of the child in MiB)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "hsa.cli", *args, "--quiet", "--overwrite"], check=True, cwd=ROOT)
-    dt = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return dt, max(peak, before) // 1024
+    """Run ``hsa`` in a child process; (seconds, peak RSS in MiB of its largest process: the child itself or,
+    with several workers, the largest worker, which ``RUSAGE_CHILDREN`` of the child reports)."""
+    code = ("import resource, runpy, sys; sys.argv = ['hsa'] + sys.argv[1:]\n"
+            "try:\n    runpy.run_module('hsa.cli', run_name='__main__')\n"
+            "finally:\n    r = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+            " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "    open(__import__('os').environ['HSA_BENCH_RSS'], 'w').write(str(r))\n")
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code, *args, "--quiet", "--overwrite"], check=True, cwd=ROOT,
+                       env={**os.environ, "HSA_BENCH_RSS": rss.name})
+        dt = time.perf_counter() - t
+        peak = int(open(rss.name).read() or 0) // 1024
+    return dt, peak
 
 
-def peak_rss(args: list[str]) -> int:
-    """Peak RSS (MiB) of one ``hsa`` child, measured alone with /usr/bin/time semantics via wait4."""
-    proc = subprocess.Popen([sys.executable, "-m", "hsa.cli", *args, "--quiet", "--overwrite"], cwd=ROOT)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        raise SystemExit(f"hsa {' '.join(args)} failed")
-    return usage.ru_maxrss // 1024
+def median_of(n: int, fn) -> tuple[float, list[float]]:
+    times = [fn() for _ in range(n)]
+    return statistics.median(times), times
+
+
+ROWS = {  # row -> (input, recipe)
+    "identity_tool_shared": ("tool_shared", "identity"),
+    "default_tool_shared": ("tool_shared", "default"),
+    "default_full_shared": ("full_shared", "default"),
+    "default_public": ("public_own", "default"),
+    "default_full_own": ("full_own", "default"),
+}
 
 
 def main() -> None:
@@ -112,82 +152,77 @@ def main() -> None:
         _floor_run(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
         return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--records", type=int, default=2000, help="records for the throughput runs")
+    p.add_argument("--records", type=int, default=1000, help="records for the throughput runs")
     p.add_argument("--variants", type=int, default=4)
+    p.add_argument("--repeats", type=int, default=3, help="runs of each measurement; the median is reported")
+    p.add_argument("--harnesses", type=int, default=8, help="shared harnesses of the shared inputs")
+    p.add_argument("--rows", default=",".join(ROWS), help=f"rows to time (of {', '.join(ROWS)})")
+    p.add_argument("--workers-row", default="default_full_shared",
+                   help="the row timed with 1 and 2 workers ('' to skip)")
     p.add_argument("--memory-sizes", default="10000,100000", help="record counts for the peak-memory runs ('' to skip)")
-    p.add_argument("--memory-recipe", default="default",
-                   help="recipe of the peak-memory runs (a cheaper one, e.g. identity, keeps 100k records short)")
-    p.add_argument("--recipes", default="default,tools,skills,prompt,hooks",
-                   help="recipes to time (missing ones are skipped)")
-    p.add_argument("--harnesses", type=int, default=8,
-                   help="also time the default recipe on records drawn from this many shared harnesses (0: skip)")
-    p.add_argument("--public-layout", type=int, default=1,
-                   help="also time the default recipe on the records reduced to messages + tools, the shape of "
-                        "public function-calling datasets (0: skip)")
+    p.add_argument("--memory-row", default="default_tool_shared",
+                   help="the row (input and recipe) of the peak-memory runs")
+    p.add_argument("--memory-workers", type=int, default=1)
+    p.add_argument("--augment-args", default="", help="extra options for every hsa augment, e.g. '--harness-pool 0'")
     p.add_argument("--work", default=None, help="folder for inputs and outputs (default: a temp folder)")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
     a = p.parse_args()
     sys.path.insert(0, str(ROOT))
-    from hsa.recipes import builtin_recipes
+    extra = shlex.split(a.augment_args)
 
     work = Path(a.work or tempfile.mkdtemp(prefix="hsa-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    inp = make_input(a.records, work / f"in-{a.records}.jsonl")
-    results: dict = {"memory_recipe": a.memory_recipe, "records": a.records, "variants": a.variants, "cpu": os.cpu_count(),
-                     "input_mib": round(inp.stat().st_size / 2**20, 1)}
-    floor = io_floor(inp, work / "floor", a.variants)
+
+    def input_of(kind: str, n: int) -> Path:
+        if kind == "tool_shared":
+            return make_input(n, work / f"in-{n}-tool-h{a.harnesses}.jsonl", a.harnesses, public_layout)
+        if kind == "full_shared":
+            return make_input(n, work / f"in-{n}-full-h{a.harnesses}.jsonl", a.harnesses)
+        if kind == "public_own":
+            return make_input(n, work / f"in-{n}-public.jsonl", shape=public_layout)
+        return make_input(n, work / f"in-{n}-full.jsonl")
+
+    def augment_args(inp: Path, recipe: str, out: str, workers: int = 1) -> list[str]:
+        return ["augment", str(inp), "--out", str(work / out), "--variants", str(a.variants), "--recipe", recipe,
+                "--workers", str(workers), *extra]
+
     rows = a.records * a.variants
-    results["io_floor"] = {"seconds": round(floor, 2), "records_per_s": round(a.records / floor, 1),
-                           "rows_per_s": round(rows / floor, 1)}
-    print(f"I/O floor: {floor:.2f}s  {a.records / floor:.0f} records/s  {rows / floor:.0f} rows/s")
-    available = builtin_recipes()
-    results["recipes"] = {}
-    for name in a.recipes.split(","):
-        if name not in available:
-            print(f"recipe {name}: not built in, skipped")
-            continue
-        dt, _ = run_cli(["augment", str(inp), "--out", str(work / f"out-{name}"), "--variants", str(a.variants),
-                         "--recipe", name, "--workers", "1"])
-        results["recipes"][name] = {"seconds": round(dt, 2), "records_per_s": round(a.records / dt, 1),
-                                    "variants_per_s": round(rows / dt, 1), "x_floor": round(dt / floor, 2)}
-        print(f"recipe {name:10s} {dt:7.2f}s  {a.records / dt:7.0f} records/s  {rows / dt:7.0f} variants/s  "
-              f"{dt / floor:5.2f}x floor")
-    if a.harnesses:
-        shared = make_input(a.records, work / f"in-{a.records}-h{a.harnesses}.jsonl", a.harnesses)
-        sfloor = io_floor(shared, work / "floor-shared", a.variants)
-        dt, _ = run_cli(["augment", str(shared), "--out", str(work / "out-shared"), "--variants", str(a.variants),
-                         "--workers", "1"])
-        results["shared_harnesses"] = {"harnesses": a.harnesses, "floor_seconds": round(sfloor, 2),
-                                       "seconds": round(dt, 2), "records_per_s": round(a.records / dt, 1),
-                                       "variants_per_s": round(rows / dt, 1), "x_floor": round(dt / sfloor, 2)}
-        print(f"default recipe, {a.harnesses} shared harnesses: {dt:7.2f}s  {a.records / dt:7.0f} records/s  "
-              f"{rows / dt:7.0f} variants/s  {dt / sfloor:5.2f}x its floor ({sfloor:.2f}s)")
-    if a.public_layout:
-        public = make_input(a.records, work / f"in-{a.records}-public.jsonl", shape=public_layout)
-        pfloor = io_floor(public, work / "floor-public", a.variants)
-        dt, _ = run_cli(["augment", str(public), "--out", str(work / "out-public"), "--variants", str(a.variants),
-                         "--workers", "1"])
-        results["public_layout"] = {"input_mib": round(public.stat().st_size / 2**20, 1),
-                                    "floor_seconds": round(pfloor, 2), "seconds": round(dt, 2),
-                                    "records_per_s": round(a.records / dt, 1), "variants_per_s": round(rows / dt, 1),
-                                    "x_floor": round(dt / pfloor, 2)}
-        print(f"default recipe, public layout (messages + tools): {dt:7.2f}s  {a.records / dt:7.0f} records/s  "
-              f"{rows / dt:7.0f} variants/s  {dt / pfloor:5.2f}x its floor ({pfloor:.2f}s)")
-    results["workers"] = {}
-    for w in (1, 2):
-        dt, _ = run_cli(["augment", str(inp), "--out", str(work / f"out-w{w}"), "--variants", str(a.variants),
-                         "--workers", str(w)])
-        results["workers"][w] = {"seconds": round(dt, 2), "variants_per_s": round(rows / dt, 1)}
-        print(f"workers {w}: {dt:.2f}s  {rows / dt:.0f} variants/s")
-    results["speedup_2_workers"] = round(results["workers"][1]["seconds"] / results["workers"][2]["seconds"], 2)
-    print(f"2 workers / 1 worker speed-up: {results['speedup_2_workers']}x")
-    results["peak_rss_mib"] = {}
+    results: dict = {"records": a.records, "variants": a.variants, "repeats": a.repeats, "cpu": os.cpu_count(),
+                     "augment_args": a.augment_args, "floors": {}, "rows": {}}
+    floors: dict[str, float] = {}
+    for name in [r for r in a.rows.split(",") if r]:
+        kind, recipe = ROWS[name]
+        inp = input_of(kind, a.records)
+        if kind not in floors:
+            floors[kind], times = median_of(a.repeats, lambda: io_floor(inp, work / f"floor-{kind}", a.variants))
+            results["floors"][kind] = {"seconds": round(floors[kind], 3), "runs": [round(t, 3) for t in times],
+                                       "input_mib": round(inp.stat().st_size / 2**20, 1)}
+            print(f"I/O floor {kind:12s} {floors[kind]:7.2f}s  runs {[round(t, 2) for t in times]}", flush=True)
+        dt, times = median_of(a.repeats, lambda: run_cli(augment_args(inp, recipe, f"out-{name}"))[0])
+        results["rows"][name] = {"input": kind, "recipe": recipe, "seconds": round(dt, 3),
+                                 "runs": [round(t, 3) for t in times], "variants_per_s": round(rows / dt, 1),
+                                 "x_floor": round(dt / floors[kind], 2)}
+        print(f"{name:22s} {dt:7.2f}s  {rows / dt:7.0f} variants/s  {dt / floors[kind]:5.2f}x floor  "
+              f"runs {[round(t, 2) for t in times]}", flush=True)
+    if a.workers_row:
+        kind, recipe = ROWS[a.workers_row]
+        inp = input_of(kind, a.records)
+        results["workers"] = {"row": a.workers_row}
+        for w in (1, 2):
+            dt, times = median_of(a.repeats, lambda: run_cli(augment_args(inp, recipe, f"out-w{w}", w))[0])
+            results["workers"][w] = {"seconds": round(dt, 3), "runs": [round(t, 3) for t in times],
+                                     "variants_per_s": round(rows / dt, 1)}
+            print(f"workers {w}: {dt:.2f}s  {rows / dt:.0f} variants/s  runs {[round(t, 2) for t in times]}", flush=True)
+        results["speedup_2_workers"] = round(results["workers"][1]["seconds"] / results["workers"][2]["seconds"], 2)
+        print(f"2 workers / 1 worker speed-up: {results['speedup_2_workers']}x", flush=True)
+    results["peak_rss_mib"] = {"row": a.memory_row, "workers": a.memory_workers}
     for n in [int(x) for x in a.memory_sizes.split(",") if x]:
-        big = make_input(n, work / f"in-{n}.jsonl")
-        mib = peak_rss(["augment", str(big), "--out", str(work / f"out-mem-{n}"), "--variants", str(a.variants),
-                        "--workers", "2", "--recipe", a.memory_recipe])
-        results["peak_rss_mib"][n] = mib
-        print(f"peak RSS at {n} records ({a.memory_recipe} recipe, 2 workers): {mib} MiB")
+        kind, recipe = ROWS[a.memory_row]
+        big = input_of(kind, n)
+        dt, mib = run_cli(augment_args(big, recipe, f"out-mem-{n}", a.memory_workers))
+        results["peak_rss_mib"][n] = {"mib": mib, "seconds": round(dt, 1)}
+        print(f"peak RSS at {n} records ({a.memory_row}, {a.memory_workers} worker(s)): {mib} MiB in {dt:.1f}s",
+              flush=True)
     if a.out:
         Path(a.out).write_text(json.dumps(results, indent=2) + "\n")
     if not a.work:

@@ -38,7 +38,8 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            resume=args.resume, rank=args.rank, world_size=args.world_size,
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
                            exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments,
-                           tools_file=args.tools, engine=args.engine, ray_address=args.ray_address)
+                           tools_file=args.tools, engine=args.engine, ray_address=args.ray_address,
+                           harness_pool=args.harness_pool)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -63,6 +64,18 @@ def cmd_merge(args: argparse.Namespace) -> int:
         return _die(str(exc))
     _print_summary(manifest, args.out)
     return 0
+
+
+def _pool_size(text: str) -> int:
+    """``--harness-pool``: a whole number of at least 0."""
+    try:
+        k = int(text)
+    except ValueError:
+        k = -1
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (got {text!r}); 0 draws every variant's "
+                                         "harness afresh")
+    return k
 
 
 def _workers(text: str) -> int:
@@ -440,6 +453,12 @@ def make_parser() -> argparse.ArgumentParser:
                         "object with 'tools' and optionally 'skills', 'skill_tool', 'hooks', 'prompt' or 'system'")
     a.add_argument("--no-exec-hooks", action="store_true",
                    help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
+    from hsa.pipeline import DEFAULT_HARNESS_POOL
+
+    a.add_argument("--harness-pool", type=_pool_size, default=DEFAULT_HARNESS_POOL, metavar="K",
+                   help="harness variants per distinct harness: each variant takes one of K slots and records "
+                        "sharing a harness share its slots' harness edits (the 'slot' column); 0 draws every "
+                        "variant's harness afresh (default: %(default)s)")
     a.set_defaults(func=cmd_augment)
 
     mg = sub.add_parser("merge", help="join the outputs of --rank/--world-size runs into one dataset")

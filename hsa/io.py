@@ -24,7 +24,7 @@ from typing import Any
 from hsa import _json
 
 __all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "json_layout", "JSONArrayError",
-           "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS",
+           "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS", "SLOT_COLUMN",
            "iter_rows", "row_to_record", "write_dataset_metadata", "read_records", "InputSource", "iter_inputs",
            "ShardFile", "encode_row", "find_row"]
 
@@ -373,23 +373,30 @@ def iter_inputs(sources: list[InputSource]) -> Iterator[InputLine]:
 ROW_COLUMNS = ("id", "source_id", "variant", "messages", "tools", "skills", "skill_tool", "prompt", "hooks",
                "hook_events", "meta", "transforms", "mapping", "notes", "extra")
 JSON_COLUMNS = ROW_COLUMNS[3:]
+#: The column after ``variant`` in the output of a run with a harness-variant pool: the variant's pool slot
+#: (null on a source row). Runs without a pool (``--harness-pool 0``) have no such column.
+SLOT_COLUMN = "slot"
 
 
-def _features_json() -> dict:
+def _features_json(slot: bool = False) -> dict:
     feats: dict[str, Any] = {"id": {"dtype": "string", "_type": "Value"},
                              "source_id": {"dtype": "string", "_type": "Value"},
                              "variant": {"dtype": "int64", "_type": "Value"}}
+    if slot:
+        feats[SLOT_COLUMN] = {"dtype": "int64", "_type": "Value"}
     for c in JSON_COLUMNS:
         feats[c] = {"_type": "Json"}
     return feats
 
 
-def _arrow_schema():
+def _arrow_schema(slot: bool = False):
     import pyarrow as pa
 
     fields = [pa.field("id", pa.string()), pa.field("source_id", pa.string()), pa.field("variant", pa.int64())]
+    if slot:
+        fields.append(pa.field(SLOT_COLUMN, pa.int64()))
     fields += [pa.field(c, pa.json_()) for c in JSON_COLUMNS]
-    meta = {"huggingface": json.dumps({"info": {"features": _features_json()}})}
+    meta = {"huggingface": json.dumps({"info": {"features": _features_json(slot)}})}
     return pa.schema(fields, metadata=meta)
 
 
@@ -397,10 +404,28 @@ ARROW_BATCH_ROWS = 512  # fixed, so shard bytes do not depend on any tunable
 TRIM_EVERY_BATCHES = 4  # see _release_memory
 
 
-def encode_row(row: dict) -> tuple:
-    """A row as column values, JSON columns already encoded (done in the workers)."""
-    return (row["id"], row["source_id"], row["variant"],
-            *(None if row.get(c) is None else _json.dumps(row[c]) for c in JSON_COLUMNS))
+def encode_row(row: dict, memo: dict | None = None) -> tuple:
+    """A row as column values, JSON columns already encoded (done in the workers); a row with a ``slot`` key
+    (a run with a harness-variant pool) has the slot after the variant.
+
+    ``memo`` (a dict kept while the rows of one record are encoded, none of them changed in between) encodes a
+    value that several rows share (the same object: an unchanged part of the harness, the source's messages)
+    once."""
+    head = (row["id"], row["source_id"], row["variant"], row[SLOT_COLUMN]) if SLOT_COLUMN in row else \
+        (row["id"], row["source_id"], row["variant"])
+    if memo is None:
+        return (*head, *(None if row.get(c) is None else _json.dumps(row[c]) for c in JSON_COLUMNS))
+    out = []
+    for c in JSON_COLUMNS:
+        v = row.get(c)
+        if v is None:
+            out.append(None)
+            continue
+        hit = memo.get(id(v))
+        if hit is None or hit[0] is not v:
+            hit = memo[id(v)] = (v, _json.dumps(v))  # the value is held, so its id is not reused meanwhile
+        out.append(hit[1])
+    return (*head, *out)
 
 
 def _trim():
@@ -430,12 +455,13 @@ class ShardFile:
     """One shard written incrementally in fixed-size Arrow batches, then renamed into place; with ``path`` None,
     written to memory (:attr:`data` holds the bytes once closed: the same bytes the file would hold)."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, slot: bool = False):
         import pyarrow as pa
 
         self.path = path
         self.tmp = None if path is None else path.with_name(path.name + ".tmp")
-        self.schema = _arrow_schema()
+        self.schema = _arrow_schema(slot)
+        self._scalars = 4 if slot else 3  # string id, string source_id, int variant[, int slot]
         self.data: bytes | None = None
         self._sink = pa.BufferOutputStream() if path is None else pa.OSFile(str(self.tmp), "wb")
         self._writer = pa.ipc.new_stream(self._sink, self.schema)
@@ -455,8 +481,8 @@ class ShardFile:
         cols = list(zip(*self._buffer))
         pool = pa.system_memory_pool()  # see _release_memory
         arrays = [pa.array(cols[0], pa.string(), memory_pool=pool), pa.array(cols[1], pa.string(), memory_pool=pool),
-                  pa.array(cols[2], pa.int64(), memory_pool=pool)]
-        arrays += [pa.array(c, pa.json_(), memory_pool=pool) for c in cols[3:]]
+                  *(pa.array(c, pa.int64(), memory_pool=pool) for c in cols[2:self._scalars])]
+        arrays += [pa.array(c, pa.json_(), memory_pool=pool) for c in cols[self._scalars:]]
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.rows += len(self._buffer)
         self._buffer = []
@@ -489,25 +515,26 @@ class ShardFile:
             self.tmp.unlink(missing_ok=True)
 
 
-def write_shard(path: Path, rows: list[dict]) -> tuple[int, str]:
+def write_shard(path: Path, rows: list[dict], slot: bool = False) -> tuple[int, str]:
     """Write ``rows`` to ``path`` atomically (temporary name, then rename); return (rows, sha256)."""
-    shard = ShardFile(path)
+    shard = ShardFile(path, slot=slot)
     for r in rows:
         shard.add(encode_row(r))
     return shard.close()
 
 
-def write_dataset_metadata(out: Path, shard_files: list[str], fingerprint: str) -> None:
-    """Write ``state.json`` and ``dataset_info.json`` so ``datasets.load_from_disk(out)`` works."""
+def write_dataset_metadata(out: Path, shard_files: list[str], fingerprint: str, slot: bool = False) -> None:
+    """Write ``state.json`` and ``dataset_info.json`` so ``datasets.load_from_disk(out)`` works (``slot``: the
+    shards have the :data:`SLOT_COLUMN`)."""
     if not shard_files:  # datasets needs at least one file: write an empty shard
-        write_shard(out / "shard-00000.arrow", [])
+        write_shard(out / "shard-00000.arrow", [], slot=slot)
         shard_files = ["shard-00000.arrow"]
     state = {"_data_files": [{"filename": f} for f in shard_files], "_fingerprint": fingerprint[:16],
              "_format_columns": None, "_format_kwargs": {}, "_format_type": None,
              "_output_all_columns": False, "_split": None}
     (out / "state.json").write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
     info = {"citation": "", "description": "hsa augmented dataset: one row per variant; see manifest.json",
-            "features": _features_json(), "homepage": "", "license": ""}
+            "features": _features_json(slot), "homepage": "", "license": ""}
     (out / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
 
 
@@ -559,7 +586,7 @@ def find_row(dataset: str | Path, row_id: str) -> dict | None:
 def row_to_record(row: dict) -> dict:
     """An output row as the exact input-format record (``extra`` keys back at the top level, nulls dropped)."""
     out = {}
-    for k in ROW_COLUMNS:
+    for k in (*ROW_COLUMNS[:3], SLOT_COLUMN, *ROW_COLUMNS[3:]):
         if k == "extra":
             continue
         v = row.get(k)
@@ -567,7 +594,7 @@ def row_to_record(row: dict) -> dict:
             out[k] = v
     out.update(row.get("extra") or {})
     for k, v in row.items():
-        if k not in ROW_COLUMNS and v is not None:
+        if k not in ROW_COLUMNS and k != SLOT_COLUMN and v is not None:
             out[k] = v
     return out
 

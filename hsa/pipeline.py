@@ -1,8 +1,10 @@
 """The augmentation pipeline: read -> validate -> sample -> apply -> verify -> write.
 
-The rng of a variant derives from (seed, record id, variant index) alone, and rows
-are written in input order, so the output is byte-identical whatever the worker
-count or shard size. Every input line either produces rows or is listed in
+The rng of a variant derives from (seed, record id, variant index) alone, or, with a
+harness-variant pool of K slots, its slot k from (seed, record id, variant index) and
+its harness-level draws from (seed, digest of the record's harness, k); rows are
+written in input order, so the output is byte-identical whatever the worker count or
+shard size. Every input line either produces rows or is listed in
 ``rejects.jsonl`` with its line number and reason.
 """
 
@@ -26,10 +28,10 @@ from hsa.io import InputLine, JSONArrayError, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.recipes import recipe_to_dict
-from hsa.transform import Transform, run
+from hsa.transform import SlotRng, Transform, run
 from hsa.verify import check_record, check_variant
 
-__all__ = ["rng_for", "augment_record", "augment", "Stats", "Result", "AugmentError", "source_row"]
+__all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "augment_record", "augment", "Stats", "Result", "AugmentError", "source_row"]
 
 
 class AugmentError(RuntimeError):
@@ -40,6 +42,40 @@ def rng_for(seed: int, record_id: str, variant: int) -> random.Random:
     """The rng of one variant: a function of (seed, record id, variant index) only."""
     digest = hashlib.sha256(f"hsa\x00{seed}\x00{record_id}\x00{variant}".encode()).digest()
     return random.Random(int.from_bytes(digest[:16], "big"))
+
+
+#: ``--harness-pool`` when none is given: the harness variants each distinct harness gets (docs/performance.md
+#: says why this many). 0 draws every variant's harness afresh, as before the pool.
+DEFAULT_HARNESS_POOL = 8
+
+
+def slot_for(seed: int, record_id: str, variant: int, pool: int) -> int:
+    """The pool slot in [0, pool) of variant ``variant`` (1-based): a function of (seed, record id, variant index)
+    only. A record's variants take the slots of one permutation of the pool drawn from (seed, record id), so its
+    first ``pool`` variants are distinct harness variants (drawn independently, 4 variants of a pool of 8 would
+    repeat a slot in 59% of the records) and later ones cycle through them again."""
+    digest = hashlib.sha256(f"hsa-slot\x00{seed}\x00{record_id}".encode()).digest()
+    order = list(range(pool))
+    random.Random(int.from_bytes(digest[:16], "big")).shuffle(order)
+    return order[(variant - 1) % pool]
+
+
+def harness_digest(record: Record) -> str:
+    """The digest of a record's harness part: tools, skills, the skill tool, hooks and the prompt's structure
+    (its sections without their bodies, which are per-record content, and its template)."""
+    prompt = record.get("prompt")
+    if isinstance(prompt, dict):
+        prompt = {**prompt, "sections": [{k: v for k, v in s.items() if k != "body"} if isinstance(s, dict) else s
+                                         for s in prompt.get("sections") or ()]}
+    part = [record["tools"], record.get("skills"), record["skill_tool"], record.get("hooks"), prompt]
+    return hashlib.blake2b(_json.dumps(part).encode(), digest_size=16).hexdigest()
+
+
+def slot_rng(seed: int, digest: str, slot: int, trajectory: random.Random) -> SlotRng:
+    """The rng of pool slot ``slot`` of the harness with ``digest`` (:func:`harness_digest`); trajectory-level
+    leaves draw from ``trajectory`` (:class:`hsa.transform.SlotRng`)."""
+    key = hashlib.sha256(f"hsa-pool\x00{seed}\x00{digest}\x00{slot}".encode()).digest()
+    return SlotRng(int.from_bytes(key[:16], "big"), trajectory)
 
 
 @dataclasses.dataclass
@@ -178,12 +214,14 @@ CALL_ARGUMENTS = ("keep", "object", "string")
 
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
                    keep_original: bool, exec_hooks: bool = True, call_arguments: str = "object",
-                   harness: dict | None = None) -> Result:
+                   harness: dict | None = None, harness_pool: int = 0) -> Result:
     """Everything that happens to one input line; pure, so any worker may run it.
 
     ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
     ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
     ``harness`` (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of a row without one.
+    ``harness_pool`` K > 0 draws each variant's harness-level params for its pool slot (:func:`slot_for`,
+    :func:`slot_rng`) and writes the slot in a ``slot`` column (None on the source row); 0 draws them per record.
     """
     stats = Stats(input_records=1)
     try:
@@ -208,8 +246,15 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     rejects: list[dict] = []
     if keep_original:
         rows.append(source_row(source, 0, []))
+        if harness_pool:
+            rows[-1]["slot"] = None
+    digest = harness_digest(source) if harness_pool else None
+    unchanged = None
     for k in range(1, variants + 1):
         rng = rng_for(seed, source["id"], k)
+        if harness_pool:
+            slot = slot_for(seed, source["id"], k, harness_pool)
+            rng = slot_rng(seed, digest, slot, rng)
         try:
             variant, applied, skipped = run(recipe, source, rng)
         except Exception as exc:  # a transform bug must not take the run down: count it
@@ -222,8 +267,11 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             continue
         for name, why in skipped:
             stats.skipped[(name, why)] += 1
-        problems = check_variant(source, variant, closure=False)  # 3 holds by construction; tested
-        if not problems and exec_hooks and source.get("hooks"):
+        if variant is source:  # nothing applied: the source itself, checked above (invariant 5)
+            problems = []
+        else:
+            problems = check_variant(source, variant, closure=False)  # 3 holds by construction; tested
+        if not problems and variant is not source and exec_hooks and source.get("hooks"):
             from hsa.sandbox import check_hooks
 
             problems = check_hooks(source, variant)
@@ -241,7 +289,14 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.unchanged_variants += 1
         if not Mapping(variant["mapping"][len(source["mapping"]):]).task_preserving:
             stats.task_changing_variants += 1
-        rows.append(source_row(variant, k, [a.to_json() for a in applied]))
+        if variant is source and not applied:  # the source's row under this variant's id: denormalised once
+            if unchanged is None:
+                unchanged = source_row(source, k, [])
+            rows.append({**unchanged, "id": f"{source['id']}/{k}", "variant": k})
+        else:
+            rows.append(source_row(variant, k, [a.to_json() for a in applied]))
+        if harness_pool:
+            rows[-1]["slot"] = slot
     if rows:
         stats.sources_written = 1
         stats.rows_written = len(rows)
@@ -311,7 +366,8 @@ def _work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
     out = []
     for item in batch:
         res = augment_record(item, recipe, **options)
-        out.append((item.pos, res, [encode_row(r) for r in res.rows]))
+        memo: dict = {}  # values shared by the record's rows are encoded once
+        out.append((item.pos, res, [encode_row(r, memo) for r in res.rows]))
         res.rows = []
     return out
 
@@ -375,11 +431,11 @@ class _ShardState:
     """The shard being written: rows go to its Arrow file (``out`` None: to memory), rejects and stats are kept
     for its done marker."""
 
-    def __init__(self, out: Path | None, k: int):
+    def __init__(self, out: Path | None, k: int, slot: bool = False):
         from hsa.io import ShardFile
 
         self.k = k
-        self.file = ShardFile(None if out is None else out / _shard_name(k))
+        self.file = ShardFile(None if out is None else out / _shard_name(k), slot=slot)
         self.rejects: list[dict] = []
         self.stats = Stats()
         self.ids: list[str] = []
@@ -440,7 +496,7 @@ def run_shard(k: int, items: Iterable[InputLine], seen_ids: set[int] | None = No
     position order, through :func:`augment_record`, encoded as the local engine writes them; nothing is
     written. ``seen_ids`` holds the digests of the source ids written before this shard (a repeat becomes a
     'duplicate id' reject, as in a one-process run); the shard's own ids are added to it."""
-    shard = _ShardState(None, k)
+    shard = _ShardState(None, k, slot=_WORKER["options"].get("harness_pool", 0) > 0)
     seen = set() if seen_ids is None else seen_ids
     for batch in _batches(items, batch_size):
         for _, res, encoded in _work(batch):
@@ -530,15 +586,18 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
             command: str | None = None, exec_hooks: bool = True, call_arguments: str = "object",
-            tools_file: str | Path | None = None, engine: str = "local", ray_address: str | None = None) -> dict:
+            tools_file: str | Path | None = None, engine: str = "local", ray_address: str | None = None,
+            harness_pool: int = DEFAULT_HARNESS_POOL) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
     ``shard_size`` counts input records per shard. ``engine`` is ``"local"`` (a process pool of
     ``workers``) or ``"ray"`` (Ray Data, :mod:`hsa.ray_engine`: one task per shard on the cluster at
-    ``ray_address``, or on a local Ray of ``workers`` CPUs); both write the same bytes. Raises
-    :class:`AugmentError` for a missing input, an output folder that is not empty (unless ``resume`` or
-    ``overwrite``), a missing Ray and, with ``strict``, the first rejected line.
+    ``ray_address``, or on a local Ray of ``workers`` CPUs); both write the same bytes.
+    ``harness_pool`` is the number of harness variants of each distinct harness (0: every variant draws its
+    own, as before the pool); it is recorded in the manifest and each row's slot is its ``slot`` column.
+    Raises :class:`AugmentError` for a missing input, an output folder that is not empty (unless ``resume``
+    or ``overwrite``), a missing Ray and, with ``strict``, the first rejected line.
     """
     from hsa.io import InputSource, iter_inputs
 
@@ -555,7 +614,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                                              resume=resume, rank=rank, world_size=world_size, progress=progress,
                                              hold_out=hold_out, command=command, exec_hooks=exec_hooks,
                                              call_arguments=call_arguments, tools_file=tools_file,
-                                             ray_address=ray_address)
+                                             harness_pool=harness_pool, ray_address=ray_address)
     elif "://" in str(out):
         raise AugmentError(f"--out {out}: the local engine writes a local folder; object storage (s3://, gs://, "
                            "file://) is written by --engine ray (on one machine too: it starts a local Ray)")
@@ -566,6 +625,9 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         raise AugmentError("--variants 0 without --keep-original would write nothing")
     if call_arguments not in CALL_ARGUMENTS:
         raise AugmentError(f"--call-arguments must be one of {list(CALL_ARGUMENTS)} (got {call_arguments!r})")
+    if isinstance(harness_pool, bool) or not isinstance(harness_pool, int) or harness_pool < 0:
+        raise AugmentError(f"--harness-pool must be a whole number >= 0 (got {harness_pool!r}); 0 draws every "
+                           "variant's harness afresh")
     if shard_size < 1 or batch_size < 1 or workers < 1:
         raise AugmentError("--shard-size, --batch-size and --workers must be at least 1")
     if not 0 <= rank < world_size:
@@ -587,7 +649,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         except RecordError as exc:
             raise AugmentError(f"--tools {tools_file}: {exc.detail}") from None
     options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks,
-               "call_arguments": call_arguments, **({"harness": harness} if harness else {})}
+               "call_arguments": call_arguments, "harness_pool": harness_pool,
+               **({"harness": harness} if harness else {})}
     recipe_config = recipe_to_dict(recipe)
     tools_entry = ({"tools_file": {"path": str(tools_file),
                                    "sha256": hashlib.sha256(Path(tools_file).read_bytes()).hexdigest()}}
@@ -595,6 +658,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
                          {"world_size": world_size, "exec_hooks": exec_hooks,
                           **({"call_arguments": call_arguments} if call_arguments != "keep" else {}),
+                          **({"harness_pool": harness_pool} if harness_pool else {}),
                           **tools_entry})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
@@ -654,7 +718,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                 if current is not None:
                     finished, current = current, None  # an interrupt from here on must not abort it
                     finished.finish(out)
-                current = _ShardState(out, k)
+                current = _ShardState(out, k, slot=harness_pool > 0)
             res = current.add(res, encoded, seen_ids)
             if strict and res.stats.rejected:
                 raise AugmentError(_strict_message(res.rejects))
@@ -731,8 +795,9 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
     n_items = max((i["input_items"] for i in info), default=0)
     n_shards = max(1, -(-n_items // config["shard_size"]))
     missing = [k for k in range(n_shards) if not (state / f"shard-{k:05d}.done.json").exists()]
+    slot = config.get("harness_pool", 0) > 0
     if n_items == 0 and missing == [0]:  # empty input: one empty shard
-        _ShardState(out, 0).finish(out)
+        _ShardState(out, 0, slot=slot).finish(out)
         missing = []
     if missing:
         raise AugmentError(f"{out}: shards {missing[:10]}{'...' if len(missing) > 10 else ''} are not done; "
@@ -757,7 +822,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         raise AugmentError(f"accounting failed: {n_items} items read, {total.input_records} processed, "
                            f"{total.sources_written} written + {total.rejected} rejected")
     fingerprint = hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest()
-    write_dataset_metadata(out, [s["file"] for s in shards], fingerprint)
+    write_dataset_metadata(out, [s["file"] for s in shards], fingerprint, slot=slot)
     manifest = {
         "hsa_version": config["hsa_version"],
         "command": command,
@@ -771,6 +836,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "exec_hooks": config.get("exec_hooks", True),
         "call_arguments": config.get("call_arguments", "keep"),
         **({"tools_file": config["tools_file"]} if config.get("tools_file") else {}),
+        "harness_pool": config.get("harness_pool", 0),
         "recipe": config["recipe"],
         **total.to_dict(),
         "shards": shards,

@@ -76,11 +76,19 @@ def _compiled(template: str):
 
 
 def render(template: str, sections: list[PromptSection]) -> str:
-    """The text of ``template`` rendered with ``sections`` in jinja2's sandboxed environment."""
+    """The text of ``template`` rendered with ``sections`` in jinja2's sandboxed environment (cached by both:
+    every prompt transform and check renders the same prompt again)."""
     import jinja2
 
+    from hsa.cache import digest, lru
+
+    cache = lru("prompt.render", 16 << 20)
+    key = digest(template, sections)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
     try:
-        return _compiled(template).render(sections=sections)
+        return cache.put(key, _compiled(template).render(sections=sections))
     except jinja2.TemplateError as exc:  # SecurityError is a TemplateError too
         raise PromptRenderError(f"prompt template does not render: {type(exc).__name__}: {exc}") from None
 

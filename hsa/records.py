@@ -144,7 +144,7 @@ DEFAULT_SKILL_TOOL = {"name": "load_skill", "argument": "skill"}
 #: Top-level keys that hsa gives a meaning to.
 HSA_KEYS = ("id", "messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta")
 #: Keys hsa adds to every output row.
-OUTPUT_KEYS = ("source_id", "variant", "transforms", "mapping", "notes")
+OUTPUT_KEYS = ("source_id", "variant", "slot", "transforms", "mapping", "notes")
 
 
 class RecordError(ValueError):

@@ -45,6 +45,8 @@ import tempfile
 import time
 from collections import OrderedDict, deque
 from functools import lru_cache
+
+from hsa import cache as _cache
 from collections.abc import Sequence
 from typing import Any
 
@@ -496,10 +498,13 @@ def _digest(obj: Any) -> bytes:
 # ---------------------------------------------------------------------------- process-wide sandbox and cache
 
 _STATE: dict[str, Any] = {"pid": None, "box": None, "enabled": True}
-_RESULTS: OrderedDict[tuple[str, bytes], dict] = OrderedDict()  # (hook key, payload digest) -> result
-_VERDICTS: OrderedDict[bytes, list] = OrderedDict()  # whole checks, by everything they read
-_VERDICTS_MAX = 20_000  # keys are digests: memory stays flat however long the input
-_RESULTS_MAX = 100_000
+# Bounded by bytes (hsa.cache); keys are digests, so memory stays flat however long the input.
+_RESULTS = _cache.lru("hook.results", 48 << 20)  # (hook key, payload digest) -> result
+_VERDICTS = _cache.lru("hook.verdicts", 8 << 20)  # whole checks, by everything they read
+#: (source hook, variant hook, mapping steps, masked?, payload) -> True: the pair was checked equivalent on the
+#: payload. Records that share a harness and a pool slot share most of their generated payloads (from the tool
+#: schemas and skills), so each of those is mapped and compared once per harness variant, not once per record.
+_EQUIVALENT = _cache.lru("hook.equivalent", 16 << 20)
 _STATS = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds": 0.0, "verdict_hits": 0}
 
 
@@ -587,7 +592,7 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
             out[i] = {"ok": False, "error": "no entry", "detail": "the hook has no entry and none can be inferred",
                       "limit": True}
             continue
-        key = (hook_key, _digest(payload))
+        key = hook_key.encode() + _digest(payload)
         hit = _RESULTS.get(key)
         if hit is not None:
             _STATS["cache_hits"] += 1
@@ -610,9 +615,7 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
         for i, key, res in zip(todo, keys, results):
             out[i] = res
             if not res.get("limit"):
-                _RESULTS[key] = res
-                if len(_RESULTS) > _RESULTS_MAX:
-                    _RESULTS.popitem(last=False)
+                _RESULTS.put(key, res)
     for i, j in dupes:
         out[i] = out[j]
     return out  # type: ignore[return-value]
@@ -778,14 +781,11 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     out = _check_hooks(source, variant, src_hooks, var_hooks, steps, max_payloads,
                        hashlib.sha256(source_part).digest())
     if not any(v.reason.startswith("hook ") and v.reason[5:] in LIMIT_ERRORS for v in out):
-        _VERDICTS[verdict_key] = list(out)
-        if len(_VERDICTS) > _VERDICTS_MAX:
-            _VERDICTS.popitem(last=False)
+        _VERDICTS.put(verdict_key, list(out), 200 * len(out) + 100)
     return out
 
 
-_PAYLOADS: OrderedDict[tuple, list[dict]] = OrderedDict()  # generated payloads, by source digest and hook
-_PAYLOADS_MAX = 256
+_PAYLOADS = _cache.lru("hook.payloads", 32 << 20)  # generated payloads, by source digest and hook
 
 
 def _payloads_for(source: dict, hook: dict, source_digest: bytes, limit: int) -> list[dict]:
@@ -797,11 +797,8 @@ def _payloads_for(source: dict, hook: dict, source_digest: bytes, limit: int) ->
     key = (source_digest, hook.get("event", ""), hook.get("name"), hook_style(hook), limit)
     hit = _PAYLOADS.get(key)
     if hit is None:
-        hit = _PAYLOADS[key] = _json.copy(generated_payloads(source, hook, limit=limit))
-        if len(_PAYLOADS) > _PAYLOADS_MAX:
-            _PAYLOADS.popitem(last=False)
-    else:
-        _PAYLOADS.move_to_end(key)
+        hit = _json.copy(generated_payloads(source, hook, limit=limit))
+        _PAYLOADS.put(key, hit)
     return hit
 
 
@@ -816,16 +813,26 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
     carrier = _Carrier(steps)
     work: list[tuple[dict, dict]] = []
     checks: list[tuple[str, int, dict, tuple | None, dict | None]] = []  # (kind, hook index, payload, tools, event)
+    known: list[bytes | None] = []  # per check: its key in _EQUIVALENT (equivalence checks)
+    steps_key = None
     for hi, (a, b) in enumerate(zip(src_hooks, var_hooks)):
         same = a.get("source") == b.get("source") and a.get("entry") == b.get("entry") and \
             a.get("matcher") == b.get("matcher")
         if same and not steps:
             continue
+        if steps_key is None:
+            steps_key = _key(steps)
+        # everything the comparison of a and b on one payload reads, but the payload
+        pair = hashlib.blake2b(_key([a, b, a.get("name") in reworded]) + steps_key, digest_size=16).digest()
         for p in _payloads_for(source, a, source_digest, max_payloads):
+            key = pair + _digest(p)
+            if _EQUIVALENT.get(key):
+                continue  # checked equivalent on this payload before (another record of the harness variant)
             mapped, tools = carrier.payload(p)
             if same and mapped == p:
                 continue
             checks.append(("equiv", hi, p, tools, None))
+            known.append(key)
             work.append((a, p))
             work.append((b, mapped))
     events = [(i, ev) for i, ev in enumerate(variant.get("hook_events") or ())]
@@ -840,6 +847,7 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
         if hv is None or hs is None or not isinstance(sev.get("payload"), dict):
             continue
         checks.append(("event", i, sev["payload"], None, ev))
+        known.append(None)
         work.append((hs, sev["payload"]))
         work.append((hv, ev["payload"]))
     if not work:
@@ -866,6 +874,8 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
                 out.append(Violation("hooks", "rewritten hook behaves differently",
                                      f"hook {name!r} on payload {_short(p)}: expected {_short(exp)}, "
                                      f"got {_short(got)}"))
+            else:
+                _EQUIVALENT.put(known[k], True, 120)
         else:
             sev = src_events[idx]
             hs, hv = names_s.get(sev.get("hook")), names_v.get(ev.get("hook"))

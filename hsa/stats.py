@@ -119,9 +119,11 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
     if rendered is not None:
         lengths["rendered_tokens"] = array("q")
     names: dict[str, dict[str, set]] = {"tools": {}, "skills": {}}
-    for batch in _batches(dataset, ("source_id", "transforms", "messages", "tools", "mapping")):
+    slots: Counter = Counter()  # rows per harness-pool slot (runs with --harness-pool K > 0)
+    for batch in _batches(dataset, ("source_id", "slot", "transforms", "messages", "tools", "mapping")):
         rows += len(batch["source_id"])
         sources.update(batch["source_id"])
+        slots.update(s for s in batch["slot"] if s is not None)
         prompts, completions = [], []
         for tr_s, msgs_s, tools_s, mapping_s in zip(batch["transforms"], batch["messages"], batch["tools"],
                                                     batch["mapping"]):
@@ -166,6 +168,8 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
         families[name.split(".")[0]] += n
     out["families"] = dict(sorted(families.items()))
     out["unchanged_rows"] = unchanged
+    if slots:
+        out["slots"] = {str(k): n for k, n in sorted(slots.items())}
 
     rejects = dataset / "rejects.jsonl"
     out["rejects"] = {}
@@ -186,6 +190,7 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
     if manifest.exists():
         m = json.loads(manifest.read_text(encoding="utf-8"))
         out["manifest_counts"] = m.get("counts", {})
+        out["harness_pool"] = m.get("harness_pool", 0)
         out["skipped"] = {n: t["skipped"] for n, t in m.get("transforms", {}).items() if t.get("skipped")}
     return out
 
@@ -193,6 +198,9 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
 def render_text(stats: dict) -> str:
     lines = [f"{stats['rows']} rows from {stats.get('sources', 0)} sources "
              f"({stats.get('variants_per_source', 0)} per source, {stats.get('unchanged_rows', 0)} unchanged)"]
+    if stats.get("slots"):
+        lines.append(f"rows per harness-pool slot (K = {stats.get('harness_pool', len(stats['slots']))}): "
+                     + ", ".join(f"{k}: {n}" for k, n in stats["slots"].items()))
     if stats.get("families"):
         lines.append("family       applications")
         lines += [f"  {f:10s} {n:8d}" for f, n in stats["families"].items()]

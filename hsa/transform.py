@@ -33,6 +33,7 @@ __all__ = [
     "Sometimes",
     "run",
     "replay",
+    "SlotRng",
     "FAMILIES",
     "check_probability",
     "check_choices",
@@ -104,6 +105,11 @@ class Transform:
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
     task_preserving: ClassVar[bool] = True
+    #: The record keys that ``sample`` reads and ``apply`` changes, when a transform reads and changes nothing
+    #: else (``("tools",)`` for one that only reorders or rewords tools). Under a harness-variant pool such a
+    #: leaf is sampled and applied once per (its parts, its config, its slot draw) and then looked up
+    #: (:func:`hsa.cache.lru` ``transform.harness_leaf``). Leave it empty when in doubt: it is only a speed-up.
+    harness_parts: ClassVar[tuple[str, ...]] = ()
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform for ``record`` (all randomness lives here)."""
@@ -187,13 +193,65 @@ def check_choices(field: str, values: tuple, allowed: tuple) -> None:
 # --------------------------------------------------------------------------- running
 
 
+_ABSENT = "\x00absent"  # a record key a harness-level leaf reads and the record does not have
+
+
+class SlotRng(random.Random):
+    """The rng of a variant drawn from a harness-variant pool slot (:mod:`hsa.pipeline`, ``--harness-pool``).
+
+    It is seeded from (seed, digest of the record's harness, slot), so records that share a harness draw the
+    same harness-level params in the same slot. Combinators draw from it directly (their draws depend on the
+    recipe only); each harness-level leaf samples with its own rng seeded by one draw from it, so a leaf whose
+    draws depend on the record (a fresh-name retry, a text it reads) cannot shift the draws of the leaves after
+    it. Leaves of the ``trajectory`` family sample with ``trajectory``, the per-record rng of (seed, record id,
+    variant index): the trajectory stays as varied as without a pool.
+    """
+
+    def __init__(self, seed: int, trajectory: random.Random):
+        super().__init__(seed)
+        self.trajectory = trajectory
+
+    def for_leaf(self, t: Transform) -> random.Random:
+        return self.trajectory if t.family == "trajectory" else random.Random(self.leaf_seed())
+
+    def leaf_seed(self) -> int:
+        return self.getrandbits(128)
+
+
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
+    key = None
+    if isinstance(rng, SlotRng):
+        if t.family == "trajectory":
+            rng = rng.trajectory
+        else:
+            seed = rng.leaf_seed()
+            if t.harness_parts:
+                from hsa.cache import digest, lru
+
+                cache = lru("transform.harness_leaf", 32 << 20)
+                key = digest(t.name, t.config(), seed, [record.get(k, _ABSENT) for k in t.harness_parts])
+                hit = cache.get(key)
+                if hit is not None:
+                    params, parts = hit
+                    if isinstance(params, Skip):
+                        skipped.append((t.name, params.reason))
+                        return record
+                    out = dict(record)
+                    out.update(parts)
+                    applied.append(Applied(t.name, t.config(), params))
+                    return out
+            rng = random.Random(seed)
     try:
         params = t.sample(record, rng)
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
+            if key is not None:
+                cache.put(key, (params, None), 200)
             return record
         out = t.apply(record, params)
+        if key is not None and all(k in out for k in t.harness_parts) and \
+                all(out.get(k) is record.get(k) for k in out.keys() | record.keys() if k not in t.harness_parts):
+            cache.put(key, (params, {k: out[k] for k in t.harness_parts}))
     except Exception as exc:
         if not hasattr(exc, "hsa_transform"):  # which transform raised: the run's summary reports it
             try:

@@ -7,10 +7,10 @@ they never raise on bad data.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from typing import Any
 
 from hsa import _json
+from hsa import cache as _cache
 from hsa.mapping import Mapping
 from hsa.names import _PLAIN_NAME, find_tokens, is_identifier_like, is_legal, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
@@ -31,16 +31,18 @@ class Violation:
         return f"[{self.invariant}] {self.reason}: {self.detail}"
 
 
-_VALIDATORS: OrderedDict[str, Any] = OrderedDict()
-_MAX_VALIDATORS = 8192
+_VALIDATORS = _cache.lru("verify.validators", 32 << 20)  # compiled once per distinct schema, bounded by bytes
 
 
 def validator_for(schema: dict):
-    """A compiled jsonschema validator for ``schema``, cached by the schema's canonical JSON."""
+    """A compiled jsonschema validator for ``schema``, cached by a digest of the schema's canonical JSON."""
+    import hashlib
+
+    cache = _VALIDATORS
     key = _json.canonical(schema)
-    v = _VALIDATORS.get(key)
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    v = cache.get(digest)
     if v is not None:
-        _VALIDATORS.move_to_end(key)
         return v
     import jsonschema
 
@@ -51,10 +53,7 @@ def validator_for(schema: dict):
         except jsonschema.SchemaError:
             cls = jsonschema.Draft202012Validator
     v = cls(schema, format_checker=None)
-    _VALIDATORS[key] = v
-    if len(_VALIDATORS) > _MAX_VALIDATORS:
-        _VALIDATORS.popitem(last=False)
-    return v
+    return cache.put(digest, v, 3 * len(key) + 2000)  # the validator holds the schema and its lazy sub-validators
 
 
 def _check_schema_moot(key: str) -> bool:

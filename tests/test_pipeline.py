@@ -76,7 +76,7 @@ def test_identity_recipe_copies_records_unchanged(tmp_path, small_jsonl, fixture
     for line in (tmp_path / "v.jsonl").read_text().splitlines():
         rec = json.loads(line)
         src = next(r for r in fixture_records if r["id"] == rec["source_id"])
-        for k in ("id", "source_id", "variant", "transforms", "mapping", "notes"):
+        for k in ("id", "source_id", "variant", "slot", "transforms", "mapping", "notes"):
             rec.pop(k)
         src = {k: v for k, v in src.items() if k != "id"}
         assert rec == src
@@ -280,8 +280,8 @@ def test_readme_mapping_example(tmp_path, fixture_lines):
     src.write_text("\n".join(fixture_lines[:2]) + "\n", encoding="utf-8")
     assert main(["augment", str(src), "--out", str(tmp_path / "shards"), "--variants", "4", "--seed", "0",
                  "--quiet"]) == 0
-    row = datasets.load_from_disk(str(tmp_path / "shards"))[1]
-    assert row["id"] == "ls-000001/2"
+    row = datasets.load_from_disk(str(tmp_path / "shards"))[3]
+    assert row["id"] == "ls-000001/4"
     m = hsa.Mapping.from_dict(row["mapping"])
     assert m.tool_names()["get_product_info_by_link_id"] == "GetProductInfoByLinkId"
     assert m.to_canonical({"name": "GetProductInfoByLinkId", "arguments": {"link_id": 3}}) == \

@@ -470,6 +470,7 @@ class Reorder(Transform):
 
     name: ClassVar[str] = "tool.reorder"
     family: ClassVar[str] = "tool"
+    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # reads and changes the tools only
 
     tools: bool = True
     properties: bool = True
@@ -565,6 +566,7 @@ class Describe(Transform):
 
     name: ClassVar[str] = "tool.describe"
     family: ClassVar[str] = "tool"
+    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # reads and changes the tools only
 
     modes: tuple[str, ...] = ("paraphrase", "shorten")
     p: float = 0.5

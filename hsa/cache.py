@@ -1,0 +1,196 @@
+"""Bounded caches of the data path: least recently used entries go first once a byte budget is full.
+
+Every expensive step of augmentation is a pure function of its inputs, so its result is kept
+under a key made of an input digest and a parameters digest (:func:`digest`) and looked up
+before the step runs again: records that share a harness, and variants that share a pool slot
+(``--harness-pool``), do the step once. A cache never changes bytes: a hit returns what the
+step would have returned (tests run every preset with the caches on and off and compare).
+
+Each cache is a :class:`ByteLRU` made with :func:`lru` (one per call site, registered by name)
+and bounded by the approximate bytes of what it holds, so memory stays flat however long the
+input. ``HSA_CACHE=0`` in the environment turns every cache off (each step runs every time);
+``HSA_CACHE_SCALE`` multiplies every budget (default 1: the sizes given at the call sites).
+:func:`stats` reports hits, misses and bytes per cache.
+
+    from hsa.cache import lru, digest
+
+    _RENDERED = lru("prompt.render", 16 << 20)
+
+    def render(template, sections):
+        key = digest(template, sections)
+        hit = _RENDERED.get(key)
+        if hit is None:
+            hit = _RENDERED.put(key, _render(template, sections))
+        return hit
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+__all__ = ["ByteLRU", "lru", "memoize", "digest", "sizeof", "enabled", "stats", "clear", "caches"]
+
+_MISSING = object()
+
+
+def enabled() -> bool:
+    """False when ``HSA_CACHE=0`` (read when a cache is made, and again by :func:`clear`)."""
+    return os.environ.get("HSA_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _scale() -> float:
+    try:
+        return max(0.0, float(os.environ.get("HSA_CACHE_SCALE", "1")))
+    except ValueError:
+        return 1.0
+
+
+def sizeof(value: Any, _depth: int = 0) -> int:
+    """Approximate bytes held by a JSON-like value (str, bytes, numbers, lists, tuples, dicts, sets), shared
+    parts counted each time; other objects count their ``sys.getsizeof`` only."""
+    if isinstance(value, (str, bytes)):
+        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        n = sys.getsizeof(value)
+        for k, v in value.items():
+            n += sizeof(k, _depth + 1) + sizeof(v, _depth + 1)
+        return n
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sys.getsizeof(value) + sum(sizeof(v, _depth + 1) for v in value)
+    return sys.getsizeof(value)
+
+
+def digest(*parts: Any) -> bytes:
+    """A 128-bit key for JSON-like values that tells apart any two that differ at all: key order, ``1`` /
+    ``1.0`` / ``True``, NaN / ``None`` (values orjson cannot write exactly go through ``repr``)."""
+    from hsa.sandbox import _exact_key
+
+    h = hashlib.blake2b(digest_size=16)
+    for p in parts:
+        k = p if isinstance(p, bytes) else _exact_key(p)
+        k = k if isinstance(k, bytes) else b"\x00" + k.encode("utf-8", "surrogatepass")
+        h.update(len(k).to_bytes(8, "big"))
+        h.update(k)
+    return h.digest()
+
+
+class ByteLRU:
+    """A mapping from keys to values with a byte budget: least recently used entries are dropped first.
+
+    ``max_bytes`` bounds the sum of the entries' sizes (each given to :meth:`put`, or measured with
+    :func:`sizeof` on the key and value); an entry larger than a quarter of the budget is not kept.
+    """
+
+    __slots__ = ("name", "max_bytes", "bytes", "hits", "misses", "evictions", "_data", "_on")
+
+    def __init__(self, name: str, max_bytes: int):
+        self.name = name
+        self.max_bytes = int(max_bytes)
+        self.bytes = 0
+        self.hits = self.misses = self.evictions = 0
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._on = enabled() and self.max_bytes > 0
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        if not self._on:
+            self.misses += 1
+            return default
+        item = self._data.get(key, _MISSING)
+        if item is _MISSING:
+            self.misses += 1
+            return default
+        self._data.move_to_end(key)
+        self.hits += 1
+        return item[0]  # type: ignore[index]
+
+    def __contains__(self, key: Hashable) -> bool:
+        return self._on and key in self._data
+
+    def put(self, key: Hashable, value: Any, size: int | None = None) -> Any:
+        """Keep ``value`` under ``key`` (when the cache is on and it fits); returns ``value``."""
+        if not self._on:
+            return value
+        if size is None:
+            size = sizeof(key) + sizeof(value)
+        size += 64  # the entry itself
+        if size > self.max_bytes // 4:
+            return value
+        old = self._data.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        self._data[key] = (value, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, (_, n) = self._data.popitem(last=False)
+            self.bytes -= n
+            self.evictions += 1
+        return value
+
+    def clear(self) -> None:
+        self._data.clear()
+        self.bytes = 0
+        self._on = enabled() and self.max_bytes > 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def stats(self) -> dict:
+        return {"entries": len(self._data), "bytes": self.bytes, "max_bytes": self.max_bytes, "hits": self.hits,
+                "misses": self.misses, "evictions": self.evictions}
+
+
+_CACHES: dict[str, ByteLRU] = {}
+
+
+def lru(name: str, max_bytes: int) -> ByteLRU:
+    """The process's cache called ``name`` (made on first use with ``max_bytes`` times ``HSA_CACHE_SCALE``)."""
+    cache = _CACHES.get(name)
+    if cache is None:
+        cache = _CACHES[name] = ByteLRU(name, int(max_bytes * _scale()))
+    return cache
+
+
+def memoize(name: str, max_bytes: int, *, key: Callable[..., Hashable] | None = None,
+            size: Callable[[Any], int] | None = None) -> Callable:
+    """Decorator: cache a pure function's results in :func:`lru` ``name``. ``key(*args, **kwargs)`` makes the
+    key (default: :func:`digest` of the arguments); ``size(result)`` its bytes (default: :func:`sizeof`).
+    Callers must treat a cached result as read-only."""
+
+    def wrap(fn: Callable) -> Callable:
+        cache = lru(name, max_bytes)
+
+        @functools.wraps(fn)
+        def cached(*args, **kwargs):
+            k = key(*args, **kwargs) if key is not None else digest(list(args), kwargs)
+            hit = cache.get(k, _MISSING)
+            if hit is not _MISSING:
+                return hit
+            out = fn(*args, **kwargs)
+            return cache.put(k, out, None if size is None else size(out) + 80)
+
+        cached.cache = cache  # type: ignore[attr-defined]
+        return cached
+
+    return wrap
+
+
+def caches() -> dict[str, ByteLRU]:
+    """Every cache of this process by name."""
+    return dict(_CACHES)
+
+
+def stats() -> dict[str, dict]:
+    """Hits, misses, evictions, entries and bytes of every cache of this process."""
+    return {name: c.stats() for name, c in sorted(_CACHES.items())}
+
+
+def clear() -> None:
+    """Empty every cache (and read ``HSA_CACHE`` again)."""
+    for c in _CACHES.values():
+        c.clear()

@@ -1,0 +1,241 @@
+"""The harness-variant pool (issue 18): slots, shared harness-level draws, the slot column, determinism."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from hsa import load_recipe
+from hsa.cli import main
+from hsa.io import InputLine, iter_rows
+from hsa.pipeline import AugmentError, augment, augment_record, harness_digest, rng_for, slot_for
+from hsa.records import normalize
+from hsa.transform import SlotRng, from_config, run
+
+HARNESS_FAMILIES = {"tool", "skill", "prompt", "hook"}
+
+
+@pytest.fixture(scope="module")
+def shared_records() -> list[dict]:
+    """12 generated records from 3 shared harnesses (only the conversations differ)."""
+    from fixtures.livestream.generate import generate
+
+    return generate(12, seed=3, harnesses=3)
+
+
+@pytest.fixture
+def shared_jsonl(tmp_path, shared_records):
+    p = tmp_path / "shared.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in shared_records), encoding="utf-8")
+    return p
+
+
+def _line(rec: dict, pos: int = 0) -> InputLine:
+    return InputLine("in.jsonl", pos + 1, json.dumps(rec).encode(), pos)
+
+
+def test_pool_zero_draws_each_variant_from_its_record_rng(fixture_records):
+    """--harness-pool 0 is the pre-pool derivation: each variant is run(recipe, source, rng_for(seed, id, k))."""
+    recipe = load_recipe("default")
+    for rec in fixture_records[:3]:
+        res = augment_record(_line(rec), recipe, seed=7, variants=2, keep_original=False, harness_pool=0)
+        source = normalize(rec)
+        for row in res.rows:
+            assert "slot" not in row
+            _, applied, _ = run(recipe, source, rng_for(7, source["id"], row["variant"]))
+            assert row["transforms"] == [a.to_json() for a in applied]
+
+
+def test_records_sharing_a_harness_share_the_harness_edits_of_a_slot(shared_records):
+    """Two records of one harness in the same slot get the same harness-level transforms and params."""
+    recipe = load_recipe("default")
+    by_key: dict[tuple[str, int], list] = {}
+    for i, rec in enumerate(shared_records):
+        res = augment_record(_line(rec, i), recipe, seed=1, variants=4, keep_original=False, harness_pool=2)
+        digest = harness_digest(normalize(rec))
+        for row in res.rows:
+            harness = [t for t in row["transforms"] if t["name"].split(".")[0] in HARNESS_FAMILIES]
+            by_key.setdefault((digest, row["slot"]), []).append(harness)
+    shared = [v for v in by_key.values() if len(v) > 1]
+    assert shared, "no two variants fell in the same (harness, slot)"
+    for edits in shared:
+        names = [[t["name"] for t in e] for e in edits]
+        assert all(n == names[0] for n in names)
+        tool_renames = [[t["params"] for t in e if t["name"] == "tool.rename"] for e in edits]
+        assert all(r == tool_renames[0] for r in tool_renames)
+    assert len({json.dumps(v[0]) for v in by_key.values()}) > 1  # slots differ from each other
+
+
+def test_slot_column_is_written_and_is_the_slot_of_each_variant(tmp_path, shared_jsonl):
+    """Rows carry 'slot' = slot_for(seed, source id, variant, K); the source row has null; the manifest has K."""
+    import datasets
+
+    out = tmp_path / "out"
+    augment([shared_jsonl], out, load_recipe("tools"), variants=3, seed=2, keep_original=True, harness_pool=5)
+    ds = datasets.load_from_disk(str(out))
+    assert ds.column_names[:4] == ["id", "source_id", "variant", "slot"]
+    for row in ds:
+        if row["variant"] == 0:
+            assert row["slot"] is None
+        else:
+            assert row["slot"] == slot_for(2, row["source_id"], row["variant"], 5)
+    assert set(ds["slot"]) - {None} <= set(range(5))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["harness_pool"] == 5
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert info["features"]["slot"] == {"dtype": "int64", "_type": "Value"}
+
+
+def test_a_records_variants_take_distinct_slots_then_cycle():
+    """The first K variants of a record are K distinct slots; variant K + j takes the slot of variant j."""
+    for rid in ("a", "b", "ls-000001"):
+        slots = [slot_for(0, rid, v, 5) for v in range(1, 11)]
+        assert sorted(slots[:5]) == list(range(5)) and slots[5:] == slots[:5]
+    assert len({tuple(slot_for(0, r, v, 8) for v in range(1, 5)) for r in "abcdefgh"}) > 1  # per-record order
+
+
+def test_no_slot_column_without_a_pool(tmp_path, shared_jsonl):
+    """--harness-pool 0 writes the columns of before (no 'slot'), and the manifest says 0."""
+    out = tmp_path / "out"
+    augment([shared_jsonl], out, load_recipe("tools"), variants=1, harness_pool=0)
+    assert "slot" not in next(iter_rows(out))
+    assert json.loads((out / "manifest.json").read_text())["harness_pool"] == 0
+    assert "slot" not in json.loads((out / "dataset_info.json").read_text())["features"]
+
+
+def test_exported_rows_keep_the_slot_and_read_back_as_records(tmp_path, shared_jsonl):
+    """hsa export writes 'slot' after 'variant'; an exported row augments again (slot is an output key)."""
+    out, jl = tmp_path / "out", tmp_path / "rows.jsonl"
+    augment([shared_jsonl], out, load_recipe("tools"), variants=1, harness_pool=3)
+    assert main(["export", str(out), "--out", str(jl)]) == 0
+    first = json.loads(jl.read_text().splitlines()[0])
+    assert list(first)[:4] == ["id", "source_id", "variant", "slot"]
+    assert normalize(first)["extra"] == {}
+
+
+@pytest.mark.parametrize("pool", [1, 3])
+def test_pool_output_is_identical_for_any_workers_shard_and_batch_size(tmp_path, shared_jsonl, pool):
+    """With a pool, rows are the same bytes whatever the worker count, shard size or batch size."""
+    recipe = load_recipe("default")
+    a, b = tmp_path / "a", tmp_path / "b"
+    augment([shared_jsonl], a, recipe, variants=2, seed=4, shard_size=5, harness_pool=pool)
+    augment([shared_jsonl], b, recipe, variants=2, seed=4, shard_size=1000, workers=2, batch_size=3,
+            harness_pool=pool)
+    assert [json.dumps(r) for r in iter_rows(a)] == [json.dumps(r) for r in iter_rows(b)]
+
+
+def test_pool_sizes_change_the_draws_and_one_slot_means_one_variant_per_harness(shared_records):
+    """K=1: every variant of a harness has the same harness-level edits; K=1 and K=7 draw differently."""
+    recipe = load_recipe("tools")
+    edits = {1: {}, 7: {}}
+    for pool in edits:
+        for i, rec in enumerate(shared_records):
+            res = augment_record(_line(rec, i), recipe, seed=0, variants=3, keep_original=False, harness_pool=pool)
+            digest = harness_digest(normalize(rec))
+            for row in res.rows:
+                edits[pool].setdefault(digest, set()).add(json.dumps([t["name"] for t in row["transforms"]]))
+    assert all(len(v) == 1 for v in edits[1].values())
+    assert any(len(v) > 1 for v in edits[7].values())
+
+
+def test_a_leaf_that_draws_more_does_not_shift_the_next_leaf():
+    """Each harness-level leaf gets its own rng from one draw of the slot rng; trajectory leaves get the record's."""
+    traj = random.Random(5)
+    tool = from_config({"transform": "tool.reorder"})
+    strip = from_config({"transform": "trajectory.strip_retries"})
+    a, b = SlotRng(11, traj), SlotRng(11, traj)
+    first_a = a.for_leaf(tool)
+    first_a.random()
+    first_b = b.for_leaf(tool)
+    for _ in range(50):
+        first_b.random()  # the first leaf consumed far more here
+    assert a.for_leaf(tool).random() == b.for_leaf(tool).random()
+    assert a.for_leaf(strip) is traj
+
+
+def test_harness_digest_ignores_conversations_and_prompt_bodies(shared_records):
+    """The digest is of the harness part: other messages or section bodies give the same digest, tools do not."""
+    a = normalize(shared_records[0])
+    b = normalize(shared_records[3])  # the same harness (index % 3)
+    assert a["messages"] != b["messages"] and harness_digest(a) == harness_digest(b)
+    c = json.loads(json.dumps(shared_records[0]))
+    if c.get("prompt"):
+        c["prompt"]["sections"][0]["body"] += " (today)"
+        assert harness_digest(normalize(c)) == harness_digest(a)
+    c["tools"] = c["tools"][1:]
+    assert harness_digest(normalize(c)) != harness_digest(a)
+
+
+def test_bad_pool_sizes_are_refused(tmp_path, shared_jsonl, capsys):
+    """A negative --harness-pool is a clear error, in the CLI and the API."""
+    with pytest.raises(SystemExit):
+        main(["augment", str(shared_jsonl), "--out", str(tmp_path / "o"), "--harness-pool", "-1"])
+    assert "--harness-pool" in capsys.readouterr().err
+    with pytest.raises(AugmentError, match="harness-pool"):
+        augment([shared_jsonl], tmp_path / "o2", load_recipe("identity"), harness_pool=-2)
+
+
+def test_resume_with_another_pool_size_is_refused(tmp_path, shared_jsonl):
+    """A run resumed with a different --harness-pool would mix draws: refused, naming harness_pool."""
+    out = tmp_path / "out"
+    augment([shared_jsonl], out, load_recipe("identity"), variants=1, harness_pool=2)
+    with pytest.raises(AugmentError, match="harness_pool"):
+        augment([shared_jsonl], out, load_recipe("identity"), variants=1, harness_pool=4, resume=True)
+
+
+def test_stats_report_rows_per_slot(tmp_path, shared_jsonl):
+    """hsa stats counts the rows of each pool slot and reports K from the manifest."""
+    from hsa.stats import compute_stats, render_text
+
+    out = tmp_path / "out"
+    augment([shared_jsonl], out, load_recipe("tools"), variants=3, keep_original=True, harness_pool=4)
+    st = compute_stats(out)
+    expected: dict[str, int] = {}
+    for row in iter_rows(out):
+        if row["slot"] is not None:
+            expected[str(row["slot"])] = expected.get(str(row["slot"]), 0) + 1
+    assert st["slots"] == dict(sorted(expected.items())) and st["harness_pool"] == 4
+    assert sum(st["slots"].values()) == 36 and "rows per harness-pool slot (K = 4)" in render_text(st)
+
+
+def test_a_harness_parts_leaf_is_looked_up_only_when_it_changed_nothing_else():
+    """Under a slot rng, a leaf declaring harness_parts is cached by its parts; one whose apply also changed
+    another key is never stored, so a second record gets its own apply."""
+    import dataclasses
+    from typing import ClassVar
+
+    from hsa import cache
+    from hsa.transform import Transform
+
+    calls = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Tag(Transform):
+        name: ClassVar[str] = "tool.test_tag"
+        family: ClassVar[str] = "tool"
+        harness_parts: ClassVar[tuple[str, ...]] = ("tools",)
+        touch_messages: bool = False
+
+        def sample(self, record, rng):
+            return {"n": rng.randrange(1000)}
+
+        def apply(self, record, params):
+            calls.append(params["n"])
+            out = {**record, "tools": [{**t, "description": f"v{params['n']}"} for t in record["tools"]]}
+            if self.touch_messages:
+                out["messages"] = [dict(m) for m in record["messages"]]
+            return out
+
+    tools = [{"name": "t", "description": "d", "parameters": {"type": "object"}, "dialect": "openai"}]
+    a = {"id": "a", "tools": tools, "messages": [{"role": "user", "content": "one"}]}
+    b = {"id": "b", "tools": tools, "messages": [{"role": "user", "content": "two"}]}
+    cache.clear()
+    for touch, expected_calls in ((False, 1), (True, 2)):
+        calls.clear()
+        t = Tag(touch_messages=touch)
+        outs = [run(t, rec, SlotRng(3, random.Random(0)))[0] for rec in (a, b)]
+        assert len(calls) == expected_calls
+        assert outs[0]["tools"] == outs[1]["tools"] and outs[1]["messages"] == b["messages"]
+        assert outs[1]["id"] == "b"
