@@ -248,14 +248,9 @@ class Environment:
 
     def openai_tools(self) -> list[dict]:
         """The variant's tools as OpenAI function definitions (what chat templates render)."""
-        out = []
-        for t in self.record["tools"]:
-            fn: dict[str, Any] = {"name": t["name"]}
-            if t.get("description") is not None:
-                fn["description"] = t["description"]
-            fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
-            out.append({"type": "function", "function": fn})
-        return out
+        from hsa.records import openai_tools
+
+        return openai_tools(self.record["tools"])
 
     # -- the recorded trajectory
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["Mapping", "Call"]
+__all__ = ["Mapping", "Call", "argument_leaves"]
 
 Call = dict[str, Any]  # {"name": str, "arguments": dict}
 
@@ -35,6 +35,21 @@ ARRAY = "[]"
 
 
 # --------------------------------------------------------------------------- argument paths
+
+
+def argument_leaves(value: Any, prefix: tuple = (), out: dict | None = None) -> dict:
+    """Every leaf of an arguments value by its path: ``(("k", key) | ("i", index), ...) -> value``; an
+    empty dict or list is a leaf. What reward and scoring code compare call arguments by."""
+    out = {} if out is None else out
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            argument_leaves(v, prefix + (("k", k),), out)
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            argument_leaves(v, prefix + (("i", i),), out)
+    else:
+        out[prefix] = value
+    return out
 
 
 def _flatten(value: Any, prefix: tuple, out: list) -> None:

@@ -23,6 +23,7 @@ from hsa import _json
 from hsa.chat_formats import SHAREGPT_ROLES, convert
 
 __all__ = [
+    "openai_tools",
     "Record",
     "converted_layouts",
     "Tool",
@@ -1210,3 +1211,15 @@ def clone(record: Record) -> Record:
     """A deep copy of ``record`` (transforms must not modify their input)."""
     return _json.copy(record)  # type: ignore[return-value]
 
+
+def openai_tools(tools: list[dict]) -> list[dict]:
+    """Internal-form tools (:func:`normalize`) as OpenAI function definitions, what chat templates render:
+    name, description (when there is one) and the parameter schema (an empty object schema when none)."""
+    out = []
+    for t in tools:
+        fn: dict[str, Any] = {"name": t["name"]}
+        if t.get("description") is not None:
+            fn["description"] = t["description"]
+        fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
+        out.append({"type": "function", "function": fn})
+    return out

@@ -351,14 +351,9 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
 
 def tools_to_openai(tools: Sequence[dict]) -> list[dict]:
     """Internal-form tools (:func:`hsa.records.normalize`) as OpenAI function definitions."""
-    out = []
-    for t in tools:
-        fn: dict[str, Any] = {"name": t["name"]}
-        if t.get("description") is not None:
-            fn["description"] = t["description"]
-        fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
-        out.append({"type": "function", "function": fn})
-    return out
+    from hsa.records import openai_tools
+
+    return openai_tools(list(tools))
 
 
 def _content(value: Any) -> Any:

@@ -40,6 +40,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hsa.mapping import argument_leaves
+
 __all__ = [
     "Parsed",
     "parse_hermes",
@@ -214,9 +216,9 @@ def _canonical(call: dict, mapping, names: set[str] | None) -> dict | None:
     name = call["name"]
     if (names is not None and name not in names) or mapping.tool_to_variant(mapping.tool_to_canonical(name)) != name:
         return None
-    back = _leaves(mapping.to_variant(mapping.to_canonical(call))["arguments"])
+    back = argument_leaves(mapping.to_variant(mapping.to_canonical(call))["arguments"])
     args = _json.copy(call["arguments"])
-    for path, value in _leaves(call["arguments"]).items():
+    for path, value in argument_leaves(call["arguments"]).items():
         if path not in back or not _json.strict_equal(back[path], value):
             _set(args, path, _INVALID)
     return mapping.to_canonical({"name": name, "arguments": args})
@@ -229,23 +231,10 @@ def _set(value: Any, path: tuple, new: Any) -> None:
         value[path[-1][1]] = new
 
 
-def _leaves(value: Any, prefix: tuple = (), out: dict | None = None) -> dict:
-    out = {} if out is None else out
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _leaves(v, prefix + (("k", k),), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _leaves(v, prefix + (("i", i),), out)
-    else:
-        out[prefix] = value
-    return out
-
-
 def _argument_score(expected: dict, predicted: dict) -> float:
     from hsa import _json
 
-    le, lp = _leaves(expected), _leaves(predicted)
+    le, lp = argument_leaves(expected), argument_leaves(predicted)
     keys = set(le) | set(lp)
     if not keys:
         return 1.0
@@ -341,7 +330,7 @@ def _skill_tool_canonical(skill_tool: Any, mapping) -> tuple[str, str]:
     name = st.get("name") or (skill_tool if isinstance(skill_tool, str) else "load_skill")
     arg = st.get("argument") or "skill"
     probe = mapping.to_canonical({"name": name, "arguments": {arg: "\x00probe"}})
-    canon_arg = next((k[-1][1] for k, v in _leaves(probe["arguments"]).items() if v == "\x00probe"), arg)
+    canon_arg = next((k[-1][1] for k, v in argument_leaves(probe["arguments"]).items() if v == "\x00probe"), arg)
     return probe["name"], canon_arg
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa.mapping import Mapping
+from hsa.records import openai_tools
 
 __all__ = ["TURNS", "Item", "Source", "EvalInputError", "make_prompts", "collect", "iter_items", "iter_source",
            "row_families", "paused_gc"]
@@ -93,17 +94,6 @@ def _chat(messages: list[dict]) -> list[dict]:
             names.update({str(c["id"]): c["function"]["name"] for c in msg["tool_calls"] if "id" in c})
             waiting = [c["function"]["name"] for c in msg["tool_calls"]]
         out.append(msg)
-    return out
-
-
-def _openai_tools(tools: list[dict]) -> list[dict]:
-    out = []
-    for t in tools:
-        fn: dict[str, Any] = {"name": t["name"]}
-        if t.get("description") is not None:
-            fn["description"] = t["description"]
-        fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
-        out.append({"type": "function", "function": fn})
     return out
 
 
@@ -311,7 +301,7 @@ class _Harness:
                 rec = normalize({"id": "tools", "messages": [{"role": "user", "content": ""}], "tools": raw_tools})
             except RecordError as exc:
                 raise EvalInputError(f"{where}: {exc.reason}: {exc.detail}") from None
-            tools = _openai_tools(rec["tools"])
+            tools = openai_tools(rec["tools"])
             hit = self.tools[key] = (tools, {t["function"]["name"]: t["function"]["parameters"] for t in tools})
         return hit
 
@@ -337,7 +327,7 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
         except RecordError as exc:
             raise EvalInputError(f"{where}: {exc.reason}: {exc.detail}") from None
         messages, row_id, st = record["messages"], str(record["id"]), record["skill_tool"]
-        tools = _openai_tools(record["tools"])
+        tools = openai_tools(record["tools"])
         schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
     else:
         tools, schemas = harness

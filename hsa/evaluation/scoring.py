@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hsa.evaluation.parsers import Parsed
+from hsa.mapping import argument_leaves
 
 __all__ = ["STRING_MATCH", "canonical_call", "values_match", "arguments_match", "score_turn"]
 
@@ -30,19 +31,6 @@ STRING_MATCH = ("exact", "bfcl")
 
 #: An argument value that matches nothing (it would not reach the tool under the variant).
 INVALID = "\x00invalid under the variant"
-
-
-def _leaves(value: Any, prefix: tuple = (), out: dict | None = None) -> dict:
-    out = {} if out is None else out
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _leaves(v, prefix + (("k", k),), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _leaves(v, prefix + (("i", i),), out)
-    else:
-        out[prefix] = value
-    return out
 
 
 def _copy_set(value: Any, path: tuple, new: Any) -> Any:
@@ -68,11 +56,11 @@ def canonical_call(call: dict, mapping, variant_tools: Any) -> dict | None:
         if mapping.tool_to_variant(back_name) != name:
             return None
         canon = mapping.to_canonical(call)
-        again = _leaves(mapping.to_variant(canon)["arguments"])
+        again = argument_leaves(mapping.to_variant(canon)["arguments"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
     args = call["arguments"]
-    bad = [p for p, v in _leaves(args).items() if p not in again or not _json.strict_equal(again[p], v)]
+    bad = [p for p, v in argument_leaves(args).items() if p not in again or not _json.strict_equal(again[p], v)]
     if not bad:
         return canon
     for p in bad:
@@ -181,7 +169,7 @@ def _skill_tool_canonical(skill_tool: tuple[str, str], mapping) -> tuple[str, st
         probe = mapping.to_canonical({"name": name, "arguments": {arg: "\x00probe"}})
     except (KeyError, TypeError, ValueError):
         return name, arg
-    canon_arg = next((k[-1][1] for k, v in _leaves(probe["arguments"]).items() if v == "\x00probe"), arg)
+    canon_arg = next((k[-1][1] for k, v in argument_leaves(probe["arguments"]).items() if v == "\x00probe"), arg)
     return probe["name"], canon_arg
 
 
