@@ -323,6 +323,25 @@ class Mapping:
         """Composed skill renames, canonical name -> variant name."""
         return self._names("skills")
 
+    def names(self) -> set[str]:
+        """Every tool, skill and parameter name a step of this mapping names, before or after it: the names the
+        source (and each intermediate harness) had, which a transform that adds a tool or a parameter must avoid."""
+        out: set[str] = set()
+        for step in self.steps:
+            op = step["op"]
+            if op in ("tools", "skills"):
+                out.update(step["map"])
+                out.update(step["map"].values())
+            if op in ("params", "values", "skills") and isinstance(step.get("tool"), str):
+                out.add(step["tool"])
+            if op == "params":
+                for pair in step.get("paths", ()):
+                    for path in pair:
+                        out.update(k for k in path if isinstance(k, str) and k != ARRAY)
+                for path, _ in [*(step.get("fill") or ()), *(step.get("drop") or ())]:
+                    out.update(k for k in path if isinstance(k, str) and k != ARRAY)
+        return out
+
     @property
     def task_preserving(self) -> bool:
         """False when a step changed the task (for example ``tool.irrelevance``)."""

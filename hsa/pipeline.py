@@ -220,11 +220,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             continue
         for name, why in skipped:
             stats.skipped[(name, why)] += 1
-        problems = check_variant(source, variant, closure=False)  # 3 holds by construction; tested
-        if not problems and exec_hooks and source.get("hooks"):
-            from hsa.sandbox import check_hooks
-
-            problems = check_hooks(source, variant)
+        # the check hsa validate runs on every variant row (3 holds by construction; tested)
+        problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
         if problems:
             stats.variants_failed += 1
             key = f"{problems[0].invariant}: {problems[0].reason}"

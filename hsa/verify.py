@@ -229,8 +229,15 @@ def check_record(record: Record, *, check_names: bool = False) -> list[Violation
     return out
 
 
-def check_variant(source: Record, variant: Record, *, closure: bool = True) -> list[Violation]:
-    """Invariants 1, 2, 6 and (``closure=True``) 3 for ``variant`` produced from ``source``."""
+def check_variant(source: Record, variant: Record, *, closure: bool = True, exec_hooks: bool = False) -> list[Violation]:
+    """Invariants 1, 2, 6, 8, (``closure=True``) 3 and (``exec_hooks=True``) 7 for ``variant`` produced from ``source``.
+
+    The one per-variant check: ``hsa augment`` runs it on every variant before writing it, and
+    ``hsa validate`` on every row of a variant (against its source row, or, when the source is
+    not in the folder, against what canonicalize gives back). Added tools and parameters must
+    carry no name the source had (a distractor named like a renamed tool makes the canonical
+    call ambiguous). Invariant 7 replays hooks in the sandbox only when no other check failed.
+    """
     out = _hook_refusals(source, variant) + check_record(variant)
     source_names = {t["name"] for t in source["tools"]}
     for t in variant["tools"]:
@@ -250,12 +257,70 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True) -> l
                     out.append(Violation("round-trip", "call does not map back",
                                          f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
                                          f"source is {_json.dumps(s)}"))
+        out.extend(_check_added_names(source, variant, mapping))
         out.extend(_check_consistency(source, variant, mapping))
     if closure:
         try:
             normalize(_json.loads(_json.dumps(denormalize(variant))))
         except RecordError as exc:
             out.append(Violation("closure", exc.reason, exc.detail))
+    if not out and exec_hooks and (source.get("hooks") or variant.get("hooks")):
+        from hsa.sandbox import check_hooks
+
+        out = check_hooks(source, variant)
+    return out
+
+
+def _skeleton(schema: Any) -> Any:
+    """Arguments that pass every parameter ``schema`` declares, at any depth (``None`` at the leaves, one item in
+    each array): carried through a mapping, they show which variant parameters come from source ones."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and props:
+        return {k: _skeleton(v) for k, v in props.items()}
+    if isinstance(schema.get("items"), dict):
+        item = _skeleton(schema["items"])
+        return [item] if item is not None else None
+    return None
+
+
+def _reached(value: Any, prefix: tuple, out: set) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.add(prefix + (k,))
+            _reached(v, prefix + (k,), out)
+    elif isinstance(value, list):
+        for v in value:
+            _reached(v, prefix + ("[]",), out)
+
+
+def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+    """No tool or parameter the variant adds (distractors, required fillers) carries a name the source had."""
+    from hsa.rewrite import param_paths
+
+    out: list[Violation] = []
+    src_tools = {t["name"]: t for t in source["tools"]}
+    src_params = {k for t in source["tools"] for p in param_paths(t["parameters"]) for k in p if k != "[]"}
+    mapped = {mapping.tool_to_variant(n): n for n in src_tools}
+    for t in variant["tools"]:
+        if t["name"] not in mapped and t["name"] in src_tools:
+            out.append(Violation("round-trip", "added name equals a source name",
+                                 f"added tool {t['name']!r} takes the name of a source tool (now "
+                                 f"{mapping.tool_to_variant(t['name'])!r}): its calls would map back ambiguously"))
+    var_tools = {t["name"]: t for t in variant["tools"]}
+    for new, old in mapped.items():
+        if new not in var_tools:
+            continue
+        fwd = mapping.to_variant({"name": old, "arguments": _skeleton(src_tools[old]["parameters"]) or {}})
+        reached: set = set()
+        _reached(fwd["arguments"], (), reached)
+        filled = {tuple(p) for s in mapping.steps if s["op"] == "params" for p, _ in s.get("fill") or ()}
+        for path in param_paths(var_tools[new]["parameters"]):
+            if (path not in reached or path in filled) and path[-1] in src_params:
+                out.append(Violation("round-trip", "added name equals a source name",
+                                     f"tool {new!r} adds parameter {'.'.join(path)!r}, a name the source had: "
+                                     "canonicalize would rename another parameter onto it"))
     return out
 
 

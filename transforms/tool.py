@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hsa import _json
-from hsa.mapping import ARRAY
+from hsa.mapping import ARRAY, Mapping
 from hsa.names import (
     _PLAIN_NAME,
     DIALECT_NAME_RULES,
@@ -789,7 +789,7 @@ class Flatten(Transform):
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
         literals = hook_literals(record)
-        taken = record_tokens(record)
+        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
         steps = []
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
@@ -897,7 +897,7 @@ class Distractors(Transform):
         tools = record["tools"]
         dialect = tools[0]["dialect"] if tools else "openai"
         strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
-        taken = record_tokens(record)
+        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
         words = {tuple(split_words(t["name"])) for t in tools}
         pool = [t for t in self._pool()
                 if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
@@ -987,7 +987,7 @@ class AddRequired(Transform):
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
 
-        taken = record_tokens(record)
+        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
         steps = []
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:

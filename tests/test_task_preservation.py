@@ -1,0 +1,106 @@
+"""Issue 16 (items 1-6, 10): task preservation on real harnesses, each defect pinned by a small hand-written case."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from hsa import _json
+from hsa.io import InputLine
+from hsa.mapping import Mapping
+from hsa.pipeline import augment_record, source_row
+from hsa.recipes import recipe_from_dict
+from hsa.records import normalize
+from hsa.rewrite import rename_params, rename_tools
+from hsa.validate import ValidationReport, validate_records
+from hsa.verify import check_variant
+
+SEND_EMAIL = {
+    "id": "e1",
+    "messages": [
+        {"role": "user", "content": "Email bob@x.com that the meeting moved to 3pm."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "send_email", "arguments": {"to": "bob@x.com", "subject": "Meeting", "body": "Moved to 3pm."}}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "send_email", "content": "{\"status\": \"sent\"}"},
+        {"role": "assistant", "content": "Sent."},
+    ],
+    "tools": [{"type": "function", "function": {
+        "name": "send_email", "description": "Send an email.",
+        "parameters": {"type": "object", "properties": {
+            "to": {"type": "string", "description": "Recipient address."},
+            "subject": {"type": "string"}, "body": {"type": "string"}}, "required": ["to", "subject", "body"]}}}],
+}
+
+MASK_THEN_DISTRACTORS = {"__version__": 1, "transform": {"transform": "meta.sequence", "transforms": [
+    {"transform": "tool.rename", "styles": ["mask"], "p": 1.0}, {"transform": "tool.distractors", "n": [30, 30]}]}}
+
+
+def _item(record: dict, line: int = 1) -> InputLine:
+    return InputLine("in.jsonl", line, json.dumps(record).encode(), line - 1)
+
+
+def _validate(rows: list[dict]) -> ValidationReport:
+    items = [(f"rows[{i}]", json.loads(json.dumps(r))) for i, r in enumerate(rows)]
+    return validate_records(items, ValidationReport())
+
+
+# --------------------------------------------------------------------------- item 1
+
+
+def test_a_distractor_never_takes_the_source_name_of_a_renamed_tool():
+    """mask rename then 30 distractors: no distractor is named send_email, and validate agrees with the pipeline."""
+    res = augment_record(_item(SEND_EMAIL), recipe_from_dict(MASK_THEN_DISTRACTORS), seed=0, variants=8,
+                         keep_original=True)
+    assert res.stats.variants_failed == 0 and len(res.rows) == 9, res.rejects
+    for row in res.rows[1:]:
+        names = [t["function"]["name"] for t in row["tools"]]
+        assert "send_email" not in names, names
+        assert len(names) > 1
+    report = _validate(res.rows)
+    assert not report.violations, report.lines
+    assert report.variants == 8
+
+
+def _renamed_with_a_distractor_named_like_the_source() -> tuple[dict, dict]:
+    source = normalize(json.loads(json.dumps(SEND_EMAIL)))
+    variant = rename_tools(source, {"send_email": "tool_x7Qa"})
+    distractor = _json.copy(variant["tools"][0])
+    distractor["name"] = "send_email"
+    distractor["parameters"] = {"type": "object", "properties": {"to": {"type": "array"}}}
+    variant["tools"].append(distractor)
+    return source, variant
+
+
+def test_check_variant_rejects_an_added_tool_with_a_source_name():
+    """A variant that adds a tool named like a renamed source tool fails the per-variant check."""
+    source, variant = _renamed_with_a_distractor_named_like_the_source()
+    problems = check_variant(source, variant)
+    assert [p.reason for p in problems] == ["added name equals a source name"], problems
+    assert "'send_email'" in problems[0].detail
+
+
+def test_check_variant_rejects_an_added_parameter_with_a_source_name():
+    """A parameter added beside a renamed one, under the renamed one's source name, fails the check."""
+    source = normalize(json.loads(json.dumps(SEND_EMAIL)))
+    variant = rename_params(source, "send_email", {("to",): "recipient"})
+    props = variant["tools"][0]["parameters"]["properties"]
+    props["to"] = {"type": "string", "description": "Unused."}
+    problems = check_variant(source, variant)
+    assert any(p.reason == "added name equals a source name" and "'to'" in p.detail for p in problems), problems
+    # a parameter with a fresh name is fine
+    del props["to"]
+    props["verbose_flag"] = {"type": "boolean"}
+    assert not [p for p in check_variant(source, variant) if p.reason == "added name equals a source name"]
+
+
+def test_validate_runs_the_pipeline_check_on_variant_rows():
+    """hsa validate rejects the same variant row the pipeline check rejects, with or without its source row."""
+    source, variant = _renamed_with_a_distractor_named_like_the_source()
+    rows = [source_row(source, 0, []), source_row(variant, 1, [])]
+    with_source = _validate(rows)
+    assert with_source.violations["2 round trip"] >= 1, with_source.lines
+    assert any("added name equals a source name" in line for line in with_source.lines), with_source.lines
+    alone = _validate(rows[1:])
+    assert alone.violations, alone.lines
