@@ -15,6 +15,7 @@ __all__ = [
     "replace_tokens",
     "find_tokens",
     "is_identifier_like",
+    "namespace_of",
 ]
 
 #: Legal tool-name patterns of each tool dialect.
@@ -39,6 +40,21 @@ def is_legal(name: str, dialect: str = "openai") -> bool:
 def is_legal_param(name: str) -> bool:
     """True when ``name`` is a legal property name for every tool dialect."""
     return bool(PARAM_NAME_RULE.match(name))
+
+
+#: A namespace in front of a tool name: ``mcp__server__`` (MCP clients join server and tool with ``__``),
+#: ``shop.``, ``ns:``, ``ns/`` (the separator follows a non-empty part, and a name follows it).
+_NAMESPACE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_-]*?__(?:[A-Za-z0-9][A-Za-z0-9.-]*?__)*|[^.:/\s]+(?:[.:/][^.:/\s]+)*[.:/])(?=[A-Za-z])")
+
+
+def namespace_of(name: str) -> str:
+    """The namespace prefix ``name`` already carries (``mcp__paper-search__``, ``shop.``, ``ns:``), else ``""``.
+
+    >>> namespace_of("mcp__paper-search__search_arxiv"), namespace_of("a.b"), namespace_of("get_item")
+    ('mcp__paper-search__', 'a.', '')
+    """
+    m = _NAMESPACE.match(name)
+    return m.group(0) if m else ""
 
 
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z0-9]+|[A-Z]+|[0-9]+")

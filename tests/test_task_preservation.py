@@ -104,3 +104,49 @@ def test_validate_runs_the_pipeline_check_on_variant_rows():
     assert any("added name equals a source name" in line for line in with_source.lines), with_source.lines
     alone = _validate(rows[1:])
     assert alone.violations, alone.lines
+
+
+# --------------------------------------------------------------------------- item 4
+
+
+def test_backticked_parameter_names_in_descriptions_follow_a_rename():
+    """``from `author` to `recipient` ``: plain-word parameters written as code are renamed in the descriptions."""
+    raw = json.loads(json.dumps(SEND_EMAIL))
+    fn = raw["tools"][0]["function"]
+    fn["description"] = "Send an email from `author` to `to`. The author is the signed-in user."
+    fn["parameters"]["properties"]["author"] = {"type": "string", "description": "Sender; defaults to `to` if unset."}
+    source = normalize(raw)
+    out = rename_params(source, "send_email", {("author",): "sender", ("to",): "recipient"})
+    tool = out["tools"][0]
+    assert tool["description"] == "Send an email from `sender` to `recipient`. The author is the signed-in user."
+    assert tool["parameters"]["properties"]["sender"]["description"] == "Sender; defaults to `recipient` if unset."
+    assert out["messages"][0]["content"] == source["messages"][0]["content"]  # prose elsewhere is left alone
+
+
+# --------------------------------------------------------------------------- item 5
+
+
+def test_prefix_style_leaves_names_that_carry_a_namespace():
+    """tool.rename's prefix style never stacks a namespace on mcp__server__x, a.b or ns:tool; plain names get one."""
+    from transforms._toolnames import new_name
+    from transforms.tool import ToolRename
+
+    for name in ("mcp__paper-search__search_arxiv", "shop.get_item", "ns:tool", "files/read"):
+        assert new_name(name, "prefix", random.Random(0), prefix="mcp__server__") == name
+    assert new_name("search_arxiv", "prefix", random.Random(0), prefix="mcp__server__") == "mcp__server__search_arxiv"
+    raw = {"messages": [{"role": "user", "content": "papers on HSA"}], "tools": [
+        {"name": "mcp__paper-search__search_arxiv", "inputSchema": {"type": "object", "properties": {}}},
+        {"name": "fetch_pdf", "inputSchema": {"type": "object", "properties": {}}}]}
+    record = normalize(raw)
+    for seed in range(10):
+        params = ToolRename(styles=("prefix",), prefixes=("mcp__server__",)).sample(record, random.Random(seed))
+        assert params["renames"] == {"fetch_pdf": "mcp__server__fetch_pdf"}, params
+
+
+def test_namespace_of_reads_the_common_namespace_forms():
+    """namespace_of: MCP's server__tool, dotted, colon and slash namespaces; versions and dunders are none."""
+    from hsa.names import namespace_of
+
+    assert namespace_of("mcp__paper-search__search_arxiv") == "mcp__paper-search__"
+    assert [namespace_of(n) for n in ("shop.get_item", "ns:tool", "files/read")] == ["shop.", "ns:", "files/"]
+    assert [namespace_of(n) for n in ("search_arxiv_v2.1", "__init__", "get_item", "Bash")] == ["", "", "", ""]
