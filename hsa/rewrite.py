@@ -428,12 +428,15 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     out["tools"][idx]["parameters"] = schema
     step = {"op": "params", "tool": tool, "paths": pairs}
     _rewrite_calls(out, step)
-    leaf_renames = {p[-1]: n for p, n in renames.items() if is_identifier_like(p[-1])}
-    leaf_renames = {k: v for k, v in leaf_renames.items()
-                    if sum(1 for p in renames if p[-1] == k) == declared_leaves.count(k)}
+    # a leaf renamed wherever the tool declares it: identifier-like names as whole tokens, plain words
+    # ("author") where a description writes them as code (`author`)
+    unique = {p[-1]: n for p, n in renames.items()
+              if sum(1 for q in renames if q[-1] == p[-1]) == declared_leaves.count(p[-1])}
+    leaf_renames = {k: v for k, v in unique.items() if is_identifier_like(k)}
+    quoted = {k: v for k, v in unique.items() if k not in leaf_renames}
     t = out["tools"][idx]
-    if leaf_renames:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
-        fn = lambda s: replace_tokens(s, leaf_renames)  # noqa: E731
+    if leaf_renames or quoted:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
+        fn = _param_text_renamer(leaf_renames, quoted)
         if isinstance(t.get("description"), str):
             t["description"] = fn(t["description"])
         _map_schema_descriptions_in_place(t["parameters"], fn)
@@ -445,6 +448,20 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
+
+
+def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
+    """Rename parameters in a description: ``tokens`` as whole tokens, ``quoted`` only inside backticks."""
+    pattern = re.compile("`(" + "|".join(map(re.escape, sorted(quoted, key=len, reverse=True))) + ")`") if quoted else None
+
+    def fn(text: str) -> str:
+        if tokens:
+            text = replace_tokens(text, tokens)
+        if pattern is not None and "`" in text:
+            text = pattern.sub(lambda m: f"`{quoted[m.group(1)]}`", text)
+        return text
+
+    return fn
 
 
 def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
