@@ -50,6 +50,8 @@ __all__ = [
     "import_claude_code",
     "import_claude_settings",
     "import_agents_hooks",
+    "RUN_HOOKS_EVENTS",
+    "AGENT_HOOKS_EVENTS",
     "generated_payloads",
     "schema_examples",
     "UPDATED_KEYS",
@@ -63,10 +65,19 @@ CLAUDE_EVENTS = {"PreToolUse": "pre_tool_use", "PostToolUse": "post_tool_use", "
                  "Stop": "pre_reply", "SubagentStop": "pre_reply", "SessionStart": "session_start",
                  "Notification": "notification", "PreCompact": "pre_compact", "SessionEnd": "session_end"}
 _CLAUDE_NAMES = {v: k for k, v in CLAUDE_EVENTS.items() if k not in ("SubagentStop",)}
-_AGENT_BASES = ("RunHooks", "AgentHooks", "RunHooksBase", "AgentHooksBase")
-_AGENT_EVENTS = {"on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use", "on_agent_start": "agent_start",
-                 "on_agent_end": "agent_end", "on_handoff": "handoff", "on_llm_start": "llm_start",
-                 "on_llm_end": "llm_end"}
+#: The OpenAI Agents SDK's lifecycle classes (``agents/lifecycle.py``): the methods of each and the hsa events they
+#: stand for. ``RunHooks`` observe every agent of a run, ``AgentHooks`` (set as ``agent.hooks``) one agent, so the
+#: same moments have other names there (``on_start`` / ``on_end``, ``on_handoff(context, agent, source)``).
+RUN_HOOKS_EVENTS = {"on_agent_start": "agent_start", "on_agent_end": "agent_end", "on_handoff": "handoff",
+                    "on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use", "on_llm_start": "llm_start",
+                    "on_llm_end": "llm_end"}
+AGENT_HOOKS_EVENTS = {"on_start": "agent_start", "on_end": "agent_end", "on_handoff": "handoff",
+                      "on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use", "on_llm_start": "llm_start",
+                      "on_llm_end": "llm_end"}
+_LIFECYCLE = {"RunHooks": RUN_HOOKS_EVENTS, "RunHooksBase": RUN_HOOKS_EVENTS,
+              "AgentHooks": AGENT_HOOKS_EVENTS, "AgentHooksBase": AGENT_HOOKS_EVENTS}
+_AGENT_BASES = tuple(_LIFECYCLE)
+_AGENT_EVENTS = {**RUN_HOOKS_EVENTS, **AGENT_HOOKS_EVENTS}  # any lifecycle method, whichever class
 UPDATED_KEYS = frozenset({"updatedInput", "updated_input"})
 _TEXT_SKIP_KEYS = frozenset({"tool_name", "tool_input", "hook_event_name", "session_id", "transcript_path", "cwd"})
 
@@ -100,9 +111,10 @@ def infer_entry(source: str) -> str | None:
     except SyntaxError:
         return None
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(_base_name(b) in _AGENT_BASES for b in node.bases):
+        events = _lifecycle_events(node)
+        if events:
             methods = [m.name for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and m.name in _AGENT_EVENTS]
+                       and m.name in events]
             if methods:
                 return f"{node.name}.{methods[0]}"
     functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -112,6 +124,16 @@ def infer_entry(source: str) -> str | None:
     if len(functions) == 1:
         return functions[0]
     return None
+
+
+def _lifecycle_events(node: ast.stmt) -> dict[str, str]:
+    """The lifecycle methods of ``node`` when it is a class deriving from an Agents SDK hooks class, else {}."""
+    if not isinstance(node, ast.ClassDef):
+        return {}
+    out: dict[str, str] = {}
+    for b in node.bases:
+        out.update(_LIFECYCLE.get(_base_name(b), {}))
+    return out
 
 
 def _base_name(node: ast.expr) -> str:
@@ -356,18 +378,23 @@ def _python_script(command: str) -> str | None:
 
 
 def import_agents_hooks(source: str) -> list[dict]:
-    """One hook per ``on_*`` method of every ``RunHooks``/``AgentHooks`` subclass in ``source``."""
+    """One hook per lifecycle method of every ``RunHooks``/``AgentHooks`` subclass in ``source``.
+
+    The methods are those of the SDK's lifecycle classes (:data:`RUN_HOOKS_EVENTS`, :data:`AGENT_HOOKS_EVENTS`):
+    ``AgentHooks.on_start`` / ``on_end`` become ``agent_start`` / ``agent_end`` hooks as ``RunHooks.on_agent_start``
+    / ``on_agent_end`` do. Other methods (helpers) stay in the source but are no hooks.
+    """
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         raise ValueError(f"the hooks module does not parse ({exc.msg}, line {exc.lineno})") from None
     hooks = []
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(_base_name(b) in _AGENT_BASES for b in node.bases):
-            for m in node.body:
-                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _AGENT_EVENTS:
-                    hooks.append({"name": f"{node.name}.{m.name}", "event": _AGENT_EVENTS[m.name],
-                                  "entry": f"{node.name}.{m.name}", "source": source})
+        events = _lifecycle_events(node)
+        for m in node.body if events else ():
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in events:
+                hooks.append({"name": f"{node.name}.{m.name}", "event": events[m.name],
+                              "entry": f"{node.name}.{m.name}", "source": source})
     if not hooks:
         raise ValueError("no RunHooks/AgentHooks subclass with on_* methods found; expected e.g. "
                          "'class MyHooks(RunHooks): async def on_tool_start(self, context, agent, tool): ...'")
@@ -501,5 +528,8 @@ def generated_payloads(record: dict, hook: dict, *, limit: int = 96) -> list[dic
         claude = _CLAUDE_NAMES.get(event)
         out = [{**p, "hook_event_name": claude} if claude and "hook_event_name" not in p else p for p in out]
     if style == "method":
-        out = [{"agent_name": "assistant", "context": {}, **p} for p in out]
+        if event == "agent_start":  # the agent starts: nothing more to pass than the context and the agent
+            out.append({})
+        out = [{"agent_name": "assistant", "context": {}, **({"output": p["reply"]} if "reply" in p else {}), **p}
+               for p in out]
     return _unique(out, limit)

@@ -150,3 +150,47 @@ def test_namespace_of_reads_the_common_namespace_forms():
     assert namespace_of("mcp__paper-search__search_arxiv") == "mcp__paper-search__"
     assert [namespace_of(n) for n in ("shop.get_item", "ns:tool", "files/read")] == ["shop.", "ns:", "files/"]
     assert [namespace_of(n) for n in ("search_arxiv_v2.1", "__init__", "get_item", "Bash")] == ["", "", "", ""]
+
+
+# --------------------------------------------------------------------------- item 6
+
+AGENT_HOOKS = '''from agents import AgentHooks, RunHooks
+
+
+class Guard(AgentHooks):
+    async def on_start(self, context, agent):
+        context.context["started"] = agent.name
+
+    async def on_end(self, context, agent, output):
+        if "refund" in str(output).lower():
+            context.context["flag"] = "refund promised"
+
+    async def on_handoff(self, context, agent, source):
+        context.context["from"] = source.name
+
+    def helper(self):
+        return None
+
+
+class Audit(RunHooks):
+    async def on_agent_start(self, context, agent):
+        context.context["run"] = agent.name
+'''
+
+
+def test_agents_importer_takes_agent_hooks_on_start_and_on_end():
+    """AgentHooks.on_start / on_end become agent_start / agent_end hooks (RunHooks keep their own names), and run."""
+    from hsa.hooks_model import generated_payloads, import_agents_hooks
+    from hsa.sandbox import replay
+
+    hooks = import_agents_hooks(AGENT_HOOKS)
+    assert [(h["name"], h["event"]) for h in hooks] == [
+        ("Guard.on_start", "agent_start"), ("Guard.on_end", "agent_end"), ("Guard.on_handoff", "handoff"),
+        ("Audit.on_agent_start", "agent_start")]
+    record = normalize({"messages": [{"role": "user", "content": "My order is late."},
+                                     {"role": "assistant", "content": "I will issue a refund."}], "tools": []})
+    start, end = hooks[0], hooks[1]
+    outcome = replay(start, generated_payloads(record, start)[0])
+    assert outcome["ok"] and outcome["value"]["context"] == {"started": "assistant"}, outcome
+    flags = [replay(end, p)["value"]["context"] for p in generated_payloads(record, end)]
+    assert {"flag": "refund promised"} in flags, flags
