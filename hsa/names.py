@@ -16,6 +16,7 @@ __all__ = [
     "find_tokens",
     "is_identifier_like",
     "namespace_of",
+    "prose_uses",
 ]
 
 #: Legal tool-name patterns of each tool dialect.
@@ -213,3 +214,33 @@ def _rename_set(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], bo
 def _pieces(text: str) -> tuple[str, ...]:
     """``text`` split into separators (even positions) and tokens (odd positions)."""
     return tuple(_TOKEN_SPLIT.split(text))
+
+
+# --------------------------------------------------------------------------- plain-word names in prose
+#
+# A tool named by a plain word (Bash, Read, think, calculate) can be renamed in a text only where the text
+# means the tool (docs/design.md, "What names a tool"): written as code or quoted (`Bash`, "Bash"), called
+# (Bash(...)), or in a tool-name position ("the think tool", "tool: Read", "use Bash", "call calculate").
+# Anywhere else the word may be the word (Read the file; Write a Bash script): such a use is ambiguous.
+
+_QUOTES = "`'\""
+_AFTER_REF = re.compile(r"\(|\s+(?:tool|tools|function|functions)\b|['\u2019]s\s+(?:tool|function)\b", re.I)
+_BEFORE_REF = re.compile(r"(?:\b(?:tool|function)s?\s*[:=]?|\b(?:call|calls|called|calling|use|uses|used|using|invoke|"
+                         r"invokes|invoked|invoking|run|runs|running)\s+(?:the\s+)?)\s*$", re.I)
+
+
+def prose_uses(text: str, name: str) -> tuple[int, int]:
+    """``(references, words)``: the whole-token occurrences of ``name`` in ``text`` that name a tool (code, quotes,
+    a call, a tool-name position) and those that may be the plain word (case-sensitive: ``read`` is not ``Read``)."""
+    refs = words = 0
+    if not text or name not in text:
+        return 0, 0
+    for m in _cached_regex((name,)).finditer(text):
+        s, e = m.span(1)
+        q = text[s - 1] if s else ""
+        if (q and q in _QUOTES and text.startswith(q, e)) or _AFTER_REF.match(text, e) \
+                or _BEFORE_REF.search(text[max(0, s - 24):s]):
+            refs += 1
+        else:
+            words += 1
+    return refs, words

@@ -16,7 +16,7 @@ from typing import Any
 from hsa.literals import plain_literals
 from hsa import _json
 from hsa.mapping import ARRAY, _step_apply
-from hsa.names import is_identifier_like, replace_tokens, text_tokens
+from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
 from hsa.records import Record, clone
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "canonicalize",
     "STEP_APPLIERS",
     "hook_literals",
+    "word_uses",
 ]
 
 _TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
@@ -211,6 +212,93 @@ def _text_fields(record: Record, *, schemas: bool) -> list[str]:
             out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
     for h in record.get("hooks") or ():
         out.append(h.get("source", ""))
+    return out
+
+
+def _labelled_texts(record: Record):
+    """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose."""
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            parts = [c]
+        elif isinstance(c, list):
+            parts = [p["text"] if isinstance(p, dict) else p for p in c
+                     if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        else:
+            parts = []
+        for part in parts:
+            yield f"a {m.get('role', 'message')} message", part
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            yield "a tool description", t["description"]
+        texts: list[str] = []
+        _schema_texts(t["parameters"], texts)
+        for text in texts:
+            yield "a parameter description", text
+    for sk in record.get("skills") or ():
+        for k in ("description", "content"):
+            if isinstance(sk.get(k), str):
+                yield "a skill", sk[k]
+    prompt = record.get("prompt")
+    for sec in (prompt or {}).get("sections", ()):
+        for k in ("title", "body"):
+            if isinstance(sec.get(k), str):
+                yield "the prompt", sec[k]
+
+
+#: Roles of a hook literal that make it a tool name (compared with ``tool_name``, a matcher, a key of a dict
+#: looked up by tool name, a predicate over tool names): hsa.codemods.analysis.
+_TOOL_ROLES = frozenset({"tool", "tool_re", "tool_pred", "split"})
+
+
+def word_uses(record: Record, names: Iterable[str]) -> dict[str, str]:
+    """The plain-word names among ``names`` (Bash, Read, think) that some text of ``record`` uses where it may mean
+    the word, not the tool: name -> where (``"a user message"``, ``"hook 'guard'"``...). Renaming those is ambiguous.
+
+    In prose a use is a reference when :func:`hsa.names.prose_uses` says so (code, quotes, a call, a tool-name
+    position). In hook source the codemod analysis decides: a literal compared with the tool name, a matcher or
+    predicate over tool names, a dict key looked up by tool name is a reference; a message or a comment is prose;
+    any other literal holding the name (data) is ambiguous. Identifier-like names are never ambiguous.
+    """
+    plain = sorted({n for n in names if not is_identifier_like(n)})
+    out: dict[str, str] = {}
+    if not plain:
+        return out
+    for label, text in _labelled_texts(record):
+        for n in set(find_tokens(text, [p for p in plain if p not in out])):
+            if prose_uses(text, n)[1]:
+                out[n] = label
+    for h in record.get("hooks") or ():
+        source = h.get("source", "")
+        left = [n for n in plain if n not in out]
+        hits = set(find_tokens(source, left)) if left else set()
+        if hits:
+            for n in _hook_word_uses(h, source, hits):
+                out[n] = f"hook {h.get('name', '?')!r}"
+    return out
+
+
+def _hook_word_uses(hook: dict, source: str, names: set[str]) -> set[str]:
+    from hsa.codemods.analysis import analyze
+    from hsa.hooks_model import entry_of
+
+    an = analyze(source, entry_of(hook))
+    if not an.ok:  # no analysis: the source is text
+        return {n for n in names if prose_uses(source, n)[1]}
+    out: set[str] = set()
+    for site in an.sites:
+        hits = [n for n in names if n not in out and n in site.value and find_tokens(site.value, [n])]
+        if not hits:
+            continue
+        roles = site.role_names()
+        for n in hits:
+            if roles & _TOOL_ROLES and (site.value == n or roles & {"tool_re", "tool_pred", "split"}):
+                continue
+            if site.kind == "comment" or roles & {"message", "in_text"} or site.value != n:
+                if prose_uses(site.value, n)[1]:
+                    out.add(n)
+                continue
+            out.add(n)  # the bare name as data (not compared with a tool name): ambiguous
     return out
 
 

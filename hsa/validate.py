@@ -94,7 +94,8 @@ def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True
             report.add(where, "3 closure", str(exc))
         source_id = raw.get("source_id")
         source = sources.get(source_id) if isinstance(source_id, str) and raw.get("variant") != 0 else None
-        if rec["mapping"] and (source is None or len(source["mapping"]) < len(rec["mapping"])):
+        variant = raw.get("variant") not in (None, 0) and (source is not None or rec["mapping"])
+        if variant and (source is None or len(source["mapping"]) <= len(rec["mapping"])):
             _check_variant_row(where, rec, source, report, exec_hooks)
         else:
             for v in check_record(rec, check_names=False):

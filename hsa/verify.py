@@ -295,32 +295,52 @@ def _reached(value: Any, prefix: tuple, out: set) -> None:
             _reached(v, prefix + ("[]",), out)
 
 
+def _nested(path: tuple) -> Any:
+    """Arguments holding one leaf at ``path`` (``"[]"``: a list of one item)."""
+    value: Any = None
+    for key in reversed(path):
+        value = [value] if key == "[]" else {key: value}
+    return value
+
+
 def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
-    """No tool or parameter the variant adds (distractors, required fillers) carries a name the source had."""
+    """No tool or parameter the variant adds (distractors, required fillers) maps back onto a name the source has.
+
+    A tool or parameter is added when no source one maps to it. Mapped back through the mapping it must not
+    land on a source tool, or on a declared path of its tool's source schema: a distractor named like a renamed
+    tool would make the canonical calls ambiguous, and canonicalize would put two tools under one name.
+    """
     from hsa.rewrite import param_paths
 
     out: list[Violation] = []
     src_tools = {t["name"]: t for t in source["tools"]}
-    src_params = {k for t in source["tools"] for p in param_paths(t["parameters"]) for k in p if k != "[]"}
     mapped = {mapping.tool_to_variant(n): n for n in src_tools}
     for t in variant["tools"]:
-        if t["name"] not in mapped and t["name"] in src_tools:
+        if t["name"] not in mapped and mapping.tool_to_canonical(t["name"]) in src_tools:
             out.append(Violation("round-trip", "added name equals a source name",
-                                 f"added tool {t['name']!r} takes the name of a source tool (now "
-                                 f"{mapping.tool_to_variant(t['name'])!r}): its calls would map back ambiguously"))
+                                 f"added tool {t['name']!r} maps back to source tool "
+                                 f"{mapping.tool_to_canonical(t['name'])!r} (now {mapping.tool_to_variant(t['name'])!r}): "
+                                 "its calls would map back ambiguously"))
     var_tools = {t["name"]: t for t in variant["tools"]}
     for new, old in mapped.items():
         if new not in var_tools:
             continue
+        src_paths = set(param_paths(src_tools[old]["parameters"]))
         fwd = mapping.to_variant({"name": old, "arguments": _skeleton(src_tools[old]["parameters"]) or {}})
         reached: set = set()
         _reached(fwd["arguments"], (), reached)
-        filled = {tuple(p) for s in mapping.steps if s["op"] == "params" for p, _ in s.get("fill") or ()}
         for path in param_paths(var_tools[new]["parameters"]):
-            if (path not in reached or path in filled) and path[-1] in src_params:
+            if path in reached:  # a source parameter, or one a mapping step fills (and drops on the way back)
+                continue
+            back = mapping.to_canonical({"name": new, "arguments": _nested(path)})
+            landed: set = set()
+            _reached(back["arguments"], (), landed)
+            leaf = max(landed, key=len, default=())
+            if back["name"] == old and leaf in src_paths:
                 out.append(Violation("round-trip", "added name equals a source name",
-                                     f"tool {new!r} adds parameter {'.'.join(path)!r}, a name the source had: "
-                                     "canonicalize would rename another parameter onto it"))
+                                     f"tool {new!r} adds parameter {'.'.join(path)!r}, which maps back onto source "
+                                     f"parameter {'.'.join(leaf)!r}: canonicalize would rename another parameter "
+                                     "onto it"))
     return out
 
 

@@ -194,3 +194,70 @@ def test_agents_importer_takes_agent_hooks_on_start_and_on_end():
     assert outcome["ok"] and outcome["value"]["context"] == {"started": "assistant"}, outcome
     flags = [replay(end, p)["value"]["context"] for p in generated_payloads(record, end)]
     assert {"flag": "refund promised"} in flags, flags
+
+
+# --------------------------------------------------------------------------- item 3
+
+BASH_GUARD = ("import json, sys\nd = json.load(sys.stdin)\n"
+              "if d.get('tool_name') == 'Bash' and 'rm -rf' in d['tool_input'].get('command', ''):\n    sys.exit(2)\n")
+
+
+def _bash_record(hook: str | None = BASH_GUARD, user: str = "List the files in the repo.") -> dict:
+    raw = {"id": "b1", "messages": [
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": {"command": "ls"}}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "Bash", "content": "README.md\nsrc"},
+        {"role": "assistant", "content": "There are two entries: README.md and src."}],
+        "tools": [{"type": "function", "function": {"name": "Bash", "description": "Run a shell command.",
+                                                    "parameters": {"type": "object", "properties": {
+                                                        "command": {"type": "string"}}, "required": ["command"]}}}]}
+    if hook is not None:
+        entry = "check" if hook.startswith(("def check", "RULES")) else "__main__"
+        raw["hooks"] = [{"name": "guard", "event": "pre_tool_use", "entry": entry, "source": hook}]
+    return raw
+
+
+def test_a_plain_word_tool_name_compared_in_a_hook_is_renamed_and_the_hook_follows():
+    """Bash with a hook comparing tool_name == 'Bash' is renamed; the hook follows and still blocks rm -rf."""
+    from transforms.tool import ToolRename
+
+    source = normalize(_bash_record())
+    t = ToolRename(styles=("mask",))
+    params = t.sample(source, random.Random(0))
+    assert isinstance(params, dict) and set(params["renames"]) == {"Bash"}, params
+    variant = t.apply(source, params)
+    new = params["renames"]["Bash"]
+    assert f"== '{new}'" in variant["hooks"][0]["source"]
+    assert check_variant(source, variant, exec_hooks=True) == []
+
+
+def test_plain_word_references_and_words_in_prose_and_hooks():
+    """Code, quotes, calls and tool-name positions are references; other uses of the word are ambiguous."""
+    from hsa.rewrite import word_uses
+
+    def uses(user: str, hook: str | None = BASH_GUARD) -> dict:
+        return word_uses(normalize(_bash_record(hook, user)), ["Bash"])
+
+    for ref in ("Use the Bash tool to list files.", "Run `Bash` with ls.", "call Bash(ls)", "tool: Bash"):
+        assert uses(ref) == {}, ref
+    assert uses("Write a Bash script that lists files.") == {"Bash": "a user message"}
+    message_hook = BASH_GUARD.replace("sys.exit(2)", "print('Bash may not delete trees', file=sys.stderr)\n    sys.exit(2)")
+    assert uses("List the files.", message_hook) == {"Bash": "hook 'guard'"}
+    data_hook = "def check(p):\n    mode = 'Bash'\n    return {'decision': 'allow', 'mode': mode}\n"
+    assert uses("List the files.", data_hook) == {"Bash": "hook 'guard'"}
+    dict_hook = ("RULES = {'Bash': ['rm -rf']}\ndef check(p):\n    # guards `Bash`\n"
+                 "    if any(b in str(p['tool_input']) for b in RULES.get(p['tool_name'], [])):\n"
+                 "        return {'decision': 'deny', 'message': 'the Bash tool may not delete trees'}\n"
+                 "    return {'decision': 'allow'}\n")
+    assert uses("List the files.", dict_hook) == {}
+    assert word_uses(normalize(_bash_record(None, "Read the file.")), ["Read", "read_file"]) == {"Read": "a user message"}
+
+
+def test_an_ambiguous_plain_word_tool_is_skipped_under_its_own_reason():
+    """A plain-word tool also used as a word is left alone, and the skip reason names it and where."""
+    from transforms.tool import ToolRename
+
+    source = normalize(_bash_record(user="Write a Bash script that lists files."))
+    skip = ToolRename(styles=("mask",)).sample(source, random.Random(0))
+    assert "'Bash' (in a user message)" in skip.reason and "no tool name changed" not in skip.reason, skip
