@@ -37,7 +37,8 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            batch_size=args.batch_size, strict=args.strict, overwrite=args.overwrite,
                            resume=args.resume, rank=args.rank, world_size=args.world_size,
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
-                           exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments)
+                           exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments,
+                           strict_hooks=args.strict_hooks)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -114,6 +115,11 @@ def _print_summary(manifest: dict, out: str) -> None:
     if manifest.get("records_with_unread_calls"):
         print(f"{manifest['records_with_unread_calls']} records call a tool in their assistant text in a layout hsa "
               "does not read (noted as 'unread call' in their rows): those calls stay text; convert them first")
+    if manifest.get("hooks_not_replayed"):
+        print("hooks not replayed (they fail on their own payloads, so invariant 7 was not checked for them; rows "
+              "noted 'hook not replayed'; --strict-hooks rejects them):")
+        for hook, n in manifest["hooks_not_replayed"].items():
+            print(f"  {n:6d}  {hook}")
     if manifest["reject_reasons"]:
         print("rejected records (details in rejects.jsonl):")
         for reason, n in manifest["reject_reasons"].items():
@@ -368,6 +374,9 @@ def make_parser() -> argparse.ArgumentParser:
                         "templates and trl expect: `arguments | tojson`) or all as JSON strings")
     a.add_argument("--no-exec-hooks", action="store_true",
                    help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
+    a.add_argument("--strict-hooks", action="store_true",
+                   help="reject the records with a hook that cannot run on its own payloads (a missing sibling "
+                        "module or package): by default they are written, counted and noted as 'hook not replayed'")
     a.set_defaults(func=cmd_augment)
 
     mg = sub.add_parser("merge", help="join the outputs of --rank/--world-size runs into one dataset")

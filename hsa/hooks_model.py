@@ -49,6 +49,7 @@ __all__ = [
     "map_output",
     "import_claude_code",
     "import_claude_settings",
+    "sibling_files",
     "import_agents_hooks",
     "RUN_HOOKS_EVENTS",
     "AGENT_HOOKS_EVENTS",
@@ -341,17 +342,29 @@ def import_claude_code(source: str, *, name: str, event: str = "PreToolUse", mat
     return hook
 
 
-def import_claude_settings(settings: dict, read_script: Callable[[str], str]) -> tuple[list[dict], list[str]]:
+def import_claude_settings(settings: dict, read_script: Callable[[str], str], *,
+                           read_file: Callable[[str], str | None] | None = None) -> tuple[list[dict], list[str]]:
     """Hooks from a Claude Code ``settings.json`` object; ``read_script(path)`` returns a script's source.
 
-    Returns the hooks and, for each command that is not a Python script, a line saying
-    why it was skipped.
+    Each hook carries its sibling files (``files``, relative to the script's folder; ``path`` is the script's
+    own name there): the modules it imports from its folder (``import rules``, ``from lib import x``, a
+    package's ``__init__.py``), recursively, and the files its string literals name beside it
+    (``os.path.join(os.path.dirname(__file__), "rules.json")``). ``read_file(path)`` returns a file's text, or
+    None when there is none (default: ``read_script``, a missing file being an ``OSError`` or ``KeyError``).
+
+    Returns the hooks and, for each command that is not a Python script, a line saying why it was skipped.
     """
     hooks: list[dict] = []
     skipped: list[str] = []
     table = settings.get("hooks") or {}
     if not isinstance(table, dict):
         raise ValueError(f"settings 'hooks' must be an object of events (got {type(table).__name__})")
+    if read_file is None:
+        def read_file(path: str) -> str | None:
+            try:
+                return read_script(path)
+            except (OSError, KeyError, UnicodeDecodeError):
+                return None
     for event, groups in table.items():
         for gi, group in enumerate(groups or ()):
             matcher = group.get("matcher")
@@ -362,8 +375,77 @@ def import_claude_settings(settings: dict, read_script: Callable[[str], str]) ->
                     skipped.append(f"{event}[{gi}].hooks[{hi}]: {command!r} is not a Python script")
                     continue
                 name = f"{event}:{script.rsplit('/', 1)[-1]}"
-                hooks.append(import_claude_code(read_script(script), name=name, event=event, matcher=matcher))
+                source = read_script(script)
+                hook = import_claude_code(source, name=name, event=event, matcher=matcher)
+                folder, _, base = script.rpartition("/")
+                files = sibling_files(source, folder, read_file)
+                if files:
+                    hook["path"] = base
+                    hook["files"] = files
+                hooks.append(hook)
     return hooks, skipped
+
+
+#: File types a hook may read beside it (named by a string literal of its source).
+_DATA_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ini", ".md", ".csv")
+
+
+def sibling_files(source: str, folder: str, read_file: Callable[[str], str | None], *,
+                  limit: int = 64) -> dict[str, str]:
+    """The files beside a hook script (in ``folder``) that it imports or names: relative path -> text.
+
+    Imports are followed into the modules found (``import rules`` -> ``rules.py`` or ``rules/__init__.py``;
+    ``from engine.match import x`` -> ``engine/match.py`` and the package files on the way); a string literal
+    that is a relative file name with a known suffix (``"rules.json"``, ``"config/deny.yaml"``) is read when
+    it exists. At most ``limit`` files; standard-library and installed modules are not files of the folder.
+    """
+    prefix = f"{folder}/" if folder else ""
+    out: dict[str, str] = {}
+    todo = [("", source)]
+    while todo and len(out) < limit:
+        rel_dir, text = todo.pop()
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        wanted: list[str] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+            elif isinstance(node, ast.ImportFrom) and node.level:  # from . import x / from .x import y
+                base = rel_dir.rstrip("/").split("/") if rel_dir else []
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                pkg = ".".join(base + ([node.module] if node.module else []))
+                mods = [m for m in [pkg] + [f"{pkg}.{a.name}" if pkg else a.name for a in node.names] if m]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                v = node.value
+                if v.endswith(_DATA_SUFFIXES) and len(v) < 200 and "\n" not in v:
+                    from hsa.sandbox import safe_relative_path
+
+                    if safe_relative_path(v):
+                        wanted.append(v)
+                        if rel_dir:
+                            wanted.append(rel_dir + v)
+                continue
+            else:
+                continue
+            for mod in mods:
+                parts = mod.split(".")
+                for i in range(1, len(parts) + 1):
+                    stem = "/".join(parts[:i])
+                    wanted += [f"{stem}.py", f"{stem}/__init__.py"]
+        for rel in wanted:
+            if rel in out or len(out) >= limit:
+                continue
+            text_ = read_file(prefix + rel)
+            if text_ is None:
+                continue
+            out[rel] = text_
+            if rel.endswith(".py"):
+                todo.append((rel.rpartition("/")[0] + "/" if "/" in rel else "", text_))
+    return dict(sorted(out.items()))
 
 
 def _python_script(command: str) -> str | None:

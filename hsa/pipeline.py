@@ -60,6 +60,7 @@ class Stats:
     failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
     converted: Counter = dataclasses.field(default_factory=Counter)  # input layout converted on reading -> records
     unread_calls: int = 0  # records whose assistant text calls a tool in a layout the readers do not know
+    hooks_not_replayed: Counter = dataclasses.field(default_factory=Counter)  # "hook: why" -> records
 
     def __add__(self, other: Stats) -> Stats:
         out = Stats()
@@ -117,6 +118,7 @@ class Stats:
             "variant_failures": dict(sorted(self.variant_failures.items())),
             "converted_layouts": dict(sorted(self.converted.items())),
             "records_with_unread_calls": self.unread_calls,
+            "hooks_not_replayed": dict(sorted(self.hooks_not_replayed.items())),
             "families": dict(sorted(families.items())),
             "transforms": per_transform,
         }
@@ -177,11 +179,14 @@ CALL_ARGUMENTS = ("keep", "object", "string")
 
 
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
-                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "keep") -> Result:
+                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "keep",
+                   strict_hooks: bool = False) -> Result:
     """Everything that happens to one input line; pure, so any worker may run it.
 
     ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
-    ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
+    A source hook that cannot run on its own payloads (:func:`hsa.sandbox.not_replayed`) is counted
+    (``hooks_not_replayed``) and noted on each of the record's rows, or, with ``strict_hooks``, rejects
+    the record. ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
     """
     stats = Stats(input_records=1)
     try:
@@ -202,10 +207,23 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         stats.reject_reasons[violations[0].reason] += 1
         detail = "; ".join(v.detail for v in violations[:3])
         return Result([], [_reject(item, violations[0].reason, detail, source["id"])], stats)
+    stuck: dict[str, str] = {}
+    if exec_hooks and source.get("hooks"):
+        from hsa.sandbox import NOT_REPLAYED_NOTE, not_replayed
+
+        stuck = not_replayed(source)
+        for name, why in stuck.items():
+            stats.hooks_not_replayed[f"{name}: {why}"] += 1
+        if stuck and strict_hooks:
+            stats.rejected = 1
+            stats.reject_reasons["hook not replayed"] += 1
+            detail = "; ".join(f"{n!r}: {w}" for n, w in stuck.items())
+            return Result([], [_reject(item, "hook not replayed", detail[:1000], source["id"])], stats)
+    marks = [f"{NOT_REPLAYED_NOTE}{n!r}: {w}" for n, w in stuck.items()] if stuck else []
     rows: list[dict] = []
     rejects: list[dict] = []
     if keep_original:
-        rows.append(source_row(source, 0, []))
+        rows.append(_marked(source_row(source, 0, []), marks))
     for k in range(1, variants + 1):
         rng = rng_for(seed, source["id"], k)
         try:
@@ -236,7 +254,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.unchanged_variants += 1
         if not Mapping(variant["mapping"][len(source["mapping"]):]).task_preserving:
             stats.task_changing_variants += 1
-        rows.append(source_row(variant, k, [a.to_json() for a in applied]))
+        rows.append(_marked(source_row(variant, k, [a.to_json() for a in applied]), marks))
     if rows:
         stats.sources_written = 1
         stats.rows_written = len(rows)
@@ -246,6 +264,13 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
     return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+
+
+def _marked(row: dict, notes: list[str]) -> dict:
+    """``row`` with ``notes`` added to its notes (the marks of hooks that were not replayed)."""
+    if notes:
+        row["notes"] = row["notes"] + notes
+    return row
 
 
 # --------------------------------------------------------------------------- the run
@@ -463,13 +488,15 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             keep_original: bool = False, workers: int = 1, shard_size: int = 1000, batch_size: int = 16,
             strict: bool = False, overwrite: bool = False, resume: bool = False, rank: int = 0,
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
-            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "keep") -> dict:
+            command: str | None = None, exec_hooks: bool = True, call_arguments: str = "keep",
+            strict_hooks: bool = False) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
     ``shard_size`` counts input records per shard. Raises :class:`AugmentError` for a missing
     input, an output folder that is not empty (unless ``resume`` or ``overwrite``) and, with
-    ``strict``, the first rejected line.
+    ``strict``, the first rejected line. ``strict_hooks`` rejects the records with a hook that cannot
+    run on its own payloads (otherwise counted and noted on their rows).
     """
     from hsa.io import InputSource, iter_inputs
 
@@ -493,11 +520,12 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         progress = sys.stderr.isatty()
 
     options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks,
-               "call_arguments": call_arguments}
+               "call_arguments": call_arguments, "strict_hooks": strict_hooks}
     recipe_config = recipe_to_dict(recipe)
     config = _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out,
                          {"world_size": world_size, "exec_hooks": exec_hooks,
-                          **({"call_arguments": call_arguments} if call_arguments != "keep" else {})})
+                          **({"call_arguments": call_arguments} if call_arguments != "keep" else {}),
+                          **({"strict_hooks": True} if strict_hooks else {})})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
     seen_ids: set[int] = set()  # 64-bit digests of the ids seen: memory stays small on long inputs
@@ -669,6 +697,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "hold_out": config["hold_out"],
         "exec_hooks": config.get("exec_hooks", True),
         "call_arguments": config.get("call_arguments", "keep"),
+        "strict_hooks": config.get("strict_hooks", False),
         "recipe": config["recipe"],
         **total.to_dict(),
         "shards": shards,

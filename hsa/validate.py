@@ -28,6 +28,7 @@ class ValidationReport:
     max_report: int = 50
     converted: Counter = dataclasses.field(default_factory=Counter)  # layout read on input -> records
     unread: list[str] = dataclasses.field(default_factory=list)  # where a record calls a tool in an unread layout
+    not_replayed: int = 0  # rows noted 'hook not replayed' by hsa augment
 
     def add(self, where: str, invariant: str, message: str) -> None:
         self.violations[invariant] += 1
@@ -37,6 +38,9 @@ class ValidationReport:
     def reading(self) -> list[str]:
         """Lines on how the records were read: layouts converted on input, calls left in an unread layout."""
         lines = [f"{n} read from another layout: {layout}" for layout, n in sorted(self.converted.items())]
+        if self.not_replayed:
+            lines.append(f"{self.not_replayed} rows hold a hook that was not replayed (noted 'hook not replayed'): "
+                         "invariant 7 was not checked for it")
         if self.unread:
             lines.append(f"{len(self.unread)} records call a tool in their assistant text in a layout hsa does not "
                          f"read (those calls stay text), first at {self.unread[0]}")
@@ -86,6 +90,7 @@ def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True
             report.converted[layout] += 1
         if any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"]):
             report.unread.append(where)
+        report.not_replayed += any(n.startswith("hook not replayed: ") for n in rec["notes"])
         try:  # invariant 3: what we write back reads again, identically
             again = denormalize(normalize(_json.loads(_json.dumps(denormalize(rec)))))
             if _json.canonical(again) != _json.canonical(denormalize(rec)):

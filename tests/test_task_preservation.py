@@ -261,3 +261,74 @@ def test_an_ambiguous_plain_word_tool_is_skipped_under_its_own_reason():
     source = normalize(_bash_record(user="Write a Bash script that lists files."))
     skip = ToolRename(styles=("mask",)).sample(source, random.Random(0))
     assert "'Bash' (in a user message)" in skip.reason and "no tool name changed" not in skip.reason, skip
+
+
+# --------------------------------------------------------------------------- item 2
+
+RULES = "import json, os\nDENY = json.load(open(os.path.join(os.path.dirname(__file__), 'deny.json')))\n"
+DENY = '{"Bash": ["rm -rf"]}'
+ENGINE_HOOK = ("import json, sys\nfrom rules import DENY\nd = json.load(sys.stdin)\n"
+               "if any(p in d['tool_input'].get('command', '') for p in DENY.get(d.get('tool_name'), [])):\n"
+               "    print('blocked by rule', file=sys.stderr)\n    sys.exit(2)\n")
+
+
+def _engine_record(files: dict | None) -> dict:
+    raw = _bash_record(ENGINE_HOOK)
+    raw["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"command": "rm -rf build"}
+    if files is not None:
+        raw["hooks"][0]["files"] = files
+        raw["hooks"][0]["path"] = "guard.py"
+    return raw
+
+
+def test_a_hook_that_cannot_import_its_rule_engine_is_not_replayed_and_says_so():
+    """A hook failing on every payload (its sibling module is missing) is counted, noted on rows, and --strict-hooks rejects."""
+    from hsa.sandbox import not_replayed
+
+    raw = _engine_record(None)
+    stuck = not_replayed(normalize(raw))
+    assert list(stuck) == ["guard"] and stuck["guard"].startswith("ModuleNotFoundError"), stuck
+    recipe = recipe_from_dict({"__version__": 1, "transform": {"transform": "tool.param_rename", "styles": ["mask"]}})
+    res = augment_record(_item(raw), recipe, seed=0, variants=2, keep_original=True)
+    assert res.stats.sources_written == 1 and len(res.rows) == 3
+    assert sum(res.stats.hooks_not_replayed.values()) == 1
+    assert next(iter(res.stats.hooks_not_replayed)).startswith("guard: ModuleNotFoundError")
+    for row in res.rows:
+        assert any(n.startswith("hook not replayed: 'guard': ModuleNotFoundError") for n in row["notes"]), row["notes"]
+    strict = augment_record(_item(raw), recipe, seed=0, variants=2, keep_original=True, strict_hooks=True)
+    assert strict.rows == [] and strict.rejects[0]["reason"] == "hook not replayed"
+
+
+def test_a_hook_runs_with_its_sibling_files_and_file_path():
+    """With its files (a rule module that reads deny.json beside __file__) the hook really runs and is checked."""
+    from hsa.sandbox import check_hooks, not_replayed, replay
+
+    raw = _engine_record({"rules.py": RULES, "deny.json": DENY})
+    source = normalize(raw)
+    assert not_replayed(source) == {}
+    hook = source["hooks"][0]
+    blocked = replay(hook, {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}})
+    assert blocked["ok"] and blocked["value"]["exit_code"] == 2, blocked
+    assert replay(hook, {"tool_name": "Bash", "tool_input": {"command": "ls"}})["value"]["exit_code"] == 0
+    variant = rename_params(source, "Bash", {("command",): "cmd_line"})
+    assert check_hooks(source, variant) == []  # the sync renamed the key; both sides ran
+    broken = _json.copy(variant)
+    broken["hooks"][0]["files"] = {"rules.py": RULES, "deny.json": '{"Bash": []}'}
+    assert [v.reason for v in check_hooks(source, broken)] == ["rewritten hook behaves differently"]
+
+
+def test_claude_settings_importer_collects_the_hooks_sibling_files():
+    """import_claude_settings reads the modules a hook imports from its folder, and the files it names there."""
+    from hsa.hooks_model import import_claude_settings
+
+    fs = {".claude/hooks/guard.py": ENGINE_HOOK, ".claude/hooks/rules.py": RULES, ".claude/hooks/deny.json": DENY,
+          ".claude/hooks/unrelated.py": "x = 1\n"}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "python3 $CLAUDE_PROJECT_DIR/.claude/hooks/guard.py"}]}]}}
+    hooks, skipped = import_claude_settings(settings, lambda p: fs[p])
+    assert skipped == [] and len(hooks) == 1
+    assert hooks[0]["path"] == "guard.py" and hooks[0]["files"] == {"deny.json": DENY, "rules.py": RULES}
+    record = normalize({**_engine_record(None), "hooks": hooks})
+    from hsa.sandbox import not_replayed
+
+    assert not_replayed(record) == {}
