@@ -17,6 +17,13 @@ concatenation, so any sequence of transforms has an exact inverse. Step kinds:
     values at one argument path (enum renames, re-drawn defaults); JSON values, compared strictly.
 ``{"op": "skills", "map": {old: new}, "tool": name, "argument": key}``
     skill names, as passed to the skill tool ``tool`` (names as of this step) in ``argument``.
+``{"op": "restore", "patch": patch, "fmt": {...}}``
+    no call changes; on the way back (:func:`hsa.rewrite.canonicalize`) the record's content is
+    patched (:mod:`hsa._patch`) into the source's: descriptions, order, added tools and parameters,
+    prompt, skills, hooks and messages that no other step's inverse gives back; ``fmt`` (optional)
+    says how the source was written where the variant cannot be (a skill tool given as a string).
+``{"op": "opaque", ...}``
+    a task-changing step (``tool.irrelevance``): nothing maps, and the variant is not task-preserving.
 """
 
 from __future__ import annotations
@@ -188,9 +195,9 @@ def _step_apply(step: dict, call: Call, forward: bool) -> Call:
             args = dict(args)
             args[arg] = table[value]
         return {"name": name, "arguments": args}
-    if op == "opaque":  # a task-changing step: nothing to map
+    if op in ("opaque", "restore"):  # a task-changing step, or what the record-level inverse puts back: no call changes
         return call
-    raise ValueError(f"unknown mapping step op {op!r}; expected tools, params, values, skills or opaque")
+    raise ValueError(f"unknown mapping step op {op!r}; expected tools, params, values, skills, restore or opaque")
 
 
 def _rename_through(step: dict, name: str, forward: bool) -> str:

@@ -751,11 +751,13 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
 
 
 def canonicalize_record(raw: dict) -> dict:
-    """An output row (or any record with a ``mapping``) mapped back to its source harness, as a record.
+    """An output row (or any record with a ``mapping``) mapped back to its source record.
 
     Tool, parameter and skill names, argument paths and values return to the source
-    harness everywhere (schemas, calls, texts, hooks); surface changes that the
-    mapping does not track (order, descriptions, layout) stay as in the variant.
+    harness everywhere (schemas, calls, texts, hooks), and the mapping's ``restore`` step
+    puts back what no inverse carries (descriptions, order, added tools and parameters,
+    prompt, skills, hooks, messages): for a task-preserving variant the result is its
+    source record. A task-changing variant (``tool.irrelevance``) gets its names back only.
     """
     from hsa.rewrite import canonicalize
 

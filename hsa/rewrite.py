@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from hsa.literals import plain_literals
-from hsa import _json
+from hsa import _json, _patch
 from hsa.mapping import ARRAY, _step_apply
 from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
 from hsa.records import Record, clone
@@ -29,6 +29,10 @@ __all__ = [
     "param_paths",
     "apply_step",
     "canonicalize",
+    "undo",
+    "with_restore",
+    "content_of",
+    "CONTENT_KEYS",
     "STEP_APPLIERS",
     "hook_literals",
     "word_uses",
@@ -619,14 +623,17 @@ def apply_step(record: Record, step: dict) -> Record:
     return fn(record, step)
 
 
-def canonicalize(record: Record) -> Record:
-    """Undo the record's mapping: names, argument paths and values back to the source harness.
+#: The parts of a record a variant may change and canonicalize gives back (the rest is bookkeeping: id,
+#: mapping, transforms, notes, format details).
+CONTENT_KEYS = ("messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta", "extra")
 
-    Raises ``ValueError`` when a task-preserving mapping renames a tool or skill to a name the record
-    does not have (a mapping that does not belong to this record cannot be undone on it)."""
-    from hsa.mapping import Mapping
 
-    mapping = Mapping(record["mapping"])
+def content_of(record: Record) -> dict:
+    """The record's :data:`CONTENT_KEYS` that it has, in that order: what invariant 8 compares."""
+    return {k: record[k] for k in CONTENT_KEYS if k in record}  # type: ignore[literal-required]
+
+
+def _check_mapping_names(record: Record, mapping) -> None:
     if mapping.task_preserving:
         tools = {t["name"] for t in record["tools"]} | {record["skill_tool"]["name"]}
         skills = {s["name"] for s in record.get("skills") or ()}
@@ -635,14 +642,120 @@ def canonicalize(record: Record) -> Record:
                 if new not in have:
                     raise ValueError(f"the mapping renames {kind} {old!r} to {new!r}, but the record has no {kind} "
                                      f"{new!r}: the mapping does not belong to this record")
+
+
+def undo(record: Record, n: int) -> Record:
+    """``record`` with the last ``n`` steps of its mapping undone (their inverses applied, newest first), and those
+    steps removed from its mapping. A ``restore`` step puts back what the steps after it could not."""
+    from hsa.mapping import Mapping
+
+    steps = record["mapping"][len(record["mapping"]) - n:] if n else []
+    _check_mapping_names(record, Mapping(steps))
     out = record
-    for step in mapping.inverse().steps:
+    for step in Mapping(steps).inverse().steps:
         if step["op"] == "opaque":
             continue
         out = apply_step(out, step)
     out = clone(out)
-    out["mapping"] = []
+    out["mapping"] = list(record["mapping"][:len(record["mapping"]) - n])
     return out
+
+
+def canonicalize(record: Record) -> Record:
+    """Undo the record's whole mapping: the source record back (docs/design.md invariant 8).
+
+    Names, argument paths and values go back through each step's inverse; what no inverse
+    carries (descriptions, order, added tools and parameters, prompt layout, skills, hook style,
+    messages) is put back by the ``restore`` step that :func:`with_restore` adds, so for a
+    task-preserving variant the result has the source's :data:`CONTENT_KEYS` exactly. Raises
+    ``ValueError`` when a task-preserving mapping renames a tool or skill to a name the record does
+    not have (a mapping that does not belong to this record cannot be undone on it)."""
+    return undo(record, len(record["mapping"]))
+
+
+def with_restore(source: Record, variant: Record) -> Record:
+    """``variant`` (made from ``source``) with a ``restore`` step in its mapping when its other steps do not give
+    the source back: inserted before this variant's own steps, it holds the patch (:mod:`hsa._patch`) from what
+    undoing them gives, on the variant as its row reads back, to the source's content (``patch``), and how the
+    source was written when the variant cannot be written so (``fmt``). Task-changing variants get none (they do
+    not pose the same task).
+    """
+    from hsa.mapping import Mapping
+
+    k = len(source["mapping"])
+    steps = variant["mapping"][k:]
+    if not Mapping(steps).task_preserving:
+        return variant
+    try:
+        back = undo(_as_written(variant), len(steps))
+    except ValueError:
+        return variant  # the mapping does not undo: the per-variant check says so
+    p = _patch.diff(content_of(back), content_of(source))
+    fmt = _fmt_of(source)
+    if p is None and _fmt_of(back) == fmt:
+        _LAST_UNDO[:] = [variant, len(steps), back]
+        return variant
+    out = dict(variant)
+    step: dict = {"op": "restore"}
+    if p is not None:
+        step["patch"] = p
+    if _fmt_of(back) != fmt:  # how the source was written (a skill tool as a string, tools as a JSON string)
+        step["fmt"] = fmt
+    out["mapping"] = variant["mapping"][:k] + [step] + steps
+    restored = _apply_restore(back, step)
+    restored["mapping"] = list(back["mapping"])
+    _LAST_UNDO[:] = [out, len(steps) + 1, restored]
+    return out
+
+
+def _as_written(record: Record) -> Record:
+    """``record`` as it reads back from its row (the input format and back, its mapping kept): what canonicalize will
+    be given. It can differ from the record in memory: a tool read without a schema keeps a marker that its row loses
+    once the tool has one, a skill tool given as a string is written as an object once its argument is renamed."""
+    from hsa.records import denormalize, normalize
+
+    again = normalize(_json.loads(_json.dumps(denormalize(record))))
+    again["mapping"] = list(record["mapping"])
+    again["transforms"] = list(record["transforms"])
+    again["notes"] = list(record["notes"])
+    return again
+
+
+def _fmt_of(record: Record) -> dict:
+    """How the record is written (its ``_fmt``), but where it came from."""
+    return {k: v for k, v in record["_fmt"].items() if k != "source_id"}
+
+
+#: The last variant :func:`with_restore` returned, its step count and what undoing them gives: the
+#: per-variant check that follows asks for exactly that (:func:`undo_last`), and need not undo twice.
+_LAST_UNDO: list = []
+
+
+def undo_last(record: Record, n: int) -> Record:
+    """:func:`undo` (``record``, ``n``), read from :func:`with_restore`'s last result when it is that record (the
+    same object, as the pipeline checks the variant it just made); do not modify what it returns."""
+    if _LAST_UNDO and _LAST_UNDO[0] is record and _LAST_UNDO[1] == n:
+        return _LAST_UNDO[2]
+    return undo(record, n)
+
+
+def _apply_restore(record: Record, step: dict) -> Record:
+    out = clone(record)
+    if "patch" in step:
+        for k in CONTENT_KEYS:
+            out.pop(k, None)  # type: ignore[misc]
+        restored = _patch.patch(content_of(record), step["patch"])
+        for k in CONTENT_KEYS:  # the keys in their usual place
+            if k in restored:
+                out[k] = restored[k]  # type: ignore[literal-required]
+    if "fmt" in step:
+        out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}),
+                       **_json.copy(step["fmt"])}
+    out["mapping"].append(step)
+    return out
+
+
+STEP_APPLIERS["restore"] = _apply_restore
 
 
 def hook_literals(record: Record) -> set[str]:

@@ -751,7 +751,7 @@ class _Carrier:
                 tool = p.get("tool_name")
                 names.append(tool if isinstance(tool, str) else None)
                 op = step.get("op")
-                if op == "opaque" or (op in ("params", "values") and not (
+                if op in ("opaque", "restore") or (op in ("params", "values") and not (
                         isinstance(tool, str) and isinstance(p.get("tool_input"), dict) and tool == step["tool"])):
                     continue  # map_payload would return an equal copy: a step for another tool changes no text
                 p = map_payload(p, step, table=table)

@@ -259,6 +259,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
                                          f"source is {_json.dumps(s)}"))
         out.extend(_check_added_names(source, variant, mapping))
         out.extend(_check_consistency(source, variant, mapping))
+        out.extend(_check_inversion(source, variant, len(mapping.steps)))
     if closure:
         try:
             normalize(_json.loads(_json.dumps(denormalize(variant))))
@@ -342,6 +343,23 @@ def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> lis
                                      f"parameter {'.'.join(leaf)!r}: canonicalize would rename another parameter "
                                      "onto it"))
     return out
+
+
+def _check_inversion(source: Record, variant: Record, n: int) -> list[Violation]:
+    """Invariant 8: undoing the variant's own ``n`` mapping steps gives the source's content back exactly."""
+    from hsa._patch import same
+    from hsa.rewrite import CONTENT_KEYS, content_of, undo_last
+
+    try:
+        back = undo_last(variant, n)
+    except ValueError as exc:
+        return [Violation("inversion", "cannot map back", str(exc))]
+    got, want = content_of(back), content_of(source)
+    if same(got, want):
+        return []
+    keys = [k for k in CONTENT_KEYS if not same(got.get(k), want.get(k))]
+    return [Violation("inversion", "canonicalize does not give the source back",
+                      f"canonicalize(variant) differs from the source in {keys}")]
 
 
 _HOOK_REFUSAL = "hook sync refused: "  # hsa.codemods.sync.REFUSAL_PREFIX (not imported: keeps libcst off this path)

@@ -77,7 +77,7 @@ def test_check_variant_rejects_an_added_tool_with_a_source_name():
     """A variant that adds a tool named like a renamed source tool fails the per-variant check."""
     source, variant = _renamed_with_a_distractor_named_like_the_source()
     problems = check_variant(source, variant)
-    assert [p.reason for p in problems] == ["added name equals a source name"], problems
+    assert problems and problems[0].reason == "added name equals a source name", problems
     assert "'send_email'" in problems[0].detail
 
 
@@ -332,3 +332,38 @@ def test_claude_settings_importer_collects_the_hooks_sibling_files():
     from hsa.sandbox import not_replayed
 
     assert not_replayed(record) == {}
+
+
+# --------------------------------------------------------------------------- item 10
+
+
+def test_canonicalize_gives_back_the_source_record_not_only_the_calls(tmp_path):
+    """Distractors, new descriptions, reordered properties and a masked tool: hsa canonicalize writes the source back."""
+    from hsa.cli import main
+
+    recipe = {"__version__": 1, "transform": {"transform": "meta.sequence", "transforms": [
+        {"transform": "tool.rename", "styles": ["mask"]}, {"transform": "tool.distractors", "n": [2, 2], "params_p": 1.0},
+        {"transform": "tool.drop_descriptions", "p": 1.0}, {"transform": "tool.reorder"}]}}
+    res = augment_record(_item(SEND_EMAIL), recipe_from_dict(recipe), seed=0, variants=3, keep_original=False)
+    assert len(res.rows) == 3
+    for row in res.rows:
+        assert len(row["tools"]) == 3 and "restore" in [s["op"] for s in row["mapping"]["steps"]]
+    variants = tmp_path / "variants.jsonl"
+    variants.write_text("".join(json.dumps(r) + "\n" for r in res.rows), encoding="utf-8")
+    assert main(["canonicalize", str(variants), "--out", str(tmp_path / "back.jsonl")]) == 0
+    want = {k: v for k, v in SEND_EMAIL.items() if k != "id"}
+    for line in (tmp_path / "back.jsonl").read_text(encoding="utf-8").splitlines():
+        back = json.loads(line)
+        got = {k: v for k, v in back.items() if k not in ("id", "notes", "transforms", "mapping", "source_id",
+                                                           "variant", "extra")}
+        assert json.dumps(got) == json.dumps(want)
+        assert back["id"] == "e1"
+
+
+def test_a_task_changing_variant_keeps_no_restore_step():
+    """tool.irrelevance changes the task: it gets no restore step, and canonicalize does not claim the source back."""
+    recipe = {"__version__": 1, "transform": {"transform": "tool.irrelevance"}}
+    res = augment_record(_item(SEND_EMAIL), recipe_from_dict(recipe), seed=0, variants=1, keep_original=False)
+    steps = res.rows[0]["mapping"]["steps"]
+    assert [s["op"] for s in steps] == ["opaque"]
+    assert not Mapping(steps).task_preserving
