@@ -39,7 +39,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
                            exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments,
                            tools_file=args.tools, engine=args.engine, ray_address=args.ray_address,
-                           harness_pool=args.harness_pool)
+                           harness_pool=args.harness_pool, strict_hooks=args.strict_hooks)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -128,6 +128,11 @@ def _print_summary(manifest: dict, out: str) -> None:
     if manifest.get("records_with_unread_calls"):
         print(f"{manifest['records_with_unread_calls']} records call a tool in their assistant text in a layout hsa "
               "does not read (noted as 'unread call' in their rows): those calls stay text; convert them first")
+    if manifest.get("hooks_not_replayed"):
+        print("hooks not replayed (they fail on their own payloads, so invariant 7 was not checked for them; rows "
+              "noted 'hook not replayed'; --strict-hooks rejects them):")
+        for hook, n in manifest["hooks_not_replayed"].items():
+            print(f"  {n:6d}  {hook}")
     if manifest["reject_reasons"]:
         print("rejected records (details in rejects.jsonl):")
         for reason, n in manifest["reject_reasons"].items():
@@ -305,7 +310,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         harness = read_harness_file(args.tools) if args.tools else None
     except RecordError as exc:
         return _die(f"--tools {args.tools}: {exc.detail}")
-    report = validate_path(args.input, max_report=args.max_report, harness=harness)
+    report = validate_path(args.input, max_report=args.max_report, harness=harness,
+                           exec_hooks=not args.no_exec_hooks)
     for line in report.lines:
         print(line)
     print(report.summary(), file=sys.stderr)
@@ -459,6 +465,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help="harness variants per distinct harness: each variant takes one of K slots and records "
                         "sharing a harness share its slots' harness edits (the 'slot' column); 0 draws every "
                         "variant's harness afresh (default: %(default)s)")
+    a.add_argument("--strict-hooks", action="store_true",
+                   help="reject the records with a hook that cannot run on its own payloads (a missing sibling "
+                        "module or package): by default they are written, counted and noted as 'hook not replayed'")
     a.set_defaults(func=cmd_augment)
 
     mg = sub.add_parser("merge", help="join the outputs of --rank/--world-size runs into one dataset")
@@ -487,8 +496,11 @@ def make_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
     c.set_defaults(func=cmd_canonicalize)
 
-    v = sub.add_parser("validate", help="check invariants 1-3 of any records; exit 1 on a violation")
+    v = sub.add_parser("validate", help="check invariants 1-3 of any records, and variants as hsa augment does; "
+                       "exit 1 on a violation")
     v.add_argument("input", help="JSONL file or output folder")
+    v.add_argument("--no-exec-hooks", action="store_true",
+                   help="do not replay the hooks of variants in the sandbox (skips invariant 7's run check)")
     v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
     v.add_argument("--tools", metavar="FILE", help="harness for rows without one (as hsa augment --tools)")
     v.set_defaults(func=cmd_validate)

@@ -49,7 +49,10 @@ __all__ = [
     "map_output",
     "import_claude_code",
     "import_claude_settings",
+    "sibling_files",
     "import_agents_hooks",
+    "RUN_HOOKS_EVENTS",
+    "AGENT_HOOKS_EVENTS",
     "generated_payloads",
     "schema_examples",
     "UPDATED_KEYS",
@@ -63,10 +66,19 @@ CLAUDE_EVENTS = {"PreToolUse": "pre_tool_use", "PostToolUse": "post_tool_use", "
                  "Stop": "pre_reply", "SubagentStop": "pre_reply", "SessionStart": "session_start",
                  "Notification": "notification", "PreCompact": "pre_compact", "SessionEnd": "session_end"}
 _CLAUDE_NAMES = {v: k for k, v in CLAUDE_EVENTS.items() if k not in ("SubagentStop",)}
-_AGENT_BASES = ("RunHooks", "AgentHooks", "RunHooksBase", "AgentHooksBase")
-_AGENT_EVENTS = {"on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use", "on_agent_start": "agent_start",
-                 "on_agent_end": "agent_end", "on_handoff": "handoff", "on_llm_start": "llm_start",
-                 "on_llm_end": "llm_end"}
+#: The OpenAI Agents SDK's lifecycle classes (``agents/lifecycle.py``): the methods of each and the hsa events they
+#: stand for. ``RunHooks`` observe every agent of a run, ``AgentHooks`` (set as ``agent.hooks``) one agent, so the
+#: same moments have other names there (``on_start`` / ``on_end``, ``on_handoff(context, agent, source)``).
+RUN_HOOKS_EVENTS = {"on_agent_start": "agent_start", "on_agent_end": "agent_end", "on_handoff": "handoff",
+                    "on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use", "on_llm_start": "llm_start",
+                    "on_llm_end": "llm_end"}
+AGENT_HOOKS_EVENTS = {"on_start": "agent_start", "on_end": "agent_end", "on_handoff": "handoff",
+                      "on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use", "on_llm_start": "llm_start",
+                      "on_llm_end": "llm_end"}
+_LIFECYCLE = {"RunHooks": RUN_HOOKS_EVENTS, "RunHooksBase": RUN_HOOKS_EVENTS,
+              "AgentHooks": AGENT_HOOKS_EVENTS, "AgentHooksBase": AGENT_HOOKS_EVENTS}
+_AGENT_BASES = tuple(_LIFECYCLE)
+_AGENT_EVENTS = {**RUN_HOOKS_EVENTS, **AGENT_HOOKS_EVENTS}  # any lifecycle method, whichever class
 UPDATED_KEYS = frozenset({"updatedInput", "updated_input"})
 _TEXT_SKIP_KEYS = frozenset({"tool_name", "tool_input", "hook_event_name", "session_id", "transcript_path", "cwd"})
 
@@ -100,9 +112,10 @@ def infer_entry(source: str) -> str | None:
     except SyntaxError:
         return None
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(_base_name(b) in _AGENT_BASES for b in node.bases):
+        events = _lifecycle_events(node)
+        if events:
             methods = [m.name for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and m.name in _AGENT_EVENTS]
+                       and m.name in events]
             if methods:
                 return f"{node.name}.{methods[0]}"
     functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -112,6 +125,16 @@ def infer_entry(source: str) -> str | None:
     if len(functions) == 1:
         return functions[0]
     return None
+
+
+def _lifecycle_events(node: ast.stmt) -> dict[str, str]:
+    """The lifecycle methods of ``node`` when it is a class deriving from an Agents SDK hooks class, else {}."""
+    if not isinstance(node, ast.ClassDef):
+        return {}
+    out: dict[str, str] = {}
+    for b in node.bases:
+        out.update(_LIFECYCLE.get(_base_name(b), {}))
+    return out
 
 
 def _base_name(node: ast.expr) -> str:
@@ -319,17 +342,29 @@ def import_claude_code(source: str, *, name: str, event: str = "PreToolUse", mat
     return hook
 
 
-def import_claude_settings(settings: dict, read_script: Callable[[str], str]) -> tuple[list[dict], list[str]]:
+def import_claude_settings(settings: dict, read_script: Callable[[str], str], *,
+                           read_file: Callable[[str], str | None] | None = None) -> tuple[list[dict], list[str]]:
     """Hooks from a Claude Code ``settings.json`` object; ``read_script(path)`` returns a script's source.
 
-    Returns the hooks and, for each command that is not a Python script, a line saying
-    why it was skipped.
+    Each hook carries its sibling files (``files``, relative to the script's folder; ``path`` is the script's
+    own name there): the modules it imports from its folder (``import rules``, ``from lib import x``, a
+    package's ``__init__.py``), recursively, and the files its string literals name beside it
+    (``os.path.join(os.path.dirname(__file__), "rules.json")``). ``read_file(path)`` returns a file's text, or
+    None when there is none (default: ``read_script``, a missing file being an ``OSError`` or ``KeyError``).
+
+    Returns the hooks and, for each command that is not a Python script, a line saying why it was skipped.
     """
     hooks: list[dict] = []
     skipped: list[str] = []
     table = settings.get("hooks") or {}
     if not isinstance(table, dict):
         raise ValueError(f"settings 'hooks' must be an object of events (got {type(table).__name__})")
+    if read_file is None:
+        def read_file(path: str) -> str | None:
+            try:
+                return read_script(path)
+            except (OSError, KeyError, UnicodeDecodeError):
+                return None
     for event, groups in table.items():
         for gi, group in enumerate(groups or ()):
             matcher = group.get("matcher")
@@ -340,8 +375,77 @@ def import_claude_settings(settings: dict, read_script: Callable[[str], str]) ->
                     skipped.append(f"{event}[{gi}].hooks[{hi}]: {command!r} is not a Python script")
                     continue
                 name = f"{event}:{script.rsplit('/', 1)[-1]}"
-                hooks.append(import_claude_code(read_script(script), name=name, event=event, matcher=matcher))
+                source = read_script(script)
+                hook = import_claude_code(source, name=name, event=event, matcher=matcher)
+                folder, _, base = script.rpartition("/")
+                files = sibling_files(source, folder, read_file)
+                if files:
+                    hook["path"] = base
+                    hook["files"] = files
+                hooks.append(hook)
     return hooks, skipped
+
+
+#: File types a hook may read beside it (named by a string literal of its source).
+_DATA_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ini", ".md", ".csv")
+
+
+def sibling_files(source: str, folder: str, read_file: Callable[[str], str | None], *,
+                  limit: int = 64) -> dict[str, str]:
+    """The files beside a hook script (in ``folder``) that it imports or names: relative path -> text.
+
+    Imports are followed into the modules found (``import rules`` -> ``rules.py`` or ``rules/__init__.py``;
+    ``from engine.match import x`` -> ``engine/match.py`` and the package files on the way); a string literal
+    that is a relative file name with a known suffix (``"rules.json"``, ``"config/deny.yaml"``) is read when
+    it exists. At most ``limit`` files; standard-library and installed modules are not files of the folder.
+    """
+    prefix = f"{folder}/" if folder else ""
+    out: dict[str, str] = {}
+    todo = [("", source)]
+    while todo and len(out) < limit:
+        rel_dir, text = todo.pop()
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        wanted: list[str] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+            elif isinstance(node, ast.ImportFrom) and node.level:  # from . import x / from .x import y
+                base = rel_dir.rstrip("/").split("/") if rel_dir else []
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                pkg = ".".join(base + ([node.module] if node.module else []))
+                mods = [m for m in [pkg] + [f"{pkg}.{a.name}" if pkg else a.name for a in node.names] if m]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                v = node.value
+                if v.endswith(_DATA_SUFFIXES) and len(v) < 200 and "\n" not in v:
+                    from hsa.sandbox import safe_relative_path
+
+                    if safe_relative_path(v):
+                        wanted.append(v)
+                        if rel_dir:
+                            wanted.append(rel_dir + v)
+                continue
+            else:
+                continue
+            for mod in mods:
+                parts = mod.split(".")
+                for i in range(1, len(parts) + 1):
+                    stem = "/".join(parts[:i])
+                    wanted += [f"{stem}.py", f"{stem}/__init__.py"]
+        for rel in wanted:
+            if rel in out or len(out) >= limit:
+                continue
+            text_ = read_file(prefix + rel)
+            if text_ is None:
+                continue
+            out[rel] = text_
+            if rel.endswith(".py"):
+                todo.append((rel.rpartition("/")[0] + "/" if "/" in rel else "", text_))
+    return dict(sorted(out.items()))
 
 
 def _python_script(command: str) -> str | None:
@@ -356,18 +460,23 @@ def _python_script(command: str) -> str | None:
 
 
 def import_agents_hooks(source: str) -> list[dict]:
-    """One hook per ``on_*`` method of every ``RunHooks``/``AgentHooks`` subclass in ``source``."""
+    """One hook per lifecycle method of every ``RunHooks``/``AgentHooks`` subclass in ``source``.
+
+    The methods are those of the SDK's lifecycle classes (:data:`RUN_HOOKS_EVENTS`, :data:`AGENT_HOOKS_EVENTS`):
+    ``AgentHooks.on_start`` / ``on_end`` become ``agent_start`` / ``agent_end`` hooks as ``RunHooks.on_agent_start``
+    / ``on_agent_end`` do. Other methods (helpers) stay in the source but are no hooks.
+    """
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         raise ValueError(f"the hooks module does not parse ({exc.msg}, line {exc.lineno})") from None
     hooks = []
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(_base_name(b) in _AGENT_BASES for b in node.bases):
-            for m in node.body:
-                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _AGENT_EVENTS:
-                    hooks.append({"name": f"{node.name}.{m.name}", "event": _AGENT_EVENTS[m.name],
-                                  "entry": f"{node.name}.{m.name}", "source": source})
+        events = _lifecycle_events(node)
+        for m in node.body if events else ():
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in events:
+                hooks.append({"name": f"{node.name}.{m.name}", "event": events[m.name],
+                              "entry": f"{node.name}.{m.name}", "source": source})
     if not hooks:
         raise ValueError("no RunHooks/AgentHooks subclass with on_* methods found; expected e.g. "
                          "'class MyHooks(RunHooks): async def on_tool_start(self, context, agent, tool): ...'")
@@ -501,5 +610,8 @@ def generated_payloads(record: dict, hook: dict, *, limit: int = 96) -> list[dic
         claude = _CLAUDE_NAMES.get(event)
         out = [{**p, "hook_event_name": claude} if claude and "hook_event_name" not in p else p for p in out]
     if style == "method":
-        out = [{"agent_name": "assistant", "context": {}, **p} for p in out]
+        if event == "agent_start":  # the agent starts: nothing more to pass than the context and the agent
+            out.append({})
+        out = [{"agent_name": "assistant", "context": {}, **({"output": p["reply"]} if "reply" in p else {}), **p}
+               for p in out]
     return _unique(out, limit)

@@ -17,6 +17,13 @@ concatenation, so any sequence of transforms has an exact inverse. Step kinds:
     values at one argument path (enum renames, re-drawn defaults); JSON values, compared strictly.
 ``{"op": "skills", "map": {old: new}, "tool": name, "argument": key}``
     skill names, as passed to the skill tool ``tool`` (names as of this step) in ``argument``.
+``{"op": "restore", "patch": patch, "fmt": {...}}``
+    no call changes; on the way back (:func:`hsa.rewrite.canonicalize`) the record's content is
+    patched (:mod:`hsa._patch`) into the source's: descriptions, order, added tools and parameters,
+    prompt, skills, hooks and messages that no other step's inverse gives back; ``fmt`` (optional)
+    says how the source was written where the variant cannot be (a skill tool given as a string).
+``{"op": "opaque", ...}``
+    a task-changing step (``tool.irrelevance``): nothing maps, and the variant is not task-preserving.
 """
 
 from __future__ import annotations
@@ -203,9 +210,9 @@ def _step_apply(step: dict, call: Call, forward: bool) -> Call:
             args = dict(args)
             args[arg] = table[value]
         return {"name": name, "arguments": args}
-    if op == "opaque":  # a task-changing step: nothing to map
+    if op in ("opaque", "restore"):  # a task-changing step, or what the record-level inverse puts back: no call changes
         return call
-    raise ValueError(f"unknown mapping step op {op!r}; expected tools, params, values, skills or opaque")
+    raise ValueError(f"unknown mapping step op {op!r}; expected tools, params, values, skills, restore or opaque")
 
 
 def _rename_through(step: dict, name: str, forward: bool) -> str:
@@ -337,6 +344,25 @@ class Mapping:
     def skill_names(self) -> dict[str, str]:
         """Composed skill renames, canonical name -> variant name."""
         return self._names("skills")
+
+    def names(self) -> set[str]:
+        """Every tool, skill and parameter name a step of this mapping names, before or after it: the names the
+        source (and each intermediate harness) had, which a transform that adds a tool or a parameter must avoid."""
+        out: set[str] = set()
+        for step in self.steps:
+            op = step["op"]
+            if op in ("tools", "skills"):
+                out.update(step["map"])
+                out.update(step["map"].values())
+            if op in ("params", "values", "skills") and isinstance(step.get("tool"), str):
+                out.add(step["tool"])
+            if op == "params":
+                for pair in step.get("paths", ()):
+                    for path in pair:
+                        out.update(k for k in path if isinstance(k, str) and k != ARRAY)
+                for path, _ in [*(step.get("fill") or ()), *(step.get("drop") or ())]:
+                    out.update(k for k in path if isinstance(k, str) and k != ARRAY)
+        return out
 
     @property
     def task_preserving(self) -> bool:

@@ -15,6 +15,8 @@ __all__ = [
     "replace_tokens",
     "find_tokens",
     "is_identifier_like",
+    "namespace_of",
+    "prose_uses",
 ]
 
 #: Legal tool-name patterns of each tool dialect.
@@ -39,6 +41,21 @@ def is_legal(name: str, dialect: str = "openai") -> bool:
 def is_legal_param(name: str) -> bool:
     """True when ``name`` is a legal property name for every tool dialect."""
     return bool(PARAM_NAME_RULE.match(name))
+
+
+#: A namespace in front of a tool name: ``mcp__server__`` (MCP clients join server and tool with ``__``),
+#: ``shop.``, ``ns:``, ``ns/`` (the separator follows a non-empty part, and a name follows it).
+_NAMESPACE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_-]*?__(?:[A-Za-z0-9][A-Za-z0-9.-]*?__)*|[^.:/\s]+(?:[.:/][^.:/\s]+)*[.:/])(?=[A-Za-z])")
+
+
+def namespace_of(name: str) -> str:
+    """The namespace prefix ``name`` already carries (``mcp__paper-search__``, ``shop.``, ``ns:``), else ``""``.
+
+    >>> namespace_of("mcp__paper-search__search_arxiv"), namespace_of("a.b"), namespace_of("get_item")
+    ('mcp__paper-search__', 'a.', '')
+    """
+    m = _NAMESPACE.match(name)
+    return m.group(0) if m else ""
 
 
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z0-9]+|[A-Z]+|[0-9]+")
@@ -197,3 +214,33 @@ def _rename_set(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], bo
 def _pieces(text: str) -> tuple[str, ...]:
     """``text`` split into separators (even positions) and tokens (odd positions)."""
     return tuple(_TOKEN_SPLIT.split(text))
+
+
+# --------------------------------------------------------------------------- plain-word names in prose
+#
+# A tool named by a plain word (Bash, Read, think, calculate) can be renamed in a text only where the text
+# means the tool (docs/design.md, "What names a tool"): written as code or quoted (`Bash`, "Bash"), called
+# (Bash(...)), or in a tool-name position ("the think tool", "tool: Read", "use Bash", "call calculate").
+# Anywhere else the word may be the word (Read the file; Write a Bash script): such a use is ambiguous.
+
+_QUOTES = "`'\""
+_AFTER_REF = re.compile(r"\(|\s+(?:tool|tools|function|functions)\b|['\u2019]s\s+(?:tool|function)\b", re.I)
+_BEFORE_REF = re.compile(r"(?:\b(?:tool|function)s?\s*[:=]?|\b(?:call|calls|called|calling|use|uses|used|using|invoke|"
+                         r"invokes|invoked|invoking|run|runs|running)\s+(?:the\s+)?)\s*$", re.I)
+
+
+def prose_uses(text: str, name: str) -> tuple[int, int]:
+    """``(references, words)``: the whole-token occurrences of ``name`` in ``text`` that name a tool (code, quotes,
+    a call, a tool-name position) and those that may be the plain word (case-sensitive: ``read`` is not ``Read``)."""
+    refs = words = 0
+    if not text or name not in text:
+        return 0, 0
+    for m in _cached_regex((name,)).finditer(text):
+        s, e = m.span(1)
+        q = text[s - 1] if s else ""
+        if (q and q in _QUOTES and text.startswith(q, e)) or _AFTER_REF.match(text, e) \
+                or _BEFORE_REF.search(text[max(0, s - 24):s]):
+            refs += 1
+        else:
+            words += 1
+    return refs, words

@@ -96,6 +96,7 @@ class Stats:
     failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
     converted: Counter = dataclasses.field(default_factory=Counter)  # input layout converted on reading -> records
     unread_calls: int = 0  # records whose assistant text calls a tool in a layout the readers do not know
+    hooks_not_replayed: Counter = dataclasses.field(default_factory=Counter)  # "hook: why" -> records
 
     def __add__(self, other: Stats) -> Stats:
         out = Stats()
@@ -153,6 +154,7 @@ class Stats:
             "variant_failures": dict(sorted(self.variant_failures.items())),
             "converted_layouts": dict(sorted(self.converted.items())),
             "records_with_unread_calls": self.unread_calls,
+            "hooks_not_replayed": dict(sorted(self.hooks_not_replayed.items())),
             "families": dict(sorted(families.items())),
             "transforms": per_transform,
         }
@@ -214,11 +216,13 @@ CALL_ARGUMENTS = ("keep", "object", "string")
 
 def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
                    keep_original: bool, exec_hooks: bool = True, call_arguments: str = "object",
-                   harness: dict | None = None, harness_pool: int = 0) -> Result:
+                   harness: dict | None = None, harness_pool: int = 0, strict_hooks: bool = False) -> Result:
     """Everything that happens to one input line; pure, so any worker may run it.
 
     ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
-    ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
+    A source hook that cannot run on its own payloads (:func:`hsa.sandbox.not_replayed`) is counted
+    (``hooks_not_replayed``) and noted on each of the record's rows, or, with ``strict_hooks``, rejects
+    the record. ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
     ``harness`` (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of a row without one.
     ``harness_pool`` K > 0 draws each variant's harness-level params for its pool slot (:func:`slot_for`,
     :func:`slot_rng`) and writes the slot in a ``slot`` column (None on the source row); 0 draws them per record.
@@ -242,10 +246,23 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         stats.reject_reasons[violations[0].reason] += 1
         detail = "; ".join(v.detail for v in violations[:3])
         return Result([], [_reject(item, violations[0].reason, detail, source["id"])], stats)
+    stuck: dict[str, str] = {}
+    if exec_hooks and source.get("hooks"):
+        from hsa.sandbox import NOT_REPLAYED_NOTE, not_replayed
+
+        stuck = not_replayed(source)
+        for name, why in stuck.items():
+            stats.hooks_not_replayed[f"{name}: {why}"] += 1
+        if stuck and strict_hooks:
+            stats.rejected = 1
+            stats.reject_reasons["hook not replayed"] += 1
+            detail = "; ".join(f"{n!r}: {w}" for n, w in stuck.items())
+            return Result([], [_reject(item, "hook not replayed", detail[:1000], source["id"])], stats)
+    marks = [f"{NOT_REPLAYED_NOTE}{n!r}: {w}" for n, w in stuck.items()] if stuck else []
     rows: list[dict] = []
     rejects: list[dict] = []
     if keep_original:
-        rows.append(source_row(source, 0, []))
+        rows.append(_marked(source_row(source, 0, []), marks))
         if harness_pool:
             rows[-1]["slot"] = None
     digest = harness_digest(source) if harness_pool else None
@@ -269,12 +286,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.skipped[(name, why)] += 1
         if variant is source:  # nothing applied: the source itself, checked above (invariant 5)
             problems = []
-        else:
-            problems = check_variant(source, variant, closure=False)  # 3 holds by construction; tested
-        if not problems and variant is not source and exec_hooks and source.get("hooks"):
-            from hsa.sandbox import check_hooks
-
-            problems = check_hooks(source, variant)
+        else:  # the check hsa validate runs on every variant row (3 holds by construction; tested)
+            problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
         if problems:
             stats.variants_failed += 1
             key = f"{problems[0].invariant}: {problems[0].reason}"
@@ -292,9 +305,10 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         if variant is source and not applied:  # the source's row under this variant's id: denormalised once
             if unchanged is None:
                 unchanged = source_row(source, k, [])
-            rows.append({**unchanged, "id": f"{source['id']}/{k}", "variant": k})
+            row = {**unchanged, "id": f"{source['id']}/{k}", "variant": k}
         else:
-            rows.append(source_row(variant, k, [a.to_json() for a in applied]))
+            row = source_row(variant, k, [a.to_json() for a in applied])
+        rows.append(_marked(row, marks))
         if harness_pool:
             rows[-1]["slot"] = slot
     if rows:
@@ -306,6 +320,13 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
     return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+
+
+def _marked(row: dict, notes: list[str]) -> dict:
+    """``row`` with ``notes`` added to its notes (the marks of hooks that were not replayed)."""
+    if notes:
+        row["notes"] = row["notes"] + notes
+    return row
 
 
 # --------------------------------------------------------------------------- the run
@@ -587,7 +608,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
             command: str | None = None, exec_hooks: bool = True, call_arguments: str = "object",
             tools_file: str | Path | None = None, engine: str = "local", ray_address: str | None = None,
-            harness_pool: int = DEFAULT_HARNESS_POOL) -> dict:
+            harness_pool: int = DEFAULT_HARNESS_POOL, strict_hooks: bool = False) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest).
 
@@ -596,8 +617,9 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     ``ray_address``, or on a local Ray of ``workers`` CPUs); both write the same bytes.
     ``harness_pool`` is the number of harness variants of each distinct harness (0: every variant draws its
     own, as before the pool); it is recorded in the manifest and each row's slot is its ``slot`` column.
-    Raises :class:`AugmentError` for a missing input, an output folder that is not empty (unless ``resume``
-    or ``overwrite``), a missing Ray and, with ``strict``, the first rejected line.
+    ``strict_hooks`` rejects the records with a hook that cannot run on its own payloads (otherwise counted
+    and noted on their rows). Raises :class:`AugmentError` for a missing input, an output folder that is not
+    empty (unless ``resume`` or ``overwrite``), a missing Ray and, with ``strict``, the first rejected line.
     """
     from hsa.io import InputSource, iter_inputs
 
@@ -614,7 +636,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                                              resume=resume, rank=rank, world_size=world_size, progress=progress,
                                              hold_out=hold_out, command=command, exec_hooks=exec_hooks,
                                              call_arguments=call_arguments, tools_file=tools_file,
-                                             harness_pool=harness_pool, ray_address=ray_address)
+                                             harness_pool=harness_pool, strict_hooks=strict_hooks,
+                                             ray_address=ray_address)
     elif "://" in str(out):
         raise AugmentError(f"--out {out}: the local engine writes a local folder; object storage (s3://, gs://, "
                            "file://) is written by --engine ray (on one machine too: it starts a local Ray)")
@@ -649,7 +672,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         except RecordError as exc:
             raise AugmentError(f"--tools {tools_file}: {exc.detail}") from None
     options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks,
-               "call_arguments": call_arguments, "harness_pool": harness_pool,
+               "call_arguments": call_arguments, "harness_pool": harness_pool, "strict_hooks": strict_hooks,
                **({"harness": harness} if harness else {})}
     recipe_config = recipe_to_dict(recipe)
     tools_entry = ({"tools_file": {"path": str(tools_file),
@@ -659,6 +682,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                          {"world_size": world_size, "exec_hooks": exec_hooks,
                           **({"call_arguments": call_arguments} if call_arguments != "keep" else {}),
                           **({"harness_pool": harness_pool} if harness_pool else {}),
+                          **({"strict_hooks": True} if strict_hooks else {}),
                           **tools_entry})
     done = _prepare_out(out, config, resume=resume, overwrite=overwrite)
 
@@ -837,6 +861,7 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         "call_arguments": config.get("call_arguments", "keep"),
         **({"tools_file": config["tools_file"]} if config.get("tools_file") else {}),
         "harness_pool": config.get("harness_pool", 0),
+        "strict_hooks": config.get("strict_hooks", False),
         "recipe": config["recipe"],
         **total.to_dict(),
         "shards": shards,
@@ -892,11 +917,13 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
 
 
 def canonicalize_record(raw: dict) -> dict:
-    """An output row (or any record with a ``mapping``) mapped back to its source harness, as a record.
+    """An output row (or any record with a ``mapping``) mapped back to its source record.
 
     Tool, parameter and skill names, argument paths and values return to the source
-    harness everywhere (schemas, calls, texts, hooks); surface changes that the
-    mapping does not track (order, descriptions, layout) stay as in the variant.
+    harness everywhere (schemas, calls, texts, hooks), and the mapping's ``restore`` step
+    puts back what no inverse carries (descriptions, order, added tools and parameters,
+    prompt, skills, hooks, messages): for a task-preserving variant the result is its
+    source record. A task-changing variant (``tool.irrelevance``) gets its names back only.
     """
     from hsa.rewrite import canonicalize
 

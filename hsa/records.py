@@ -232,8 +232,9 @@ def _fast_structure_ok(raw: dict) -> bool:
                     and ("movable" not in sec or isinstance(sec["movable"], bool))):
                 return False
     for h in raw.get("hooks") or ():
-        if not (isinstance(h, dict) and _str_keys(h, ("name", "source"), ("event", "entry"))):
-            return False
+        if not (isinstance(h, dict) and _str_keys(h, ("name", "source"), ("event", "entry"))) \
+                or "files" in h or "path" in h or ("matcher" in h and not isinstance(h["matcher"], str)):
+            return False  # sibling files and their paths: the schema checks them
     for ev in raw.get("hook_events") or ():
         if not (isinstance(ev, dict) and isinstance(ev.get("hook"), str) and isinstance(ev.get("message_index"), int)
                 and not isinstance(ev["message_index"], bool) and ev["message_index"] >= 0

@@ -14,9 +14,9 @@ from functools import lru_cache
 from typing import Any
 
 from hsa.literals import plain_literals
-from hsa import _json
+from hsa import _json, _patch
 from hsa.mapping import ARRAY, _step_apply
-from hsa.names import is_identifier_like, replace_tokens, text_tokens
+from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
 from hsa.records import Record, clone
 
 __all__ = [
@@ -29,8 +29,13 @@ __all__ = [
     "param_paths",
     "apply_step",
     "canonicalize",
+    "undo",
+    "with_restore",
+    "content_of",
+    "CONTENT_KEYS",
     "STEP_APPLIERS",
     "hook_literals",
+    "word_uses",
 ]
 
 _TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
@@ -211,6 +216,93 @@ def _text_fields(record: Record, *, schemas: bool) -> list[str]:
             out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
     for h in record.get("hooks") or ():
         out.append(h.get("source", ""))
+    return out
+
+
+def _labelled_texts(record: Record):
+    """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose."""
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            parts = [c]
+        elif isinstance(c, list):
+            parts = [p["text"] if isinstance(p, dict) else p for p in c
+                     if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        else:
+            parts = []
+        for part in parts:
+            yield f"a {m.get('role', 'message')} message", part
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            yield "a tool description", t["description"]
+        texts: list[str] = []
+        _schema_texts(t["parameters"], texts)
+        for text in texts:
+            yield "a parameter description", text
+    for sk in record.get("skills") or ():
+        for k in ("description", "content"):
+            if isinstance(sk.get(k), str):
+                yield "a skill", sk[k]
+    prompt = record.get("prompt")
+    for sec in (prompt or {}).get("sections", ()):
+        for k in ("title", "body"):
+            if isinstance(sec.get(k), str):
+                yield "the prompt", sec[k]
+
+
+#: Roles of a hook literal that make it a tool name (compared with ``tool_name``, a matcher, a key of a dict
+#: looked up by tool name, a predicate over tool names): hsa.codemods.analysis.
+_TOOL_ROLES = frozenset({"tool", "tool_re", "tool_pred", "split"})
+
+
+def word_uses(record: Record, names: Iterable[str]) -> dict[str, str]:
+    """The plain-word names among ``names`` (Bash, Read, think) that some text of ``record`` uses where it may mean
+    the word, not the tool: name -> where (``"a user message"``, ``"hook 'guard'"``...). Renaming those is ambiguous.
+
+    In prose a use is a reference when :func:`hsa.names.prose_uses` says so (code, quotes, a call, a tool-name
+    position). In hook source the codemod analysis decides: a literal compared with the tool name, a matcher or
+    predicate over tool names, a dict key looked up by tool name is a reference; a message or a comment is prose;
+    any other literal holding the name (data) is ambiguous. Identifier-like names are never ambiguous.
+    """
+    plain = sorted({n for n in names if not is_identifier_like(n)})
+    out: dict[str, str] = {}
+    if not plain:
+        return out
+    for label, text in _labelled_texts(record):
+        for n in set(find_tokens(text, [p for p in plain if p not in out])):
+            if prose_uses(text, n)[1]:
+                out[n] = label
+    for h in record.get("hooks") or ():
+        source = h.get("source", "")
+        left = [n for n in plain if n not in out]
+        hits = set(find_tokens(source, left)) if left else set()
+        if hits:
+            for n in _hook_word_uses(h, source, hits):
+                out[n] = f"hook {h.get('name', '?')!r}"
+    return out
+
+
+def _hook_word_uses(hook: dict, source: str, names: set[str]) -> set[str]:
+    from hsa.codemods.analysis import analyze
+    from hsa.hooks_model import entry_of
+
+    an = analyze(source, entry_of(hook))
+    if not an.ok:  # no analysis: the source is text
+        return {n for n in names if prose_uses(source, n)[1]}
+    out: set[str] = set()
+    for site in an.sites:
+        hits = [n for n in names if n not in out and n in site.value and find_tokens(site.value, [n])]
+        if not hits:
+            continue
+        roles = site.role_names()
+        for n in hits:
+            if roles & _TOOL_ROLES and (site.value == n or roles & {"tool_re", "tool_pred", "split"}):
+                continue
+            if site.kind == "comment" or roles & {"message", "in_text"} or site.value != n:
+                if prose_uses(site.value, n)[1]:
+                    out.add(n)
+                continue
+            out.add(n)  # the bare name as data (not compared with a tool name): ambiguous
     return out
 
 
@@ -428,12 +520,15 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     out["tools"][idx]["parameters"] = schema
     step = {"op": "params", "tool": tool, "paths": pairs}
     _rewrite_calls(out, step)
-    leaf_renames = {p[-1]: n for p, n in renames.items() if is_identifier_like(p[-1])}
-    leaf_renames = {k: v for k, v in leaf_renames.items()
-                    if sum(1 for p in renames if p[-1] == k) == declared_leaves.count(k)}
+    # a leaf renamed wherever the tool declares it: identifier-like names as whole tokens, plain words
+    # ("author") where a description writes them as code (`author`)
+    unique = {p[-1]: n for p, n in renames.items()
+              if sum(1 for q in renames if q[-1] == p[-1]) == declared_leaves.count(p[-1])}
+    leaf_renames = {k: v for k, v in unique.items() if is_identifier_like(k)}
+    quoted = {k: v for k, v in unique.items() if k not in leaf_renames}
     t = out["tools"][idx]
-    if leaf_renames:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
-        fn = lambda s: replace_tokens(s, leaf_renames)  # noqa: E731
+    if leaf_renames or quoted:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
+        fn = _param_text_renamer(leaf_renames, quoted)
         if isinstance(t.get("description"), str):
             t["description"] = fn(t["description"])
         _map_schema_descriptions_in_place(t["parameters"], fn)
@@ -445,6 +540,20 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
+
+
+def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
+    """Rename parameters in a description: ``tokens`` as whole tokens, ``quoted`` only inside backticks."""
+    pattern = re.compile("`(" + "|".join(map(re.escape, sorted(quoted, key=len, reverse=True))) + ")`") if quoted else None
+
+    def fn(text: str) -> str:
+        if tokens:
+            text = replace_tokens(text, tokens)
+        if pattern is not None and "`" in text:
+            text = pattern.sub(lambda m: f"`{quoted[m.group(1)]}`", text)
+        return text
+
+    return fn
 
 
 def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
@@ -514,14 +623,17 @@ def apply_step(record: Record, step: dict) -> Record:
     return fn(record, step)
 
 
-def canonicalize(record: Record) -> Record:
-    """Undo the record's mapping: names, argument paths and values back to the source harness.
+#: The parts of a record a variant may change and canonicalize gives back (the rest is bookkeeping: id,
+#: mapping, transforms, notes, format details).
+CONTENT_KEYS = ("messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta", "extra")
 
-    Raises ``ValueError`` when a task-preserving mapping renames a tool or skill to a name the record
-    does not have (a mapping that does not belong to this record cannot be undone on it)."""
-    from hsa.mapping import Mapping
 
-    mapping = Mapping(record["mapping"])
+def content_of(record: Record) -> dict:
+    """The record's :data:`CONTENT_KEYS` that it has, in that order: what invariant 8 compares."""
+    return {k: record[k] for k in CONTENT_KEYS if k in record}  # type: ignore[literal-required]
+
+
+def _check_mapping_names(record: Record, mapping) -> None:
     if mapping.task_preserving:
         tools = {t["name"] for t in record["tools"]} | {record["skill_tool"]["name"]}
         skills = {s["name"] for s in record.get("skills") or ()}
@@ -530,14 +642,120 @@ def canonicalize(record: Record) -> Record:
                 if new not in have:
                     raise ValueError(f"the mapping renames {kind} {old!r} to {new!r}, but the record has no {kind} "
                                      f"{new!r}: the mapping does not belong to this record")
+
+
+def undo(record: Record, n: int) -> Record:
+    """``record`` with the last ``n`` steps of its mapping undone (their inverses applied, newest first), and those
+    steps removed from its mapping. A ``restore`` step puts back what the steps after it could not."""
+    from hsa.mapping import Mapping
+
+    steps = record["mapping"][len(record["mapping"]) - n:] if n else []
+    _check_mapping_names(record, Mapping(steps))
     out = record
-    for step in mapping.inverse().steps:
+    for step in Mapping(steps).inverse().steps:
         if step["op"] == "opaque":
             continue
         out = apply_step(out, step)
     out = clone(out)
-    out["mapping"] = []
+    out["mapping"] = list(record["mapping"][:len(record["mapping"]) - n])
     return out
+
+
+def canonicalize(record: Record) -> Record:
+    """Undo the record's whole mapping: the source record back (docs/design.md invariant 8).
+
+    Names, argument paths and values go back through each step's inverse; what no inverse
+    carries (descriptions, order, added tools and parameters, prompt layout, skills, hook style,
+    messages) is put back by the ``restore`` step that :func:`with_restore` adds, so for a
+    task-preserving variant the result has the source's :data:`CONTENT_KEYS` exactly. Raises
+    ``ValueError`` when a task-preserving mapping renames a tool or skill to a name the record does
+    not have (a mapping that does not belong to this record cannot be undone on it)."""
+    return undo(record, len(record["mapping"]))
+
+
+def with_restore(source: Record, variant: Record) -> Record:
+    """``variant`` (made from ``source``) with a ``restore`` step in its mapping when its other steps do not give
+    the source back: inserted before this variant's own steps, it holds the patch (:mod:`hsa._patch`) from what
+    undoing them gives, on the variant as its row reads back, to the source's content (``patch``), and how the
+    source was written when the variant cannot be written so (``fmt``). Task-changing variants get none (they do
+    not pose the same task).
+    """
+    from hsa.mapping import Mapping
+
+    k = len(source["mapping"])
+    steps = variant["mapping"][k:]
+    if not Mapping(steps).task_preserving:
+        return variant
+    try:
+        back = undo(_as_written(variant), len(steps))
+    except ValueError:
+        return variant  # the mapping does not undo: the per-variant check says so
+    p = _patch.diff(content_of(back), content_of(source))
+    fmt = _fmt_of(source)
+    if p is None and _fmt_of(back) == fmt:
+        _LAST_UNDO[:] = [variant, len(steps), back]
+        return variant
+    out = dict(variant)
+    step: dict = {"op": "restore"}
+    if p is not None:
+        step["patch"] = p
+    if _fmt_of(back) != fmt:  # how the source was written (a skill tool as a string, tools as a JSON string)
+        step["fmt"] = fmt
+    out["mapping"] = variant["mapping"][:k] + [step] + steps
+    restored = _apply_restore(back, step)
+    restored["mapping"] = list(back["mapping"])
+    _LAST_UNDO[:] = [out, len(steps) + 1, restored]
+    return out
+
+
+def _as_written(record: Record) -> Record:
+    """``record`` as it reads back from its row (the input format and back, its mapping kept): what canonicalize will
+    be given. It can differ from the record in memory: a tool read without a schema keeps a marker that its row loses
+    once the tool has one, a skill tool given as a string is written as an object once its argument is renamed."""
+    from hsa.records import denormalize, normalize
+
+    again = normalize(_json.loads(_json.dumps(denormalize(record))))
+    again["mapping"] = list(record["mapping"])
+    again["transforms"] = list(record["transforms"])
+    again["notes"] = list(record["notes"])
+    return again
+
+
+def _fmt_of(record: Record) -> dict:
+    """How the record is written (its ``_fmt``), but where it came from."""
+    return {k: v for k, v in record["_fmt"].items() if k != "source_id"}
+
+
+#: The last variant :func:`with_restore` returned, its step count and what undoing them gives: the
+#: per-variant check that follows asks for exactly that (:func:`undo_last`), and need not undo twice.
+_LAST_UNDO: list = []
+
+
+def undo_last(record: Record, n: int) -> Record:
+    """:func:`undo` (``record``, ``n``), read from :func:`with_restore`'s last result when it is that record (the
+    same object, as the pipeline checks the variant it just made); do not modify what it returns."""
+    if _LAST_UNDO and _LAST_UNDO[0] is record and _LAST_UNDO[1] == n:
+        return _LAST_UNDO[2]
+    return undo(record, n)
+
+
+def _apply_restore(record: Record, step: dict) -> Record:
+    out = clone(record)
+    if "patch" in step:
+        for k in CONTENT_KEYS:
+            out.pop(k, None)  # type: ignore[misc]
+        restored = _patch.patch(content_of(record), step["patch"])
+        for k in CONTENT_KEYS:  # the keys in their usual place
+            if k in restored:
+                out[k] = restored[k]  # type: ignore[literal-required]
+    if "fmt" in step:
+        out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}),
+                       **_json.copy(step["fmt"])}
+    out["mapping"].append(step)
+    return out
+
+
+STEP_APPLIERS["restore"] = _apply_restore
 
 
 def hook_literals(record: Record) -> set[str]:

@@ -52,8 +52,8 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["Sandbox", "sandbox", "configure", "replay", "replay_many", "check_hooks", "set_execution", "execution_enabled",
-           "stats", "reset_stats", "LIMIT_ERRORS"]
+__all__ = ["Sandbox", "sandbox", "configure", "replay", "replay_many", "check_hooks", "not_replayed", "set_execution",
+           "execution_enabled", "stats", "reset_stats", "LIMIT_ERRORS", "NOT_REPLAYED_NOTE", "safe_relative_path"]
 
 #: Outcome errors that mean the sandbox stopped the hook (the record is rejected), not that the hook raised.
 LIMIT_ERRORS = ("timeout", "cpu limit", "memory limit", "crash", "output limit")
@@ -136,69 +136,81 @@ def _jsonable(v, depth=0):
 def _call(req):
     key = req["k"]
     if key not in CODES:
-        CODES[key] = (compile(req["src"], "<hook>", "exec"), req["entry"], req["style"])
-    code, entry, style = CODES[key]
+        path = req.get("file") or os.path.join(os.getcwd(), "hook.py")
+        CODES[key] = (compile(req["src"], path, "exec"), req["entry"], req["style"], path, req.get("dir"))
+    code, entry, style, path, folder = CODES[key]
     payload = req["p"]
     out_buf, err_buf = io.StringIO(), io.StringIO()
     saved = sys.stdin, sys.stdout, sys.stderr, sys.argv
     sys.stdout, sys.stderr = out_buf, err_buf
+    if folder:  # the hook's sibling files: importable for this call only, fresh each call
+        sys.path.insert(0, folder)
     try:
-        if style == "script":
-            sys.stdin = io.StringIO(json.dumps(payload))
-            sys.argv = ["hook"]
-            ns = {"__name__": "__main__", "__builtins__": builtins}
-            code_ = 0
-            try:
-                exec(code, ns)
-            except SystemExit as e:
-                c = e.code
-                if c is None:
-                    code_ = 0
-                elif isinstance(c, int):
-                    code_ = c
-                else:
-                    err_buf.write(str(c) + "\n")
-                    code_ = 1
-            text = out_buf.getvalue()
-            try:
-                parsed = json.loads(text) if text.strip().startswith("{") else text
-            except ValueError:
-                parsed = text
-            return {"exit_code": code_, "stdout": parsed, "stderr": err_buf.getvalue()}
-        ns = {"__name__": "__hook__", "__builtins__": builtins}
-        if style == "method":
-            _agents_stub()
-        exec(code, ns)
-        if style == "function":
-            return ns[entry](payload)
-        cls_name, _, meth = entry.partition(".")
-        import inspect, asyncio
-        obj = ns[cls_name]()
-        fn = getattr(obj, meth)
-        agents = sys.modules["agents"]
-        ctx = agents.RunContextWrapper(payload.get("context"))
-        ctx.tool_name = payload.get("tool_name")
-        ctx.tool_arguments = json.dumps(payload.get("tool_input", {}))
-        ctx.tool_call_id = payload.get("tool_call_id", "call_1")
-        args = []
-        params = list(inspect.signature(fn).parameters.values())
-        for i, p in enumerate(params):
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            if i == 0:
-                args.append(ctx)
-            elif p.name == "tool":
-                args.append(agents.Tool(payload.get("tool_name", ""), payload.get("tool_description", "")))
-            elif p.name in ("agent", "from_agent", "to_agent", "source"):
-                args.append(agents.Agent(payload.get(p.name + "_name", payload.get("agent_name", "assistant"))))
-            else:
-                args.append(payload.get(p.name, payload.get("result")))
-        ret = fn(*args)
-        if inspect.iscoroutine(ret):
-            ret = asyncio.run(ret)
-        return {"return": ret, "context": ctx.context}
+        return _run_hook(code, entry, style, path, payload, out_buf, err_buf)
     finally:
         sys.stdin, sys.stdout, sys.stderr, sys.argv = saved
+        if folder:
+            sys.path.remove(folder)
+            for name, mod in list(sys.modules.items()):
+                f = getattr(mod, "__file__", None) or ""
+                if f.startswith(folder + os.sep):
+                    del sys.modules[name]
+
+def _run_hook(code, entry, style, path, payload, out_buf, err_buf):
+    if style == "script":
+        sys.stdin = io.StringIO(json.dumps(payload))
+        sys.argv = [path]
+        ns = {"__name__": "__main__", "__builtins__": builtins, "__file__": path}
+        code_ = 0
+        try:
+            exec(code, ns)
+        except SystemExit as e:
+            c = e.code
+            if c is None:
+                code_ = 0
+            elif isinstance(c, int):
+                code_ = c
+            else:
+                err_buf.write(str(c) + "\n")
+                code_ = 1
+        text = out_buf.getvalue()
+        try:
+            parsed = json.loads(text) if text.strip().startswith("{") else text
+        except ValueError:
+            parsed = text
+        return {"exit_code": code_, "stdout": parsed, "stderr": err_buf.getvalue()}
+    ns = {"__name__": "__hook__", "__builtins__": builtins, "__file__": path}
+    if style == "method":
+        _agents_stub()
+    exec(code, ns)
+    if style == "function":
+        return ns[entry](payload)
+    cls_name, _, meth = entry.partition(".")
+    import inspect, asyncio
+    obj = ns[cls_name]()
+    fn = getattr(obj, meth)
+    agents = sys.modules["agents"]
+    ctx = agents.RunContextWrapper(payload.get("context"))
+    ctx.tool_name = payload.get("tool_name")
+    ctx.tool_arguments = json.dumps(payload.get("tool_input", {}))
+    ctx.tool_call_id = payload.get("tool_call_id", "call_1")
+    args = []
+    params = list(inspect.signature(fn).parameters.values())
+    for i, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if i == 0:
+            args.append(ctx)
+        elif p.name == "tool":
+            args.append(agents.Tool(payload.get("tool_name", ""), payload.get("tool_description", "")))
+        elif p.name in ("agent", "from_agent", "to_agent", "source"):
+            args.append(agents.Agent(payload.get(p.name + "_name", payload.get("agent_name", "assistant"))))
+        else:
+            args.append(payload.get(p.name, payload.get("result")))
+    ret = fn(*args)
+    if inspect.iscoroutine(ret):
+        ret = asyncio.run(ret)
+    return {"return": ret, "context": ctx.context}
 
 def main():
     while True:
@@ -357,11 +369,24 @@ class Sandbox:
         return out  # type: ignore[return-value]
 
     def _request(self, call: dict) -> bytes:
-        """One request line; the hook's source travels only the first time this worker sees it."""
-        key = _hook_key(call["source"], call["entry"], call["style"])
+        """One request line; the hook's source travels only the first time this worker sees it.
+
+        A hook with sibling files (``files``: relative path -> text) gets them written into a folder of the
+        worker's home (the worker itself may not write files); the hook runs as if it were the file ``path``
+        there (default ``hook.py``: ``__file__``), with the folder importable, so ``import rules`` and
+        ``os.path.dirname(__file__)`` work as in its repository.
+        """
+        files = call.get("files") or None
+        key = _hook_key(call["source"], call["entry"], call["style"], _files_key(files, call.get("path")))
         req: dict[str, Any] = {"k": key, "p": call["payload"]}
         if key not in self.loaded:
             req.update(src=call["source"], entry=call["entry"], style=call["style"])
+            if files and self.home:  # one folder per set of files: a hook and its rewrite see the same __file__
+                folder = os.path.join(self.home, "hooks", hashlib.sha256(_files_key(files, None).encode()).hexdigest()[:24])
+                if not os.path.isdir(folder):
+                    _write_tree(folder, files)
+                name = call.get("path") or "hook.py"
+                req.update(dir=folder, file=os.path.join(folder, *name.split("/")))
             self.loaded.add(key)
         return _request_line(req)
 
@@ -474,8 +499,31 @@ def _request_line(req: dict) -> bytes:
 
 
 @lru_cache(maxsize=8192)
-def _hook_key(source: str, entry: str | None, style: str) -> str:
-    return hashlib.sha256(f"{style}\x00{entry}\x00{source}".encode()).hexdigest()[:32]
+def _hook_key(source: str, entry: str | None, style: str, files: str = "") -> str:
+    return hashlib.sha256(f"{style}\x00{entry}\x00{source}\x00{files}".encode()).hexdigest()[:32]
+
+
+def _files_key(files: dict | None, path: str | None) -> str:
+    """What a hook's sibling files add to its key (``""`` without files)."""
+    return _json.canonical({"files": files, "path": path}) if files else ""
+
+
+def safe_relative_path(path: Any) -> bool:
+    """True for a relative POSIX path inside its folder: no absolute path, no ``..``, no backslash or NUL."""
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\x00" in path:
+        return False
+    parts = path.split("/")
+    return all(p not in ("", ".", "..") for p in parts)
+
+
+def _write_tree(folder: str, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        if not safe_relative_path(rel) or not isinstance(text, str):
+            raise ValueError(f"hook file {rel!r}: expected a relative path inside the hook's folder and its text")
+        target = os.path.join(folder, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
 
 
 try:
@@ -582,7 +630,8 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
         if known is None:
             entry, style = entry_of(hook), hook_style(hook)
             known = hooks[id(hook)] = (entry, style, None if entry is None else
-                                       _hook_key(hook.get("source", ""), entry, style))
+                                       _hook_key(hook.get("source", ""), entry, style,
+                                                 _files_key(hook.get("files"), hook.get("path"))))
         entry, style, hook_key = known
         if not _matches(hook, payload):
             out[i] = {"ok": True, "value": {"exit_code": 0, "stdout": "", "stderr": ""} if style == "script" else None,
@@ -605,7 +654,8 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
         pending[key] = i
         todo.append(i)
         keys.append(key)
-        calls.append({"source": hook.get("source", ""), "entry": entry, "style": style, "payload": payload})
+        calls.append({"source": hook.get("source", ""), "entry": entry, "style": style, "payload": payload,
+                      "files": hook.get("files"), "path": hook.get("path")})
     if calls:
         box = sandbox()
         t0 = time.perf_counter()
@@ -704,7 +754,7 @@ class _Carrier:
                 tool = p.get("tool_name")
                 names.append(tool if isinstance(tool, str) else None)
                 op = step.get("op")
-                if op == "opaque" or (op in ("params", "values") and not (
+                if op in ("opaque", "restore") or (op in ("params", "values") and not (
                         isinstance(tool, str) and isinstance(p.get("tool_input"), dict) and tool == step["tool"])):
                     continue  # map_payload would return an equal copy: a step for another tool changes no text
                 p = map_payload(p, step, table=table)
@@ -782,6 +832,53 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
                        hashlib.sha256(source_part).digest())
     if not any(v.reason.startswith("hook ") and v.reason[5:] in LIMIT_ERRORS for v in out):
         _VERDICTS.put(verdict_key, list(out), 200 * len(out) + 100)
+    return out
+
+
+#: Errors that say a hook cannot run here (a module, a file or a name its folder would give it is missing),
+#: not what it decided: a method hook that raises on every payload is replayed unless it raises one of these
+#: (for the Agents SDK an exception is how a hook blocks).
+_SETUP_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "NameError", "FileNotFoundError", "OSError",
+                           "NotADirectoryError", "IsADirectoryError", "PermissionError"})
+#: The note on each output row of a record with a hook that was not replayed (``hook not replayed: 'name': why``).
+NOT_REPLAYED_NOTE = "hook not replayed: "
+
+
+def not_replayed(record: dict, *, max_payloads: int = 96) -> dict[str, str]:
+    """The hooks of ``record`` that cannot run on its own payloads (invariant 7 cannot be checked for them):
+    hook name -> why. ``{}`` when every hook decides something on some payload, or when execution is off.
+
+    A hook is not replayed when it has no payload (none recorded, none generated for its event), when no payload
+    matches its matcher, or when it fails on every payload before deciding anything: a function or script hook
+    that raises on each (a missing sibling module or package, ``__file__`` of a folder that is not there), a
+    method hook that raises one of the setup errors on each. The calls are the ones :func:`check_hooks` makes
+    for the source side, so they are cached for it.
+    """
+    from hsa.hooks_model import hook_style
+
+    hooks = record.get("hooks") or []
+    if not hooks or not execution_enabled():
+        return {}
+    digest = hashlib.sha256(_key([record.get(k) for k in _SOURCE_KEYS])).digest()
+    out: dict[str, str] = {}
+    items: list[tuple[dict, dict]] = []
+    spans: list[tuple[dict, int, int]] = []
+    for h in hooks:
+        payloads = _payloads_for(record, h, digest, max_payloads)
+        if not payloads:
+            out[h.get("name", "?")] = f"no payloads (none recorded, none generated for event {h.get('event', '')!r})"
+            continue
+        spans.append((h, len(items), len(items) + len(payloads)))
+        items.extend((h, p) for p in payloads)
+    outcomes = replay_many(items) if items else []
+    for h, a, b in spans:
+        ran = [o for o in outcomes[a:b] if o.get("matched", True)]
+        if not ran:
+            out[h.get("name", "?")] = f"no payload matches its matcher {h.get('matcher')!r}"
+        elif not any(o.get("ok") or o.get("limit") for o in ran):
+            if hook_style(h) != "method" or all(o.get("error") in _SETUP_ERRORS for o in ran):
+                first = ran[0]
+                out[h.get("name", "?")] = f"{first.get('error')}: {first.get('detail', '')}"[:300]
     return out
 
 

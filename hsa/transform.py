@@ -267,12 +267,23 @@ def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Recor
     """Sample and apply ``transform`` (a leaf or a combinator tree) to ``record``.
 
     Returns the new record, the leaf applications (the replay record) and the
-    ``(transform, reason)`` pairs of the leaves that skipped.
+    ``(transform, reason)`` pairs of the leaves that skipped. The new record's mapping holds a
+    ``restore`` step where its other steps cannot give ``record`` back (:func:`hsa.rewrite.with_restore`),
+    so canonicalizing it gives ``record`` exactly.
     """
     applied: list[Applied] = []
     skipped: list[tuple[str, str]] = []
     out = _run(transform, record, rng, applied, skipped)
+    if applied:
+        out = _restorable(record, out)
     return out, applied, skipped
+
+
+def _restorable(source: Record, variant: Record) -> Record:
+    """``variant`` with the ``restore`` step that makes canonicalize give ``source`` back exactly (invariant 8)."""
+    from hsa.rewrite import with_restore
+
+    return with_restore(source, variant)
 
 
 def _run(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
@@ -290,6 +301,11 @@ def replay(record: Record | dict, applications: list[dict]) -> Record:
         from hsa.records import normalize
 
         record = normalize(record)
+    out = _replay(record, applications)
+    return _restorable(record, out) if applications else out
+
+
+def _replay(record: Record, applications: list[dict]) -> Record:
     for entry in applications:
         t = from_config({"transform": entry["name"], **entry.get("config", {})})
         record = t.apply(record, entry["params"])
@@ -309,7 +325,7 @@ class _Combinator(Transform):
         return {"applied": [a.to_json() for a in applied]}
 
     def apply(self, record: Record, params: dict) -> Record:
-        return replay(record, params["applied"])
+        return _replay(record, params["applied"])
 
     def children(self) -> tuple[Transform, ...]:
         raise NotImplementedError

@@ -1,18 +1,18 @@
-"""``hsa validate``: invariants 1-3 of docs/design.md on any records, with file:line reports."""
+"""``hsa validate``: invariants 1-3 of docs/design.md on any records, and on variant rows the check ``hsa augment``
+runs before it writes a variant (:func:`hsa.verify.check_variant`: invariants 1-3 and 6-8), with file:line reports."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections import Counter
+from collections import Counter, OrderedDict
 from pathlib import Path
 
 from hsa import _json
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
-from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize
 from hsa.rewrite import canonicalize
-from hsa.verify import calls_of, check_record
+from hsa.verify import check_record, check_variant
 
 __all__ = ["ValidationReport", "validate_records", "validate_path"]
 
@@ -22,11 +22,13 @@ class ValidationReport:
     """What ``hsa validate`` found: counts per invariant and the first violations as text."""
 
     records: int = 0
+    variants: int = 0  # rows checked as variants of a source
     violations: Counter = dataclasses.field(default_factory=Counter)
     lines: list[str] = dataclasses.field(default_factory=list)
     max_report: int = 50
     converted: Counter = dataclasses.field(default_factory=Counter)  # layout read on input -> records
     unread: list[str] = dataclasses.field(default_factory=list)  # where a record calls a tool in an unread layout
+    not_replayed: int = 0  # rows noted 'hook not replayed' by hsa augment
 
     def add(self, where: str, invariant: str, message: str) -> None:
         self.violations[invariant] += 1
@@ -36,6 +38,9 @@ class ValidationReport:
     def reading(self) -> list[str]:
         """Lines on how the records were read: layouts converted on input, calls left in an unread layout."""
         lines = [f"{n} read from another layout: {layout}" for layout, n in sorted(self.converted.items())]
+        if self.not_replayed:
+            lines.append(f"{self.not_replayed} rows hold a hook that was not replayed (noted 'hook not replayed'): "
+                         "invariant 7 was not checked for it")
         if self.unread:
             lines.append(f"{len(self.unread)} records call a tool in their assistant text in a layout hsa does not "
                          f"read (those calls stay text), first at {self.unread[0]}")
@@ -43,7 +48,8 @@ class ValidationReport:
 
     def summary(self) -> str:
         if not self.violations:
-            return f"{self.records} records checked: invariants 1-3 hold"
+            tail = f" ({self.variants} variants: also 6-8)" if self.variants else ""
+            return f"{self.records} records checked: invariants 1-3 hold{tail}"
         def label(inv: str) -> str:  # "1 validity" -> "invariant 1 (validity)"
             num, _, name = inv.partition(" ")
             return f"invariant {num} ({name})" if num.isdigit() else inv
@@ -54,11 +60,24 @@ class ValidationReport:
                 f"violation{'s' if total != 1 else ''} ({parts})")
 
 
-def validate_records(items, report: ValidationReport, *, harness: dict | None = None) -> ValidationReport:
-    """Check ``(where, raw_object_or_RecordError)`` pairs; invariants 1 (validity), 2 (round trip), 3 (closure).
-    ``harness`` (``--tools FILE``) supplies the harness of rows without one."""
-    sources: dict[str, list] = {}
-    variants: list[tuple[str, str, list]] = []
+#: Report labels of the invariants a per-variant check names (numbers as in docs/design.md).
+_LABELS = {"validity": "1 validity", "round-trip": "2 round trip", "closure": "3 closure", "consistency": "6 consistency",
+           "hooks": "7 hooks", "inversion": "8 inversion"}
+#: Source rows kept to check the variants that follow them (hsa augment writes a source row before its variants).
+_MAX_SOURCES = 1024
+
+
+def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True,
+                     harness: dict | None = None) -> ValidationReport:
+    """Check ``(where, raw_object_or_RecordError)`` pairs: invariant 1 and 3 of every record, and every variant with
+    :func:`hsa.verify.check_variant`, the check ``hsa augment`` runs before it writes a variant.
+
+    A variant is checked against its source row when that came earlier (``--keep-original`` writes it as
+    variant 0), else against what :func:`hsa.rewrite.canonicalize` gives back from the variant itself.
+    ``exec_hooks`` replays hooks in the sandbox (invariant 7), as ``hsa augment`` does by default.
+    ``harness`` (``--tools FILE``) supplies the harness of rows without one.
+    """
+    sources: OrderedDict[str, dict] = OrderedDict()
     for where, raw in items:
         report.records += 1
         if isinstance(raw, RecordError):
@@ -73,35 +92,40 @@ def validate_records(items, report: ValidationReport, *, harness: dict | None = 
             report.converted[layout] += 1
         if any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"]):
             report.unread.append(where)
-        for v in check_record(rec, check_names=False):
-            report.add(where, "1 validity", f"{v.reason}: {v.detail}")
+        report.not_replayed += any(n.startswith("hook not replayed: ") for n in rec["notes"])
         try:  # invariant 3: what we write back reads again, identically
             again = denormalize(normalize(_json.loads(_json.dumps(denormalize(rec)))))
             if _json.canonical(again) != _json.canonical(denormalize(rec)):
                 report.add(where, "3 closure", "writing the record back and reading it again changes it")
         except RecordError as exc:
             report.add(where, "3 closure", str(exc))
-        if rec["mapping"]:
-            mapping = Mapping(rec["mapping"])
-            calls = calls_of(rec)
-            for i, call in enumerate(calls):
-                back = mapping.to_canonical(call)
-                if mapping.task_preserving and not _json.strict_equal(mapping.to_variant(back), call):
-                    report.add(where, "2 round trip", f"call {i} ({call['name']}) does not survive canonical and back")
-            try:
-                canon = canonicalize(rec)
-                for v in check_record(canon):
-                    report.add(where, "2 round trip", f"mapped back to the source harness: {v.reason}: {v.detail}")
-                if mapping.task_preserving:
-                    variants.append((where, raw.get("source_id") or "", calls_of(canon)))
-            except ValueError as exc:
-                report.add(where, "2 round trip", f"cannot map back: {exc}")
-        elif raw.get("source_id") is not None:
-            sources[raw["source_id"]] = calls_of(rec)
-    for where, source_id, canon_calls in variants:  # exact comparison when the sources are present too
-        if source_id in sources and not _json.strict_equal(sources[source_id], canon_calls):
-            report.add(where, "2 round trip", f"calls mapped back differ from source {source_id!r}'s calls")
+        source_id = raw.get("source_id")
+        source = sources.get(source_id) if isinstance(source_id, str) and raw.get("variant") != 0 else None
+        variant = raw.get("variant") not in (None, 0) and (source is not None or rec["mapping"])
+        if variant and (source is None or len(source["mapping"]) <= len(rec["mapping"])):
+            _check_variant_row(where, rec, source, report, exec_hooks)
+        else:
+            for v in check_record(rec, check_names=False):
+                report.add(where, "1 validity", f"{v.reason}: {v.detail}")
+        if isinstance(source_id, str) and (raw.get("variant") == 0 or not rec["mapping"]):
+            sources[source_id] = rec
+            if len(sources) > _MAX_SOURCES:
+                sources.popitem(last=False)
     return report
+
+
+def _check_variant_row(where: str, rec: dict, source: dict | None, report: ValidationReport, exec_hooks: bool) -> None:
+    report.variants += 1
+    if source is None:
+        try:
+            source = canonicalize(rec)
+        except ValueError as exc:
+            report.add(where, "2 round trip", f"cannot map back: {exc}")
+            return
+        for v in check_record(source):
+            report.add(where, "2 round trip", f"mapped back to the source harness: {v.reason}: {v.detail}")
+    for v in check_variant(source, rec, closure=False, exec_hooks=exec_hooks):
+        report.add(where, _LABELS.get(v.invariant, v.invariant), f"{v.reason}: {v.detail}")
 
 
 def _jsonl_items(path: Path):
@@ -118,13 +142,14 @@ def _dir_items(path: Path):
         yield f"{path}[{i}] {row.get('id')}", row_to_record(row)
 
 
-def validate_path(path: str | Path, *, max_report: int = 50, harness: dict | None = None) -> ValidationReport:
-    """Validate a JSONL file or an ``hsa augment`` output folder (its accounting too); ``harness``
-    (:func:`hsa.records.read_harness_file`, ``--tools FILE``) supplies the harness of rows without one."""
+def validate_path(path: str | Path, *, max_report: int = 50, exec_hooks: bool = True,
+                  harness: dict | None = None) -> ValidationReport:
+    """Validate a JSONL file or an ``hsa augment`` output folder (its accounting too); ``exec_hooks`` and
+    ``harness`` (``--tools FILE``): see :func:`validate_records`."""
     path = Path(path)
     report = ValidationReport(max_report=max_report)
     if path.is_dir():
-        validate_records(_dir_items(path), report, harness=harness)
+        validate_records(_dir_items(path), report, exec_hooks=exec_hooks, harness=harness)
         manifest_path = path / "manifest.json"
         if manifest_path.exists():
             m = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -141,5 +166,5 @@ def validate_path(path: str | Path, *, max_report: int = 50, harness: dict | Non
                 if n != c["rejected"]:
                     report.add(str(rejects), "accounting", f"{n} record rejects listed, manifest counts {c['rejected']}")
     else:
-        validate_records(_jsonl_items(path), report, harness=harness)
+        validate_records(_jsonl_items(path), report, exec_hooks=exec_hooks, harness=harness)
     return report

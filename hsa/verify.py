@@ -228,8 +228,15 @@ def check_record(record: Record, *, check_names: bool = False) -> list[Violation
     return out
 
 
-def check_variant(source: Record, variant: Record, *, closure: bool = True) -> list[Violation]:
-    """Invariants 1, 2, 6 and (``closure=True``) 3 for ``variant`` produced from ``source``."""
+def check_variant(source: Record, variant: Record, *, closure: bool = True, exec_hooks: bool = False) -> list[Violation]:
+    """Invariants 1, 2, 6, 8, (``closure=True``) 3 and (``exec_hooks=True``) 7 for ``variant`` produced from ``source``.
+
+    The one per-variant check: ``hsa augment`` runs it on every variant before writing it, and
+    ``hsa validate`` on every row of a variant (against its source row, or, when the source is
+    not in the folder, against what canonicalize gives back). Added tools and parameters must
+    carry no name the source had (a distractor named like a renamed tool makes the canonical
+    call ambiguous). Invariant 7 replays hooks in the sandbox only when no other check failed.
+    """
     out = _hook_refusals(source, variant) + check_record(variant)
     source_names = {t["name"] for t in source["tools"]}
     for t in variant["tools"]:
@@ -249,13 +256,109 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True) -> l
                     out.append(Violation("round-trip", "call does not map back",
                                          f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
                                          f"source is {_json.dumps(s)}"))
+        out.extend(_check_added_names(source, variant, mapping))
         out.extend(_check_consistency(source, variant, mapping))
+        out.extend(_check_inversion(source, variant, len(mapping.steps)))
     if closure:
         try:
             normalize(_json.loads(_json.dumps(denormalize(variant))))
         except RecordError as exc:
             out.append(Violation("closure", exc.reason, exc.detail))
+    if not out and exec_hooks and (source.get("hooks") or variant.get("hooks")):
+        from hsa.sandbox import check_hooks
+
+        out = check_hooks(source, variant)
     return out
+
+
+def _skeleton(schema: Any) -> Any:
+    """Arguments that pass every parameter ``schema`` declares, at any depth (``None`` at the leaves, one item in
+    each array): carried through a mapping, they show which variant parameters come from source ones."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and props:
+        return {k: _skeleton(v) for k, v in props.items()}
+    if isinstance(schema.get("items"), dict):
+        item = _skeleton(schema["items"])
+        return [item] if item is not None else None
+    return None
+
+
+def _reached(value: Any, prefix: tuple, out: set) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.add(prefix + (k,))
+            _reached(v, prefix + (k,), out)
+    elif isinstance(value, list):
+        for v in value:
+            _reached(v, prefix + ("[]",), out)
+
+
+def _nested(path: tuple) -> Any:
+    """Arguments holding one leaf at ``path`` (``"[]"``: a list of one item)."""
+    value: Any = None
+    for key in reversed(path):
+        value = [value] if key == "[]" else {key: value}
+    return value
+
+
+def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+    """No tool or parameter the variant adds (distractors, required fillers) maps back onto a name the source has.
+
+    A tool or parameter is added when no source one maps to it. Mapped back through the mapping it must not
+    land on a source tool, or on a declared path of its tool's source schema: a distractor named like a renamed
+    tool would make the canonical calls ambiguous, and canonicalize would put two tools under one name.
+    """
+    from hsa.rewrite import param_paths
+
+    out: list[Violation] = []
+    src_tools = {t["name"]: t for t in source["tools"]}
+    mapped = {mapping.tool_to_variant(n): n for n in src_tools}
+    for t in variant["tools"]:
+        if t["name"] not in mapped and mapping.tool_to_canonical(t["name"]) in src_tools:
+            out.append(Violation("round-trip", "added name equals a source name",
+                                 f"added tool {t['name']!r} maps back to source tool "
+                                 f"{mapping.tool_to_canonical(t['name'])!r} (now {mapping.tool_to_variant(t['name'])!r}): "
+                                 "its calls would map back ambiguously"))
+    var_tools = {t["name"]: t for t in variant["tools"]}
+    for new, old in mapped.items():
+        if new not in var_tools:
+            continue
+        src_paths = set(param_paths(src_tools[old]["parameters"]))
+        fwd = mapping.to_variant({"name": old, "arguments": _skeleton(src_tools[old]["parameters"]) or {}})
+        reached: set = set()
+        _reached(fwd["arguments"], (), reached)
+        for path in param_paths(var_tools[new]["parameters"]):
+            if path in reached:  # a source parameter, or one a mapping step fills (and drops on the way back)
+                continue
+            back = mapping.to_canonical({"name": new, "arguments": _nested(path)})
+            landed: set = set()
+            _reached(back["arguments"], (), landed)
+            leaf = max(landed, key=len, default=())
+            if back["name"] == old and leaf in src_paths:
+                out.append(Violation("round-trip", "added name equals a source name",
+                                     f"tool {new!r} adds parameter {'.'.join(path)!r}, which maps back onto source "
+                                     f"parameter {'.'.join(leaf)!r}: canonicalize would rename another parameter "
+                                     "onto it"))
+    return out
+
+
+def _check_inversion(source: Record, variant: Record, n: int) -> list[Violation]:
+    """Invariant 8: undoing the variant's own ``n`` mapping steps gives the source's content back exactly."""
+    from hsa._patch import same
+    from hsa.rewrite import CONTENT_KEYS, content_of, undo_last
+
+    try:
+        back = undo_last(variant, n)
+    except ValueError as exc:
+        return [Violation("inversion", "cannot map back", str(exc))]
+    got, want = content_of(back), content_of(source)
+    if same(got, want):
+        return []
+    keys = [k for k in CONTENT_KEYS if not same(got.get(k), want.get(k))]
+    return [Violation("inversion", "canonicalize does not give the source back",
+                      f"canonicalize(variant) differs from the source in {keys}")]
 
 
 _HOOK_REFUSAL = "hook sync refused: "  # hsa.codemods.sync.REFUSAL_PREFIX (not imported: keeps libcst off this path)

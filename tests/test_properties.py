@@ -406,3 +406,86 @@ def test_reports_name_the_broken_invariant():
     assert "[2 round-trip]" in text and "renamed_tool" in text and "ls-000001" in text
     with pytest.raises(AssertionError, match="round-trip"):
         assert_task_preserving(ForgetfulRename(), FIXTURE_RECORDS[0])
+
+
+# --------------------------------------------------------------------------- invariant 8 and added names
+
+
+def _through_a_row(variant, k: int = 1) -> dict:
+    """The variant as ``hsa augment`` writes it and ``hsa canonicalize`` reads it back (JSON, row to record)."""
+    from hsa.io import row_to_record
+
+    return normalize(row_to_record(json.loads(json.dumps(source_row(variant, k, [])))))
+
+
+def _canonical_gives_back(raw, transform, seed) -> None:
+    from hsa._patch import same
+    from hsa.pipeline import canonicalize_record
+    from hsa.rewrite import canonicalize, content_of
+
+    source = normalize(json.loads(json.dumps(raw)))
+    variant, applied, _ = run(transform, source, rng_for(seed, source["id"], 1))
+    if not Mapping(variant["mapping"]).task_preserving:
+        return  # task-changing (tool.irrelevance): excluded from invariant 8, and says so in its mapping
+    back = canonicalize(_through_a_row(variant))
+    note(f"applied: {json.dumps([a.to_json() for a in applied])[:1500]}")
+    assert same(content_of(back), content_of(source))
+    from hsa.io import row_to_record
+
+    row = row_to_record(json.loads(json.dumps(source_row(variant, 1, []))))  # as hsa canonicalize reads a folder
+    want = {k: v for k, v in denormalize(source).items() if k not in ("id", "notes")}
+    got = {k: v for k, v in canonicalize_record(row).items() if k not in ("id", "notes", "transforms", "mapping",
+                                                                           "source_id", "variant")}
+    assert json.dumps(got) == json.dumps(want)  # the written record, byte for byte
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_canonicalize_gives_back_the_source(name):
+    """Invariant 8: for each transform, canonicalize(variant) read back from its row is the source record exactly."""
+    transform = _table(name)
+
+    @settings(max_examples=PER_TRANSFORM)
+    @given(_records_or_fixtures(), st.integers(0, 2**32 - 1))
+    def check(raw, seed):
+        _canonical_gives_back(raw, transform, seed)
+
+    check()
+
+
+@settings(max_examples=EXAMPLES)
+@given(recipes(transforms=[TABLE[n] for n in LEAVES], max_leaves=6), _records_or_fixtures(), st.integers(0, 2**32 - 1))
+def test_canonicalize_gives_back_the_source_of_random_recipes(recipe, raw, seed):
+    """Invariant 8 for random trees of transforms, composed restore steps included."""
+    _canonical_gives_back(raw, recipe, seed)
+
+
+def _added_names(source, variant) -> list[str]:
+    """Names of tools and parameters the variant adds (no source one maps to them) that map back onto a source name."""
+    from hsa.verify import _check_added_names
+
+    return [v.detail for v in _check_added_names(source, variant, Mapping(variant["mapping"]))]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_added_name_equals_a_source_name(name):
+    """For each transform, alone and after a rename of every tool and parameter, no added tool or parameter takes a
+    source name (a distractor named like a masked tool made the canonical calls ambiguous)."""
+    from transforms import tool
+
+    transform = _table(name)
+    first = Sequence((tool.ToolRename(styles=("mask",)), tool.ParamRename(styles=("mask",), p=1.0)))
+
+    @settings(max_examples=PER_TRANSFORM)
+    @given(_records_or_fixtures(), st.integers(0, 2**32 - 1), st.booleans())
+    def check(raw, seed, renamed_first):
+        source = normalize(json.loads(json.dumps(raw)))
+        recipe = Sequence((first, transform)) if renamed_first else transform
+        variant, applied, _ = run(recipe, source, rng_for(seed, source["id"], 1))
+        note(f"applied: {json.dumps([a.to_json() for a in applied])[:1500]}")
+        src_tools = {t["name"] for t in source["tools"]}
+        mapping = Mapping(variant["mapping"])
+        mapped = {mapping.tool_to_variant(n) for n in src_tools}
+        assert not [t["name"] for t in variant["tools"] if t["name"] not in mapped and t["name"] in src_tools]
+        assert _added_names(source, variant) == []
+
+    check()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import string
 
-from hsa.names import STYLES, split_words
+from hsa.names import STYLES, namespace_of, split_words
 from transforms._banks import synonyms
 
 __all__ = ["NAME_STYLES", "RANDOM_STYLES", "detect_style", "new_name", "DEFAULT_PREFIXES"]
@@ -22,7 +22,8 @@ __all__ = ["NAME_STYLES", "RANDOM_STYLES", "detect_style", "new_name", "DEFAULT_
 #: ``verb`` / ``noun``
 #:     one verb (noun) of the name replaced by a synonym from the word banks, in the name's own style;
 #: ``prefix``
-#:     a namespace prefix (``shop.``, ``mcp__server__``) legal in the tool's dialect (tool names only);
+#:     a namespace prefix (``shop.``, ``mcp__server__``) legal in the tool's dialect (tool names only), never in
+#:     front of a name that already carries one (``mcp__paper-search__search_arxiv``, ``a.b``, ``ns:tool``);
 #: ``mask``
 #:     random letters and digits (Hammer's function masking);
 #: ``slight``
@@ -121,8 +122,8 @@ def new_name(old: str, style: str, rng: random.Random, *, mask_len: tuple[int, i
         return _synonym(old, "verbs", rng, banks) or old
     if style == "noun":
         return _synonym(old, "nouns", rng, banks) or old
-    if style == "prefix":
-        if prefix is None or old.startswith(prefix):
+    if style == "prefix":  # a name that already carries a namespace keeps it (no mcp__server__mcp__x__y)
+        if prefix is None or old.startswith(prefix) or namespace_of(old):
             return old
         return prefix + old
     if style == "slight":

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hsa import _json
-from hsa.mapping import ARRAY
+from hsa.mapping import ARRAY, Mapping
 from hsa.names import (
     _PLAIN_NAME,
     DIALECT_NAME_RULES,
@@ -45,6 +45,7 @@ from hsa.rewrite import (
     rename_params,
     rename_tools,
     text_fields,
+    word_uses,
 )
 from hsa.transform import Skip, Transform, check_probability, register
 from transforms._banks import load_banks
@@ -134,15 +135,11 @@ def _check_banks(banks: tuple[str, ...]) -> None:
     load_banks(tuple(banks))  # reads and validates the files now, so a bad path fails when the recipe is built
 
 
-def _plain_word_mentions(record: Record, names: list[str]) -> set[str]:
-    """Names that are ordinary words (no ``_``/digits/camel humps) and occur in free text."""
-    plain = [n for n in names if not is_identifier_like(n)]
-    if not plain:
-        return set()
-    found: set[str] = set()
-    for text in text_fields(record):
-        found.update(find_tokens(text, plain))
-    return found
+def _ambiguous_skip(kept: dict[str, str], what: str) -> Skip:
+    """The skip of a rename whose only drawn names were plain words used as words somewhere (``kept``: name -> where)."""
+    names = ", ".join(f"{n!r} (in {kept[n]})" for n in sorted(kept))
+    return Skip(f"plain-word {what} name {names} also used as a word, not as a reference to it: renaming would be "
+                "ambiguous")
 
 
 #: Skip reason of the structural transforms when a hook reads tool inputs as a whole (invariant 7).
@@ -234,8 +231,10 @@ class ToolRename(Transform):
     RoTBench noise (``slight``, ``medium``). Renames reach schemas, calls, tool results,
     the skill tool, mentions in every text (whole tokens) and hook literals. New names are
     legal in the tool's dialect and collide with no name or token of the record. A tool
-    whose name is a plain word that also occurs in free text is left alone (the mention
-    would be ambiguous).
+    whose name is a plain word (``Bash``, ``think``) is renamed when every text uses it as a
+    reference (docs/design.md, "What names a tool": code, quotes, a tool-name position, a
+    hook literal compared with the tool name); where a text may use it as the word, it is
+    left alone and the skip names it.
     """
 
     name: ClassVar[str] = "tool.rename"
@@ -266,15 +265,19 @@ class ToolRename(Transform):
             dialects = sorted({t["dialect"] for t in record["tools"]})
             legal = [p for p in self.prefixes if all(is_legal(p + "x", d) for d in dialects)]
             prefix = rng.choice(legal) if legal else None
-        ambiguous = _plain_word_mentions(record, names)
+        ambiguous = word_uses(record, names)
         taken = record_tokens(record)
         renames: dict[str, str] = {}
+        kept: dict[str, str] = {}
         for tool in record["tools"]:
             old = tool["name"]
             if rng.random() >= self.p:
                 continue
             style = rng.choice(self.styles)
-            if old in ambiguous or (not self.include_skill_tool and old == record["skill_tool"]["name"]):
+            if not self.include_skill_tool and old == record["skill_tool"]["name"]:
+                continue
+            if old in ambiguous:
+                kept[old] = ambiguous[old]
                 continue
             new = _fresh(lambda: new_name(old, style, rng, mask_len=self.mask_len, prefix=prefix, banks=self.banks),
                          lambda n: n != old and n not in taken and n not in renames.values()
@@ -283,7 +286,9 @@ class ToolRename(Transform):
             if new is not None:
                 renames[old] = new
         if not renames:
-            return Skip("no tool name changed (already in the drawn style, ambiguous or not drawn)")
+            if kept:
+                return _ambiguous_skip(kept, "tool")
+            return Skip("no tool name changed (already in the drawn style, or not drawn)")
         return {"renames": renames}
 
     def apply(self, record: Record, params: dict) -> Record:
@@ -417,7 +422,7 @@ class SwapNames(Transform):
         out: dict[str, Any] = {"tools": {}, "params": []}
         if self.tools:
             names = [t["name"] for t in record["tools"]]
-            ambiguous = _plain_word_mentions(record, names)
+            ambiguous = word_uses(record, names)
             pool = []
             for t in record["tools"]:
                 joins = rng.random() < self.p
@@ -808,7 +813,7 @@ class Flatten(Transform):
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
         literals = hook_literals(record)
-        taken = record_tokens(record)
+        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
         steps = []
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
@@ -934,7 +939,7 @@ class Distractors(Transform):
         tools = record["tools"]
         dialect = tools[0]["dialect"] if tools else "openai"
         strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
-        taken = record_tokens(record)
+        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
         words = {tuple(split_words(t["name"])) for t in tools}
         legal = [t for t in self._pool()
                  if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
@@ -1036,7 +1041,7 @@ class AddRequired(Transform):
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
 
-        taken = record_tokens(record)
+        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
         steps = []
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:

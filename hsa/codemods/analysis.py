@@ -58,7 +58,7 @@ _PAYLOAD_KEYS = {"tool_name": "tool", "tool_input": "ti", "tool_args": "ti", "ar
 #: OpenAI Agents SDK hook methods and the harness events they stand for.
 AGENT_EVENTS = {"on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use", "on_agent_start": "agent_start",
                 "on_agent_end": "agent_end", "on_handoff": "handoff", "on_llm_start": "llm_start",
-                "on_llm_end": "llm_end"}
+                "on_llm_end": "llm_end", "on_start": "agent_start", "on_end": "agent_end"}  # RunHooks and AgentHooks
 
 NAME_ROLES = frozenset({"tool", "skill", "param", "member", "value", "split", "tool_re", "tool_pred",
                         "skill_pred", "in_text"})

@@ -22,6 +22,8 @@ Invariants checked (numbers as in docs/design.md):
    from the prompt, the mapping undoes the record (``canonicalize``).
 7. hooks — when a hook checker is installed (``check_hooks`` in :mod:`hsa.verify` or
    :mod:`hsa.sandbox`), rewritten hooks behave like the originals on mapped inputs.
+8. inversion — canonicalizing a task-preserving variant gives the source's content back exactly
+   (names, descriptions, order, added tools and parameters, prompt, skills, hooks, messages).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ __all__ = ["Report", "check_transform", "assert_task_preserving", "hooks_checker
 
 #: Invariant names, numbered as in docs/design.md.
 INVARIANTS = {"validity": 1, "round-trip": 2, "closure": 3, "determinism": 4, "identity": 5, "consistency": 6,
-              "hooks": 7, "run": 0}
+              "hooks": 7, "inversion": 8, "run": 0}
 
 _CONTENT_KEYS = ("messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta", "extra")
 
@@ -385,12 +387,13 @@ def check_transform(transform, record: Any, seed: int = 0, *, params: dict | Non
     itself is not valid (its calls must validate before a variant can).
     """
     from hsa.pipeline import rng_for
-    from hsa.transform import Applied, run
+    from hsa.transform import Applied, _restorable, run
 
     def go():
         if params is None:
             return run(transform, src, rng_for(seed, src["id"], 1))
-        return transform.apply(src, _json.copy(params)), [Applied(transform.name, transform.config(), params)], []
+        out = _restorable(src, transform.apply(src, _json.copy(params)))  # as run() does
+        return out, [Applied(transform.name, transform.config(), params)], []
 
     src = _as_record(record)
     problems = check_record(src)

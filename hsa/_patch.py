@@ -1,0 +1,217 @@
+"""Small exact patches between JSON values: what a ``restore`` mapping step keeps (docs/design.md invariant 8).
+
+``diff(a, b)`` returns a patch ``p`` with ``patch(a, p) == b`` exactly (types, key order, list
+order), or None when ``a`` and ``b`` are already the same. A patch is one of
+
+``{"=": value}``
+    the value itself;
+``{"k": [key, ...], "o": {key: patch}}``
+    an object: its keys in order (``k``, present only when order or membership changed) and the
+    patches of the keys whose values changed or are new (``o``);
+``{"l": [item, ...]}``
+    a list built from the old one: an item is ``i`` (old item ``i`` as it is), ``[i, patch]``
+    (old item ``i`` patched) or ``{"=": value}``; old items are matched exactly first, then by
+    their ``name`` / ``id`` / ``tool_call_id``, then by position, so a reorder costs indices and a
+    removed item nothing;
+``{"s": [[start, end, text], ...]}``
+    a long string edited in place (character offsets in the old string, in order).
+
+Patches are plain JSON, so they travel inside a row's ``mapping`` column.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from hsa import _json
+
+__all__ = ["diff", "patch", "same"]
+
+_KEYS = ("name", "id", "tool_call_id")
+_WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+_LONG = 64  # strings at least this long are patched by edits, shorter ones replaced
+
+
+def same(a: Any, b: Any) -> bool:
+    """Exact JSON equality: types (``1`` is not ``1.0`` or ``True``), and the key order of every object."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _value(v: Any) -> dict:
+    return {"=": _json.copy(v)}
+
+
+def diff(a: Any, b: Any) -> dict | None:
+    """The patch that makes ``a`` into ``b`` (None when they are the same)."""
+    if type(a) is not type(b):
+        return _value(b)
+    if isinstance(a, dict):
+        changed = {}
+        for k, v in b.items():
+            if k in a:
+                sub = diff(a[k], v)
+                if sub is not None:
+                    changed[k] = sub
+            else:
+                changed[k] = _value(v)
+        reordered = list(a) != list(b)
+        if not changed and not reordered:
+            return None
+        out: dict = {"o": changed}
+        if reordered:
+            out["k"] = list(b)
+        return out
+    if isinstance(a, list):
+        return _diff_list(a, b)
+    if a == b:
+        return None
+    if isinstance(a, str) and len(a) >= _LONG and len(b) >= _LONG // 2:
+        edits = _diff_str(a, b)
+        if edits is not None:
+            return {"s": edits}
+    return _value(b)
+
+
+def _diff_list(a: list, b: list) -> dict | None:
+    if len(a) == len(b):  # mostly the same items in the same places: patch those that changed
+        changed = [j for j, (x, y) in enumerate(zip(a, b)) if not same(x, y)]
+        if not changed:
+            return None
+        if len(changed) * 2 <= len(b) or len(b) < 3:
+            at = set(changed)
+            return {"l": [[j, diff(a[j], b[j])] if j in at else j for j in range(len(b))]}
+    exact: dict[str, list[int]] = {}
+    for i, x in enumerate(a):
+        exact.setdefault(_json.canonical(x), []).append(i)
+    used: set[int] = set()
+    items: list = [None] * len(b)
+    left = []
+    for j, y in enumerate(b):
+        cands = [i for i in exact.get(_json.canonical(y), ()) if i not in used]
+        match = next((i for i in cands if i == j and same(a[i], y)), None)
+        if match is None:
+            match = next((i for i in cands if same(a[i], y)), None)
+        if match is not None:
+            used.add(match)
+            items[j] = match
+        else:
+            left.append(j)
+    for j in left:
+        y = b[j]
+        i = _keyed(a, y, used)
+        if i is None and j < len(a) and j not in used and type(a[j]) is type(y) and isinstance(y, (dict, list, str)):
+            i = j
+        if i is None:
+            items[j] = _value(y)
+        else:
+            used.add(i)
+            items[j] = [i, diff(a[i], y)]
+    return {"l": items}
+
+
+def _keyed(a: list, y: Any, used: set[int]) -> int | None:
+    """The unused item of ``a`` with the same name / id / tool_call_id as ``y`` (when exactly one has it)."""
+    if not isinstance(y, dict):
+        return None
+    for key in _KEYS:
+        v = y.get(key)
+        if isinstance(v, str):
+            hits = [i for i, x in enumerate(a) if i not in used and isinstance(x, dict) and x.get(key) == v]
+            if len(hits) == 1:
+                return hits[0]
+    return None
+
+
+def _diff_str(a: str, b: str) -> list | None:
+    """Edits of ``a`` into ``b`` as ``[start, end, text]`` (None when they save nothing).
+
+    The common head and tail are cut first; the rest is compared line by line, and a block of
+    changed lines short enough word by word, so a long prompt with a few edits costs little time
+    and little room."""
+    head = 0
+    n = min(len(a), len(b))
+    while head < n and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    ma, mb = a[head:len(a) - tail], b[head:len(b) - tail]
+    edits: list = []
+    la, lb = ma.splitlines(keepends=True), mb.splitlines(keepends=True)
+    if len(la) > 1 or len(lb) > 1:
+        offsets = _offsets(la, head)
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
+            if op != "equal":
+                edits.extend(_word_edits("".join(la[i1:i2]), "".join(lb[j1:j2]), offsets[i1]))
+    else:
+        edits = _word_edits(ma, mb, head)
+    if sum(len(e[2]) + 12 for e in edits) >= len(b):
+        return None
+    return edits
+
+
+def _offsets(tokens: list[str], start: int) -> list[int]:
+    out = [start]
+    for t in tokens:
+        out.append(out[-1] + len(t))
+    return out
+
+
+def _word_edits(a: str, b: str, start: int) -> list:
+    """Word-level edits of the piece ``a`` (at ``start`` in the old string) into ``b``; one replacement when long."""
+    if not a or not b or len(a) + len(b) > 600:
+        return [[start, start + len(a), b]]
+    ta, tb = _WORDS.findall(a), _WORDS.findall(b)
+    if "".join(ta) != a or "".join(tb) != b:
+        return [[start, start + len(a), b]]
+    offsets = _offsets(ta, start)
+    return [[offsets[i1], offsets[i2], "".join(tb[j1:j2])]
+            for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes()
+            if op != "equal"]
+
+
+def patch(a: Any, p: dict | None) -> Any:
+    """``a`` with patch ``p`` applied (a new value; ``a`` is not changed)."""
+    if p is None:
+        return _json.copy(a)
+    if "=" in p:
+        return _json.copy(p["="])
+    if "s" in p:
+        if not isinstance(a, str):
+            raise ValueError(f"a string patch applies to a string, not to {type(a).__name__}")
+        out, at = [], 0
+        for start, end, text in p["s"]:
+            out.append(a[at:start])
+            out.append(text)
+            at = end
+        out.append(a[at:])
+        return "".join(out)
+    if "l" in p:
+        if not isinstance(a, list):
+            raise ValueError(f"a list patch applies to a list, not to {type(a).__name__}")
+        res = []
+        for item in p["l"]:
+            if isinstance(item, int):
+                res.append(_json.copy(a[item]))
+            elif isinstance(item, list):
+                res.append(patch(a[item[0]], item[1]))
+            else:
+                res.append(patch(None, item))
+        return res
+    if "o" in p or "k" in p:
+        if not isinstance(a, dict):
+            raise ValueError(f"an object patch applies to an object, not to {type(a).__name__}")
+        changed = p.get("o", {})
+        keys = p["k"] if "k" in p else list(a) + [k for k in changed if k not in a]
+        # a listed key that ``a`` lacks and the patch does not set was a marker of the record in memory only
+        return {k: patch(a.get(k), changed[k]) if k in changed else _json.copy(a[k]) for k in keys
+                if k in changed or k in a}
+    raise ValueError(f"not a patch: {_json.dumps(p)[:200]}")
