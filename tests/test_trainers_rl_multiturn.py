@@ -303,3 +303,25 @@ def test_multi_turn_reports_bad_settings(tokenizer, hooked_shards, tiny_model, t
     code = main(["--model_name_or_path", str(tiny_model), "--dataset", str(hooked_shards), "--output_dir",
                  str(tmp_path), "--rollout", "multi_turn", "--harness_mix", "1.5", *CPU])
     assert code == 2
+
+
+def test_multi_turn_takes_the_template_rewrites_its_probes_find(capsys):
+    """The multi-turn path probes the template as the single-turn one does (a late system message folded for
+    Qwen 3.5), and leaves out the one rewrite episodes cannot use (split_parallel_calls for Llama 3.1), saying so."""
+    from pathlib import Path
+
+    trl = pytest.importorskip("trl")
+    from hsa.chat_template import render
+    from trainers.rl import _multi_turn_compat
+
+    class Template:  # what _multi_turn_compat asks of a tokenizer
+        def __init__(self, name):
+            self.text = (Path(trl.__file__).parent / "chat_templates" / name).read_text(encoding="utf-8")
+
+        def apply_chat_template(self, messages, tools=None, tokenize=False):
+            return render(self.text, messages, tools)
+
+    assert "fold_system" in _multi_turn_compat(Template("qwen3_5_nothink.jinja"), ())
+    assert "split_parallel_calls" not in _multi_turn_compat(Template("llama3_1.jinja"), ())
+    assert "multi_turn cannot split parallel calls" in capsys.readouterr().err
+    assert _multi_turn_compat(Template("llama3_1.jinja"), ("alnum9_call_ids",)) == ("alnum9_call_ids",)

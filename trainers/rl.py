@@ -387,6 +387,23 @@ def _harness_mix(text: str) -> float | None:
     return value
 
 
+def _multi_turn_compat(tokenizer, asked) -> tuple[str, ...]:
+    """The template rewrites of a multi-turn run: ``--chat_compat`` plus what the template's probes show it needs,
+    as in the single-turn path (:func:`trainers.common.template_compat`), less ``split_parallel_calls``, which the
+    episodes cannot use (the model's own turns are played as it writes them); a probe that asks for it is logged."""
+    from trainers.common import template_compat
+
+    def render(messages, tools):
+        return tokenizer.apply_chat_template(list(messages), tools=tools, tokenize=False)
+
+    chosen = template_compat(render, asked)
+    if "split_parallel_calls" in chosen and "split_parallel_calls" not in asked:
+        log("multi_turn cannot split parallel calls: rows with several calls in one turn may not render with "
+            "this template")
+        chosen = tuple(c for c in chosen if c != "split_parallel_calls")
+    return chosen
+
+
 def _multi_turn_trainer(model_path, tokenizer, funcs, config, rows, model_args, rl, run, lora):
     import datasets
 
@@ -396,10 +413,11 @@ def _multi_turn_trainer(model_path, tokenizer, funcs, config, rows, model_args, 
     from trainers.rollout import MultiTurnRollout, build_episodes, group_tasks, recording
 
     mix = _harness_mix(rl.harness_mix)
+    compat = _multi_turn_compat(tokenizer, model_args.chat_compat or ())
     options = EnvironmentOptions(max_turns=rl.max_turns, no_result=rl.no_result_message or DEFAULT_NO_RESULT,
                                  error_style=rl.error_style, hook_role=rl.hook_role)
     episodes = build_episodes(rows, tokenizer, turns=rl.turns, max_prompt_length=rl.max_prompt_length,
-                              max_prompts=rl.max_prompts, compat=model_args.chat_compat or ())
+                              max_prompts=rl.max_prompts, compat=compat)
     tasks = group_tasks(episodes)
     chosen = [eps[0] for eps in tasks.values()] if mix is not None else episodes
     train_dataset = datasets.Dataset.from_list([{"prompt": ep.prompt, "episode_id": ep.id, "variant": ep.variant,
@@ -410,7 +428,7 @@ def _multi_turn_trainer(model_path, tokenizer, funcs, config, rows, model_args, 
         seen[name] = seen.get(name, 0) + 1
         names.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
     rollout = MultiTurnRollout(episodes, tokenizer, options=options, parser=_tool_parser(rl.tool_parser),
-                               harness_mix=mix, seed=run.seed, compat=model_args.chat_compat or (),
+                               harness_mix=mix, seed=run.seed, compat=compat,
                                reward_names=names, reward_segments=[reward_segment(f) for f in funcs],
                                segment_credit=bool(rl.segment_credit),
                                log_path=os.path.join(run.output_dir, "rollouts.jsonl"))
