@@ -1,0 +1,242 @@
+"""The house rules of docs/architecture.md, checked from the source with Python's ast.
+
+Over hsa/, transforms/ and trainers/ (function-level imports included):
+
+1. no import circles between modules;
+2. the core (hsa/, the command line hsa/cli.py aside) never imports transforms/ or trainers/;
+3. no private name (`_x`) is imported from, or read off, another module: what two modules share is public in the
+   module where it belongs (private *modules* such as hsa._json are fine inside their own package);
+4. no module is over 1,000 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("hsa", "transforms", "trainers")
+MAX_LINES = 1000
+CLI_MODULES = {"hsa.cli", "hsa.evaluation.cli"}  # the command line may load the plugin packages
+
+
+def _modules(root: Path = ROOT) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(module: str, node: ast.ImportFrom, modules: dict[str, Path]) -> str:
+    if not node.level:
+        return node.module or ""
+    is_pkg = modules[module].name == "__init__.py"
+    base = module.split(".")
+    base = base if is_pkg else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _known(name: str, modules: dict[str, Path]) -> str | None:
+    """The longest prefix of a dotted name that is one of our modules."""
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        cand = ".".join(parts[:k])
+        if cand in modules:
+            return cand
+    return None
+
+
+def _scan(module: str, modules: dict[str, Path]) -> tuple[set[str], list[str]]:
+    """(modules imported, private names taken from other modules) of one module."""
+    tree = ast.parse(modules[module].read_text(encoding="utf-8"))
+    deps: set[str] = set()
+    private: list[str] = []
+    aliases: dict[str, str] = {}  # local name -> our module it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                target = _known(a.name, modules)
+                if target:
+                    deps.add(target)
+                    if a.asname:
+                        aliases[a.asname] = target
+                    else:
+                        aliases[a.name.split(".")[0]] = _known(a.name.split(".")[0], modules) or target
+        elif isinstance(node, ast.ImportFrom):
+            src = _resolve(module, node, modules)
+            target = _known(src, modules)
+            if not target:
+                continue
+            for a in node.names:
+                sub = _known(f"{src}.{a.name}", modules)
+                if sub and sub != target and sub == f"{src}.{a.name}":
+                    deps.add(sub)  # `from pkg import submodule`
+                    aliases[a.asname or a.name] = sub
+                    continue
+                deps.add(target)
+                if a.name.startswith("_") and not a.name.startswith("__") and target != module:
+                    private.append(f"{module} takes {target}.{a.name}")
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            target = aliases[node.value.id]
+            if f"{target}.{node.attr}" not in modules and target != module:
+                private.append(f"{module} takes {target}.{node.attr}")
+    deps.discard(module)
+    return deps, private
+
+
+SCANS = {m: _scan(m, MODULES) for m in MODULES}
+
+
+def _cycles(scans: dict[str, tuple[set[str], list[str]]] = SCANS) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(scans[v][0]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(scans):
+        if v not in index:
+            visit(v)
+    return out
+
+
+# Violations that exist today and are being removed (issue 19). Each fix deletes its line here; the tests below
+# fail on any violation not in these lists, and on any entry here that no longer occurs, so the lists only shrink.
+KNOWN_CYCLES: list[list[str]] = [
+    [
+        'hsa.cache', 'hsa.chat_formats', 'hsa.codemods.messages', 'hsa.codemods.sync', 'hsa.hooks_model', 'hsa.io',
+        'hsa.prompt_import', 'hsa.records', 'hsa.rewrite', 'hsa.sandbox', 'hsa.skills_dir', 'hsa.transform',
+        'hsa.verify', 'transforms', 'transforms._toolhooks', 'transforms._toolschema', 'transforms.hook',
+        'transforms.prompt', 'transforms.skill', 'transforms.tool',
+    ],
+    [
+        'hsa', 'hsa.pipeline', 'hsa.ray_engine',
+    ],
+    [
+        'trainers.rl', 'trainers.rollout',
+    ],
+    [
+        'hsa.evaluation.cli', 'trainers.eval',
+    ],
+]
+KNOWN_UPWARD: list[str] = [
+    'hsa.stats imports trainers.common',
+    'hsa.transform imports transforms',
+]
+KNOWN_PRIVATE: list[str] = [
+    'hsa.cache takes hsa.sandbox._exact_key',
+    'hsa.codemods.messages takes hsa.codemods.sync._Refuse',
+    'hsa.codemods.messages takes hsa.codemods.sync._apply_edits',
+    'hsa.codemods.sync takes hsa.rewrite._map_content',
+    'hsa.evaluation.parsers takes hsa.chat_formats._CALL_RE',
+    'hsa.evaluation.parsers takes hsa.chat_formats._ToolaceCalls',
+    'hsa.evaluation.parsers takes hsa.chat_formats._parse_literal',
+    'hsa.evaluation.parsers takes hsa.chat_formats._strip_body',
+    'hsa.evaluation.prompts takes hsa.records._parse_skill_tool',
+    'hsa.hooks_model takes hsa.mapping._step_apply',
+    'hsa.ray_engine takes hsa.pipeline._Progress',
+    'hsa.ray_engine takes hsa.pipeline._id_digest',
+    'hsa.ray_engine takes hsa.pipeline._init_worker',
+    'hsa.ray_engine takes hsa.pipeline._shard_name',
+    'hsa.ray_engine takes hsa.pipeline._strict_message',
+    'hsa.rewrite takes hsa.mapping._step_apply',
+    'hsa.testing takes hsa.transform._Combinator',
+    'hsa.testing.checks takes hsa.transform._restorable',
+    'hsa.verify takes hsa.names._PLAIN_NAME',
+    'trainers.eval takes hsa.evaluation.cli._summary',
+    'trainers.eval takes hsa.evaluation.report._round',
+    'trainers.eval takes trainers.rl._strip_bos',
+    'trainers.rollout takes hsa.environment._hook_message_indices',
+    'trainers.rollout takes hsa.environment._text',
+    'trainers.rollout takes trainers.rl._strip_bos',
+    'transforms._toolschema takes hsa.rewrite._map_hook_payloads',
+    'transforms._toolschema takes hsa.rewrite._map_schema_descriptions',
+    'transforms._toolschema takes hsa.rewrite._rewrite_calls',
+    'transforms.tool takes hsa.names._PLAIN_NAME',
+]
+KNOWN_LONG: list[str] = [
+    'hsa.chat_formats',
+    'hsa.codemods.analysis',
+    'hsa.records',
+    'hsa.testing',
+    'transforms.skill',
+    'transforms.tool',
+]
+
+
+def test_no_import_circles() -> None:
+    got = _cycles()
+    new = [c for c in got if not any(set(c) <= set(known) for known in KNOWN_CYCLES)]
+    assert not new, f"import circles: {new}"
+    gone = [known for known in KNOWN_CYCLES if not any(set(c) <= set(known) for c in got)]
+    assert not gone, f"circles in KNOWN_CYCLES that no longer occur (delete them there): {gone}"
+
+
+def test_core_does_not_import_plugins_or_trainers() -> None:
+    got = sorted(
+        f"{m} imports {d}"
+        for m, (deps, _) in SCANS.items()
+        if m.split(".")[0] == "hsa" and m not in CLI_MODULES
+        for d in deps
+        if d.split(".")[0] in ("transforms", "trainers")
+    )
+    assert got == sorted(KNOWN_UPWARD), "\n".join(got)
+
+
+def test_no_private_names_across_modules() -> None:
+    got = sorted({p for _, (_, private) in SCANS.items() for p in private})
+    assert got == sorted(KNOWN_PRIVATE), "\n".join(got)
+
+
+def test_no_module_over_1000_lines() -> None:
+    got = sorted(
+        f"{m} {n}" for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    )
+    assert [g.split()[0] for g in got] == sorted(KNOWN_LONG), "\n".join(got)
+
+
+def test_the_checker_sees_a_circle_and_a_private_import(tmp_path: Path) -> None:
+    """The checks above can fail: a planted circle and a planted private import are found."""
+    (tmp_path / "hsa").mkdir()
+    (tmp_path / "hsa" / "__init__.py").write_text("")
+    (tmp_path / "hsa" / "a.py").write_text("from hsa.b import _hidden\n")
+    (tmp_path / "hsa" / "b.py").write_text("def f():\n    from . import a\n    return a._secret\n_hidden = 1\n")
+    modules = _modules(tmp_path)
+    scans = {m: _scan(m, modules) for m in modules}
+    assert _cycles(scans) == [["hsa.a", "hsa.b"]]
+    assert scans["hsa.a"][1] == ["hsa.a takes hsa.b._hidden"]
+    assert scans["hsa.b"][1] == ["hsa.b takes hsa.a._secret"]
