@@ -1,11 +1,12 @@
-"""Records: the typed model, reading any supported dialect into one internal form, and writing it back.
+"""Records: reading an input object of any supported dialect into the one internal form, and writing it back.
 
 A *record* is one harness plus one trajectory under it. On input it may use any
 supported dialect (OpenAI / Anthropic / MCP / flat tool definitions; tool-call
 arguments as JSON strings or objects; non-standard JSON-Schema types). Internally
-every record has one form, described by the ``TypedDict`` classes below, so that
-transforms are written once. :func:`denormalize` writes a record back in the
-dialect it came in (tracked in ``record["_fmt"]``).
+every record has one form (the records model, :mod:`hsa.record_model`: ``Record``
+and its parts, re-exported here), so that transforms are written once.
+:func:`normalize` reads a record into that form; :func:`denormalize` writes it back
+in the dialect it came in (tracked in ``record["_fmt"]``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,29 @@ from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any
 
 from hsa import _json
 from hsa.chat_formats import SHAREGPT_ROLES, convert
+from hsa.record_model import (
+    DEFAULT_SKILL_TOOL,
+    HSA_KEYS,
+    OUTPUT_KEYS,
+    Hook,
+    HookEvent,
+    Message,
+    Prompt,
+    PromptSection,
+    Record,
+    RecordError,
+    Skill,
+    Tool,
+    ToolCall,
+    clone,
+    iter_calls,
+    openai_tools,
+    tool_index,
+)
 
 __all__ = [
     "openai_tools",
@@ -43,118 +63,11 @@ __all__ = [
     "record_schema",
     "iter_calls",
     "tool_index",
+    "clone",
     "DEFAULT_SKILL_TOOL",
     "HSA_KEYS",
     "OUTPUT_KEYS",
 ]
-
-Dialect = Literal["openai", "anthropic", "mcp", "plain", "gemini"]
-
-
-class ToolCall(TypedDict):
-    """An assistant tool call, internal form: arguments are always a JSON object."""
-
-    id: NotRequired[str]
-    type: str
-    function: dict[str, Any]  # {"name": str, "arguments": dict}
-
-
-class Message(TypedDict):
-    """A chat message in the OpenAI / Hugging Face format."""
-
-    role: str
-    content: NotRequired[Any]
-    tool_calls: NotRequired[list[ToolCall]]
-    tool_call_id: NotRequired[str]
-    name: NotRequired[str]
-    train: NotRequired[bool]
-
-
-class Tool(TypedDict):
-    """A function definition, internal form, whatever dialect it came in."""
-
-    name: str
-    description: NotRequired[str]
-    parameters: dict[str, Any]  # standard JSON Schema, type object
-    dialect: Dialect
-    extra: dict[str, Any]  # other keys beside name/description/parameters
-    outer: dict[str, Any]  # OpenAI: keys beside "type"/"function" at the outer level
-
-
-class Skill(TypedDict):
-    """A skill: Markdown module loaded through the skill tool."""
-
-    name: str
-    description: str
-    content: str
-
-
-class PromptSection(TypedDict):
-    id: str
-    title: str
-    body: str
-    movable: NotRequired[bool]
-
-
-class Prompt(TypedDict):
-    """A sectioned system prompt rendered by a jinja2 template."""
-
-    sections: list[PromptSection]
-    template: NotRequired[str]
-
-
-class Hook(TypedDict):
-    """Python source of a hook function bound to a harness event."""
-
-    name: str
-    event: str
-    source: str
-    entry: NotRequired[str]
-
-
-class HookEvent(TypedDict):
-    """Links an injected message to the hook (and payload) that produced it."""
-
-    hook: str
-    message_index: int
-    payload: NotRequired[dict[str, Any]]
-    decision: NotRequired[dict[str, Any]]
-
-
-class Record(TypedDict):
-    """One harness and one trajectory, internal form."""
-
-    id: str
-    messages: list[Message]
-    tools: list[Tool]
-    skills: NotRequired[list[Skill]]
-    skill_tool: dict[str, str]  # {"name": ..., "argument": ...}
-    prompt: NotRequired[Prompt]
-    hooks: NotRequired[list[Hook]]
-    hook_events: NotRequired[list[HookEvent]]
-    meta: NotRequired[dict[str, Any]]
-    mapping: list[dict[str, Any]]  # mapping steps from the canonical record (empty for a source)
-    transforms: list[dict[str, Any]]  # replay record of what produced this record
-    notes: list[str]
-    extra: dict[str, Any]  # any other top-level keys of the input, kept as they came
-    _fmt: dict[str, Any]
-
-
-DEFAULT_SKILL_TOOL = {"name": "load_skill", "argument": "skill"}
-
-#: Top-level keys that hsa gives a meaning to.
-HSA_KEYS = ("id", "messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta")
-#: Keys hsa adds to every output row.
-OUTPUT_KEYS = ("source_id", "variant", "slot", "transforms", "mapping", "notes")
-
-
-class RecordError(ValueError):
-    """A record that cannot be read; ``reason`` is a short stable key, ``detail`` says what to do."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @lru_cache(maxsize=1)
@@ -602,11 +515,6 @@ def _denormalize_tool(tool: Tool) -> dict[str, Any]:
     return fn
 
 
-def tool_index(record: Record) -> dict[str, Tool]:
-    """Tools of ``record`` by name."""
-    return {t["name"]: t for t in record["tools"]}
-
-
 # --------------------------------------------------------------------------- messages
 
 
@@ -666,15 +574,7 @@ def _denormalize_call(call: ToolCall, fmt: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def iter_calls(record: Record):
-    """Yield ``(message_index, call_index, call)`` for every tool call of ``record``."""
-    for mi, msg in enumerate(record["messages"]):
-        for ci, call in enumerate(msg.get("tool_calls") or ()):
-            yield mi, ci, call
-
-
 # --------------------------------------------------------------------------- other chat formats
-
 
 
 def _parse_json_field(value: Any, what: str) -> Any:
@@ -1205,22 +1105,4 @@ def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, An
         if key in record:
             out[key] = record[key]  # type: ignore[literal-required]
     out.update(record.get("extra", {}))
-    return out
-
-
-def clone(record: Record) -> Record:
-    """A deep copy of ``record`` (transforms must not modify their input)."""
-    return _json.copy(record)  # type: ignore[return-value]
-
-
-def openai_tools(tools: list[dict]) -> list[dict]:
-    """Internal-form tools (:func:`normalize`) as OpenAI function definitions, what chat templates render:
-    name, description (when there is one) and the parameter schema (an empty object schema when none)."""
-    out = []
-    for t in tools:
-        fn: dict[str, Any] = {"name": t["name"]}
-        if t.get("description") is not None:
-            fn["description"] = t["description"]
-        fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
-        out.append({"type": "function", "function": fn})
     return out
