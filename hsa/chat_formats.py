@@ -40,6 +40,7 @@ import re
 from typing import Any
 
 from hsa import _json
+from hsa.record_model import RecordError
 
 __all__ = ["convert", "convert_messages"]
 
@@ -48,9 +49,7 @@ __all__ = ["convert", "convert_messages"]
 
 
 def _fail(reason: str, detail: str) -> Exception:
-    """A :class:`hsa.records.RecordError` (imported late: records.py imports this module)."""
-    from hsa.records import RecordError
-
+    """A :class:`hsa.record_model.RecordError`."""
     return RecordError(reason, detail)
 
 

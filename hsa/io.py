@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
+from hsa.record_model import RecordError
 
 __all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "json_layout", "JSONArrayError",
            "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS", "SLOT_COLUMN",
@@ -203,8 +204,6 @@ def iter_file_items(path: str | Path) -> Iterator[InputLine]:
 
 def parse_line(item: InputLine) -> Any:
     """Decode and parse one line; raises ``RecordError`` with a reason on bad bytes or bad JSON."""
-    from hsa.records import RecordError
-
     if not isinstance(item.data, (bytes, bytearray)):
         return item.data
     try:

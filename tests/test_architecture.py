@@ -138,8 +138,8 @@ def _cycles(scans: dict[str, tuple[set[str], list[str]]] = SCANS) -> list[list[s
 # fail on any violation not in these lists, and on any entry here that no longer occurs, so the lists only shrink.
 KNOWN_CYCLES: list[list[str]] = [
     [
-        'hsa.cache', 'hsa.chat_formats', 'hsa.codemods.messages', 'hsa.codemods.sync', 'hsa.hooks_model', 'hsa.io',
-        'hsa.prompt_import', 'hsa.records', 'hsa.rewrite', 'hsa.sandbox', 'hsa.skills_dir', 'hsa.transform',
+        'hsa.cache', 'hsa.codemods.messages', 'hsa.codemods.sync', 'hsa.hooks_model',
+        'hsa.prompt_import', 'hsa.records', 'hsa.rewrite', 'hsa.sandbox', 'hsa.transform',
         'hsa.verify', 'transforms', 'transforms._toolhooks', 'transforms._toolschema', 'transforms.hook',
         'transforms.prompt', 'transforms.skill', 'transforms.tool',
     ],
