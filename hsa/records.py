@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
-from hsa.chat_formats import SHAREGPT_ROLES, convert
+from hsa.formats import SHAREGPT_ROLES, convert
 from hsa.record_model import (
     DEFAULT_SKILL_TOOL,
     HSA_KEYS,

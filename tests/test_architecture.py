@@ -162,10 +162,6 @@ KNOWN_PRIVATE: list[str] = [
     'hsa.codemods.messages takes hsa.codemods.sync._Refuse',
     'hsa.codemods.messages takes hsa.codemods.sync._apply_edits',
     'hsa.codemods.sync takes hsa.rewrite._map_content',
-    'hsa.evaluation.parsers takes hsa.chat_formats._CALL_RE',
-    'hsa.evaluation.parsers takes hsa.chat_formats._ToolaceCalls',
-    'hsa.evaluation.parsers takes hsa.chat_formats._parse_literal',
-    'hsa.evaluation.parsers takes hsa.chat_formats._strip_body',
     'hsa.evaluation.prompts takes hsa.records._parse_skill_tool',
     'hsa.hooks_model takes hsa.mapping._step_apply',
     'hsa.ray_engine takes hsa.pipeline._Progress',
@@ -189,7 +185,6 @@ KNOWN_PRIVATE: list[str] = [
     'transforms.tool takes hsa.names._PLAIN_NAME',
 ]
 KNOWN_LONG: list[str] = [
-    'hsa.chat_formats',
     'hsa.codemods.analysis',
     'hsa.records',
     'hsa.testing',
