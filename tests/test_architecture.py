@@ -186,7 +186,6 @@ KNOWN_PRIVATE: list[str] = [
 ]
 KNOWN_LONG: list[str] = [
     'hsa.codemods.analysis',
-    'hsa.records',
     'hsa.testing',
     'transforms.skill',
     'transforms.tool',
