@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
-from hsa.formats import SHAREGPT_ROLES, convert
+from hsa.formats import to_messages_layout
+from hsa.formats.common import noted
 from hsa.tool_dialects import denormalize_tool, normalize_schema, normalize_tool, read_tool_list
 from hsa.record_model import (
     DEFAULT_SKILL_TOOL,
@@ -218,112 +219,6 @@ def _denormalize_call(call: ToolCall, fmt: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# --------------------------------------------------------------------------- other chat formats
-
-
-def _parse_json_field(value: Any, what: str) -> Any:
-    if isinstance(value, str):
-        try:
-            return _json.loads(value)
-        except ValueError:
-            raise RecordError("bad " + what, f"'{what}' is a string that is not JSON") from None
-    return value
-
-
-def _import_other_format(raw: dict) -> dict:
-    """Convert two widespread function-calling layouts to messages, noting it; else explain what is expected.
-
-    - APIGen / xLAM: ``{"query", "tools", "answers"}`` (tools and answers may be JSON strings).
-    - ShareGPT: ``{"conversations": [{"from", "value"}], "tools"?}`` with ``function_call`` turns
-      holding ``{"name", "arguments"}`` JSON and ``observation`` turns holding results.
-    """
-    if "query" in raw and "answers" in raw:
-        answers = _parse_json_field(raw["answers"], "answers")
-        if not isinstance(answers, list):
-            raise RecordError("bad answers", "'answers' must be a list of {name, arguments}")
-        for i, a in enumerate(answers):
-            if not (isinstance(a, dict) and isinstance(a.get("name"), str) and a["name"]):
-                raise RecordError("bad answers", f"answers[{i}] is {_json.dumps(a)[:80]}; expected "
-                                  f'{{"name": "<tool>", "arguments": {{...}}}}')
-        calls = [{"id": f"call_{i}", "type": "function",
-                  "function": {"name": a["name"], "arguments": a.get("arguments", a.get("parameters", {}))}}
-                 for i, a in enumerate(answers, 1)]
-        out = {k: v for k, v in raw.items() if k not in ("query", "answers")}
-        out["messages"] = [{"role": "user", "content": raw["query"]}]
-        notes = out["notes"] = list(out.get("notes") or [])
-        notes.append("converted from the query/tools/answers (xLAM) layout")
-        if calls:
-            out["messages"].append({"role": "assistant", "content": "", "tool_calls": calls})
-        else:
-            notes.append("'answers' is empty: the record has the user query only (no assistant turn)")
-        out["tools"] = _parse_json_field(raw.get("tools"), "tools")
-        return out
-    if "question" in raw and "function" in raw and "messages" not in raw:
-        return _import_bfcl(raw)
-    conv = raw.get("conversations")
-    if isinstance(conv, list) and all(isinstance(t, dict) and "from" in t and "value" in t for t in conv):
-        messages: list[dict] = []
-        n = 0
-        waiting: list[dict] = []  # calls of the last function_call turn not yet paired with a result
-        for ti, t in enumerate(conv):
-            role = SHAREGPT_ROLES.get(str(t["from"]).lower())
-            if str(t["from"]).lower() == "function_call":
-                call = _parse_json_field(t["value"], f"conversations[{ti}].value")
-                calls = call if isinstance(call, list) else [call]
-                tcs = []
-                for c in calls:
-                    if not (isinstance(c, dict) and isinstance(c.get("name"), str)):
-                        raise RecordError("bad function_call",
-                                          f"conversations[{ti}] (function_call) holds {_json.dumps(c)[:80]}; expected "
-                                          f'{{"name": ..., "arguments": {{...}}}} or a list of them')
-                    n += 1
-                    tcs.append({"id": f"call_{n}", "type": "function",
-                                "function": {"name": c["name"], "arguments": c.get("arguments", c.get("parameters", {}))}})
-                messages.append({"role": "assistant", "content": "", "tool_calls": tcs})
-                waiting = list(tcs)
-                continue
-            if role is None:
-                raise RecordError("unknown role", f"conversations[{ti}] has from={t['from']!r}; expected one of "
-                                  f"{sorted(SHAREGPT_ROLES) + ['function_call']}")
-            msg = {"role": role, "content": t["value"]}
-            if role == "tool" and waiting:  # results answer the calls in order
-                call = waiting.pop(0)
-                msg["tool_call_id"] = call["id"]
-                msg["name"] = call["function"]["name"]
-            elif role != "tool":
-                waiting = []
-            messages.append(msg)
-        out = {k: v for k, v in raw.items() if k != "conversations"}
-        out["messages"] = messages
-        if "tools" in out:
-            out["tools"] = _parse_json_field(out["tools"], "tools")
-        out.setdefault("notes", []).append("converted from the ShareGPT conversations layout")
-        return out
-    raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
-                      f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
-                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, ToolBench, Glaive (system/chat), "
-                      "Anthropic (content blocks), Gemini (contents/parts), OpenAI Responses items (input/output), "
-                      "LangChain message dicts and BFCL (question/function); see docs/format.md")
-
-
-def _import_bfcl(raw: dict) -> dict:
-    """BFCL / Gorilla rows: ``question`` (turns, each a list of messages) and ``function`` (tool documents)."""
-    question = _parse_json_field(raw["question"], "question")
-    if isinstance(question, str):
-        question = [[{"role": "user", "content": question}]]
-    if not (isinstance(question, list) and all(isinstance(t, (list, dict)) for t in question)):
-        raise RecordError("bad question", "'question' must be a list of turns, each a list of {role, content} messages")
-    messages = [m for turn in question for m in (turn if isinstance(turn, list) else [turn])]
-    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-        raise RecordError("bad question", "every message of 'question' must be an object with a 'role'")
-    out = {k: v for k, v in raw.items() if k not in ("question", "function")}
-    out["messages"] = messages
-    out["tools"] = _parse_json_field(raw["function"], "function")
-    out["notes"] = list(out.get("notes") or []) + [
-        "converted from the BFCL question/function layout (no assistant turn: the answers live in a separate file)"]
-    return out
-
-
 # --------------------------------------------------------------------------- whole records
 
 
@@ -355,22 +250,6 @@ def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None =
     except Exception as exc:  # a layout the readers do not foresee must cost one reject, never the run
         raise RecordError("unreadable record", f"{type(exc).__name__}: {str(exc)[:200]} (hsa could not read this "
                           f"layout; please report it with the line)") from exc
-
-
-#: Keys whose value is a JSON list or object, and which a table (Parquet, a ``datasets`` folder, a hub dataset, a
-#: dataframe dumped to JSONL) often stores as the JSON text instead. ``tools`` has its own reader.
-_JSON_TEXT_KEYS = {"messages": list, "conversations": list, "functions": list, "skills": list, "hooks": list,
-                   "hook_events": list, "prompt": dict, "meta": dict, "skill_tool": dict, "contents": list,
-                   "chat": list, "traj": list, "trajectory": list}
-
-
-def _noted(row: dict, *notes: str) -> dict:
-    """``row`` with ``notes`` appended to its ``notes`` list; a ``notes`` that is not a list is left as it is for
-    the schema check to report."""
-    existing = row.get("notes")
-    if existing is not None and not isinstance(existing, list):
-        return row
-    return {**row, "notes": list(existing or []) + list(notes)}
 
 
 # --------------------------------------------------------------------------- --tools FILE
@@ -440,7 +319,7 @@ def supply_harness(raw: dict, harness: dict) -> dict:
     their own. A row that has its own tools keeps its whole harness.
     """
     if "messages" not in raw:
-        raw = _import_layouts(raw)  # a trajectory dump's turn list (traj) read as messages first
+        raw = to_messages_layout(raw)  # a trajectory dump's turn list (traj) read as messages first
     if not _no_tools(raw.get("tools")):
         return raw
     out = dict(raw)
@@ -464,7 +343,7 @@ def supply_harness(raw: dict, harness: dict) -> dict:
             parts.append("system")
         if system is not None:
             out["messages"] = [{"role": "system", "content": system}, *msgs]
-    return _noted(out, f"converted with the harness of --tools {harness.get('source', 'FILE')}: {', '.join(parts)}")
+    return noted(out, f"converted with the harness of --tools {harness.get('source', 'FILE')}: {', '.join(parts)}")
 
 
 def converted_layouts(notes: list[str]) -> list[str]:
@@ -472,126 +351,8 @@ def converted_layouts(notes: list[str]) -> list[str]:
     return list(dict.fromkeys(n.split(":", 1)[0] for n in notes if n.startswith("converted ")))
 
 
-def _decode_json_texts(raw: dict) -> dict:
-    """``raw`` with the JSON texts of :data:`_JSON_TEXT_KEYS` parsed (each noted); other strings are left for the
-    schema check to report."""
-    decoded = {}
-    for key, kind in _JSON_TEXT_KEYS.items():
-        value = raw.get(key)
-        if not isinstance(value, str) or value.lstrip()[:1] != ("[" if kind is list else "{"):
-            continue
-        try:
-            parsed = _json.loads(value)
-        except ValueError:
-            raise RecordError(f"bad {key}", f"'{key}' is a string that starts like JSON but does not parse; "
-                              f"expected a JSON {'array' if kind is list else 'object'} (or its JSON text)") from None
-        if isinstance(parsed, kind):
-            decoded[key] = parsed
-    if not decoded:
-        return raw
-    return _noted({**raw, **decoded}, *(f"'{key}' was a JSON string; parsed" for key in decoded))
-
-
-#: Other names datasets give the turn list; read as ``messages`` (role/content turns) or ``conversations``
-#: (ShareGPT from/value turns) when neither of those is present.
-_TURN_KEYS = ("conversation", "dialogue", "dialog", "turns", "chat", "history", "traj", "trajectory")
-
-
-def _turn_list_alias(raw: dict) -> dict:
-    if "messages" in raw or "conversations" in raw:
-        return raw
-    for key in _TURN_KEYS:
-        turns = raw.get(key)
-        if not (isinstance(turns, list) and turns and all(isinstance(t, dict) for t in turns)):
-            continue
-        if all("role" in t for t in turns):
-            target = "messages"
-        elif all("from" in t and "value" in t for t in turns):
-            target = "conversations"
-        else:
-            continue
-        out = {k: v for k, v in raw.items() if k != key}
-        out[target] = turns
-        return _noted(out, f"'{key}' read as {target}")
-    return raw
-
-
-_CHATML_TURN = re.compile(r"<\|im_start\|>[ \t]*(system|user|assistant|tool|function|ipython)[ \t]*\n(.*?)"
-                          r"(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
-
-
-def _rendered_chatml(raw: dict) -> dict:
-    """A row that holds only the rendered ChatML text of a conversation (a ``text`` column of
-    ``<|im_start|>role\n...<|im_end|>`` turns, as many SFT datasets ship) with that text read back as messages;
-    tool tags inside the turns are then read like any Hermes / Qwen row."""
-    text = raw.get("text")
-    if "messages" in raw or "conversations" in raw or not isinstance(text, str) or "<|im_start|>" not in text:
-        return raw
-    turns = [(m.group(1), m.group(2).strip("\n")) for m in _CHATML_TURN.finditer(text)]
-    if not turns or text[:text.find("<|im_start|>")].strip():
-        return raw
-    roles = {"function": "tool", "ipython": "tool"}
-    out = {k: v for k, v in raw.items() if k != "text"}
-    out["messages"] = [{"role": roles.get(role, role), "content": body} for role, body in turns]
-    return _noted(out, f"converted from rendered ChatML text: {len(turns)} turns")
-
-
-#: Roles that datasets write for the standard ones (compared without case).
-_ROLE_ALIASES = {"human": "user", "gpt": "assistant", "model": "assistant", "bot": "assistant", "ai": "assistant",
-                 "chatbot": "assistant", "observation": "tool", "ipython": "tool", "function_response": "tool",
-                 "developer": "system", "user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
-
-
-def _standard_roles(raw: dict) -> dict:
-    """``raw`` with message roles in another spelling (``human``, ``gpt``, ``model``, ``USER``, ...) written as
-    the standard ones, noted; chat templates and the transforms know only system / user / assistant / tool."""
-    msgs = raw.get("messages")
-    if not isinstance(msgs, list):
-        return raw
-    renamed: dict[str, int] = {}
-    out_msgs = []
-    for m in msgs:
-        role = m.get("role") if isinstance(m, dict) else None
-        std = _ROLE_ALIASES.get(role.lower()) if isinstance(role, str) else None
-        if std is not None and std != role:
-            renamed[f"{role} -> {std}"] = renamed.get(f"{role} -> {std}", 0) + 1
-            m = {**m, "role": std}
-        out_msgs.append(m)
-    if not renamed:
-        return raw
-    return _noted({**raw, "messages": out_msgs},
-                  "roles renamed: " + ", ".join(f"{k} (x{n})" for k, n in renamed.items()))
-
-
-def _import_layouts(raw: dict) -> dict:
-    """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
-    raw = _standard_roles(_rendered_chatml(_turn_list_alias(_decode_json_texts(raw))))
-    converted = convert(raw)
-    if converted is not None:
-        raw = converted
-    elif "messages" not in raw:
-        raw = _import_other_format(raw)
-    system = raw.get("system")
-    if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in system):
-        system = "\n\n".join(str(b.get("text", "")) for b in system)  # Anthropic text blocks
-    if isinstance(system, str) and isinstance(raw.get("messages"), list):
-        msgs = raw["messages"]
-        if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
-            if msgs[0].get("content") == system:
-                raw = _noted({k: v for k, v in raw.items() if k != "system"},
-                             "top-level 'system' dropped: the same text is messages[0]")
-            else:
-                raw = _noted(raw, "top-level 'system' kept as an extra key: the messages already start with another "
-                                  "system message")
-        else:
-            raw = {k: v for k, v in raw.items() if k != "system"}
-            raw["messages"] = [{"role": "system", "content": system}, *msgs]
-            raw = _noted(raw, "top-level 'system' moved into messages[0]")
-    return raw
-
-
 def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -> Record:
-    raw = _import_layouts(raw)
+    raw = to_messages_layout(raw)
     if harness:
         raw = supply_harness(raw, harness)
     fmt: dict[str, Any] = {}

@@ -30,6 +30,6 @@ to do).
 
 from hsa.formats.anthropic import convert_messages
 from hsa.formats.common import SHAREGPT_ROLES
-from hsa.formats.dispatch import convert
+from hsa.formats.dispatch import convert, to_messages_layout
 
-__all__ = ["convert", "convert_messages", "SHAREGPT_ROLES"]
+__all__ = ["convert", "convert_messages", "to_messages_layout", "SHAREGPT_ROLES"]

@@ -37,7 +37,7 @@ def _anthropic_assistant(m: dict, where: str, calls_by_id: dict, dropped: dict[s
             calls_by_id[call_id] = call
         elif kind == "tool_result":
             raise RecordError("bad message", f"{at}: a tool_result block in an assistant message; results go in the "
-                        "user message after it")
+                              "user message after it")
         elif kind == "thinking" and isinstance(b.get("thinking"), str):
             reasoning.append(b["thinking"])
             if "signature" in b:
@@ -63,14 +63,14 @@ def _anthropic_user(m: dict, where: str, calls_by_id: dict, dropped: dict[str, i
         kind = b.get("type") if isinstance(b, dict) else None
         if kind == "tool_use":
             raise RecordError("bad message", f"{at}: a tool_use block in a {m.get('role')} message; calls are made "
-                        "by the assistant")
+                              "by the assistant")
         if kind != "tool_result":
             rest.append(b)
             continue
         call = calls_by_id.get(b.get("tool_use_id"))
         if call is None:
             raise RecordError("unmatched tool result", f"{at}: tool_use_id {b.get('tool_use_id')!r} matches no earlier "
-                        f"tool_use (ids so far: {sorted(calls_by_id)}); answer a tool_use of an assistant message")
+                              f"tool_use (ids so far: {sorted(calls_by_id)}); answer a tool_use of an assistant message")
         content = b.get("content", "")
         if isinstance(content, list):
             content = block_content(content, "\n", dropped)

@@ -27,6 +27,8 @@ __all__ = [
     "dropped_note",
     "json_text",
     "merge_tools",
+    "noted",
+    "parse_json_field",
     "parse_literal",
     "plural",
     "read_arguments",
@@ -119,10 +121,10 @@ def read_arguments(value: Any, where: str, name: str) -> dict:
             value = parse_literal(value)
         except ValueError as exc:
             raise RecordError("arguments not JSON", f"{where} ({name}): the arguments string is not JSON or a "
-                        f"Python literal ({exc}); write arguments as a JSON object") from None
+                              f"Python literal ({exc}); write arguments as a JSON object") from None
     if not isinstance(value, dict):
         raise RecordError("bad arguments", f"{where} ({name}): arguments must be an object, got "
-                    f"{type(value).__name__}; write them as {{\"param\": value, ...}}")
+                          f"{type(value).__name__}; write them as {{\"param\": value, ...}}")
     return value
 
 
@@ -130,7 +132,7 @@ def take_call(pending: list[dict], where: str, *, name: str | None = None, call_
     """The unanswered call a result answers (by id, else by name, else the first) and remove it from ``pending``."""
     if not pending:
         raise RecordError("unmatched tool result", f"{where}: a tool result with no unanswered tool call before it; "
-                    "a result must follow the assistant turn that made the call")
+                          "a result must follow the assistant turn that made the call")
     for i, c in enumerate(pending):
         if call_id is not None and c["id"] == call_id:
             return pending.pop(i)
@@ -140,7 +142,7 @@ def take_call(pending: list[dict], where: str, *, name: str | None = None, call_
     if name is not None or call_id is not None:
         open_calls = [(c["id"], c["function"]["name"]) for c in pending]
         raise RecordError("unmatched tool result", f"{where}: the result names {name or call_id!r}, but the unanswered "
-                    f"calls before it are {open_calls}; make it answer one of them")
+                          f"calls before it are {open_calls}; make it answer one of them")
     return pending.pop(0)
 
 
@@ -156,7 +158,7 @@ def check_tools(tools: list, where: str) -> list:
     for i, t in enumerate(tools):
         if tool_name(t) is None:
             raise RecordError("bad tool", f"{where}: tool {i + 1} is {str(t)[:80]!r}, expected an object with a 'name' "
-                        "(or an OpenAI {\"type\": \"function\", \"function\": {\"name\", ...}})")
+                              "(or an OpenAI {\"type\": \"function\", \"function\": {\"name\", ...}})")
     return tools
 
 
@@ -221,13 +223,13 @@ def read_turn(turn: Any, where: str) -> tuple[str, Any, dict]:
         role = SHAREGPT_ROLES.get(str(turn["from"]).lower())
         if role is None:
             raise RecordError("unknown role", f"{where}: from={turn['from']!r} in a row with Hermes tool tags; expected "
-                        f"one of {sorted(SHAREGPT_ROLES)}")
+                              f"one of {sorted(SHAREGPT_ROLES)}")
         return role, turn["value"], {k: v for k, v in turn.items() if k not in ("from", "value")}
     if isinstance(turn, dict) and isinstance(turn.get("role"), str):
         role = SHAREGPT_ROLES.get(turn["role"].lower(), turn["role"])
         return role, turn.get("content"), {k: v for k, v in turn.items() if k not in ("role", "content")}
     raise RecordError("bad turn", f"{where} is {str(turn)[:80]!r}; expected {{\"from\", \"value\"}} or "
-                "{\"role\", \"content\"}")
+                      "{\"role\", \"content\"}")
 
 
 def text_turn_messages(turns: list[tuple[str, str, str]], calls_of, notes: list[str]) -> tuple[list[dict], int, int]:
@@ -310,3 +312,21 @@ def declared_names(tools: Any) -> set[str]:
         if name:
             names.add(name)
     return names
+
+
+def parse_json_field(value: Any, what: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return _json.loads(value)
+        except ValueError:
+            raise RecordError("bad " + what, f"'{what}' is a string that is not JSON") from None
+    return value
+
+
+def noted(row: dict, *notes: str) -> dict:
+    """``row`` with ``notes`` appended to its ``notes`` list; a ``notes`` that is not a list is left as it is for
+    the schema check to report."""
+    existing = row.get("notes")
+    if existing is not None and not isinstance(existing, list):
+        return row
+    return {**row, "notes": list(existing or []) + list(notes)}

@@ -4,20 +4,27 @@ a fixed order (the first that recognises the row converts it)."""
 from __future__ import annotations
 
 from hsa.formats.ai_sdk import ai_sdk_parts, convert_ai_sdk
+from hsa.formats.aliases import standard_roles, turn_list_alias
 from hsa.formats.anthropic import convert_messages
-from hsa.formats.common import with_notes
+from hsa.formats.bfcl import convert_bfcl, is_bfcl
+from hsa.formats.chatml import rendered_chatml
+from hsa.formats.common import noted, with_notes
 from hsa.formats.gemini import convert_gemini, is_gemini
 from hsa.formats.glaive import convert_glaive, convert_glaive_sharegpt, glaive_turns_of, is_glaive
 from hsa.formats.hermes import convert_hermes, hermes_turns
+from hsa.formats.json_texts import decode_json_texts
 from hsa.formats.langchain import convert_langchain, is_langchain
 from hsa.formats.ollama import ollama_tool_names
 from hsa.formats.openai_legacy import convert_legacy_openai
 from hsa.formats.react import convert_react, react_turns_of
 from hsa.formats.responses import convert_responses, responses_items
+from hsa.formats.sharegpt import convert_sharegpt, sharegpt_turns
 from hsa.formats.text_calls import convert_text_calls
 from hsa.formats.toolace import convert_toolace, toolace_turns
+from hsa.formats.xlam import convert_xlam, is_xlam
+from hsa.record_model import RecordError
 
-__all__ = ["convert"]
+__all__ = ["convert", "to_messages_layout"]
 
 
 #: Keys only hsa's own records carry: such a record is never in a foreign layout, and a ``<tools>`` section of its
@@ -81,3 +88,47 @@ def convert(raw: dict) -> dict | None:
     if is_gemini(raw):
         return convert_gemini(raw)
     return None
+
+
+def _plain_layouts(raw: dict) -> dict:
+    """The layouts without tags or per-message dialects, tried when :func:`convert` finds none and the row has no
+    "messages": xLAM, BFCL, tag-free ShareGPT; else explain what is expected."""
+    if is_xlam(raw):
+        return convert_xlam(raw)
+    if is_bfcl(raw):
+        return convert_bfcl(raw)
+    conv = sharegpt_turns(raw)
+    if conv is not None:
+        return convert_sharegpt(raw, conv)
+    raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
+                      f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
+                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, ToolBench, Glaive (system/chat), "
+                      "Anthropic (content blocks), Gemini (contents/parts), OpenAI Responses items (input/output), "
+                      "LangChain message dicts and BFCL (question/function); see docs/format.md")
+
+
+def to_messages_layout(raw: dict) -> dict:
+    """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
+    raw = standard_roles(rendered_chatml(turn_list_alias(decode_json_texts(raw))))
+    converted = convert(raw)
+    if converted is not None:
+        raw = converted
+    elif "messages" not in raw:
+        raw = _plain_layouts(raw)
+    system = raw.get("system")
+    if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in system):
+        system = "\n\n".join(str(b.get("text", "")) for b in system)  # Anthropic text blocks
+    if isinstance(system, str) and isinstance(raw.get("messages"), list):
+        msgs = raw["messages"]
+        if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
+            if msgs[0].get("content") == system:
+                raw = noted({k: v for k, v in raw.items() if k != "system"},
+                            "top-level 'system' dropped: the same text is messages[0]")
+            else:
+                raw = noted(raw, "top-level 'system' kept as an extra key: the messages already start with another "
+                                  "system message")
+        else:
+            raw = {k: v for k, v in raw.items() if k != "system"}
+            raw["messages"] = [{"role": "system", "content": system}, *msgs]
+            raw = noted(raw, "top-level 'system' moved into messages[0]")
+    return raw

@@ -37,7 +37,7 @@ def _gemini_tools(raw: dict, notes: list[str]) -> list:
         return []
     if not isinstance(tools_in, list):
         raise RecordError("bad tools", f"'tools' is {type(tools_in).__name__}; expected a list of "
-                    "{\"functionDeclarations\": [...]}")
+                          "{\"functionDeclarations\": [...]}")
     tools = []
     for ti, entry in enumerate(tools_in):
         decls = next((entry[k] for k in _GEMINI_DECLS if isinstance(entry, dict) and k in entry), None)
@@ -91,7 +91,7 @@ def _gemini_content(c: Any, ci: int, pending: list, counter: list[int], dropped:
         elif isinstance(p.get("functionCall", p.get("function_call")), dict):
             if role != "assistant":
                 raise RecordError("bad part", f"{at}: a functionCall in a {c.get('role') or 'user'} turn; calls are made "
-                            "by the model")
+                                  "by the model")
             fc = p.get("functionCall", p.get("function_call"))
             name = fc.get("name")
             if not isinstance(name, str) or not name:
@@ -105,7 +105,7 @@ def _gemini_content(c: Any, ci: int, pending: list, counter: list[int], dropped:
                 raise RecordError("bad part", f"{at}: a functionResponse in a model turn; results go in the next turn")
             fr = p.get("functionResponse", p.get("function_response"))
             call = take_call(pending, at, name=fr.get("name") if isinstance(fr.get("name"), str) else None,
-                              call_id=fr.get("id") if isinstance(fr.get("id"), str) else None)
+                             call_id=fr.get("id") if isinstance(fr.get("id"), str) else None)
             for k in fr:
                 if k not in ("name", "response", "id"):
                     count_dropped(dropped, f"functionResponse key {k!r}")
@@ -114,7 +114,7 @@ def _gemini_content(c: Any, ci: int, pending: list, counter: list[int], dropped:
         else:
             kinds = sorted(k for k in p if k not in ("thought", "thoughtSignature", "thought_signature"))
             raise RecordError("unsupported part", f"{at} holds {kinds}; only text, functionCall and functionResponse "
-                        "parts are converted (remove or describe the others in text)")
+                              "parts are converted (remove or describe the others in text)")
     if role == "assistant":
         msg = {"role": "assistant", "content": "".join(texts)}
         if thoughts:

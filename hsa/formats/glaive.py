@@ -55,7 +55,7 @@ def _glaive_system(system: str) -> tuple[str, list]:
             tool, pos = decoder.raw_decode(rest, pos)
         except (ValueError, RecursionError) as exc:
             raise RecordError("bad tools", f"system: function definition {len(tools) + 1} is not JSON ({exc}); "
-                        "expected JSON objects separated by blank lines after the prose") from None
+                              "expected JSON objects separated by blank lines after the prose") from None
         tools.append(tool)
     return prose.rstrip(), check_tools(tools, "system")
 
@@ -68,15 +68,15 @@ def _glaive_call(text: str, where: str) -> tuple[str, Any]:
         m = _GLAIVE_QUOTED_ARGS.fullmatch(text.strip())
         if m is None:
             raise RecordError("bad tool call", f"{where}: the <functioncall> payload is not JSON or a Python literal "
-                        f"({exc}); expected {{\"name\": ..., \"arguments\": '{{...}}'}}") from None
+                              f"({exc}); expected {{\"name\": ..., \"arguments\": '{{...}}'}}") from None
         value = {"name": json.loads(m.group(1)), "arguments": m.group(2)}
     if not isinstance(value, dict):
         raise RecordError("bad tool call", f"{where}: the <functioncall> payload is {type(value).__name__}; "
-                    "expected {\"name\": ..., \"arguments\": ...}")
+                          "expected {\"name\": ..., \"arguments\": ...}")
     name = value.get("name")
     if not isinstance(name, str) or not name:
         raise RecordError("bad tool call", f"{where}: <functioncall> has no string 'name'; "
-                    "expected {\"name\": ..., \"arguments\": '{...}'}")
+                          "expected {\"name\": ..., \"arguments\": '{...}'}")
     return name, value
 
 

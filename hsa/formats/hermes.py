@@ -90,7 +90,7 @@ def _parse_tools_block(body: str, where: str) -> list:
                     item = parse_literal(body[pos:end])
                 except ValueError:
                     raise RecordError("bad tools", f"{where}: the <tools> block is not JSON or Python literals "
-                                f"({whole_error}); write a list of tool objects or one object per line") from None
+                                      f"({whole_error}); write a list of tool objects or one object per line") from None
                 pos = end
             value.append(item)
     tools = value if isinstance(value, list) else [value]
@@ -125,7 +125,7 @@ def _hermes_calls(text: str, where: str, counter: list[int], notes: list[str]) -
             value = parse_literal(body)
         except ValueError as exc:
             raise RecordError("bad tool call", f"{where}: <tool_call> {k} is neither JSON nor a Python literal ({exc}); "
-                        "expected {\"name\": ..., \"arguments\": {...}}") from None
+                              "expected {\"name\": ..., \"arguments\": {...}}") from None
         for item in value if isinstance(value, list) else [value]:
             calls.append(_hermes_call(item, f"{where} <tool_call> {k}", counter, notes))
     content = CALL_RE.sub("", text).strip()
@@ -160,7 +160,7 @@ def _hermes_results(text: str, pending: list, where: str, extra: dict) -> list[d
     blocks = list(_RESPONSE_RE.finditer(text))
     if text.count("<tool_response>") != len(blocks):
         raise RecordError("bad tool result", f"{where}: a <tool_response> without its closing </tool_response>; "
-                    "close every tag")
+                          "close every tag")
     bodies = [strip_body(m.group(1)) for m in blocks] or [text.strip()]
     out = []
     for k, body in enumerate(bodies, 1):
@@ -208,7 +208,7 @@ def convert_hermes(raw: dict, key: str, turns: list) -> dict:
             results = _hermes_results(text, pending, where, extra)
             if "<tool_response>" in text and _RESPONSE_RE.sub("", text).strip():
                 raise RecordError("bad tool result", f"{where}: text outside the <tool_response> tags of a tool turn; "
-                            "put each result inside its own <tool_response> block")
+                                  "put each result inside its own <tool_response> block")
             n_results += len(results)
             messages.extend(results)
         elif role == "user" and "<tool_response>" in text:

@@ -21,4 +21,4 @@ def ollama_tool_names(raw: dict) -> dict | None:
             n += 1
         out_msgs.append(m)
     return with_notes({**raw, "messages": out_msgs},
-                       [f"converted Ollama tool messages: 'tool_name' read as 'name' ({plural(n, 'message')})"])
+                      [f"converted Ollama tool messages: 'tool_name' read as 'name' ({plural(n, 'message')})"])

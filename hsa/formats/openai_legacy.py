@@ -93,8 +93,8 @@ def convert_legacy_openai(raw: dict) -> dict | None:
                 match = 0
             if match is None:
                 raise RecordError("unanswered function result",
-                            f"{where} is a 'function' result for {name!r}, but no earlier function_call to "
-                            f"{name!r} is waiting for one; each result must follow its call")
+                                  f"{where} is a 'function' result for {name!r}, but no earlier function_call to "
+                                  f"{name!r} is waiting for one; each result must follow its call")
             name, cid = pending.pop(match)
             n_results += 1
             msg = {k: v for k, v in m.items() if k not in ("role", "name")}

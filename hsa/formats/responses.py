@@ -81,7 +81,7 @@ def convert_responses(raw: dict, key: str, items: list[dict]) -> dict:
             call = calls.get(item.get("call_id"))
             if call is None:
                 raise RecordError("unmatched tool result", f"{where}: function_call_output for call_id "
-                            f"{item.get('call_id')!r}, which no earlier function_call has")
+                                  f"{item.get('call_id')!r}, which no earlier function_call has")
             n_results += 1
             messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
                              "content": json_text(item.get("output"))})
