@@ -59,6 +59,7 @@ __all__ = [
     "normalize",
     "read_harness_file",
     "supply_harness",
+    "parse_skill_tool",
     "denormalize",
     "normalize_schema",
     "record_schema",
@@ -222,7 +223,9 @@ def _denormalize_call(call: ToolCall, fmt: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- whole records
 
 
-def _parse_skill_tool(value: Any) -> dict[str, str]:
+def parse_skill_tool(value: Any) -> dict[str, str]:
+    """The internal ``skill_tool`` (``{"name", "argument"}``) of an input's ``skill_tool`` value: a name, an
+    object with either key, or None (:data:`DEFAULT_SKILL_TOOL`)."""
     if value is None:
         return dict(DEFAULT_SKILL_TOOL)
     if isinstance(value, str):
@@ -390,7 +393,7 @@ def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -
         "id": str(rid),
         "messages": messages,
         "tools": tools,
-        "skill_tool": _parse_skill_tool(raw.get("skill_tool")),
+        "skill_tool": parse_skill_tool(raw.get("skill_tool")),
         "mapping": [],
         "transforms": [],
         "notes": notes,

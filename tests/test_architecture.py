@@ -162,7 +162,6 @@ KNOWN_PRIVATE: list[str] = [
     'hsa.codemods.messages takes hsa.codemods.sync._Refuse',
     'hsa.codemods.messages takes hsa.codemods.sync._apply_edits',
     'hsa.codemods.sync takes hsa.rewrite._map_content',
-    'hsa.evaluation.prompts takes hsa.records._parse_skill_tool',
     'hsa.hooks_model takes hsa.mapping._step_apply',
     'hsa.ray_engine takes hsa.pipeline._Progress',
     'hsa.ray_engine takes hsa.pipeline._id_digest',
