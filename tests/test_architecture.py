@@ -154,7 +154,6 @@ KNOWN_CYCLES: list[list[str]] = [
     ],
 ]
 KNOWN_UPWARD: list[str] = [
-    'hsa.stats imports trainers.common',
     'hsa.transform imports transforms',
 ]
 KNOWN_PRIVATE: list[str] = [

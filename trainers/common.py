@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import types
@@ -25,6 +24,8 @@ import typing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from hsa.chat import CHAT_COMPAT
 
 __all__ = [
     "ModelArguments",
@@ -356,27 +357,6 @@ def tools_to_openai(tools: Sequence[dict]) -> list[dict]:
     return openai_tools(list(tools))
 
 
-def _content(value: Any) -> Any:
-    if value is None:
-        return ""
-    return value
-
-
-def _result_text(content: Any) -> str:
-    """A tool result as the text a chat template expects: MCP / Anthropic text blocks joined, other values as JSON."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content and all(
-            isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
-        return "\n".join(b["text"] for b in content)
-    return json.dumps(content, ensure_ascii=False)
-
-
-#: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations
-#: (:mod:`hsa.chat_template`; the trainers detect the ones a template needs with :func:`template_compat`).
-CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns")
-
-
 def template_compat(render: Any, compat: Sequence[str] = ()) -> tuple[str, ...]:
     """The rewrites to use with a template: ``compat`` (``--chat_compat``) plus those its probes show it needs
     (:func:`hsa.chat_template.template_needs`; ``render(messages, tools) -> text``), each detected one logged
@@ -402,71 +382,14 @@ def adaptation_summary(counts: dict[str, list[int]]) -> str:
 
 
 def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dict[str, Any]:
-    """One row as trl's conversational format, plus what the trainers need beside it.
+    """:func:`hsa.chat.to_chat` (one row as trl's conversational format, plus what the trainers need beside it),
+    with its errors raised as :class:`TrainerInputError`, which the stages report."""
+    from hsa import chat
 
-    Returns ``{"messages", "tools", "train", "record", "adapted"}``: messages without hsa-only keys
-    (tool-call arguments as objects, tool results as strings, text blocks joined, each
-    result named after its call), tools in the OpenAI form (``None`` when the row has
-    none), one train flag per message (``False`` where the message carries
-    ``"train": false``), the normalised hsa record and ``adapted``, the count of what each rewrite
-    changed. ``compat`` names rewrites of :data:`CHAT_COMPAT` for templates that cannot render some
-    conversations (:mod:`hsa.chat_template`).
-    """
-    unknown = [c for c in compat if c not in CHAT_COMPAT]
-    if unknown:
-        raise TrainerInputError(f"unknown chat_compat {unknown}; expected some of {list(CHAT_COMPAT)}")
-    from hsa.io import row_to_record
-    from hsa.records import RecordError, normalize
-
-    def no_messages() -> TrainerInputError:
-        cols = sorted(row) if isinstance(row, dict) else type(row).__name__
-        return TrainerInputError(f"{where} has no 'messages' column (found: {cols}). The trainers read the Hugging "
-                                 "Face conversational format {\"messages\": [...], \"tools\": [...]}, which the "
-                                 "output of `hsa augment` has, and the public layouts hsa reads (xLAM, ShareGPT, "
-                                 "Hermes, ToolACE, Glaive, Anthropic, Gemini, BFCL: docs/format.md); convert the "
-                                 "dataset or pick one with a messages column.")
-
-    if not isinstance(row, dict):
-        raise no_messages()
-    raw = row_to_record(row) if "source_id" in row or "extra" in row else dict(row)
-    if isinstance(raw.get("mapping"), str):
-        raw["mapping"] = json.loads(raw["mapping"])
     try:
-        record = normalize(raw, default_id=where)  # other layouts are converted here
-    except RecordError as exc:
-        if exc.reason == "missing messages":
-            raise no_messages() from None
-        raise TrainerInputError(f"{where}: {exc.reason}: {exc.detail}") from None
-    messages, train = [], []
-    names: dict[str, str] = {}  # call id -> tool name, to name results that come without one
-    waiting: list[str] = []  # names of the last assistant turn's calls not yet answered, in order
-    for m in record["messages"]:
-        msg = {k: v for k, v in m.items() if k != "train"}
-        msg["content"] = _content(msg.get("content"))
-        if msg.get("role") == "tool":
-            msg["content"] = _result_text(msg["content"])
-            if not isinstance(msg.get("name"), str):
-                name = names.get(str(msg.get("tool_call_id"))) if msg.get("tool_call_id") is not None else None
-                if name is None and waiting:
-                    name = waiting[0]
-                if name is not None:
-                    msg["name"] = name
-            if msg.get("name") in waiting:
-                waiting.remove(msg["name"])
-        if msg.get("tool_calls"):
-            msg["tool_calls"] = [{**({"id": c["id"]} if "id" in c else {}), "type": "function",
-                                  "function": {"name": c["function"]["name"],
-                                               "arguments": c["function"]["arguments"]}}
-                                 for c in msg["tool_calls"]]
-            names.update({str(c["id"]): c["function"]["name"] for c in msg["tool_calls"] if "id" in c})
-            waiting = [c["function"]["name"] for c in msg["tool_calls"]]
-        messages.append(msg)
-        train.append(m.get("train", True) is not False)
-    from hsa.chat_template import adapt
-
-    messages, train, adapted = adapt(messages, train, compat)
-    tools = tools_to_openai(record["tools"]) or None
-    return {"messages": messages, "tools": tools, "train": train, "record": record, "adapted": adapted}
+        return chat.to_chat(row, where=where, compat=compat)
+    except chat.ChatInputError as exc:
+        raise TrainerInputError(str(exc)) from None
 
 
 def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: str = "row") -> None:
