@@ -264,13 +264,34 @@ def _looks_like_path(spec: str) -> bool:
             or spec.endswith((".jsonl", ".json", ".gz", ".arrow", ".parquet", ".jinja")))
 
 
-def _iter_file_rows(path: Path) -> Iterator[dict]:
-    """The rows of a JSONL file, a JSON array file, pretty-printed JSON records (plain or gzipped) or a Parquet
-    file."""
-    from hsa.io import InputSource, JSONArrayError, parse_line
-    from hsa.records import RecordError
+def _source(spec: str, split: str):
+    """The :class:`hsa.io.InputSource` ``--dataset`` names (the dispatch ``hsa augment`` uses for its inputs), with
+    ``split`` for a hub dataset or a folder of several splits; its errors in the trainers' words. A bare hub name
+    (``squad``, no owner) is read from the hub too."""
+    from hsa.io import InputSource, is_uri
 
-    items = InputSource.resolve(path).items()
+    path = os.path.expanduser(spec)
+    try:
+        return InputSource.resolve(path, split=split)
+    except FileNotFoundError as exc:
+        if is_uri(spec):
+            raise
+        if Path(path).is_dir():
+            raise TrainerInputError(f"{spec} is a folder but not a saved dataset ({exc}); expected the output "
+                                    "folder of `hsa augment ... --out DIR`") from None
+        if Path(path).exists() or _looks_like_path(spec):
+            raise FileNotFoundError(f"dataset {spec!r} does not exist: expected an hsa shard folder (the --out of "
+                                    "`hsa augment`), a JSONL file, or a hub dataset id such as org/name") from None
+        return InputSource(f"{spec}:{split}", "hub")
+
+
+def _source_rows(source) -> Iterator[dict]:
+    """The rows of an :class:`hsa.io.InputSource` as plain dicts (an hsa output row as its input-format record,
+    :func:`hsa.io.row_to_record`); a line that is not a JSON object is a :class:`TrainerInputError` naming it."""
+    from hsa.io import JSONArrayError, parse_line
+    from hsa.record_model import RecordError
+
+    items = source.items()
     while True:
         try:
             item = next(items)
@@ -278,19 +299,22 @@ def _iter_file_rows(path: Path) -> Iterator[dict]:
             return
         except JSONArrayError as exc:
             raise TrainerInputError(str(exc)) from None
+        except ValueError as exc:  # a folder of several splits without the one asked for
+            raise TrainerInputError(f"{exc}; pass --dataset_split") from None
         try:
             row = parse_line(item)
         except RecordError as exc:
-            raise TrainerInputError(f"{path}:{item.line}: {exc.reason}: {exc.detail}") from None
+            raise TrainerInputError(f"{source.spec}:{item.line}: {exc.reason}: {exc.detail}") from None
         if not isinstance(row, dict):
-            raise TrainerInputError(f"{path}:{item.line}: expected a JSON object per line, got "
+            raise TrainerInputError(f"{source.spec}:{item.line}: expected a JSON object per line, got "
                                     f"{type(row).__name__}")
         yield row
 
 
 def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
               tools: str | None = None) -> Iterator[dict]:
-    """Rows of an hsa shard folder, a JSONL file or a hub dataset, as plain Python dicts.
+    """Rows of an hsa shard folder, a JSONL / JSON / Parquet file (local or ``s3://`` / ``gs://``), a ``datasets``
+    folder or a hub dataset, as plain Python dicts: the inputs ``hsa augment`` reads (:class:`hsa.io.InputSource`).
 
     JSON-valued columns of hsa shards come back as Python objects, exactly as written. ``tools``
     (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of rows without
@@ -299,8 +323,6 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
     if not spec:
         raise TrainerInputError("no --dataset given: pass an hsa shard folder (hsa augment ... --out DIR), "
                                 "a JSONL file, or a hub dataset id")
-    path = Path(os.path.expanduser(spec))
-    n = 0
     harness = None
     if tools:
         from hsa.records import RecordError, read_harness_file, supply_harness
@@ -309,42 +331,12 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
             harness = read_harness_file(os.path.expanduser(tools))
         except RecordError as exc:
             raise TrainerInputError(f"--tools {tools}: {exc.detail}") from None
-
-    def limited(it: Iterator[dict]) -> Iterator[dict]:
-        nonlocal n
-        for row in it:
-            if max_rows is not None and n >= max_rows:
-                return
-            n += 1
-            yield supply_harness(row, harness) if harness is not None and isinstance(row, dict) else row
-
-    if path.is_dir():
-        import datasets
-
-        try:
-            ds = datasets.load_from_disk(str(path))
-        except FileNotFoundError as exc:
-            raise TrainerInputError(f"{spec} is a folder but not a saved dataset ({exc}); expected the output "
-                                    "folder of `hsa augment ... --out DIR`") from None
-        if isinstance(ds, datasets.DatasetDict):
-            if split not in ds:
-                raise TrainerInputError(f"{spec} has splits {sorted(ds)}, not {split!r}; pass --dataset_split")
-            ds = ds[split]
-        yield from limited(iter(ds))
-    elif path.is_file():
-        yield from limited(_iter_file_rows(path))
-    elif _looks_like_path(spec):
-        raise FileNotFoundError(f"dataset {spec!r} does not exist: expected an hsa shard folder (the --out of "
-                                "`hsa augment`), a JSONL file, or a hub dataset id such as org/name")
-    else:
-        import datasets
-
-        try:
-            ds = datasets.load_dataset(spec, split=split)
-        except Exception as exc:  # hub errors come in many types; say what was tried
-            raise TrainerInputError(f"dataset {spec!r} is not a local folder or file, and loading it from the hub "
-                                    f"failed: {type(exc).__name__}: {exc}") from None
-        yield from limited(iter(ds))
+    n = 0
+    for row in _source_rows(_source(spec, split)):
+        if max_rows is not None and n >= max_rows:
+            return
+        n += 1
+        yield supply_harness(row, harness) if harness is not None else row
 
 
 # --------------------------------------------------------------------------- conversion
