@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ChatInputError", "CHAT_COMPAT", "to_chat"]
+__all__ = ["ChatInputError", "CHAT_COMPAT", "to_chat", "adaptation_summary"]
 
 
 class ChatInputError(ValueError):
@@ -108,3 +108,11 @@ def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dic
     messages, train, adapted = adapt(messages, train, compat)
     tools = openai_tools(list(record["tools"])) or None
     return {"messages": messages, "tools": tools, "train": train, "record": record, "adapted": adapted}
+
+
+def adaptation_summary(counts: dict[str, list[int]]) -> str:
+    """``{rewrite: [rows, items]}`` as one line: "split_parallel_calls: 3 turns in 2 rows; ..."."""
+    what = {"split_parallel_calls": "turns split", "alnum9_call_ids": "ids rewritten",
+            "system_as_user": "system messages sent as user", "fold_system": "late system messages folded",
+            "merge_user_turns": "user turns merged"}
+    return "; ".join(f"{k}: {n} {what.get(k, 'changes')} in {rows} rows" for k, (rows, n) in counts.items())

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hsa.chat import CHAT_COMPAT
+from hsa.chat import CHAT_COMPAT, adaptation_summary
 
 __all__ = [
     "ModelArguments",
@@ -363,14 +363,6 @@ def template_compat(render: Any, compat: Sequence[str] = ()) -> tuple[str, ...]:
     if "fold_system" in chosen:
         chosen.discard("system_as_user")
     return tuple(c for c in CHAT_COMPAT if c in chosen)
-
-
-def adaptation_summary(counts: dict[str, list[int]]) -> str:
-    """``{rewrite: [rows, items]}`` as one line: "split_parallel_calls: 3 turns in 2 rows; ..."."""
-    what = {"split_parallel_calls": "turns split", "alnum9_call_ids": "ids rewritten",
-            "system_as_user": "system messages sent as user", "fold_system": "late system messages folded",
-            "merge_user_turns": "user turns merged"}
-    return "; ".join(f"{k}: {n} {what.get(k, 'changes')} in {rows} rows" for k, (rows, n) in counts.items())
 
 
 def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dict[str, Any]:
