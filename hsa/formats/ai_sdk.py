@@ -43,7 +43,8 @@ def convert_ai_sdk(raw: dict) -> dict:
             for k, p in enumerate(results):
                 call_id, name = p.get("toolCallId"), p.get("toolName")
                 if not isinstance(call_id, str) or not isinstance(name, str):
-                    raise RecordError("bad tool result", f"{where}.content: tool-result {k} needs 'toolCallId' and 'toolName'")
+                    raise RecordError("bad tool result", f"{where}.content: tool-result {k} needs 'toolCallId' and "
+                                                         "'toolName'")
                 n_results += 1
                 value = _ai_sdk_result(p["output"] if "output" in p else p.get("result"))
                 messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": json_text(value)})
@@ -56,7 +57,8 @@ def convert_ai_sdk(raw: dict) -> dict:
             for k, p in enumerate(calls):
                 call_id, name = p.get("toolCallId"), p.get("toolName")
                 if not isinstance(call_id, str) or not isinstance(name, str) or not name:
-                    raise RecordError("bad tool call", f"{where}.content: tool-call {k} needs 'toolCallId' and 'toolName'")
+                    raise RecordError("bad tool call", f"{where}.content: tool-call {k} needs 'toolCallId' and "
+                                                       "'toolName'")
                 n_calls += 1
                 out_calls.append(tool_call(call_id, name, read_arguments(p["input"] if "input" in p else p.get("args"),
                                                                   where, name)))

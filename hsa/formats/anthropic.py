@@ -28,7 +28,8 @@ def _anthropic_assistant(m: dict, where: str, calls_by_id: dict, dropped: dict[s
                 raise RecordError("bad tool call", f"{at}: a tool_use block needs a string 'id' and 'name'")
             args = b.get("input", {})
             if not isinstance(args, dict):
-                raise RecordError("bad arguments", f"{at} ({name}): 'input' must be an object, got {type(args).__name__}")
+                raise RecordError("bad arguments", f"{at} ({name}): 'input' must be an object, got "
+                                                   f"{type(args).__name__}")
             for k in b:
                 if k not in ("type", "id", "name", "input"):
                     count_dropped(dropped, f"tool_use key {k!r}")
@@ -70,7 +71,8 @@ def _anthropic_user(m: dict, where: str, calls_by_id: dict, dropped: dict[str, i
         call = calls_by_id.get(b.get("tool_use_id"))
         if call is None:
             raise RecordError("unmatched tool result", f"{at}: tool_use_id {b.get('tool_use_id')!r} matches no earlier "
-                              f"tool_use (ids so far: {sorted(calls_by_id)}); answer a tool_use of an assistant message")
+                              f"tool_use (ids so far: {sorted(calls_by_id)}); answer a tool_use of an assistant "
+                              "message")
         content = b.get("content", "")
         if isinstance(content, list):
             content = block_content(content, "\n", dropped)

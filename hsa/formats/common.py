@@ -222,8 +222,8 @@ def read_turn(turn: Any, where: str) -> tuple[str, Any, dict]:
     if isinstance(turn, dict) and "from" in turn and "value" in turn:
         role = SHAREGPT_ROLES.get(str(turn["from"]).lower())
         if role is None:
-            raise RecordError("unknown role", f"{where}: from={turn['from']!r} in a row with Hermes tool tags; expected "
-                              f"one of {sorted(SHAREGPT_ROLES)}")
+            raise RecordError("unknown role", f"{where}: from={turn['from']!r} in a row with Hermes tool tags; "
+                              f"expected one of {sorted(SHAREGPT_ROLES)}")
         return role, turn["value"], {k: v for k, v in turn.items() if k not in ("from", "value")}
     if isinstance(turn, dict) and isinstance(turn.get("role"), str):
         role = SHAREGPT_ROLES.get(turn["role"].lower(), turn["role"])

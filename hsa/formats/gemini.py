@@ -48,7 +48,8 @@ def _gemini_tools(raw: dict, notes: list[str]) -> list:
             notes.append(f"tools[{ti}] {keys} dropped: not function declarations")
             continue
         if not isinstance(decls, list):
-            raise RecordError("bad tools", f"tools[{ti}]: functionDeclarations is {type(decls).__name__}, expected a list")
+            raise RecordError("bad tools", f"tools[{ti}]: functionDeclarations is {type(decls).__name__}, expected a "
+                                           "list")
         for d in check_tools(decls, f"tools[{ti}].functionDeclarations"):
             if isinstance(d, dict) and "parameters" not in d and "parametersJsonSchema" in d:
                 d = {("parameters" if k == "parametersJsonSchema" else k): v for k, v in d.items()}
@@ -90,8 +91,8 @@ def _gemini_content(c: Any, ci: int, pending: list, counter: list[int], dropped:
             (thoughts if p.get("thought") is True else texts).append(p["text"])
         elif isinstance(p.get("functionCall", p.get("function_call")), dict):
             if role != "assistant":
-                raise RecordError("bad part", f"{at}: a functionCall in a {c.get('role') or 'user'} turn; calls are made "
-                                  "by the model")
+                raise RecordError("bad part", f"{at}: a functionCall in a {c.get('role') or 'user'} turn; calls are "
+                                  "made by the model")
             fc = p.get("functionCall", p.get("function_call"))
             name = fc.get("name")
             if not isinstance(name, str) or not name:

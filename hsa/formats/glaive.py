@@ -107,7 +107,8 @@ def convert_glaive(raw: dict) -> dict:
     chat = raw["chat"]
     marks = list(_GLAIVE_TURN_RE.finditer(chat))
     if chat[:marks[0].start()].strip():
-        raise RecordError("bad chat", "chat: text before the first USER:/ASSISTANT: marker; start the chat with 'USER: '")
+        raise RecordError("bad chat", "chat: text before the first USER:/ASSISTANT: marker; start the chat with "
+                                      "'USER: '")
     turns = [(_GLAIVE_ROLES[m.group(1)], chat[m.end():marks[k + 1].start() if k + 1 < len(marks) else len(chat)].strip(),
               f"chat turn {k + 1} ({m.group(1)})") for k, m in enumerate(marks)]
     body, n_calls, n_results = _glaive_turns(turns, notes)

@@ -124,8 +124,9 @@ def _hermes_calls(text: str, where: str, counter: list[int], notes: list[str]) -
         try:
             value = parse_literal(body)
         except ValueError as exc:
-            raise RecordError("bad tool call", f"{where}: <tool_call> {k} is neither JSON nor a Python literal ({exc}); "
-                              "expected {\"name\": ..., \"arguments\": {...}}") from None
+            raise RecordError("bad tool call", f"{where}: <tool_call> {k} is neither JSON nor a Python literal "
+                              f"({exc}); expected"
+                              " {\"name\": ..., \"arguments\": {...}}") from None
         for item in value if isinstance(value, list) else [value]:
             calls.append(_hermes_call(item, f"{where} <tool_call> {k}", counter, notes))
     content = CALL_RE.sub("", text).strip()

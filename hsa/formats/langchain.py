@@ -66,7 +66,8 @@ def convert_langchain(raw: dict) -> dict:
             out_calls = []
             for k, c in enumerate(calls):
                 if not isinstance(c, dict):
-                    raise RecordError("bad tool call", f"{where}.tool_calls[{k}] is {type(c).__name__}; expected an object")
+                    raise RecordError("bad tool call", f"{where}.tool_calls[{k}] is {type(c).__name__}; expected an "
+                                                       "object")
                 fn = c.get("function") if isinstance(c.get("function"), dict) else c  # OpenAI form in additional_kwargs
                 name = fn.get("name")
                 if not isinstance(name, str) or not name:

@@ -49,7 +49,8 @@ def convert_legacy_openai(raw: dict) -> dict | None:
             out["tools"] = tools + extra
             notes.append(f"'functions' merged into tools ({plural(len(extra), 'new tool')})")
         else:
-            raise RecordError("bad functions", "the row has both 'tools' and 'functions'; give the tools in one of them")
+            raise RecordError("bad functions", "the row has both 'tools' and 'functions'; give the tools in one of "
+                                               "them")
     if "function_call" in raw:
         notes.append(f"top-level 'function_call' {_json.dumps(raw['function_call'])[:60]} dropped (a request "
                      "option, not data)")

@@ -121,8 +121,8 @@ class ToolaceCalls:
     def fail(self, what: str) -> Exception:
         near = self.s[max(0, self.i - 30):self.i + 30]
         return RecordError("bad tool call", f"{self.where}: the call list is broken at character {self.i + 1} ({what}; "
-                           f"near {near!r}); expected [Name(param=value, ...), ...] with JSON or Python literal values, "
-                           f"e.g. {_TOOLACE_SHAPE}")
+                           f"near {near!r}); expected [Name(param=value, ...), ...] with JSON or Python literal "
+                           f"values, e.g. {_TOOLACE_SHAPE}")
 
     def peek(self) -> str:
         return self.s[self.i:self.i + 1]
