@@ -75,6 +75,8 @@ class Skill(TypedDict):
 
 
 class PromptSection(TypedDict):
+    """One section of a prompt: its id, title and body; ``movable`` sections may be reordered."""
+
     id: str
     title: str
     body: str

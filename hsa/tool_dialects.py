@@ -293,6 +293,7 @@ def _bare_parameter_map(params: Any) -> bool:
 
 
 def read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
+    """Tool ``i`` of a row in the internal form (:func:`normalize_tool` caches it), each change noted."""
     if not isinstance(raw, dict):
         raise RecordError("bad tool", f"tools[{i}] is {type(raw).__name__}, expected an object with a name")
     dialect = _tool_dialect(raw)
@@ -354,6 +355,7 @@ def read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
 
 
 def denormalize_tool(tool: Tool) -> dict[str, Any]:
+    """An internal-form tool written back in the dialect it came in."""
     dialect = tool.get("dialect", "openai")
     schema_key = _SCHEMA_KEY.get(dialect, "parameters")
     fn: dict[str, Any] = {"name": tool["name"]}

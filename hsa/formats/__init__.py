@@ -18,9 +18,17 @@
 - **Vercel AI SDK** parts (:mod:`hsa.formats.ai_sdk`) and **Ollama**'s ``tool_name`` (:mod:`hsa.formats.ollama`).
 - **Calls left as model output text** (:mod:`hsa.formats.text_calls`): Mistral ``[TOOL_CALLS]``, Llama 3.1
   ``<|python_tag|>`` / bare JSON calls to declared tools.
+- **APIGen / xLAM** (:mod:`hsa.formats.xlam`): ``query`` / ``tools`` / ``answers``.
+- **BFCL / Gorilla** (:mod:`hsa.formats.bfcl`): ``question`` / ``function``.
+- **ShareGPT without tags** (:mod:`hsa.formats.sharegpt`): ``function_call`` and ``observation`` turns.
+- Spellings read first: list and object columns stored as JSON text (:mod:`hsa.formats.json_texts`), the turn
+  list under another key and roles under other names (:mod:`hsa.formats.aliases`), a conversation kept only as
+  rendered ChatML text (:mod:`hsa.formats.chatml`).
 
-:func:`convert` (:mod:`hsa.formats.dispatch`) recognises the layout of a row and converts it; what the readers
-share is in :mod:`hsa.formats.common`. The result is ``{"messages": [...], "tools": [...], ...other keys of the
+:func:`to_messages_layout` (:mod:`hsa.formats.dispatch`) is what :func:`hsa.records.normalize` calls: the
+spellings first, then :func:`convert`, which recognises the layout of a row and converts it, then the plain
+layouts (xLAM, BFCL, ShareGPT), then a top-level system text moved into the messages. What the readers share is
+in :mod:`hsa.formats.common`. The result is ``{"messages": [...], "tools": [...], ...other keys of the
 row..., "notes": [...]}``: OpenAI / Hugging Face chat messages with ``tool_calls`` (arguments as objects) and
 ``tool`` messages carrying ``tool_call_id`` and ``name``. Keys that are not converted stay in the row; anything
 dropped is named in a note. Conversion is pure: the input row is never modified. A row that is clearly in one of

@@ -11,6 +11,7 @@ __all__ = ["ai_sdk_parts", "convert_ai_sdk"]
 
 
 def ai_sdk_parts(messages: list) -> bool:
+    """Whether any message has Vercel AI SDK ``tool-call`` / ``tool-result`` content parts."""
     return any(isinstance(m, dict) and isinstance(m.get("content"), list)
                and any(isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result") for p in m["content"])
                for m in messages)

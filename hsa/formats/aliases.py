@@ -14,6 +14,7 @@ TURN_KEYS = ("conversation", "dialogue", "dialog", "turns", "chat", "history", "
 
 
 def turn_list_alias(raw: dict) -> dict:
+    """``raw`` with a turn list under another key (:data:`TURN_KEYS`) as ``messages`` or ``conversations``, noted."""
     if "messages" in raw or "conversations" in raw:
         return raw
     for key in TURN_KEYS:

@@ -9,6 +9,7 @@ __all__ = ["is_bfcl", "convert_bfcl"]
 
 
 def is_bfcl(raw: dict) -> bool:
+    """Whether ``raw`` is a BFCL row (``question`` and ``function``, no ``messages``)."""
     return "question" in raw and "function" in raw and "messages" not in raw
 
 

@@ -147,6 +147,7 @@ def take_call(pending: list[dict], where: str, *, name: str | None = None, call_
 
 
 def tool_name(tool: Any) -> str | None:
+    """The name of a tool definition (OpenAI or flat), or None when it has none."""
     if not isinstance(tool, dict):
         return None
     fn = tool.get("function")
@@ -155,6 +156,7 @@ def tool_name(tool: Any) -> str | None:
 
 
 def check_tools(tools: list, where: str) -> list:
+    """``tools``, or a RecordError naming the first that has no name."""
     for i, t in enumerate(tools):
         if tool_name(t) is None:
             raise RecordError("bad tool", f"{where}: tool {i + 1} is {str(t)[:80]!r}, expected an object with a 'name' "
@@ -191,6 +193,7 @@ def merge_tools(raw: dict, found: list, source: str, notes: list[str]) -> Any:
 
 
 def with_notes(row: dict, notes: list[str]) -> dict:
+    """``row`` with ``notes`` appended to its own (a ``notes`` that is not a list is an error)."""
     existing = row.get("notes")
     if existing is not None and not isinstance(existing, list):
         raise RecordError("bad notes", f"'notes' is {type(existing).__name__}, expected a list of strings")
@@ -204,10 +207,12 @@ def count_dropped(dropped: dict[str, int], what: str, n: int = 1) -> None:
 
 
 def dropped_note(dropped: dict[str, int]) -> list[str]:
+    """The counts of :func:`count_dropped` as one ``dropped: ...`` note (none when nothing was dropped)."""
     return ["dropped: " + ", ".join(f"{k} (x{n})" for k, n in sorted(dropped.items()))] if dropped else []
 
 
 def plural(n: int, word: str) -> str:
+    """``n word`` or ``n words``."""
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
@@ -294,6 +299,7 @@ def block_content(blocks: list, joiner: str, dropped: dict[str, int]) -> str | l
 
 
 def declared_names(tools: Any) -> set[str]:
+    """The names of a row's tools (a list, or its JSON text; JSON-text items read too)."""
     if isinstance(tools, str):
         try:
             tools = json.loads(tools)
@@ -315,6 +321,7 @@ def declared_names(tools: Any) -> set[str]:
 
 
 def parse_json_field(value: Any, what: str) -> Any:
+    """``value`` parsed when it is JSON text (a RecordError naming ``what`` when it does not parse)."""
     if isinstance(value, str):
         try:
             return _json.loads(value)

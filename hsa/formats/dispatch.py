@@ -1,5 +1,6 @@
 """Which layout a row is in, and its conversion: :func:`convert` tries the readers of :mod:`hsa.formats` in
-a fixed order (the first that recognises the row converts it)."""
+a fixed order (the first that recognises the row converts it); :func:`to_messages_layout` is the whole reading
+of a row into the messages layout that :func:`hsa.records.normalize` starts with."""
 
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ def convert(raw: dict) -> dict | None:
     Raises hsa.records.RecordError(reason, detail) for a row that is clearly in one of these layouts but broken
     (detail: which key/turn, what was expected, what to do).
 
-    Rows already in the Hugging Face format, and the xLAM and tag-free ShareGPT layouts (read by
-    :mod:`hsa.records`), give None. In hsa records (a key of ``_HSA_ONLY_KEYS``), texts are the harness's
+    Rows already in the Hugging Face format, and the xLAM, BFCL and tag-free ShareGPT layouts (read after it by
+    :func:`to_messages_layout`), give None. In hsa records (a key of ``_HSA_ONLY_KEYS``), texts are the harness's
     own: tags, tool lists and calls written in them stay text, and only structure (content blocks and parts,
     legacy fields, whole-row item layouts) is converted.
     """

@@ -26,6 +26,7 @@ _GEMINI_DECLS = ("functionDeclarations", "function_declarations")
 
 
 def is_gemini(raw: dict) -> bool:
+    """Whether ``raw`` is a Gemini row: ``contents`` of ``{role, parts}`` and no ``messages``."""
     contents = raw.get("contents")
     return ("messages" not in raw and isinstance(contents, list) and bool(contents)
             and isinstance(contents[0], dict) and isinstance(contents[0].get("parts"), list))
@@ -133,6 +134,7 @@ def _gemini_content(c: Any, ci: int, pending: list, counter: list[int], dropped:
 
 
 def convert_gemini(raw: dict) -> dict:
+    """A Gemini row as messages: the system instruction, calls, results and the function declarations."""
     notes: list[str] = []
     dropped: dict[str, int] = {}
     tools = _gemini_tools(raw, notes)

@@ -33,6 +33,7 @@ _END = "<|endoftext|>"
 
 
 def is_glaive(raw: dict) -> bool:
+    """Whether ``raw`` is a Glaive v2 row: a ``SYSTEM:`` system text and a ``chat`` of marked turns."""
     return (isinstance(raw.get("system"), str) and isinstance(raw.get("chat"), str)
             and raw["system"].lstrip().startswith("SYSTEM:") and "messages" not in raw
             and _GLAIVE_TURN_RE.match(raw["chat"].lstrip()) is not None)
@@ -102,6 +103,7 @@ def _glaive_turns(turns: list[tuple[str, str, str]], notes: list[str]) -> tuple[
 
 
 def convert_glaive(raw: dict) -> dict:
+    """A Glaive v2 row (``system`` / ``chat`` texts) as messages and tools."""
     notes: list[str] = []
     prose, tools = _glaive_system(raw["system"])
     chat = raw["chat"]
@@ -134,6 +136,8 @@ def glaive_turns_of(raw: dict) -> tuple[str, list[tuple[str, str]]] | None:
 
 
 def convert_glaive_sharegpt(raw: dict, key: str, turns: list[tuple[str, str]]) -> dict:
+    """Glaive turns republished as ``conversations`` or text ``messages`` (:func:`glaive_turns_of`) as messages and
+    tools."""
     notes: list[str] = []
     system = "\n\n".join(text for who, text in turns if who == "system")
     if system.lstrip().startswith("SYSTEM:"):

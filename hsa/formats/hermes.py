@@ -179,6 +179,7 @@ def _hermes_results(text: str, pending: list, where: str, extra: dict) -> list[d
 
 
 def convert_hermes(raw: dict, key: str, turns: list) -> dict:
+    """A row with Hermes tags (:func:`hermes_turns`) as messages, tool calls, tool results and tools."""
     notes: list[str] = []
     messages: list[dict] = []
     tools: list = []

@@ -39,11 +39,13 @@ def _lc_fields(m: Any) -> tuple[str, dict] | None:
 
 
 def is_langchain(raw: dict) -> bool:
+    """Whether every message of ``raw`` is a LangChain message dict."""
     msgs = raw.get("messages")
     return isinstance(msgs, list) and bool(msgs) and all(_lc_fields(m) is not None for m in msgs)
 
 
 def convert_langchain(raw: dict) -> dict:
+    """LangChain message dicts as chat messages (calls from ``tool_calls`` or Anthropic ``tool_use`` blocks)."""
     messages: list[dict] = []
     dropped: dict[str, int] = {}
     names: dict[str, str] = {}  # call id -> tool name

@@ -107,6 +107,7 @@ def _react_text_calls(text: str, where: str, notes: list[str]) -> tuple[str, lis
 
 
 def convert_react(raw: dict, key: str, turns: list[tuple[str, str]], prose: str, tools: list) -> dict:
+    """A ReAct row (:func:`react_turns_of`) as messages, one call per Action, and the system text's tools."""
     notes: list[str] = []
     body, n_calls, n_results = text_turn_messages(
         [(TEXT_TURN_ROLES[who], text, f"{key}[{i}] ({who})") for i, (who, text) in enumerate(turns)

@@ -49,6 +49,8 @@ def _responses_text(content: Any, where: str, dropped: dict[str, int]) -> Any:
 
 
 def convert_responses(raw: dict, key: str, items: list[dict]) -> dict:
+    """OpenAI Responses API items (:func:`responses_items`) as messages; items with no chat counterpart are counted
+    as dropped."""
     messages: list[dict] = []
     if isinstance(raw.get("instructions"), str) and raw["instructions"].strip():
         messages.append({"role": "system", "content": raw["instructions"]})

@@ -20,6 +20,8 @@ def sharegpt_turns(raw: dict) -> list | None:
 
 
 def convert_sharegpt(raw: dict, conv: list) -> dict:
+    """ShareGPT turns as messages: a ``function_call`` turn becomes an assistant call, results answer the calls in
+    order."""
     messages: list[dict] = []
     n = 0
     waiting: list[dict] = []  # calls of the last function_call turn not yet paired with a result

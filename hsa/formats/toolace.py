@@ -289,6 +289,7 @@ def _toolace_results(text: str, pending: list, where: str, extra: dict, notes: l
 
 
 def convert_toolace(raw: dict, turns: list) -> dict:
+    """A ToolACE row (:func:`toolace_turns`) as messages and the tools of its system text."""
     notes: list[str] = []
     messages: list[dict] = []
     tools: list = []

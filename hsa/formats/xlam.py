@@ -10,6 +10,7 @@ __all__ = ["is_xlam", "convert_xlam"]
 
 
 def is_xlam(raw: dict) -> bool:
+    """Whether ``raw`` is an xLAM row (``query`` and ``answers``)."""
     return "query" in raw and "answers" in raw
 
 
