@@ -203,6 +203,23 @@ def test_tokenizer_without_chat_template(tiny_model, tmp_path):  # noqa: F811
     assert "generation" in tok.chat_template
 
 
+
+def test_chat_template_path_reads_a_file_a_folder_or_its_config(tiny_model, tmp_path):  # noqa: F811
+    """--chat_template_path takes a .jinja file, a tokenizer folder or its tokenizer_config.json (the reader of hsa
+    export --template); a folder without one and a missing path are errors naming the option."""
+    jinja = (tiny_model / "chat_template.jinja").read_text(encoding="utf-8")
+    config = tmp_path / "tok" / "tokenizer_config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"chat_template": jinja}))
+    for spec in (tiny_model / "chat_template.jinja", tiny_model, config.parent, config):
+        tok = load_tokenizer(ModelArguments(model_name_or_path=str(tiny_model), chat_template_path=str(spec)))
+        assert tok.chat_template == jinja, spec
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TrainerInputError, match="--chat_template_path .*empty: no chat template there"):
+        load_tokenizer(ModelArguments(model_name_or_path=str(tiny_model), chat_template_path=str(tmp_path / "empty")))
+    with pytest.raises(FileNotFoundError, match="--chat_template_path .*nope.jinja: no such file"):
+        load_tokenizer(ModelArguments(model_name_or_path=str(tiny_model), chat_template_path=str(tmp_path / "nope.jinja")))
+
 def test_tiny_model_reloads_with_the_same_ids(tiny_model, fixture_records):  # noqa: F811
     """The saved tiny tokenizer reloads (as Qwen2Tokenizer) with exactly the ids of the tokenizer it was trained as."""
     from tokenizers import Tokenizer

@@ -427,18 +427,17 @@ def resolve_model_path(name_or_path: str | None, *, what: str = "--model_name_or
 
 
 def _read_template(path: str) -> str:
-    p = Path(os.path.expanduser(path))
-    if p.is_file():
-        return p.read_text(encoding="utf-8")
-    if p.is_dir():
-        from transformers import AutoTokenizer
+    """``--chat_template_path``: a ``.jinja`` file, a tokenizer folder or its ``tokenizer_config.json``, read as
+    ``hsa export --template`` reads it (:func:`hsa.chat_template.read_template`)."""
+    from hsa.chat_template import read_template
 
-        tpl = AutoTokenizer.from_pretrained(str(p)).chat_template
-        if tpl:
-            return tpl
-        raise TrainerInputError(f"--chat_template_path {path}: that tokenizer has no chat template either")
-    raise FileNotFoundError(f"--chat_template_path {path}: no such file or folder; pass a .jinja file such as "
-                            f"{bundled_path('hsa_chatml_tools.jinja')}")
+    try:
+        return read_template(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--chat_template_path {path}: no such file or folder; pass a .jinja file such as "
+                                f"{bundled_path('hsa_chatml_tools.jinja')}") from None
+    except ValueError as exc:  # a folder or tokenizer_config.json without a template
+        raise TrainerInputError(f"--chat_template_path {path}: no chat template there ({exc})") from None
 
 
 def load_tokenizer(model: ModelArguments, *, padding_side: str | None = None):
