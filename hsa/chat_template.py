@@ -7,7 +7,7 @@ needs is found by rendering small *probe* conversations through it (never by its
 that fails or loses a part, and renders whole once rewritten, names a rewrite the template needs.
 The rewrites (:data:`REWRITES`) are pure functions of the message list that count what they change.
 
-Used by the trainers (:func:`trainers.common.to_chat`) and ``hsa export --template``. Torch-free:
+Used by :func:`hsa.chat.to_chat` (the trainers, ``hsa stats``) and ``hsa export --template``. Torch-free:
 rendering uses jinja2 in a sandbox with the helpers Hugging Face templates expect
 (``raise_exception``, ``tojson``, ``strftime_now``, ``{% generation %}``).
 """

@@ -206,7 +206,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     """``hsa export --template T``: the rows as the trainers render them for template ``T`` (Hugging Face
     conversational format, tools in the OpenAI form), adapted where the template's probes show a need."""
     from hsa.chat_template import read_template, render, template_needs
-    from trainers.common import CHAT_COMPAT, TrainerInputError, adaptation_summary, to_chat
+    from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
 
     try:
         template = read_template(args.template)
@@ -230,7 +230,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
             try:
                 chat = to_chat(rec, where=where, compat=compat)
                 render_fn(chat["messages"], chat["tools"])
-            except TrainerInputError as exc:
+            except ChatInputError as exc:
                 failed += 1
                 print(f"{where}: not exported: {exc}", file=sys.stderr)
                 continue

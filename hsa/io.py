@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
+from hsa.record_model import RecordError
 
 __all__ = ["InputLine", "iter_lines", "iter_json_array", "iter_file_items", "json_layout", "JSONArrayError",
            "sha256_file", "ROW_COLUMNS", "JSON_COLUMNS", "SLOT_COLUMN",
@@ -203,8 +204,6 @@ def iter_file_items(path: str | Path) -> Iterator[InputLine]:
 
 def parse_line(item: InputLine) -> Any:
     """Decode and parse one line; raises ``RecordError`` with a reason on bad bytes or bad JSON."""
-    from hsa.records import RecordError
-
     if not isinstance(item.data, (bytes, bytearray)):
         return item.data
     try:
@@ -249,9 +248,14 @@ class InputSource:
     kind: str  # "jsonl" | "json" (one JSON array, or pretty-printed objects) | "parquet" | "dataset" | "hub"
     #: hub: the commit the run reads (``owner/name@REV``, or the head's commit once :meth:`pinned`)
     revision: str | None = None
+    #: dataset: the split to read of a folder holding several (a ``DatasetDict``); None: such a folder is refused
+    split: str | None = None
 
     @classmethod
-    def resolve(cls, spec: str | Path) -> InputSource:
+    def resolve(cls, spec: str | Path, *, split: str | None = None) -> InputSource:
+        """The input ``spec`` names. ``split`` (the trainers' ``--dataset_split``) is the split read of a hub
+        dataset whose spec names none (``owner/name:split`` does) and of a ``datasets`` folder holding several
+        splits; without it such a folder is not an input."""
         spec = str(spec)
         if is_uri(spec):
             return cls._resolve_uri(spec)
@@ -259,6 +263,8 @@ class InputSource:
         if p.is_dir():
             if (p / "state.json").exists() or (p / "dataset_info.json").exists():
                 return cls(spec, "dataset")
+            if split is not None and (p / "dataset_dict.json").exists():
+                return cls(spec, "dataset", split=split)
             raise FileNotFoundError(f"input {p} is a folder but not a datasets.save_to_disk / hsa output folder "
                                     "(no state.json)")
         if p.exists():
@@ -268,9 +274,11 @@ class InputSource:
         if spec.startswith("hf://") or (spec.count("/") == 1 and not spec.startswith((".", "/"))
                                         and not p.suffix):
             spec = spec.removeprefix("hf://")
-            name, colon, split = spec.partition(":")
+            name, colon, named = spec.partition(":")
             name, _, revision = name.partition("@")
-            return cls(name + colon + split, "hub", revision or None)
+            if not colon and split is not None:
+                colon, named = ":", split
+            return cls(name + colon + named, "hub", revision or None)
         raise FileNotFoundError(f"input file {p} does not exist")
 
     @classmethod
@@ -342,7 +350,11 @@ class InputSource:
 
             ds = datasets.load_from_disk(self.spec)
             if isinstance(ds, datasets.DatasetDict):
-                raise ValueError(f"{self.spec} holds several splits ({list(ds)}); give one split's folder")
+                if self.split is None:
+                    raise ValueError(f"{self.spec} holds several splits ({list(ds)}); give one split's folder")
+                if self.split not in ds:
+                    raise ValueError(f"{self.spec} has splits {sorted(ds)}, not {self.split!r}")
+                ds = ds[self.split]
             for n, row in enumerate(ds, 1):
                 yield InputLine(self.spec, n, _clean_table_row(row))
         else:

@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from hsa.records import Prompt, PromptSection, Record
+from hsa.record_model import Prompt, PromptSection, Record
 
 __all__ = [
     "PREAMBLE_ID",

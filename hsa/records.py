@@ -1,11 +1,12 @@
-"""Records: the typed model, reading any supported dialect into one internal form, and writing it back.
+"""Records: reading an input object of any supported dialect into the one internal form, and writing it back.
 
 A *record* is one harness plus one trajectory under it. On input it may use any
 supported dialect (OpenAI / Anthropic / MCP / flat tool definitions; tool-call
 arguments as JSON strings or objects; non-standard JSON-Schema types). Internally
-every record has one form, described by the ``TypedDict`` classes below, so that
-transforms are written once. :func:`denormalize` writes a record back in the
-dialect it came in (tracked in ``record["_fmt"]``).
+every record has one form (the records model, :mod:`hsa.record_model`: ``Record``
+and its parts, re-exported here), so that transforms are written once.
+:func:`normalize` reads a record into that form; :func:`denormalize` writes it back
+in the dialect it came in (tracked in ``record["_fmt"]``).
 """
 
 from __future__ import annotations
@@ -13,14 +14,34 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any
 
 from hsa import _json
-from hsa.chat_formats import SHAREGPT_ROLES, convert
+from hsa.formats import to_messages_layout
+from hsa.formats.common import noted
+from hsa.tool_dialects import denormalize_tool, normalize_schema, normalize_tool, read_tool_list
+from hsa.record_model import (
+    DEFAULT_SKILL_TOOL,
+    HSA_KEYS,
+    OUTPUT_KEYS,
+    Hook,
+    HookEvent,
+    Message,
+    Prompt,
+    PromptSection,
+    Record,
+    RecordError,
+    Skill,
+    Tool,
+    ToolCall,
+    clone,
+    iter_calls,
+    openai_tools,
+    tool_index,
+)
 
 __all__ = [
     "openai_tools",
@@ -38,123 +59,17 @@ __all__ = [
     "normalize",
     "read_harness_file",
     "supply_harness",
+    "parse_skill_tool",
     "denormalize",
     "normalize_schema",
     "record_schema",
     "iter_calls",
     "tool_index",
+    "clone",
     "DEFAULT_SKILL_TOOL",
     "HSA_KEYS",
     "OUTPUT_KEYS",
 ]
-
-Dialect = Literal["openai", "anthropic", "mcp", "plain", "gemini"]
-
-
-class ToolCall(TypedDict):
-    """An assistant tool call, internal form: arguments are always a JSON object."""
-
-    id: NotRequired[str]
-    type: str
-    function: dict[str, Any]  # {"name": str, "arguments": dict}
-
-
-class Message(TypedDict):
-    """A chat message in the OpenAI / Hugging Face format."""
-
-    role: str
-    content: NotRequired[Any]
-    tool_calls: NotRequired[list[ToolCall]]
-    tool_call_id: NotRequired[str]
-    name: NotRequired[str]
-    train: NotRequired[bool]
-
-
-class Tool(TypedDict):
-    """A function definition, internal form, whatever dialect it came in."""
-
-    name: str
-    description: NotRequired[str]
-    parameters: dict[str, Any]  # standard JSON Schema, type object
-    dialect: Dialect
-    extra: dict[str, Any]  # other keys beside name/description/parameters
-    outer: dict[str, Any]  # OpenAI: keys beside "type"/"function" at the outer level
-
-
-class Skill(TypedDict):
-    """A skill: Markdown module loaded through the skill tool."""
-
-    name: str
-    description: str
-    content: str
-
-
-class PromptSection(TypedDict):
-    id: str
-    title: str
-    body: str
-    movable: NotRequired[bool]
-
-
-class Prompt(TypedDict):
-    """A sectioned system prompt rendered by a jinja2 template."""
-
-    sections: list[PromptSection]
-    template: NotRequired[str]
-
-
-class Hook(TypedDict):
-    """Python source of a hook function bound to a harness event."""
-
-    name: str
-    event: str
-    source: str
-    entry: NotRequired[str]
-
-
-class HookEvent(TypedDict):
-    """Links an injected message to the hook (and payload) that produced it."""
-
-    hook: str
-    message_index: int
-    payload: NotRequired[dict[str, Any]]
-    decision: NotRequired[dict[str, Any]]
-
-
-class Record(TypedDict):
-    """One harness and one trajectory, internal form."""
-
-    id: str
-    messages: list[Message]
-    tools: list[Tool]
-    skills: NotRequired[list[Skill]]
-    skill_tool: dict[str, str]  # {"name": ..., "argument": ...}
-    prompt: NotRequired[Prompt]
-    hooks: NotRequired[list[Hook]]
-    hook_events: NotRequired[list[HookEvent]]
-    meta: NotRequired[dict[str, Any]]
-    mapping: list[dict[str, Any]]  # mapping steps from the canonical record (empty for a source)
-    transforms: list[dict[str, Any]]  # replay record of what produced this record
-    notes: list[str]
-    extra: dict[str, Any]  # any other top-level keys of the input, kept as they came
-    _fmt: dict[str, Any]
-
-
-DEFAULT_SKILL_TOOL = {"name": "load_skill", "argument": "skill"}
-
-#: Top-level keys that hsa gives a meaning to.
-HSA_KEYS = ("id", "messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta")
-#: Keys hsa adds to every output row.
-OUTPUT_KEYS = ("source_id", "variant", "slot", "transforms", "mapping", "notes")
-
-
-class RecordError(ValueError):
-    """A record that cannot be read; ``reason`` is a short stable key, ``detail`` says what to do."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @lru_cache(maxsize=1)
@@ -246,367 +161,6 @@ def _fast_structure_ok(raw: dict) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------- schema normalisation
-
-_TYPE_ALIASES = {
-    "dict": "object", "object": "object", "map": "object", "hashmap": "object", "json": "object",
-    "float": "number", "double": "number", "number": "number", "decimal": "number", "numeric": "number",
-    "int": "integer", "integer": "integer", "long": "integer", "short": "integer", "int32": "integer", "int64": "integer",
-    "str": "string", "string": "string", "char": "string", "text": "string", "date": "string", "datetime": "string",
-    "bool": "boolean", "boolean": "boolean",
-    "list": "array", "array": "array", "tuple": "array", "set": "array", "sequence": "array",
-    "null": "null", "none": "null", "nonetype": "null",
-}
-_ANY_TYPES = {"any", "anytype", "mixed", "unknown", "*"}
-_SUBSCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
-_SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
-
-
-def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool | None]:
-    """Standard JSON-Schema type for ``value``; second item says optional (True), required (False) or unknown."""
-    optional = None
-    if isinstance(value, list):
-        out = []
-        for v in value:
-            t, _ = _normalize_type(v, where, notes)
-            if t is None:
-                return None, None
-            if t not in out:
-                out.append(t)
-        return out, None
-    if not isinstance(value, str):
-        notes.append(f"{where}: type {value!r} is not a string; dropped")
-        return None, None
-    raw = value.strip()
-    m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
-    if m:
-        raw, optional = m.group(1), m.group(2).lower() == "optional"
-    m = re.fullmatch(r"(?i)optional\[(.*)\]", raw)
-    if m:
-        raw, optional = m.group(1), True
-    union = _union_types(raw)
-    if union is not None and None not in union:
-        notes.append(f"{where}: type {value!r} -> {union!r}")
-        return (union[0] if len(union) == 1 else union), optional
-    generic = re.fullmatch(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]", raw)
-    if generic:
-        raw = generic.group(1)
-    key = raw.lower()
-    if key in _ANY_TYPES:
-        return None, optional
-    std = _TYPE_ALIASES.get(key)
-    if std is None:
-        notes.append(f"{where}: unknown type {value!r}; dropped (any value accepted)")
-        return None, optional
-    if std != value:
-        notes.append(f"{where}: type {value!r} -> {std!r}")
-    return std, optional
-
-
-def _split_args(text: str) -> list[str]:
-    """``"int, Dict[str, int]"`` -> ``["int", "Dict[str, int]"]`` (commas inside brackets kept)."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return [a for a in out if a]
-
-
-def _union_types(raw: str) -> list[str | None] | None:
-    """The standard types of ``Union[A, B]`` / ``A | B`` (None for an unknown member), or None when not a union."""
-    m = re.fullmatch(r"(?i)union\s*\[(.*)\]", raw)
-    members = _split_args(m.group(1)) if m else ([p.strip() for p in raw.split("|")] if "|" in raw and "[" not in raw
-                                                 else None)
-    if not members:
-        return None
-    out: list[str | None] = []
-    for mem in members:
-        std = _TYPE_ALIASES.get(re.sub(r"\[.*\]$", "", mem).strip().lower())
-        if std not in out:
-            out.append(std)
-    return out
-
-
-def _generic_keywords(value: Any) -> dict[str, Any]:
-    """Element schemas that a generic type string states: ``List[int]`` -> ``items``, ``Dict[str, float]`` ->
-    ``additionalProperties``, ``Tuple[float, float]`` -> ``prefixItems``; empty when there is nothing certain."""
-    if not isinstance(value, str):
-        return {}
-    raw = re.sub(r"(?i)\s*,\s*(optional|required)$", "", value.strip())
-    m = re.fullmatch(r"(?i)optional\s*\[(.*)\]", raw)
-    if m:
-        raw = m.group(1).strip()
-    m = re.fullmatch(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]", raw)
-    if not m:
-        return {}
-    kind, args = m.group(1).lower(), _split_args(m.group(2))
-    if kind in ("dict", "map", "mapping"):
-        if len(args) == 2:
-            sub = _type_schema(args[1])
-            return {"additionalProperties": sub} if sub else {}
-        return {}
-    if kind == "tuple" and len(args) > 1 and args[-1] != "...":
-        subs = [_type_schema(a) for a in args]
-        return {"prefixItems": subs} if all(subs) else {}
-    sub = _type_schema(args[0]) if args else {}
-    return {"items": sub} if sub else {}
-
-
-def _type_schema(text: str) -> dict[str, Any]:
-    """A schema for one type string (``int``, ``List[str]``, ``Union[int, float]``); {} when unknown or any."""
-    std, _ = _normalize_type(text, "", [])
-    if std is None:
-        return {}
-    return {"type": std, **_generic_keywords(text)}
-
-
-def _param_list(value: list) -> dict[str, Any] | None:
-    """``[{"name": "city", "type": "string", "required": true}, ...]`` (parameters listed as objects, as some
-    datasets write them) as properties by name, each without its ``name``; None for any other list."""
-    if not value or not all(isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"] for p in value):
-        return None
-    names = [p["name"] for p in value]
-    if len(set(names)) != len(names):
-        return None
-    return {p["name"]: {k: v for k, v in p.items() if k != "name"} for p in value}
-
-
-def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | None = None) -> Any:
-    """Return ``schema`` as standard JSON Schema, appending a note for each change.
-
-    Handles the dialects seen in public function-calling data: Python and Java type
-    names (``dict``, ``float``, ``tuple``, ``Integer``, ``any``), ``"string, optional"``,
-    ``optional: true`` and draft-3 ``required: true`` on properties. Never raises.
-    """
-    if notes is None:
-        notes = []
-    if isinstance(schema, list) and _param_list(schema) is not None:
-        notes.append(f"{where}: a list of parameter objects read as an object schema's properties")
-        schema = {"type": "object", "properties": _param_list(schema)}
-    if not isinstance(schema, dict):
-        if isinstance(schema, bool):
-            return schema
-        notes.append(f"{where}: schema {schema!r} is not an object; replaced by {{}}")
-        return {}
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "properties" and isinstance(value, list) and _param_list(value) is not None:
-            notes.append(f"{where}: properties given as a list of parameter objects; read by name")
-            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in _param_list(value).items()}
-        elif key == "type":
-            std, _ = _normalize_type(value, where, notes)
-            if std is not None:
-                out["type"] = std
-                for k, sub in _generic_keywords(value).items():
-                    if k not in schema:
-                        out[k] = sub
-                        notes.append(f"{where}: {k} {_json.dumps(sub)} from the type {value!r}")
-        elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, dict):
-            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
-        elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
-            out[key] = [normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
-        elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
-            out[key] = normalize_schema(value, f"{where}.{key}", notes)
-        elif key == "items" and isinstance(value, list):  # draft-4 tuple form
-            out["prefixItems"] = [normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
-            notes.append(f"{where}: tuple-form items -> prefixItems")
-        else:
-            out[key] = value
-    # optional / required markers on the properties themselves
-    props = out.get("properties")
-    if isinstance(props, dict):
-        required = out.get("required")
-        named = [r.strip() for r in required.split(",")] if isinstance(required, str) else None
-        if named and all(r in props for r in named):
-            notes.append(f"{where}: required {required!r} (a string) read as {named}")
-            out["required"] = required = named
-        required = list(required) if isinstance(required, list) else []
-        changed = "required" in out and not isinstance(out["required"], list)
-        if changed:
-            notes.append(f"{where}: required {out['required']!r} is not a list; replaced")
-        for name, sub in props.items():
-            if not isinstance(sub, dict):
-                continue
-            opt = None
-            raw_type = schema.get("properties", {}).get(name, {}) if isinstance(schema.get("properties"), dict) else {}
-            if isinstance(raw_type, dict) and isinstance(raw_type.get("type"), str):
-                _, opt = _normalize_type(raw_type["type"], f"{where}.{name}", [])
-            if isinstance(sub.get("optional"), bool):
-                opt = sub.pop("optional")
-                notes.append(f"{where}.{name}: 'optional: {str(opt).lower()}' moved into required")
-            if isinstance(sub.get("required"), bool):
-                opt = not sub.pop("required")
-                notes.append(f"{where}.{name}: boolean 'required' moved into the parent's required")
-            if opt is True and name in required:
-                required.remove(name)
-                changed = True
-            elif opt is False and name not in required:
-                required.append(name)
-                changed = True
-        if changed or "required" in out:
-            out["required"] = required
-        if "type" not in out and "type" not in schema:
-            out = {"type": "object", **out}
-            notes.append(f"{where}: properties without a type; type 'object' added")
-    return out
-
-
-# --------------------------------------------------------------------------- tools
-
-
-def _tool_dialect(tool: dict[str, Any]) -> str:
-    if isinstance(tool.get("function"), dict):
-        return "openai"
-    if "input_schema" in tool:
-        return "anthropic"
-    if "inputSchema" in tool:
-        return "mcp"
-    return "plain"
-
-
-_SCHEMA_KEY = {"openai": "parameters", "plain": "parameters", "gemini": "parameters",
-               "anthropic": "input_schema", "mcp": "inputSchema"}
-#: Other keys that datasets give a tool's parameter schema under (when the dialect's own key is absent).
-_SCHEMA_ALIASES = ("input_parameters", "params")
-
-
-_TOOL_CACHE: OrderedDict[tuple[str, int], tuple[Tool, tuple[str, ...]]] = OrderedDict()
-_TOOL_CACHE_SIZE = 4096
-
-
-def _normalize_tool(raw: Any, i: int, notes: list[str]) -> Tool:
-    """:func:`_read_tool`, cached per (tool, position): a dataset's tools repeat from record to record.
-
-    The key is ``repr(raw)``, which tells apart every pair of JSON values that differ (``1``
-    from ``1.0`` and ``True``, ``nan`` from ``None``, key order); a hit returns a deep copy.
-    """
-    key = (repr(raw), i)
-    hit = _TOOL_CACHE.get(key)
-    if hit is None:
-        added: list[str] = []
-        tool = _read_tool(raw, i, added)
-        hit = (_json.copy(tool), tuple(added))
-        _TOOL_CACHE[key] = hit
-        if len(_TOOL_CACHE) > _TOOL_CACHE_SIZE:
-            _TOOL_CACHE.popitem(last=False)
-    else:
-        _TOOL_CACHE.move_to_end(key)
-    notes.extend(hit[1])
-    return _json.copy(hit[0])  # type: ignore[return-value]
-
-
-def _is_param_spec(value: Any) -> bool:
-    """True for an xLAM parameter entry such as ``{"type": "str", "description": "..."}``."""
-    return isinstance(value, dict) and (isinstance(value.get("type"), str) or isinstance(value.get("description"), str))
-
-
-def _bare_parameter_map(params: Any) -> bool:
-    """True when ``params`` is xLAM's ``{"param": {"type": "str", ...}}`` rather than a JSON Schema.
-
-    Parameters may be named like schema keywords (a ``type`` or ``properties`` parameter is common):
-    a schema's ``type`` is a string or list, never an object, and a schema's ``properties`` maps names to
-    schemas, never holds a string ``type`` or ``description`` of its own.
-    """
-    if not (isinstance(params, dict) and params and all(isinstance(v, dict) for v in params.values())):
-        return False
-    if set(params) & {"$ref", "anyOf", "oneOf", "allOf", "$defs", "definitions", "additionalProperties"}:
-        return False
-    if "properties" in params and not _is_param_spec(params["properties"]):
-        return False
-    return all(_is_param_spec(v) for v in params.values()) or not ({"type", "properties"} & set(params))
-
-
-def _read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
-    if not isinstance(raw, dict):
-        raise RecordError("bad tool", f"tools[{i}] is {type(raw).__name__}, expected an object with a name")
-    dialect = _tool_dialect(raw)
-    if dialect == "openai":
-        fn = raw["function"]
-        outer = {k: v for k, v in raw.items() if k not in ("type", "function")}
-        if raw.get("type", "function") != "function":
-            outer["type"] = raw.get("type")
-    else:
-        fn, outer = raw, {}
-    name = fn.get("name")
-    if not isinstance(name, str) or not name:
-        raise RecordError("bad tool", f"tools[{i}] has no string 'name'")
-    schema_key = _SCHEMA_KEY[dialect]
-    params = fn.get(schema_key)
-    alias = next((k for k in _SCHEMA_ALIASES if isinstance(fn.get(k), (dict, list))), None) if params is None else None
-    if alias is not None:  # API-Bank's input_parameters and other spellings of the parameters
-        params = fn[alias]
-        notes.append(f"tools[{i}] {name!r}: '{alias}' read as the {schema_key}")
-        fn = {k: v for k, v in fn.items() if k != alias}
-    if params is None:
-        params = {"type": "object", "properties": {}}
-        notes.append(f"tools[{i}] {name!r}: no {schema_key}; an empty object schema used")
-        extra_missing = True
-    else:
-        extra_missing = False
-    if isinstance(params, str):
-        try:
-            params = _json.loads(params)
-            notes.append(f"tools[{i}] {name!r}: {schema_key} was a JSON string; parsed")
-        except ValueError:
-            raise RecordError("bad tool", f"tools[{i}] {name!r}: {schema_key} is a string that is not JSON") from None
-    if _bare_parameter_map(params):
-        # xLAM / APIGen: {"param": {"type": "str, optional", "default": ...}} -- a bare properties map
-        required = [k for k, v in params.items() if "default" not in v
-                    and "optional" not in str(v.get("type", "")).lower() and v.get("required") is not False]
-        params = {"type": "object", "properties": params, "required": required}
-        notes.append(f"tools[{i}] {name!r}: bare parameter map read as properties (required: {required})")
-    params = normalize_schema(params, f"tools[{i}].{name}", notes)
-    outside = fn.get("required")
-    if (isinstance(outside, list) and all(isinstance(r, str) for r in outside) and isinstance(params, dict)
-            and isinstance(params.get("properties"), dict) and set(outside) <= set(params["properties"])):
-        # When2Call and others put the required list next to the parameters instead of inside them
-        inside = params.get("required") if isinstance(params.get("required"), list) else []
-        params = {**params, "required": inside + [r for r in outside if r not in inside]}
-        notes.append(f"tools[{i}] {name!r}: 'required' next to the parameters moved into them")
-        fn = {k: v for k, v in fn.items() if k != "required"}
-    if isinstance(params, dict) and "type" not in params:
-        params = {"type": "object", **params}
-        notes.append(f"tools[{i}] {name!r}: schema without a type; type 'object' added")
-    tool: Tool = {"name": name, "parameters": params, "dialect": dialect,  # type: ignore[typeddict-item]
-                  "extra": {k: v for k, v in fn.items() if k not in ("name", "description", schema_key)},
-                  "outer": outer}
-    if extra_missing:
-        tool["extra"]["__no_schema__"] = True
-    if "description" in fn:
-        tool["description"] = fn["description"]
-    return tool
-
-
-def _denormalize_tool(tool: Tool) -> dict[str, Any]:
-    dialect = tool.get("dialect", "openai")
-    schema_key = _SCHEMA_KEY.get(dialect, "parameters")
-    fn: dict[str, Any] = {"name": tool["name"]}
-    if "description" in tool:
-        fn["description"] = tool["description"]
-    extra = dict(tool.get("extra", {}))
-    if (not extra.pop("__no_schema__", False) or tool["parameters"] != {"type": "object", "properties": {}}
-            or dialect in ("anthropic", "mcp")):  # these dialects require their schema key (it is how they are read)
-        fn[schema_key] = tool["parameters"]
-    fn.update(extra)
-    if dialect == "openai":
-        out = {"type": "function", "function": fn}
-        out.update(tool.get("outer", {}))
-        return out
-    return fn
-
-
-def tool_index(record: Record) -> dict[str, Tool]:
-    """Tools of ``record`` by name."""
-    return {t["name"]: t for t in record["tools"]}
-
-
 # --------------------------------------------------------------------------- messages
 
 
@@ -666,124 +220,12 @@ def _denormalize_call(call: ToolCall, fmt: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def iter_calls(record: Record):
-    """Yield ``(message_index, call_index, call)`` for every tool call of ``record``."""
-    for mi, msg in enumerate(record["messages"]):
-        for ci, call in enumerate(msg.get("tool_calls") or ()):
-            yield mi, ci, call
-
-
-# --------------------------------------------------------------------------- other chat formats
-
-
-
-def _parse_json_field(value: Any, what: str) -> Any:
-    if isinstance(value, str):
-        try:
-            return _json.loads(value)
-        except ValueError:
-            raise RecordError("bad " + what, f"'{what}' is a string that is not JSON") from None
-    return value
-
-
-def _import_other_format(raw: dict) -> dict:
-    """Convert two widespread function-calling layouts to messages, noting it; else explain what is expected.
-
-    - APIGen / xLAM: ``{"query", "tools", "answers"}`` (tools and answers may be JSON strings).
-    - ShareGPT: ``{"conversations": [{"from", "value"}], "tools"?}`` with ``function_call`` turns
-      holding ``{"name", "arguments"}`` JSON and ``observation`` turns holding results.
-    """
-    if "query" in raw and "answers" in raw:
-        answers = _parse_json_field(raw["answers"], "answers")
-        if not isinstance(answers, list):
-            raise RecordError("bad answers", "'answers' must be a list of {name, arguments}")
-        for i, a in enumerate(answers):
-            if not (isinstance(a, dict) and isinstance(a.get("name"), str) and a["name"]):
-                raise RecordError("bad answers", f"answers[{i}] is {_json.dumps(a)[:80]}; expected "
-                                  f'{{"name": "<tool>", "arguments": {{...}}}}')
-        calls = [{"id": f"call_{i}", "type": "function",
-                  "function": {"name": a["name"], "arguments": a.get("arguments", a.get("parameters", {}))}}
-                 for i, a in enumerate(answers, 1)]
-        out = {k: v for k, v in raw.items() if k not in ("query", "answers")}
-        out["messages"] = [{"role": "user", "content": raw["query"]}]
-        notes = out["notes"] = list(out.get("notes") or [])
-        notes.append("converted from the query/tools/answers (xLAM) layout")
-        if calls:
-            out["messages"].append({"role": "assistant", "content": "", "tool_calls": calls})
-        else:
-            notes.append("'answers' is empty: the record has the user query only (no assistant turn)")
-        out["tools"] = _parse_json_field(raw.get("tools"), "tools")
-        return out
-    if "question" in raw and "function" in raw and "messages" not in raw:
-        return _import_bfcl(raw)
-    conv = raw.get("conversations")
-    if isinstance(conv, list) and all(isinstance(t, dict) and "from" in t and "value" in t for t in conv):
-        messages: list[dict] = []
-        n = 0
-        waiting: list[dict] = []  # calls of the last function_call turn not yet paired with a result
-        for ti, t in enumerate(conv):
-            role = SHAREGPT_ROLES.get(str(t["from"]).lower())
-            if str(t["from"]).lower() == "function_call":
-                call = _parse_json_field(t["value"], f"conversations[{ti}].value")
-                calls = call if isinstance(call, list) else [call]
-                tcs = []
-                for c in calls:
-                    if not (isinstance(c, dict) and isinstance(c.get("name"), str)):
-                        raise RecordError("bad function_call",
-                                          f"conversations[{ti}] (function_call) holds {_json.dumps(c)[:80]}; expected "
-                                          f'{{"name": ..., "arguments": {{...}}}} or a list of them')
-                    n += 1
-                    tcs.append({"id": f"call_{n}", "type": "function",
-                                "function": {"name": c["name"], "arguments": c.get("arguments", c.get("parameters", {}))}})
-                messages.append({"role": "assistant", "content": "", "tool_calls": tcs})
-                waiting = list(tcs)
-                continue
-            if role is None:
-                raise RecordError("unknown role", f"conversations[{ti}] has from={t['from']!r}; expected one of "
-                                  f"{sorted(SHAREGPT_ROLES) + ['function_call']}")
-            msg = {"role": role, "content": t["value"]}
-            if role == "tool" and waiting:  # results answer the calls in order
-                call = waiting.pop(0)
-                msg["tool_call_id"] = call["id"]
-                msg["name"] = call["function"]["name"]
-            elif role != "tool":
-                waiting = []
-            messages.append(msg)
-        out = {k: v for k, v in raw.items() if k != "conversations"}
-        out["messages"] = messages
-        if "tools" in out:
-            out["tools"] = _parse_json_field(out["tools"], "tools")
-        out.setdefault("notes", []).append("converted from the ShareGPT conversations layout")
-        return out
-    raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
-                      f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
-                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, ToolBench, Glaive (system/chat), "
-                      "Anthropic (content blocks), Gemini (contents/parts), OpenAI Responses items (input/output), "
-                      "LangChain message dicts and BFCL (question/function); see docs/format.md")
-
-
-def _import_bfcl(raw: dict) -> dict:
-    """BFCL / Gorilla rows: ``question`` (turns, each a list of messages) and ``function`` (tool documents)."""
-    question = _parse_json_field(raw["question"], "question")
-    if isinstance(question, str):
-        question = [[{"role": "user", "content": question}]]
-    if not (isinstance(question, list) and all(isinstance(t, (list, dict)) for t in question)):
-        raise RecordError("bad question", "'question' must be a list of turns, each a list of {role, content} messages")
-    messages = [m for turn in question for m in (turn if isinstance(turn, list) else [turn])]
-    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-        raise RecordError("bad question", "every message of 'question' must be an object with a 'role'")
-    out = {k: v for k, v in raw.items() if k not in ("question", "function")}
-    out["messages"] = messages
-    out["tools"] = _parse_json_field(raw["function"], "function")
-    out["notes"] = list(out.get("notes") or []) + [
-        "converted from the BFCL question/function layout (no assistant turn: the answers live in a separate file)"]
-    return out
-
-
 # --------------------------------------------------------------------------- whole records
 
 
-def _parse_skill_tool(value: Any) -> dict[str, str]:
+def parse_skill_tool(value: Any) -> dict[str, str]:
+    """The internal ``skill_tool`` (``{"name", "argument"}``) of an input's ``skill_tool`` value: a name, an
+    object with either key, or None (:data:`DEFAULT_SKILL_TOOL`)."""
     if value is None:
         return dict(DEFAULT_SKILL_TOOL)
     if isinstance(value, str):
@@ -811,22 +253,6 @@ def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None =
     except Exception as exc:  # a layout the readers do not foresee must cost one reject, never the run
         raise RecordError("unreadable record", f"{type(exc).__name__}: {str(exc)[:200]} (hsa could not read this "
                           f"layout; please report it with the line)") from exc
-
-
-#: Keys whose value is a JSON list or object, and which a table (Parquet, a ``datasets`` folder, a hub dataset, a
-#: dataframe dumped to JSONL) often stores as the JSON text instead. ``tools`` has its own reader.
-_JSON_TEXT_KEYS = {"messages": list, "conversations": list, "functions": list, "skills": list, "hooks": list,
-                   "hook_events": list, "prompt": dict, "meta": dict, "skill_tool": dict, "contents": list,
-                   "chat": list, "traj": list, "trajectory": list}
-
-
-def _noted(row: dict, *notes: str) -> dict:
-    """``row`` with ``notes`` appended to its ``notes`` list; a ``notes`` that is not a list is left as it is for
-    the schema check to report."""
-    existing = row.get("notes")
-    if existing is not None and not isinstance(existing, list):
-        return row
-    return {**row, "notes": list(existing or []) + list(notes)}
 
 
 # --------------------------------------------------------------------------- --tools FILE
@@ -878,7 +304,7 @@ def read_harness_file(path: str | os.PathLike) -> dict:
     notes: list[str] = []
     for i, t in enumerate(data["tools"]):
         try:
-            _normalize_tool(t, i, notes)
+            normalize_tool(t, i, notes)
         except RecordError as exc:
             raise RecordError("bad --tools file", f"{path}: tools[{i}]: {exc.reason}: {exc.detail}") from None
     if data.get("system") is not None and not isinstance(data["system"], str):
@@ -896,7 +322,7 @@ def supply_harness(raw: dict, harness: dict) -> dict:
     their own. A row that has its own tools keeps its whole harness.
     """
     if "messages" not in raw:
-        raw = _import_layouts(raw)  # a trajectory dump's turn list (traj) read as messages first
+        raw = to_messages_layout(raw)  # a trajectory dump's turn list (traj) read as messages first
     if not _no_tools(raw.get("tools")):
         return raw
     out = dict(raw)
@@ -920,7 +346,7 @@ def supply_harness(raw: dict, harness: dict) -> dict:
             parts.append("system")
         if system is not None:
             out["messages"] = [{"role": "system", "content": system}, *msgs]
-    return _noted(out, f"converted with the harness of --tools {harness.get('source', 'FILE')}: {', '.join(parts)}")
+    return noted(out, f"converted with the harness of --tools {harness.get('source', 'FILE')}: {', '.join(parts)}")
 
 
 def converted_layouts(notes: list[str]) -> list[str]:
@@ -928,163 +354,15 @@ def converted_layouts(notes: list[str]) -> list[str]:
     return list(dict.fromkeys(n.split(":", 1)[0] for n in notes if n.startswith("converted ")))
 
 
-def _decode_json_texts(raw: dict) -> dict:
-    """``raw`` with the JSON texts of :data:`_JSON_TEXT_KEYS` parsed (each noted); other strings are left for the
-    schema check to report."""
-    decoded = {}
-    for key, kind in _JSON_TEXT_KEYS.items():
-        value = raw.get(key)
-        if not isinstance(value, str) or value.lstrip()[:1] != ("[" if kind is list else "{"):
-            continue
-        try:
-            parsed = _json.loads(value)
-        except ValueError:
-            raise RecordError(f"bad {key}", f"'{key}' is a string that starts like JSON but does not parse; "
-                              f"expected a JSON {'array' if kind is list else 'object'} (or its JSON text)") from None
-        if isinstance(parsed, kind):
-            decoded[key] = parsed
-    if not decoded:
-        return raw
-    return _noted({**raw, **decoded}, *(f"'{key}' was a JSON string; parsed" for key in decoded))
-
-
-#: Other names datasets give the turn list; read as ``messages`` (role/content turns) or ``conversations``
-#: (ShareGPT from/value turns) when neither of those is present.
-_TURN_KEYS = ("conversation", "dialogue", "dialog", "turns", "chat", "history", "traj", "trajectory")
-
-
-def _turn_list_alias(raw: dict) -> dict:
-    if "messages" in raw or "conversations" in raw:
-        return raw
-    for key in _TURN_KEYS:
-        turns = raw.get(key)
-        if not (isinstance(turns, list) and turns and all(isinstance(t, dict) for t in turns)):
-            continue
-        if all("role" in t for t in turns):
-            target = "messages"
-        elif all("from" in t and "value" in t for t in turns):
-            target = "conversations"
-        else:
-            continue
-        out = {k: v for k, v in raw.items() if k != key}
-        out[target] = turns
-        return _noted(out, f"'{key}' read as {target}")
-    return raw
-
-
-_CHATML_TURN = re.compile(r"<\|im_start\|>[ \t]*(system|user|assistant|tool|function|ipython)[ \t]*\n(.*?)"
-                          r"(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
-
-
-def _rendered_chatml(raw: dict) -> dict:
-    """A row that holds only the rendered ChatML text of a conversation (a ``text`` column of
-    ``<|im_start|>role\n...<|im_end|>`` turns, as many SFT datasets ship) with that text read back as messages;
-    tool tags inside the turns are then read like any Hermes / Qwen row."""
-    text = raw.get("text")
-    if "messages" in raw or "conversations" in raw or not isinstance(text, str) or "<|im_start|>" not in text:
-        return raw
-    turns = [(m.group(1), m.group(2).strip("\n")) for m in _CHATML_TURN.finditer(text)]
-    if not turns or text[:text.find("<|im_start|>")].strip():
-        return raw
-    roles = {"function": "tool", "ipython": "tool"}
-    out = {k: v for k, v in raw.items() if k != "text"}
-    out["messages"] = [{"role": roles.get(role, role), "content": body} for role, body in turns]
-    return _noted(out, f"converted from rendered ChatML text: {len(turns)} turns")
-
-
-#: Roles that datasets write for the standard ones (compared without case).
-_ROLE_ALIASES = {"human": "user", "gpt": "assistant", "model": "assistant", "bot": "assistant", "ai": "assistant",
-                 "chatbot": "assistant", "observation": "tool", "ipython": "tool", "function_response": "tool",
-                 "developer": "system", "user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
-
-
-def _standard_roles(raw: dict) -> dict:
-    """``raw`` with message roles in another spelling (``human``, ``gpt``, ``model``, ``USER``, ...) written as
-    the standard ones, noted; chat templates and the transforms know only system / user / assistant / tool."""
-    msgs = raw.get("messages")
-    if not isinstance(msgs, list):
-        return raw
-    renamed: dict[str, int] = {}
-    out_msgs = []
-    for m in msgs:
-        role = m.get("role") if isinstance(m, dict) else None
-        std = _ROLE_ALIASES.get(role.lower()) if isinstance(role, str) else None
-        if std is not None and std != role:
-            renamed[f"{role} -> {std}"] = renamed.get(f"{role} -> {std}", 0) + 1
-            m = {**m, "role": std}
-        out_msgs.append(m)
-    if not renamed:
-        return raw
-    return _noted({**raw, "messages": out_msgs},
-                  "roles renamed: " + ", ".join(f"{k} (x{n})" for k, n in renamed.items()))
-
-
-def _import_layouts(raw: dict) -> dict:
-    """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
-    raw = _standard_roles(_rendered_chatml(_turn_list_alias(_decode_json_texts(raw))))
-    converted = convert(raw)
-    if converted is not None:
-        raw = converted
-    elif "messages" not in raw:
-        raw = _import_other_format(raw)
-    system = raw.get("system")
-    if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in system):
-        system = "\n\n".join(str(b.get("text", "")) for b in system)  # Anthropic text blocks
-    if isinstance(system, str) and isinstance(raw.get("messages"), list):
-        msgs = raw["messages"]
-        if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
-            if msgs[0].get("content") == system:
-                raw = _noted({k: v for k, v in raw.items() if k != "system"},
-                             "top-level 'system' dropped: the same text is messages[0]")
-            else:
-                raw = _noted(raw, "top-level 'system' kept as an extra key: the messages already start with another "
-                                  "system message")
-        else:
-            raw = {k: v for k, v in raw.items() if k != "system"}
-            raw["messages"] = [{"role": "system", "content": system}, *msgs]
-            raw = _noted(raw, "top-level 'system' moved into messages[0]")
-    return raw
-
-
-def _read_tool_list(tools: Any, fmt: dict[str, Any], notes: list[str]) -> Any:
-    """The tool list with JSON-string tools parsed and Gemini's ``functionDeclarations`` groups unwrapped."""
-    if isinstance(tools, str):
-        try:
-            tools = _json.loads(tools)
-        except ValueError:
-            raise RecordError("bad tools", "'tools' is a string that is not JSON") from None
-        fmt["tools_str"] = True
-    if not isinstance(tools, list):
-        return tools
-    out = []
-    for i, t in enumerate(tools):
-        if isinstance(t, str):
-            try:
-                t = _json.loads(t)
-            except ValueError:
-                raise RecordError("bad tools", f"tools[{i}] is a string that is not JSON; expected a tool object "
-                                  f"(or its JSON text)") from None
-            notes.append(f"tools[{i}] was a JSON string; parsed")
-        group = None
-        if isinstance(t, dict) and len(t) == 1:
-            group = t.get("functionDeclarations", t.get("function_declarations"))
-        if isinstance(group, list):
-            out.extend(group)
-            notes.append(f"tools[{i}]: Gemini functionDeclarations unwrapped ({len(group)} tools)")
-        else:
-            out.append(t)
-    return out
-
-
 def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -> Record:
-    raw = _import_layouts(raw)
+    raw = to_messages_layout(raw)
     if harness:
         raw = supply_harness(raw, harness)
     fmt: dict[str, Any] = {}
     notes: list[str] = list(raw.get("notes") or []) if isinstance(raw.get("notes"), list) else []
     raw = dict(raw)
     if raw.get("tools") is not None:
-        raw["tools"] = _read_tool_list(raw["tools"], fmt, notes)
+        raw["tools"] = read_tool_list(raw["tools"], fmt, notes)
     if raw.get("tools") is None:
         raw["tools"] = []
         fmt["no_tools"] = "tools" not in raw or "null"
@@ -1095,7 +373,7 @@ def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -
         at = "/".join(str(p) for p in e.absolute_path) or "(top level)"
         raise RecordError("schema", f"at {at}: {e.message}")
 
-    tools = [_normalize_tool(t, i, notes) for i, t in enumerate(raw["tools"])]
+    tools = [normalize_tool(t, i, notes) for i, t in enumerate(raw["tools"])]
     messages: list[Message] = []
     for mi, m in enumerate(raw["messages"]):
         msg = dict(m)
@@ -1115,7 +393,7 @@ def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -
         "id": str(rid),
         "messages": messages,
         "tools": tools,
-        "skill_tool": _parse_skill_tool(raw.get("skill_tool")),
+        "skill_tool": parse_skill_tool(raw.get("skill_tool")),
         "mapping": [],
         "transforms": [],
         "notes": notes,
@@ -1189,7 +467,7 @@ def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, An
         if fmt["no_tools"] == "null":
             out["tools"] = None
     else:
-        tools = [_denormalize_tool(t) for t in record["tools"]]
+        tools = [denormalize_tool(t) for t in record["tools"]]
         out["tools"] = json.dumps(tools, ensure_ascii=False) if fmt.get("tools_str") else tools
     for key in ("skills",):
         if key in record:
@@ -1205,22 +483,4 @@ def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, An
         if key in record:
             out[key] = record[key]  # type: ignore[literal-required]
     out.update(record.get("extra", {}))
-    return out
-
-
-def clone(record: Record) -> Record:
-    """A deep copy of ``record`` (transforms must not modify their input)."""
-    return _json.copy(record)  # type: ignore[return-value]
-
-
-def openai_tools(tools: list[dict]) -> list[dict]:
-    """Internal-form tools (:func:`normalize`) as OpenAI function definitions, what chat templates render:
-    name, description (when there is one) and the parameter schema (an empty object schema when none)."""
-    out = []
-    for t in tools:
-        fn: dict[str, Any] = {"name": t["name"]}
-        if t.get("description") is not None:
-            fn["description"] = t["description"]
-        fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
-        out.append({"type": "function", "function": fn})
     return out

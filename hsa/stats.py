@@ -66,7 +66,7 @@ def _renderer(tok):
     the row's tools (what a trainer's ``max_length`` has to hold), or None without a tokenizer or template."""
     if tok is None or not getattr(tok, "chat_template", None):
         return None
-    from trainers.common import to_chat
+    from hsa.chat import to_chat
 
     def count(messages: list, tools: Any) -> int:
         chat = to_chat({"messages": messages, "tools": tools})

@@ -109,3 +109,18 @@ def test_pretty_printed_records_one_after_another(tmp_path, fixture_lines):
     assert next(items).data == {"id": "a"}
     with pytest.raises(JSONArrayError, match=r"pretty\.json:4: expected record 2"):
         next(items)
+
+
+def test_a_split_reads_a_folder_of_splits_and_names_a_hub_split(tmp_path):
+    """InputSource.resolve(spec, split=...): a DatasetDict folder is an input only with a split; a hub spec
+    without a split gets it, one with its own keeps that."""
+    import datasets
+
+    datasets.DatasetDict({"train": datasets.Dataset.from_list([{"messages": []}])}).save_to_disk(str(tmp_path / "dd"))
+    with pytest.raises(FileNotFoundError, match="not a datasets.save_to_disk"):
+        InputSource.resolve(tmp_path / "dd")
+    src = InputSource.resolve(tmp_path / "dd", split="train")
+    assert (src.kind, src.split) == ("dataset", "train") and [i.data for i in src.items()] == [{"messages": []}]
+    assert InputSource.resolve("owner/name", split="test").spec == "owner/name:test"
+    assert InputSource.resolve("owner/name:dev", split="test").spec == "owner/name:dev"
+    assert InputSource.resolve("owner/name").spec == "owner/name"

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 
 from hsa import _json
-from hsa.records import _read_tool, normalize
+from hsa.records import normalize
+from hsa.tool_dialects import read_tool
 
 TOOL = {"type": "function", "function": {"name": "lookup", "description": "Find.",
                                           "parameters": {"type": "object", "properties": {"n": {"type": "int"}}}}}
@@ -15,10 +16,10 @@ def _record(tools):
 
 
 def test_cached_tool_normalisation_equals_uncached_and_keeps_notes():
-    """A repeated tool normalises to the same tool with the same notes as the first time and as _read_tool."""
+    """A repeated tool normalises to the same tool with the same notes as the first time and as read_tool."""
     first, second = normalize(_record([TOOL])), normalize(_record([json.loads(json.dumps(TOOL))]))
     notes: list[str] = []
-    assert first["tools"] == second["tools"] == [_read_tool(TOOL, 0, notes)]
+    assert first["tools"] == second["tools"] == [read_tool(TOOL, 0, notes)]
     assert first["notes"] == second["notes"] == notes and notes  # "int" -> "integer" is noted every time
 
 

@@ -145,10 +145,12 @@ def test_a_bare_parameter_map_may_have_an_items_parameter():
 
 def test_a_layout_the_reader_does_not_foresee_is_one_reject(monkeypatch):
     """An unexpected error inside the reader becomes RecordError('unreadable record'), never a crash."""
-    def boom(raw):
+    from hsa.formats import dispatch
+
+    def boom(raw, conv):
         raise AttributeError("'str' object has no attribute 'get'")
 
-    monkeypatch.setattr(R, "_import_other_format", boom)
+    monkeypatch.setattr(dispatch, "convert_sharegpt", boom)
     with pytest.raises(RecordError, match="AttributeError") as e:
         normalize({"conversations": []})
     assert e.value.reason == "unreadable record"

@@ -118,6 +118,29 @@ def test_iter_rows_errors(tmp_path):
         list(iter_rows(str(bad)))
 
 
+
+def test_iter_rows_reads_one_split_of_a_folder_of_splits(tmp_path):
+    """A DatasetDict folder gives the rows of --dataset_split; a split it lacks is an error naming the splits."""
+    import datasets
+
+    rows = {name: [{"messages": [{"role": "user", "content": f"{name} {i}"}]} for i in range(n)]
+            for name, n in (("train", 3), ("test", 2))}
+    datasets.DatasetDict({k: datasets.Dataset.from_list(v) for k, v in rows.items()}).save_to_disk(str(tmp_path / "dd"))
+    got = list(iter_rows(str(tmp_path / "dd"), split="test"))
+    assert [r["messages"][0]["content"] for r in got] == ["test 0", "test 1"]
+    with pytest.raises(TrainerInputError, match=r"has splits \['test', 'train'\], not 'dev'; pass --dataset_split"):
+        list(iter_rows(str(tmp_path / "dd"), split="dev"))
+
+
+def test_iter_rows_reads_inputs_as_hsa_augment_does(shards, tmp_path):  # noqa: F811
+    """The trainers read an input with hsa.io.InputSource: the same rows as hsa augment's reader, in order."""
+    from hsa.io import InputSource, parse_line
+
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps([{"id": "a", "messages": [{"role": "user", "content": "hi"}]}, {"id": "b", "messages": []}]))
+    for spec in (str(shards), str(src)):
+        assert list(iter_rows(spec)) == [parse_line(i) for i in InputSource.resolve(spec).items()]
+
 def test_to_chat_converts_dialects_and_arguments():
     """Anthropic tools become OpenAI tools, string arguments become objects, train flags are kept aside."""
     row = {"messages": [{"role": "user", "content": "weather?"},
@@ -179,6 +202,23 @@ def test_tokenizer_without_chat_template(tiny_model, tmp_path):  # noqa: F811
                                         chat_template_path=str(tiny_model / "chat_template.jinja")))
     assert "generation" in tok.chat_template
 
+
+
+def test_chat_template_path_reads_a_file_a_folder_or_its_config(tiny_model, tmp_path):  # noqa: F811
+    """--chat_template_path takes a .jinja file, a tokenizer folder or its tokenizer_config.json (the reader of hsa
+    export --template); a folder without one and a missing path are errors naming the option."""
+    jinja = (tiny_model / "chat_template.jinja").read_text(encoding="utf-8")
+    config = tmp_path / "tok" / "tokenizer_config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"chat_template": jinja}))
+    for spec in (tiny_model / "chat_template.jinja", tiny_model, config.parent, config):
+        tok = load_tokenizer(ModelArguments(model_name_or_path=str(tiny_model), chat_template_path=str(spec)))
+        assert tok.chat_template == jinja, spec
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TrainerInputError, match="--chat_template_path .*empty: no chat template there"):
+        load_tokenizer(ModelArguments(model_name_or_path=str(tiny_model), chat_template_path=str(tmp_path / "empty")))
+    with pytest.raises(FileNotFoundError, match="--chat_template_path .*nope.jinja: no such file"):
+        load_tokenizer(ModelArguments(model_name_or_path=str(tiny_model), chat_template_path=str(tmp_path / "nope.jinja")))
 
 def test_tiny_model_reloads_with_the_same_ids(tiny_model, fixture_records):  # noqa: F811
     """The saved tiny tokenizer reloads (as Qwen2Tokenizer) with exactly the ids of the tokenizer it was trained as."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import types
@@ -25,6 +24,8 @@ import typing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from hsa.chat import CHAT_COMPAT, adaptation_summary
 
 __all__ = [
     "ModelArguments",
@@ -263,13 +264,34 @@ def _looks_like_path(spec: str) -> bool:
             or spec.endswith((".jsonl", ".json", ".gz", ".arrow", ".parquet", ".jinja")))
 
 
-def _iter_file_rows(path: Path) -> Iterator[dict]:
-    """The rows of a JSONL file, a JSON array file, pretty-printed JSON records (plain or gzipped) or a Parquet
-    file."""
-    from hsa.io import InputSource, JSONArrayError, parse_line
-    from hsa.records import RecordError
+def _source(spec: str, split: str):
+    """The :class:`hsa.io.InputSource` ``--dataset`` names (the dispatch ``hsa augment`` uses for its inputs), with
+    ``split`` for a hub dataset or a folder of several splits; its errors in the trainers' words. A bare hub name
+    (``squad``, no owner) is read from the hub too."""
+    from hsa.io import InputSource, is_uri
 
-    items = InputSource.resolve(path).items()
+    path = os.path.expanduser(spec)
+    try:
+        return InputSource.resolve(path, split=split)
+    except FileNotFoundError as exc:
+        if is_uri(spec):
+            raise
+        if Path(path).is_dir():
+            raise TrainerInputError(f"{spec} is a folder but not a saved dataset ({exc}); expected the output "
+                                    "folder of `hsa augment ... --out DIR`") from None
+        if Path(path).exists() or _looks_like_path(spec):
+            raise FileNotFoundError(f"dataset {spec!r} does not exist: expected an hsa shard folder (the --out of "
+                                    "`hsa augment`), a JSONL file, or a hub dataset id such as org/name") from None
+        return InputSource(f"{spec}:{split}", "hub")
+
+
+def _source_rows(source) -> Iterator[dict]:
+    """The rows of an :class:`hsa.io.InputSource` as plain dicts (an hsa output row as its input-format record,
+    :func:`hsa.io.row_to_record`); a line that is not a JSON object is a :class:`TrainerInputError` naming it."""
+    from hsa.io import JSONArrayError, parse_line
+    from hsa.record_model import RecordError
+
+    items = source.items()
     while True:
         try:
             item = next(items)
@@ -277,19 +299,22 @@ def _iter_file_rows(path: Path) -> Iterator[dict]:
             return
         except JSONArrayError as exc:
             raise TrainerInputError(str(exc)) from None
+        except ValueError as exc:  # a folder of several splits without the one asked for
+            raise TrainerInputError(f"{exc}; pass --dataset_split") from None
         try:
             row = parse_line(item)
         except RecordError as exc:
-            raise TrainerInputError(f"{path}:{item.line}: {exc.reason}: {exc.detail}") from None
+            raise TrainerInputError(f"{source.spec}:{item.line}: {exc.reason}: {exc.detail}") from None
         if not isinstance(row, dict):
-            raise TrainerInputError(f"{path}:{item.line}: expected a JSON object per line, got "
+            raise TrainerInputError(f"{source.spec}:{item.line}: expected a JSON object per line, got "
                                     f"{type(row).__name__}")
         yield row
 
 
 def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
               tools: str | None = None) -> Iterator[dict]:
-    """Rows of an hsa shard folder, a JSONL file or a hub dataset, as plain Python dicts.
+    """Rows of an hsa shard folder, a JSONL / JSON / Parquet file (local or ``s3://`` / ``gs://``), a ``datasets``
+    folder or a hub dataset, as plain Python dicts: the inputs ``hsa augment`` reads (:class:`hsa.io.InputSource`).
 
     JSON-valued columns of hsa shards come back as Python objects, exactly as written. ``tools``
     (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of rows without
@@ -298,8 +323,6 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
     if not spec:
         raise TrainerInputError("no --dataset given: pass an hsa shard folder (hsa augment ... --out DIR), "
                                 "a JSONL file, or a hub dataset id")
-    path = Path(os.path.expanduser(spec))
-    n = 0
     harness = None
     if tools:
         from hsa.records import RecordError, read_harness_file, supply_harness
@@ -308,42 +331,12 @@ def iter_rows(spec: str, *, split: str = "train", max_rows: int | None = None,
             harness = read_harness_file(os.path.expanduser(tools))
         except RecordError as exc:
             raise TrainerInputError(f"--tools {tools}: {exc.detail}") from None
-
-    def limited(it: Iterator[dict]) -> Iterator[dict]:
-        nonlocal n
-        for row in it:
-            if max_rows is not None and n >= max_rows:
-                return
-            n += 1
-            yield supply_harness(row, harness) if harness is not None and isinstance(row, dict) else row
-
-    if path.is_dir():
-        import datasets
-
-        try:
-            ds = datasets.load_from_disk(str(path))
-        except FileNotFoundError as exc:
-            raise TrainerInputError(f"{spec} is a folder but not a saved dataset ({exc}); expected the output "
-                                    "folder of `hsa augment ... --out DIR`") from None
-        if isinstance(ds, datasets.DatasetDict):
-            if split not in ds:
-                raise TrainerInputError(f"{spec} has splits {sorted(ds)}, not {split!r}; pass --dataset_split")
-            ds = ds[split]
-        yield from limited(iter(ds))
-    elif path.is_file():
-        yield from limited(_iter_file_rows(path))
-    elif _looks_like_path(spec):
-        raise FileNotFoundError(f"dataset {spec!r} does not exist: expected an hsa shard folder (the --out of "
-                                "`hsa augment`), a JSONL file, or a hub dataset id such as org/name")
-    else:
-        import datasets
-
-        try:
-            ds = datasets.load_dataset(spec, split=split)
-        except Exception as exc:  # hub errors come in many types; say what was tried
-            raise TrainerInputError(f"dataset {spec!r} is not a local folder or file, and loading it from the hub "
-                                    f"failed: {type(exc).__name__}: {exc}") from None
-        yield from limited(iter(ds))
+    n = 0
+    for row in _source_rows(_source(spec, split)):
+        if max_rows is not None and n >= max_rows:
+            return
+        n += 1
+        yield supply_harness(row, harness) if harness is not None else row
 
 
 # --------------------------------------------------------------------------- conversion
@@ -354,27 +347,6 @@ def tools_to_openai(tools: Sequence[dict]) -> list[dict]:
     from hsa.records import openai_tools
 
     return openai_tools(list(tools))
-
-
-def _content(value: Any) -> Any:
-    if value is None:
-        return ""
-    return value
-
-
-def _result_text(content: Any) -> str:
-    """A tool result as the text a chat template expects: MCP / Anthropic text blocks joined, other values as JSON."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content and all(
-            isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
-        return "\n".join(b["text"] for b in content)
-    return json.dumps(content, ensure_ascii=False)
-
-
-#: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations
-#: (:mod:`hsa.chat_template`; the trainers detect the ones a template needs with :func:`template_compat`).
-CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns")
 
 
 def template_compat(render: Any, compat: Sequence[str] = ()) -> tuple[str, ...]:
@@ -393,80 +365,15 @@ def template_compat(render: Any, compat: Sequence[str] = ()) -> tuple[str, ...]:
     return tuple(c for c in CHAT_COMPAT if c in chosen)
 
 
-def adaptation_summary(counts: dict[str, list[int]]) -> str:
-    """``{rewrite: [rows, items]}`` as one line: "split_parallel_calls: 3 turns in 2 rows; ..."."""
-    what = {"split_parallel_calls": "turns split", "alnum9_call_ids": "ids rewritten",
-            "system_as_user": "system messages sent as user", "fold_system": "late system messages folded",
-            "merge_user_turns": "user turns merged"}
-    return "; ".join(f"{k}: {n} {what.get(k, 'changes')} in {rows} rows" for k, (rows, n) in counts.items())
-
-
 def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dict[str, Any]:
-    """One row as trl's conversational format, plus what the trainers need beside it.
+    """:func:`hsa.chat.to_chat` (one row as trl's conversational format, plus what the trainers need beside it),
+    with its errors raised as :class:`TrainerInputError`, which the stages report."""
+    from hsa import chat
 
-    Returns ``{"messages", "tools", "train", "record", "adapted"}``: messages without hsa-only keys
-    (tool-call arguments as objects, tool results as strings, text blocks joined, each
-    result named after its call), tools in the OpenAI form (``None`` when the row has
-    none), one train flag per message (``False`` where the message carries
-    ``"train": false``), the normalised hsa record and ``adapted``, the count of what each rewrite
-    changed. ``compat`` names rewrites of :data:`CHAT_COMPAT` for templates that cannot render some
-    conversations (:mod:`hsa.chat_template`).
-    """
-    unknown = [c for c in compat if c not in CHAT_COMPAT]
-    if unknown:
-        raise TrainerInputError(f"unknown chat_compat {unknown}; expected some of {list(CHAT_COMPAT)}")
-    from hsa.io import row_to_record
-    from hsa.records import RecordError, normalize
-
-    def no_messages() -> TrainerInputError:
-        cols = sorted(row) if isinstance(row, dict) else type(row).__name__
-        return TrainerInputError(f"{where} has no 'messages' column (found: {cols}). The trainers read the Hugging "
-                                 "Face conversational format {\"messages\": [...], \"tools\": [...]}, which the "
-                                 "output of `hsa augment` has, and the public layouts hsa reads (xLAM, ShareGPT, "
-                                 "Hermes, ToolACE, Glaive, Anthropic, Gemini, BFCL: docs/format.md); convert the "
-                                 "dataset or pick one with a messages column.")
-
-    if not isinstance(row, dict):
-        raise no_messages()
-    raw = row_to_record(row) if "source_id" in row or "extra" in row else dict(row)
-    if isinstance(raw.get("mapping"), str):
-        raw["mapping"] = json.loads(raw["mapping"])
     try:
-        record = normalize(raw, default_id=where)  # other layouts are converted here
-    except RecordError as exc:
-        if exc.reason == "missing messages":
-            raise no_messages() from None
-        raise TrainerInputError(f"{where}: {exc.reason}: {exc.detail}") from None
-    messages, train = [], []
-    names: dict[str, str] = {}  # call id -> tool name, to name results that come without one
-    waiting: list[str] = []  # names of the last assistant turn's calls not yet answered, in order
-    for m in record["messages"]:
-        msg = {k: v for k, v in m.items() if k != "train"}
-        msg["content"] = _content(msg.get("content"))
-        if msg.get("role") == "tool":
-            msg["content"] = _result_text(msg["content"])
-            if not isinstance(msg.get("name"), str):
-                name = names.get(str(msg.get("tool_call_id"))) if msg.get("tool_call_id") is not None else None
-                if name is None and waiting:
-                    name = waiting[0]
-                if name is not None:
-                    msg["name"] = name
-            if msg.get("name") in waiting:
-                waiting.remove(msg["name"])
-        if msg.get("tool_calls"):
-            msg["tool_calls"] = [{**({"id": c["id"]} if "id" in c else {}), "type": "function",
-                                  "function": {"name": c["function"]["name"],
-                                               "arguments": c["function"]["arguments"]}}
-                                 for c in msg["tool_calls"]]
-            names.update({str(c["id"]): c["function"]["name"] for c in msg["tool_calls"] if "id" in c})
-            waiting = [c["function"]["name"] for c in msg["tool_calls"]]
-        messages.append(msg)
-        train.append(m.get("train", True) is not False)
-    from hsa.chat_template import adapt
-
-    messages, train, adapted = adapt(messages, train, compat)
-    tools = tools_to_openai(record["tools"]) or None
-    return {"messages": messages, "tools": tools, "train": train, "record": record, "adapted": adapted}
+        return chat.to_chat(row, where=where, compat=compat)
+    except chat.ChatInputError as exc:
+        raise TrainerInputError(str(exc)) from None
 
 
 def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: str = "row") -> None:
@@ -520,18 +427,17 @@ def resolve_model_path(name_or_path: str | None, *, what: str = "--model_name_or
 
 
 def _read_template(path: str) -> str:
-    p = Path(os.path.expanduser(path))
-    if p.is_file():
-        return p.read_text(encoding="utf-8")
-    if p.is_dir():
-        from transformers import AutoTokenizer
+    """``--chat_template_path``: a ``.jinja`` file, a tokenizer folder or its ``tokenizer_config.json``, read as
+    ``hsa export --template`` reads it (:func:`hsa.chat_template.read_template`)."""
+    from hsa.chat_template import read_template
 
-        tpl = AutoTokenizer.from_pretrained(str(p)).chat_template
-        if tpl:
-            return tpl
-        raise TrainerInputError(f"--chat_template_path {path}: that tokenizer has no chat template either")
-    raise FileNotFoundError(f"--chat_template_path {path}: no such file or folder; pass a .jinja file such as "
-                            f"{bundled_path('hsa_chatml_tools.jinja')}")
+    try:
+        return read_template(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--chat_template_path {path}: no such file or folder; pass a .jinja file such as "
+                                f"{bundled_path('hsa_chatml_tools.jinja')}") from None
+    except ValueError as exc:  # a folder or tokenizer_config.json without a template
+        raise TrainerInputError(f"--chat_template_path {path}: no chat template there ({exc})") from None
 
 
 def load_tokenizer(model: ModelArguments, *, padding_side: str | None = None):

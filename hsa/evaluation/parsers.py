@@ -61,7 +61,9 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from hsa.chat_formats import _CALL_RE, _ToolaceCalls, _parse_literal, _strip_body
+from hsa.formats.common import parse_literal, strip_body
+from hsa.formats.hermes import CALL_RE
+from hsa.formats.toolace import ToolaceCalls
 
 __all__ = ["FORMATS", "Parsed", "parse", "parse_message"]
 
@@ -113,7 +115,7 @@ def _call_of(item: Any, where: str) -> dict:
         args = {}
     if isinstance(args, str):
         try:
-            args = _parse_literal(args)
+            args = parse_literal(args)
         except ValueError as exc:
             raise _Bad(f"{where} ({name}): the arguments string is not JSON ({exc})") from None
     if not isinstance(args, dict):
@@ -150,7 +152,7 @@ def _xml_value(raw: str, schema: Any) -> Any:
     if types and types <= {"string"}:
         return text
     try:
-        return _parse_literal(text.strip())
+        return parse_literal(text.strip())
     except ValueError:
         return text
 
@@ -186,12 +188,12 @@ def _xml_call(body: str, k: int, schemas: Mapping[str, Any] | None) -> list[dict
 
 
 def _hermes(text: str, schemas: Mapping[str, Any] | None = None) -> tuple[str, list[dict]]:
-    blocks = list(_CALL_RE.finditer(text))
+    blocks = list(CALL_RE.finditer(text))
     if text.count("<tool_call>") != len(blocks) or text.count("</tool_call>") != len(blocks):
         raise _Bad("unbalanced <tool_call> tags (a block is not closed)")
     calls: list[dict] = []
     for k, m in enumerate(blocks, 1):
-        body = _strip_body(m.group(1))
+        body = strip_body(m.group(1))
         fence = _FENCE.match(body)
         if fence:
             body = fence.group(1).strip()
@@ -200,11 +202,11 @@ def _hermes(text: str, schemas: Mapping[str, Any] | None = None) -> tuple[str, l
             calls.extend(xml)
             continue
         try:
-            value = _parse_literal(body)
+            value = parse_literal(body)
         except ValueError as exc:
             raise _Bad(f"<tool_call> {k} is not JSON ({exc})") from None
         calls.extend(_calls_of(value, f"<tool_call> {k}"))
-    return _CALL_RE.sub("", text).strip(), calls
+    return CALL_RE.sub("", text).strip(), calls
 
 
 # --------------------------------------------------------------------------- other models' own markers
@@ -266,7 +268,7 @@ def _harmony(text: str) -> tuple[str, list[dict]]:
     calls = []
     for k, m in enumerate(_HARMONY_CALL.finditer(text), 1):
         try:
-            args = _parse_literal(m.group(3).strip()) if m.group(3).strip() else {}
+            args = parse_literal(m.group(3).strip()) if m.group(3).strip() else {}
         except ValueError as exc:
             raise _Bad(f"to=functions.{m.group(1)}: the message is not JSON ({exc})") from None
         calls.append(_call_of({"name": m.group(1), "arguments": args}, f"harmony call {k}"))
@@ -295,7 +297,7 @@ def _deepseek(text: str) -> tuple[str, list[dict]]:
         fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body.strip(), re.S)
         body = fence.group(1) if fence else body.strip()
         try:
-            args = _parse_literal(body) if body else {}
+            args = parse_literal(body) if body else {}
         except ValueError as exc:
             raise _Bad(f"DeepSeek call {k} ({name.strip()}): the arguments are not JSON ({exc})") from None
         calls.append(_call_of({"name": name.strip(), "arguments": args}, f"DeepSeek call {k}"))
@@ -336,7 +338,7 @@ def _kimi(text: str) -> tuple[str, list[dict]]:
     calls = []
     for k, m in enumerate(found, 1):
         try:
-            args = _parse_literal(m.group(2).strip()) if m.group(2).strip() else {}
+            args = parse_literal(m.group(2).strip()) if m.group(2).strip() else {}
         except ValueError as exc:
             raise _Bad(f"Kimi call {k} ({m.group(1)}): the arguments are not JSON ({exc})") from None
         calls.append(_call_of({"name": m.group(1), "arguments": args}, f"Kimi call {k}"))
@@ -388,7 +390,7 @@ def _llama(text: str) -> tuple[str, list[dict]]:
     calls: list[dict] = []
     for k, part in enumerate(p for p in _split_top(body, ";") if p.strip()):
         try:
-            value = _parse_literal(part.strip())
+            value = parse_literal(part.strip())
         except ValueError as exc:
             raise _Bad(f"<|python_tag|> call {k + 1} is not JSON ({exc})") from None
         calls.extend(_calls_of(value, "<|python_tag|>"))
@@ -434,13 +436,13 @@ def _mistral(text: str) -> tuple[str, list[dict]]:
             if not m:
                 raise _Bad(f"[TOOL_CALLS] block {k + 1} is not name[ARGS]{{...}}")
             try:
-                args = _parse_literal(part[m.end():].strip())
+                args = parse_literal(part[m.end():].strip())
             except ValueError as exc:
                 raise _Bad(f"[TOOL_CALLS] block {k + 1} ({m.group(1)}): the arguments are not JSON ({exc})") from None
             calls.append(_call_of({"name": m.group(1), "arguments": args}, f"[TOOL_CALLS] block {k + 1}"))
         return head.strip(), calls
     try:
-        value = _parse_literal(rest)
+        value = parse_literal(rest)
     except ValueError as exc:
         raise _Bad(f"[TOOL_CALLS] is not followed by a JSON list of calls ({exc})") from None
     calls = _calls_of(value, "[TOOL_CALLS]")
@@ -469,7 +471,7 @@ def _pythonic(text: str, names: Collection[str], *, strict: bool) -> list[dict] 
         if not m or (names and not declared) or (not declared and not body.endswith("]")):
             return None
     try:
-        parsed = _ToolaceCalls(body, "completion", sorted(names, key=len, reverse=True)).parse()
+        parsed = ToolaceCalls(body, "completion", sorted(names, key=len, reverse=True)).parse()
     except RecordError as exc:
         if strict or declared or body.rstrip().endswith(")]"):
             raise _Bad(exc.detail) from None

@@ -317,7 +317,7 @@ class _Harness:
 
 
 def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = True) -> Iterator[Item]:
-    from hsa.records import RecordError, _parse_skill_tool, normalize
+    from hsa.records import RecordError, normalize, parse_skill_tool
 
     messages = _fast_messages(raw) if raw.get("mapping") is not None else None
     harness = cache.tools_of(raw.get("tools"), where) if messages is not None else None
@@ -331,7 +331,7 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
         schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
     else:
         tools, schemas = harness
-        row_id, st = str(raw["id"]), _parse_skill_tool(raw.get("skill_tool"))
+        row_id, st = str(raw["id"]), parse_skill_tool(raw.get("skill_tool"))
     mapping = Mapping.from_dict(raw.get("mapping"))
     chat = _chat(messages) if keep else messages
     families, transforms = cache.families_of(raw.get("transforms"))

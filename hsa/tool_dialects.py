@@ -1,0 +1,403 @@
+"""Tool definitions: one read from any dialect into the internal form (:class:`hsa.record_model.Tool`), and
+written back in the dialect it came in.
+
+Dialects: OpenAI (``{"type": "function", "function": {...}}``), Anthropic (``input_schema``), MCP
+(``inputSchema``), flat (``{"name", "parameters"}``), Gemini ``functionDeclarations`` groups, JSON-text tools,
+xLAM's bare parameter maps and the other spellings public datasets use (``input_parameters``, a ``required``
+list beside the parameters). Parameter schemas become standard JSON Schema (:func:`normalize_schema`: Python
+and Java type names, ``"string, optional"``, draft-3 ``required: true``, parameters listed as objects). Each
+change is noted; :func:`normalize_tool` caches per (tool, position), since a dataset's tools repeat from record
+to record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from typing import Any
+
+from hsa import _json
+from hsa.record_model import RecordError, Tool
+
+__all__ = ["normalize_schema", "normalize_tool", "read_tool", "denormalize_tool", "read_tool_list"]
+
+
+_TYPE_ALIASES = {
+    "dict": "object", "object": "object", "map": "object", "hashmap": "object", "json": "object",
+    "float": "number", "double": "number", "number": "number", "decimal": "number", "numeric": "number",
+    "int": "integer", "integer": "integer", "long": "integer", "short": "integer", "int32": "integer", "int64": "integer",
+    "str": "string", "string": "string", "char": "string", "text": "string", "date": "string", "datetime": "string",
+    "bool": "boolean", "boolean": "boolean",
+    "list": "array", "array": "array", "tuple": "array", "set": "array", "sequence": "array",
+    "null": "null", "none": "null", "nonetype": "null",
+}
+_ANY_TYPES = {"any", "anytype", "mixed", "unknown", "*"}
+_SUBSCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool | None]:
+    """Standard JSON-Schema type for ``value``; second item says optional (True), required (False) or unknown."""
+    optional = None
+    if isinstance(value, list):
+        out = []
+        for v in value:
+            t, _ = _normalize_type(v, where, notes)
+            if t is None:
+                return None, None
+            if t not in out:
+                out.append(t)
+        return out, None
+    if not isinstance(value, str):
+        notes.append(f"{where}: type {value!r} is not a string; dropped")
+        return None, None
+    raw = value.strip()
+    m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
+    if m:
+        raw, optional = m.group(1), m.group(2).lower() == "optional"
+    m = re.fullmatch(r"(?i)optional\[(.*)\]", raw)
+    if m:
+        raw, optional = m.group(1), True
+    union = _union_types(raw)
+    if union is not None and None not in union:
+        notes.append(f"{where}: type {value!r} -> {union!r}")
+        return (union[0] if len(union) == 1 else union), optional
+    generic = re.fullmatch(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]", raw)
+    if generic:
+        raw = generic.group(1)
+    key = raw.lower()
+    if key in _ANY_TYPES:
+        return None, optional
+    std = _TYPE_ALIASES.get(key)
+    if std is None:
+        notes.append(f"{where}: unknown type {value!r}; dropped (any value accepted)")
+        return None, optional
+    if std != value:
+        notes.append(f"{where}: type {value!r} -> {std!r}")
+    return std, optional
+
+
+def _split_args(text: str) -> list[str]:
+    """``"int, Dict[str, int]"`` -> ``["int", "Dict[str, int]"]`` (commas inside brackets kept)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return [a for a in out if a]
+
+
+def _union_types(raw: str) -> list[str | None] | None:
+    """The standard types of ``Union[A, B]`` / ``A | B`` (None for an unknown member), or None when not a union."""
+    m = re.fullmatch(r"(?i)union\s*\[(.*)\]", raw)
+    members = _split_args(m.group(1)) if m else ([p.strip() for p in raw.split("|")] if "|" in raw and "[" not in raw
+                                                 else None)
+    if not members:
+        return None
+    out: list[str | None] = []
+    for mem in members:
+        std = _TYPE_ALIASES.get(re.sub(r"\[.*\]$", "", mem).strip().lower())
+        if std not in out:
+            out.append(std)
+    return out
+
+
+def _generic_keywords(value: Any) -> dict[str, Any]:
+    """Element schemas that a generic type string states: ``List[int]`` -> ``items``, ``Dict[str, float]`` ->
+    ``additionalProperties``, ``Tuple[float, float]`` -> ``prefixItems``; empty when there is nothing certain."""
+    if not isinstance(value, str):
+        return {}
+    raw = re.sub(r"(?i)\s*,\s*(optional|required)$", "", value.strip())
+    m = re.fullmatch(r"(?i)optional\s*\[(.*)\]", raw)
+    if m:
+        raw = m.group(1).strip()
+    m = re.fullmatch(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]", raw)
+    if not m:
+        return {}
+    kind, args = m.group(1).lower(), _split_args(m.group(2))
+    if kind in ("dict", "map", "mapping"):
+        if len(args) == 2:
+            sub = _type_schema(args[1])
+            return {"additionalProperties": sub} if sub else {}
+        return {}
+    if kind == "tuple" and len(args) > 1 and args[-1] != "...":
+        subs = [_type_schema(a) for a in args]
+        return {"prefixItems": subs} if all(subs) else {}
+    sub = _type_schema(args[0]) if args else {}
+    return {"items": sub} if sub else {}
+
+
+def _type_schema(text: str) -> dict[str, Any]:
+    """A schema for one type string (``int``, ``List[str]``, ``Union[int, float]``); {} when unknown or any."""
+    std, _ = _normalize_type(text, "", [])
+    if std is None:
+        return {}
+    return {"type": std, **_generic_keywords(text)}
+
+
+def _param_list(value: list) -> dict[str, Any] | None:
+    """``[{"name": "city", "type": "string", "required": true}, ...]`` (parameters listed as objects, as some
+    datasets write them) as properties by name, each without its ``name``; None for any other list."""
+    if not value or not all(isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"] for p in value):
+        return None
+    names = [p["name"] for p in value]
+    if len(set(names)) != len(names):
+        return None
+    return {p["name"]: {k: v for k, v in p.items() if k != "name"} for p in value}
+
+
+def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | None = None) -> Any:
+    """Return ``schema`` as standard JSON Schema, appending a note for each change.
+
+    Handles the dialects seen in public function-calling data: Python and Java type
+    names (``dict``, ``float``, ``tuple``, ``Integer``, ``any``), ``"string, optional"``,
+    ``optional: true`` and draft-3 ``required: true`` on properties. Never raises.
+    """
+    if notes is None:
+        notes = []
+    if isinstance(schema, list) and _param_list(schema) is not None:
+        notes.append(f"{where}: a list of parameter objects read as an object schema's properties")
+        schema = {"type": "object", "properties": _param_list(schema)}
+    if not isinstance(schema, dict):
+        if isinstance(schema, bool):
+            return schema
+        notes.append(f"{where}: schema {schema!r} is not an object; replaced by {{}}")
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, list) and _param_list(value) is not None:
+            notes.append(f"{where}: properties given as a list of parameter objects; read by name")
+            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in _param_list(value).items()}
+        elif key == "type":
+            std, _ = _normalize_type(value, where, notes)
+            if std is not None:
+                out["type"] = std
+                for k, sub in _generic_keywords(value).items():
+                    if k not in schema:
+                        out[k] = sub
+                        notes.append(f"{where}: {k} {_json.dumps(sub)} from the type {value!r}")
+        elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, dict):
+            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
+            out[key] = [normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
+        elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
+            out[key] = normalize_schema(value, f"{where}.{key}", notes)
+        elif key == "items" and isinstance(value, list):  # draft-4 tuple form
+            out["prefixItems"] = [normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
+            notes.append(f"{where}: tuple-form items -> prefixItems")
+        else:
+            out[key] = value
+    # optional / required markers on the properties themselves
+    props = out.get("properties")
+    if isinstance(props, dict):
+        required = out.get("required")
+        named = [r.strip() for r in required.split(",")] if isinstance(required, str) else None
+        if named and all(r in props for r in named):
+            notes.append(f"{where}: required {required!r} (a string) read as {named}")
+            out["required"] = required = named
+        required = list(required) if isinstance(required, list) else []
+        changed = "required" in out and not isinstance(out["required"], list)
+        if changed:
+            notes.append(f"{where}: required {out['required']!r} is not a list; replaced")
+        for name, sub in props.items():
+            if not isinstance(sub, dict):
+                continue
+            opt = None
+            raw_type = schema.get("properties", {}).get(name, {}) if isinstance(schema.get("properties"), dict) else {}
+            if isinstance(raw_type, dict) and isinstance(raw_type.get("type"), str):
+                _, opt = _normalize_type(raw_type["type"], f"{where}.{name}", [])
+            if isinstance(sub.get("optional"), bool):
+                opt = sub.pop("optional")
+                notes.append(f"{where}.{name}: 'optional: {str(opt).lower()}' moved into required")
+            if isinstance(sub.get("required"), bool):
+                opt = not sub.pop("required")
+                notes.append(f"{where}.{name}: boolean 'required' moved into the parent's required")
+            if opt is True and name in required:
+                required.remove(name)
+                changed = True
+            elif opt is False and name not in required:
+                required.append(name)
+                changed = True
+        if changed or "required" in out:
+            out["required"] = required
+        if "type" not in out and "type" not in schema:
+            out = {"type": "object", **out}
+            notes.append(f"{where}: properties without a type; type 'object' added")
+    return out
+
+
+def _tool_dialect(tool: dict[str, Any]) -> str:
+    if isinstance(tool.get("function"), dict):
+        return "openai"
+    if "input_schema" in tool:
+        return "anthropic"
+    if "inputSchema" in tool:
+        return "mcp"
+    return "plain"
+
+
+_SCHEMA_KEY = {"openai": "parameters", "plain": "parameters", "gemini": "parameters",
+               "anthropic": "input_schema", "mcp": "inputSchema"}
+#: Other keys that datasets give a tool's parameter schema under (when the dialect's own key is absent).
+_SCHEMA_ALIASES = ("input_parameters", "params")
+_TOOL_CACHE: OrderedDict[tuple[str, int], tuple[Tool, tuple[str, ...]]] = OrderedDict()
+_TOOL_CACHE_SIZE = 4096
+
+
+def normalize_tool(raw: Any, i: int, notes: list[str]) -> Tool:
+    """:func:`read_tool`, cached per (tool, position): a dataset's tools repeat from record to record.
+
+    The key is ``repr(raw)``, which tells apart every pair of JSON values that differ (``1``
+    from ``1.0`` and ``True``, ``nan`` from ``None``, key order); a hit returns a deep copy.
+    """
+    key = (repr(raw), i)
+    hit = _TOOL_CACHE.get(key)
+    if hit is None:
+        added: list[str] = []
+        tool = read_tool(raw, i, added)
+        hit = (_json.copy(tool), tuple(added))
+        _TOOL_CACHE[key] = hit
+        if len(_TOOL_CACHE) > _TOOL_CACHE_SIZE:
+            _TOOL_CACHE.popitem(last=False)
+    else:
+        _TOOL_CACHE.move_to_end(key)
+    notes.extend(hit[1])
+    return _json.copy(hit[0])  # type: ignore[return-value]
+
+
+def _is_param_spec(value: Any) -> bool:
+    """True for an xLAM parameter entry such as ``{"type": "str", "description": "..."}``."""
+    return isinstance(value, dict) and (isinstance(value.get("type"), str) or isinstance(value.get("description"), str))
+
+
+def _bare_parameter_map(params: Any) -> bool:
+    """True when ``params`` is xLAM's ``{"param": {"type": "str", ...}}`` rather than a JSON Schema.
+
+    Parameters may be named like schema keywords (a ``type`` or ``properties`` parameter is common):
+    a schema's ``type`` is a string or list, never an object, and a schema's ``properties`` maps names to
+    schemas, never holds a string ``type`` or ``description`` of its own.
+    """
+    if not (isinstance(params, dict) and params and all(isinstance(v, dict) for v in params.values())):
+        return False
+    if set(params) & {"$ref", "anyOf", "oneOf", "allOf", "$defs", "definitions", "additionalProperties"}:
+        return False
+    if "properties" in params and not _is_param_spec(params["properties"]):
+        return False
+    return all(_is_param_spec(v) for v in params.values()) or not ({"type", "properties"} & set(params))
+
+
+def read_tool(raw: Any, i: int, notes: list[str]) -> Tool:
+    """Tool ``i`` of a row in the internal form (:func:`normalize_tool` caches it), each change noted."""
+    if not isinstance(raw, dict):
+        raise RecordError("bad tool", f"tools[{i}] is {type(raw).__name__}, expected an object with a name")
+    dialect = _tool_dialect(raw)
+    if dialect == "openai":
+        fn = raw["function"]
+        outer = {k: v for k, v in raw.items() if k not in ("type", "function")}
+        if raw.get("type", "function") != "function":
+            outer["type"] = raw.get("type")
+    else:
+        fn, outer = raw, {}
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise RecordError("bad tool", f"tools[{i}] has no string 'name'")
+    schema_key = _SCHEMA_KEY[dialect]
+    params = fn.get(schema_key)
+    alias = next((k for k in _SCHEMA_ALIASES if isinstance(fn.get(k), (dict, list))), None) if params is None else None
+    if alias is not None:  # API-Bank's input_parameters and other spellings of the parameters
+        params = fn[alias]
+        notes.append(f"tools[{i}] {name!r}: '{alias}' read as the {schema_key}")
+        fn = {k: v for k, v in fn.items() if k != alias}
+    if params is None:
+        params = {"type": "object", "properties": {}}
+        notes.append(f"tools[{i}] {name!r}: no {schema_key}; an empty object schema used")
+        extra_missing = True
+    else:
+        extra_missing = False
+    if isinstance(params, str):
+        try:
+            params = _json.loads(params)
+            notes.append(f"tools[{i}] {name!r}: {schema_key} was a JSON string; parsed")
+        except ValueError:
+            raise RecordError("bad tool", f"tools[{i}] {name!r}: {schema_key} is a string that is not JSON") from None
+    if _bare_parameter_map(params):
+        # xLAM / APIGen: {"param": {"type": "str, optional", "default": ...}} -- a bare properties map
+        required = [k for k, v in params.items() if "default" not in v
+                    and "optional" not in str(v.get("type", "")).lower() and v.get("required") is not False]
+        params = {"type": "object", "properties": params, "required": required}
+        notes.append(f"tools[{i}] {name!r}: bare parameter map read as properties (required: {required})")
+    params = normalize_schema(params, f"tools[{i}].{name}", notes)
+    outside = fn.get("required")
+    if (isinstance(outside, list) and all(isinstance(r, str) for r in outside) and isinstance(params, dict)
+            and isinstance(params.get("properties"), dict) and set(outside) <= set(params["properties"])):
+        # When2Call and others put the required list next to the parameters instead of inside them
+        inside = params.get("required") if isinstance(params.get("required"), list) else []
+        params = {**params, "required": inside + [r for r in outside if r not in inside]}
+        notes.append(f"tools[{i}] {name!r}: 'required' next to the parameters moved into them")
+        fn = {k: v for k, v in fn.items() if k != "required"}
+    if isinstance(params, dict) and "type" not in params:
+        params = {"type": "object", **params}
+        notes.append(f"tools[{i}] {name!r}: schema without a type; type 'object' added")
+    tool: Tool = {"name": name, "parameters": params, "dialect": dialect,  # type: ignore[typeddict-item]
+                  "extra": {k: v for k, v in fn.items() if k not in ("name", "description", schema_key)},
+                  "outer": outer}
+    if extra_missing:
+        tool["extra"]["__no_schema__"] = True
+    if "description" in fn:
+        tool["description"] = fn["description"]
+    return tool
+
+
+def denormalize_tool(tool: Tool) -> dict[str, Any]:
+    """An internal-form tool written back in the dialect it came in."""
+    dialect = tool.get("dialect", "openai")
+    schema_key = _SCHEMA_KEY.get(dialect, "parameters")
+    fn: dict[str, Any] = {"name": tool["name"]}
+    if "description" in tool:
+        fn["description"] = tool["description"]
+    extra = dict(tool.get("extra", {}))
+    if (not extra.pop("__no_schema__", False) or tool["parameters"] != {"type": "object", "properties": {}}
+            or dialect in ("anthropic", "mcp")):  # these dialects require their schema key (it is how they are read)
+        fn[schema_key] = tool["parameters"]
+    fn.update(extra)
+    if dialect == "openai":
+        out = {"type": "function", "function": fn}
+        out.update(tool.get("outer", {}))
+        return out
+    return fn
+
+
+def read_tool_list(tools: Any, fmt: dict[str, Any], notes: list[str]) -> Any:
+    """The tool list with JSON-string tools parsed and Gemini's ``functionDeclarations`` groups unwrapped."""
+    if isinstance(tools, str):
+        try:
+            tools = _json.loads(tools)
+        except ValueError:
+            raise RecordError("bad tools", "'tools' is a string that is not JSON") from None
+        fmt["tools_str"] = True
+    if not isinstance(tools, list):
+        return tools
+    out = []
+    for i, t in enumerate(tools):
+        if isinstance(t, str):
+            try:
+                t = _json.loads(t)
+            except ValueError:
+                raise RecordError("bad tools", f"tools[{i}] is a string that is not JSON; expected a tool object "
+                                  f"(or its JSON text)") from None
+            notes.append(f"tools[{i}] was a JSON string; parsed")
+        group = None
+        if isinstance(t, dict) and len(t) == 1:
+            group = t.get("functionDeclarations", t.get("function_declarations"))
+        if isinstance(group, list):
+            out.extend(group)
+            notes.append(f"tools[{i}]: Gemini functionDeclarations unwrapped ({len(group)} tools)")
+        else:
+            out.append(t)
+    return out
