@@ -38,14 +38,12 @@ from typing import Any
 import libcst as cst
 
 from hsa.codemods._cst import parse as _parse
+from hsa.codemods.results import (HARD_ROLES, NAME_ROLES, SOFT_ROLES, STYLES, Analysis, LiteralSite, Problem,
+                                  entry_style)
 from hsa.codemods.spans import concat_parts, find_literals, string_parts
 
 __all__ = ["analyze", "transport", "cache_stats", "Analysis", "LiteralSite", "Problem", "STYLES", "entry_style",
            "MESSAGE_KEYS", "UPDATED_KEYS", "NAME_ROLES", "HARD_ROLES", "SOFT_ROLES", "AGENT_EVENTS"]
-
-#: Hook styles: a function taking the payload, a command script (stdin JSON, exit
-#: codes; entry ``"__main__"``), or an OpenAI Agents SDK hooks class (entry ``"Class.method"``).
-STYLES = ("function", "script", "method")
 
 #: Keys of a decision whose value is text meant for the model.
 MESSAGE_KEYS = frozenset({"message", "reason", "permissionDecisionReason", "stopReason", "systemMessage",
@@ -60,10 +58,6 @@ AGENT_EVENTS = {"on_tool_start": "pre_tool_use", "on_tool_end": "post_tool_use",
                 "on_agent_end": "agent_end", "on_handoff": "handoff", "on_llm_start": "llm_start",
                 "on_llm_end": "llm_end", "on_start": "agent_start", "on_end": "agent_end"}  # RunHooks and AgentHooks
 
-NAME_ROLES = frozenset({"tool", "skill", "param", "member", "value", "split", "tool_re", "tool_pred",
-                        "skill_pred", "in_text"})
-HARD_ROLES = frozenset({"payload_key", "unknown"})
-SOFT_ROLES = frozenset({"dictkey", "data_cmp", "regex_data", "struct"})
 
 _STDLIB = frozenset(sys.stdlib_module_names)
 _DYNAMIC = frozenset({"eval", "exec", "compile", "globals", "locals", "vars", "__import__", "setattr", "delattr"})
@@ -160,72 +154,6 @@ def _string_kinds(av: AV) -> frozenset[str]:
         elif tag == "unknown":
             out |= {"tool", "skill", "param", "value"}
     return frozenset(out)
-
-
-# ---------------------------------------------------------------------------- results
-
-
-@dataclasses.dataclass(frozen=True)
-class LiteralSite:
-    """A string literal (or comment) of the source: where it is, its value and the roles it plays."""
-
-    index: int
-    kind: str  # "simple" | "concat" | "ftext" | "comment"
-    value: str
-    start: int  # byte offsets in the UTF-8 source
-    end: int
-    line: int
-    roles: frozenset  # of role tuples, see the module docstring
-    prefix: str = ""
-    quote: str = ""
-    parts: tuple = ()  # for "concat": indices of the part sites
-
-    def role_names(self) -> set[str]:
-        return {r[0] for r in self.roles}
-
-
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    """A construct that cannot be resolved statically; endangers renames of ``kinds`` under ``tools``."""
-
-    kinds: frozenset
-    tools: frozenset | None
-    reason: str
-    detail: str
-    line: int
-
-
-@dataclasses.dataclass(frozen=True)
-class Analysis:
-    """Everything a sync step needs to know about one hook source."""
-
-    source: str
-    style: str
-    entries: tuple[str, ...]
-    sites: tuple[LiteralSite, ...]
-    problems: tuple[Problem, ...]
-    error: str | None = None  # the source does not parse, or the entry is missing
-    reads: frozenset = frozenset()  # name kinds the hook can observe at all
-    entry: str | None = None  # as asked for (the cache key)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def name_sites(self) -> list[LiteralSite]:
-        return [s for s in self.sites if s.role_names() & NAME_ROLES]
-
-    def message_sites(self) -> list[LiteralSite]:
-        return [s for s in self.sites if "message" in s.role_names()]
-
-
-def entry_style(entry: str | None) -> str:
-    """The style of a hook from its entry: ``"__main__"`` script, ``"Class.method"``, else a function."""
-    if entry == "__main__":
-        return "script"
-    if entry and "." in entry:
-        return "method"
-    return "function"
 
 
 # ---------------------------------------------------------------------------- interpreter
