@@ -190,7 +190,6 @@ KNOWN_PRIVATE: list[str] = [
 ]
 KNOWN_LONG: list[str] = [
     'hsa.chat_formats',
-    'hsa.codemods.analysis',
     'hsa.records',
     'hsa.testing',
     'transforms.skill',

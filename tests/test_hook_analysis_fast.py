@@ -18,6 +18,7 @@ from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper
 
 from hsa.codemods import analysis as A
 from hsa.codemods import spans as S
+from hsa.codemods.interpreter import Interpreter
 from hsa.hooks_model import infer_entry
 from tests.hook_corpus import fixture_hooks, rewritten_hooks
 
@@ -151,7 +152,7 @@ def _old_analyze(source: str, entry: str | None) -> A.Analysis:
     spans = _old_token_spans(source, module)
     if spans is None:
         spans = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ByteSpanPositionProvider)
-    interp = A._Interp(module, source.encode("utf-8"), spans, style, _old_registry(module))
+    interp = Interpreter(module, source.encode("utf-8"), spans, style, _old_registry(module))
     entries = A.default_entries(module, style, entry)
     try:
         error = interp.run(entries)

@@ -6,6 +6,7 @@ Outcomes are values, never exceptions: see :class:`Refusal`.
 
 - :mod:`hsa.codemods.analysis`: which string literal of a hook names a tool, a
   parameter, a skill or an enum value, found by abstract interpretation of the entry.
+- :mod:`hsa.codemods.interpreter`: the abstract interpreter behind it, one module per thing it interprets.
 - :mod:`hsa.codemods.results`: what the analysis finds (literal sites and their roles, problems).
 - :mod:`hsa.codemods.spans`: the literals and comments of a source in order, and their byte spans.
 - :mod:`hsa.codemods.sync`: carries hook source through one mapping step.
