@@ -10,6 +10,7 @@ Outcomes are values, never exceptions: see :class:`Refusal`.
 - :mod:`hsa.codemods.results`: what the analysis finds (literal sites and their roles, problems).
 - :mod:`hsa.codemods.spans`: the literals and comments of a source in order, and their byte spans.
 - :mod:`hsa.codemods.sync`: carries hook source through one mapping step.
+- :mod:`hsa.codemods.quoting`: a value written as a string literal's body (the one escaper).
 - :mod:`hsa.codemods.locals`: scope-aware, capture-free renames of locals.
 - :mod:`hsa.codemods.restyle`: provably equivalent surface rewrites.
 - :mod:`hsa.codemods.messages`: the literals a hook tells the model, and rewording them.

@@ -31,6 +31,7 @@ from typing import Any
 
 from hsa import _json
 from hsa.codemods import Refusal
+from hsa.codemods.quoting import escape
 from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, Analysis, LiteralSite, analyze, transport
 from hsa.hooks_model import entry_of, map_output, map_payload, map_text, text_map
 from hsa.names import replace_tokens
@@ -510,26 +511,6 @@ def _plan(an: Analysis, step: dict, h: Harness, *, select: bool, known: tuple | 
 # ---------------------------------------------------------------------------- rendering and splicing
 
 
-def _escape(value: str, quote: str) -> str:
-    out = []
-    for ch in value:
-        if ch == "\\":
-            out.append("\\\\")
-        elif quote and ch == quote[0]:
-            out.append("\\" + ch)
-        elif ch == "\n" and len(quote) != 3:
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t" and len(quote) != 3:
-            out.append("\\t")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def render_literal(site: LiteralSite, old_text: str, new_value: str, table: dict[str, str] | None) -> str:
     """Source text of ``site`` with value ``new_value``, keeping its prefix and quotes where possible."""
     if site.kind == "comment":
@@ -548,7 +529,7 @@ def render_literal(site: LiteralSite, old_text: str, new_value: str, table: dict
             and (len(quote) == 3 or "\n" not in new_value):
         return prefix + quote + new_value + quote
     prefix = prefix.replace("r", "").replace("R", "")
-    return prefix + quote + _escape(new_value, quote) + quote
+    return prefix + quote + escape(new_value, quote) + quote
 
 
 def _apply_edits(an: Analysis, edits: dict[int, str], table: dict[str, str]
