@@ -45,6 +45,7 @@ __all__ = [
     "decision_of",
     "text_map",
     "map_text",
+    "map_content",
     "map_payload",
     "map_output",
     "import_claude_code",
@@ -225,6 +226,24 @@ def _script_decision(value: Any, event: str) -> dict:
 
 
 # ---------------------------------------------------------------------------- mapping payloads and outputs
+
+
+def map_content(content: Any, fn: Callable[[str], str]) -> Any:
+    """A message's ``content`` with ``fn`` applied to its text: a string, or each text part of a list of
+    parts (``{"type": "text", "text": ...}`` or bare strings; other parts and other values as they are)."""
+    if isinstance(content, str):
+        return fn(content)
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                part = dict(part)
+                part["text"] = fn(part["text"])
+            elif isinstance(part, str):
+                part = fn(part)
+            out.append(part)
+        return out
+    return content
 
 
 def text_map(step: dict) -> dict[str, str]:

@@ -159,7 +159,6 @@ KNOWN_UPWARD: list[str] = [
 ]
 KNOWN_PRIVATE: list[str] = [
     'hsa.cache takes hsa.sandbox._exact_key',
-    'hsa.codemods.sync takes hsa.rewrite._map_content',
     'hsa.evaluation.parsers takes hsa.chat_formats._CALL_RE',
     'hsa.evaluation.parsers takes hsa.chat_formats._ToolaceCalls',
     'hsa.evaluation.parsers takes hsa.chat_formats._parse_literal',

@@ -33,7 +33,7 @@ from hsa import _json
 from hsa.codemods import Refusal, Refused
 from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, Analysis, LiteralSite, analyze, transport
 from hsa.codemods.splice import apply_edits, render_literal
-from hsa.hooks_model import entry_of, map_output, map_payload, map_text, text_map
+from hsa.hooks_model import entry_of, map_content, map_output, map_payload, map_text, text_map
 from hsa.names import replace_tokens
 
 __all__ = ["Harness", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
@@ -610,8 +610,6 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
 def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> None:
     """Carry each hook event of ``record`` (in place) through ``step``: its decision, its payload (with
     ``payloads``) and, for a parameter rename, the message the hook injected (text or text parts)."""
-    from hsa.rewrite import _map_content
-
     table = text_map(step)
     for ev in record.get("hook_events") or ():
         payload = ev.get("payload")
@@ -625,7 +623,7 @@ def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> No
             if isinstance(i, int) and 0 <= i < len(record["messages"]):
                 m = record["messages"][i]
                 if "content" in m:
-                    m["content"] = _map_content(m["content"], lambda text: map_text(text, step))
+                    m["content"] = map_content(m["content"], lambda text: map_text(text, step))
 
 
 class SyncCodemod:
