@@ -51,6 +51,7 @@ __all__ = [
     "import_claude_code",
     "import_claude_settings",
     "sibling_files",
+    "safe_relative_path",
     "import_agents_hooks",
     "RUN_HOOKS_EVENTS",
     "AGENT_HOOKS_EVENTS",
@@ -405,6 +406,14 @@ def import_claude_settings(settings: dict, read_script: Callable[[str], str], *,
     return hooks, skipped
 
 
+def safe_relative_path(path: Any) -> bool:
+    """True for a relative POSIX path inside its folder: no absolute path, no ``..``, no backslash or NUL."""
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\x00" in path:
+        return False
+    parts = path.split("/")
+    return all(p not in ("", ".", "..") for p in parts)
+
+
 #: File types a hook may read beside it (named by a string literal of its source).
 _DATA_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ini", ".md", ".csv")
 
@@ -441,8 +450,6 @@ def sibling_files(source: str, folder: str, read_file: Callable[[str], str | Non
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 v = node.value
                 if v.endswith(_DATA_SUFFIXES) and len(v) < 200 and "\n" not in v:
-                    from hsa.sandbox import safe_relative_path
-
                     if safe_relative_path(v):
                         wanted.append(v)
                         if rel_dir:

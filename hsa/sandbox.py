@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hsa import _json
+from hsa.hooks_model import safe_relative_path
 
 __all__ = ["Sandbox", "sandbox", "configure", "replay", "replay_many", "check_hooks", "not_replayed", "set_execution",
            "execution_enabled", "stats", "reset_stats", "LIMIT_ERRORS", "NOT_REPLAYED_NOTE", "safe_relative_path"]
@@ -506,14 +507,6 @@ def _hook_key(source: str, entry: str | None, style: str, files: str = "") -> st
 def _files_key(files: dict | None, path: str | None) -> str:
     """What a hook's sibling files add to its key (``""`` without files)."""
     return _json.canonical({"files": files, "path": path}) if files else ""
-
-
-def safe_relative_path(path: Any) -> bool:
-    """True for a relative POSIX path inside its folder: no absolute path, no ``..``, no backslash or NUL."""
-    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\x00" in path:
-        return False
-    parts = path.split("/")
-    return all(p not in ("", ".", "..") for p in parts)
 
 
 def _write_tree(folder: str, files: dict[str, str]) -> None:
