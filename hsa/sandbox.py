@@ -47,6 +47,7 @@ from collections import OrderedDict, deque
 from functools import lru_cache
 
 from hsa import cache as _cache
+from hsa.cache import exact_key
 from collections.abc import Sequence
 from typing import Any
 
@@ -526,8 +527,8 @@ except ImportError:  # pragma: no cover
 
 def _key(obj: Any) -> bytes:
     """A cache key for a JSON value that tells apart any two values a hook could tell apart: key
-    order (a hook may iterate a payload), ``1``/``1.0``/``True``, NaN/``None`` (see :func:`_exact_key`)."""
-    k = _exact_key(obj)
+    order (a hook may iterate a payload), ``1``/``1.0``/``True``, NaN/``None`` (see :func:`hsa.cache.exact_key`)."""
+    k = exact_key(obj)
     return k if isinstance(k, bytes) else b"\x00" + k.encode("utf-8", "surrogatepass")
 
 
@@ -685,20 +686,6 @@ def _mask_messages(value: Any) -> Any:
     return value
 
 
-def _exact_key(obj: Any) -> bytes | str:
-    """A dict key for a JSON value that tells apart any two values that differ at all
-    (key order, ``1``/``1.0``/``True``, NaN/``None``), unlike :func:`_key`."""
-    if _orjson is not None:
-        try:
-            data = _orjson.dumps(obj)
-        except TypeError:
-            pass
-        else:
-            if b"null" not in data:  # orjson writes NaN and infinities as null too
-                return data
-    return repr(obj)
-
-
 @lru_cache(maxsize=1)
 def _updated_marks() -> tuple[bytes, ...]:
     from hsa.hooks_model import UPDATED_KEYS
@@ -711,7 +698,7 @@ class _Carrier:
 
     Each step's text table is made once, and each distinct payload (and each distinct
     output along the same tools) is carried through the steps once, however many hooks
-    read it: the memo keys are exact (:func:`_exact_key`), so a memo hit is a value that
+    read it: the memo keys are exact (:func:`hsa.cache.exact_key`), so a memo hit is a value that
     the per-pair mapping would have produced too.
     """
 
@@ -729,7 +716,7 @@ class _Carrier:
         """``payload`` after every step, and the tool it names before each step."""
         from hsa.hooks_model import map_payload
 
-        key = _exact_key(payload)
+        key = exact_key(payload)
         hit = self.payloads.get(key)
         if hit is not None:
             return hit
@@ -764,7 +751,7 @@ class _Carrier:
         value = outcome.get("value")
         if value is None or type(value) in (bool, int, float):  # map_output leaves these as they are
             return {"ok": True, "value": value}
-        vkey = _exact_key(value)
+        vkey = exact_key(value)
         # the tools matter only to a rewritten tool input (map_output's UPDATED_KEYS)
         key = (vkey, tools if not isinstance(vkey, bytes) or any(m in vkey for m in _updated_marks()) else None)
         hit = self.outputs.get(key)

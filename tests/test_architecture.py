@@ -138,9 +138,11 @@ def _cycles(scans: dict[str, tuple[set[str], list[str]]] = SCANS) -> list[list[s
 # fail on any violation not in these lists, and on any entry here that no longer occurs, so the lists only shrink.
 KNOWN_CYCLES: list[list[str]] = [
     [
-        'hsa.cache', 'hsa.chat_formats', 'hsa.io', 'hsa.prompt_import', 'hsa.records', 'hsa.rewrite', 'hsa.sandbox',
-        'hsa.skills_dir', 'hsa.transform', 'hsa.verify', 'transforms', 'transforms._toolhooks',
-        'transforms._toolschema', 'transforms.hook', 'transforms.prompt', 'transforms.skill', 'transforms.tool',
+        'hsa.chat_formats', 'hsa.prompt_import', 'hsa.records',
+    ],
+    [
+        'hsa.rewrite', 'hsa.sandbox', 'hsa.transform', 'hsa.verify', 'transforms', 'transforms._toolschema',
+        'transforms.hook', 'transforms.prompt', 'transforms.skill', 'transforms.tool',
     ],
     [
         'hsa', 'hsa.pipeline', 'hsa.ray_engine',
@@ -157,7 +159,6 @@ KNOWN_UPWARD: list[str] = [
     'hsa.transform imports transforms',
 ]
 KNOWN_PRIVATE: list[str] = [
-    'hsa.cache takes hsa.sandbox._exact_key',
     'hsa.evaluation.parsers takes hsa.chat_formats._CALL_RE',
     'hsa.evaluation.parsers takes hsa.chat_formats._ToolaceCalls',
     'hsa.evaluation.parsers takes hsa.chat_formats._parse_literal',
