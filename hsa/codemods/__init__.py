@@ -1,8 +1,9 @@
 """LibCST codemods over hook source: name sync, local renames, restyles, message rewording.
 
-Each module holds one family of rewrites; every rewrite either proves that it keeps
+Each rewrite module (sync, locals, restyle, messages) holds one family of rewrites; every rewrite either proves that it keeps
 behaviour (by the scope and data-flow facts it computes) or refuses with a reason.
-Outcomes are values, never exceptions: see :class:`Refusal`.
+Outcomes are values, never exceptions: see :class:`Refusal` (:class:`Refused` carries one out of
+the inner steps of a rewrite, and the public functions return it).
 
 - :mod:`hsa.codemods.analysis`: which string literal of a hook names a tool, a
   parameter, a skill or an enum value, found by abstract interpretation of the entry.

@@ -23,6 +23,11 @@ library) are *problems*, each tagged with the name kinds it endangers; a sync st
 that renames such a kind refuses. The tool-name constraint in force (from ``if
 name == "x"`` or ``case "x"``) is kept with every role, so a parameter key is
 checked only against the tools that can reach it.
+
+This module is the entry point (:func:`analyze`, cached per source and entry) and carries
+an analysis across edits that keep the tree (:func:`transport`, :func:`carry`). The
+interpreter is :mod:`hsa.codemods.interpreter` (one module per thing it interprets), the
+results are in :mod:`hsa.codemods.results`, where each literal lies in :mod:`hsa.codemods.spans`.
 """
 
 from __future__ import annotations
