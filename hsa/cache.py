@@ -34,7 +34,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["ByteLRU", "lru", "memoize", "digest", "sizeof", "enabled", "stats", "clear", "caches"]
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+__all__ = ["ByteLRU", "lru", "memoize", "digest", "exact_key", "sizeof", "enabled", "stats", "clear", "caches"]
 
 _MISSING = object()
 
@@ -66,14 +71,27 @@ def sizeof(value: Any, _depth: int = 0) -> int:
     return sys.getsizeof(value)
 
 
+def exact_key(obj: Any) -> bytes | str:
+    """A dict key for a JSON value that tells apart any two values that differ at all: key order,
+    ``1`` / ``1.0`` / ``True``, NaN / ``None`` (its orjson bytes, or its ``repr`` where orjson cannot
+    write it exactly)."""
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(obj)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in data:  # orjson writes NaN and infinities as null too
+                return data
+    return repr(obj)
+
+
 def digest(*parts: Any) -> bytes:
     """A 128-bit key for JSON-like values that tells apart any two that differ at all: key order, ``1`` /
     ``1.0`` / ``True``, NaN / ``None`` (values orjson cannot write exactly go through ``repr``)."""
-    from hsa.sandbox import _exact_key
-
     h = hashlib.blake2b(digest_size=16)
     for p in parts:
-        k = p if isinstance(p, bytes) else _exact_key(p)
+        k = p if isinstance(p, bytes) else exact_key(p)
         k = k if isinstance(k, bytes) else b"\x00" + k.encode("utf-8", "surrogatepass")
         h.update(len(k).to_bytes(8, "big"))
         h.update(k)

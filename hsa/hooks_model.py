@@ -45,11 +45,13 @@ __all__ = [
     "decision_of",
     "text_map",
     "map_text",
+    "map_content",
     "map_payload",
     "map_output",
     "import_claude_code",
     "import_claude_settings",
     "sibling_files",
+    "safe_relative_path",
     "import_agents_hooks",
     "RUN_HOOKS_EVENTS",
     "AGENT_HOOKS_EVENTS",
@@ -227,6 +229,24 @@ def _script_decision(value: Any, event: str) -> dict:
 # ---------------------------------------------------------------------------- mapping payloads and outputs
 
 
+def map_content(content: Any, fn: Callable[[str], str]) -> Any:
+    """A message's ``content`` with ``fn`` applied to its text: a string, or each text part of a list of
+    parts (``{"type": "text", "text": ...}`` or bare strings; other parts and other values as they are)."""
+    if isinstance(content, str):
+        return fn(content)
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                part = dict(part)
+                part["text"] = fn(part["text"])
+            elif isinstance(part, str):
+                part = fn(part)
+            out.append(part)
+        return out
+    return content
+
+
 def text_map(step: dict) -> dict[str, str]:
     """Token renames that a step applies to text a hook reads or writes.
 
@@ -386,6 +406,14 @@ def import_claude_settings(settings: dict, read_script: Callable[[str], str], *,
     return hooks, skipped
 
 
+def safe_relative_path(path: Any) -> bool:
+    """True for a relative POSIX path inside its folder: no absolute path, no ``..``, no backslash or NUL."""
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\x00" in path:
+        return False
+    parts = path.split("/")
+    return all(p not in ("", ".", "..") for p in parts)
+
+
 #: File types a hook may read beside it (named by a string literal of its source).
 _DATA_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ini", ".md", ".csv")
 
@@ -422,8 +450,6 @@ def sibling_files(source: str, folder: str, read_file: Callable[[str], str | Non
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 v = node.value
                 if v.endswith(_DATA_SUFFIXES) and len(v) < 200 and "\n" not in v:
-                    from hsa.sandbox import safe_relative_path
-
                     if safe_relative_path(v):
                         wanted.append(v)
                         if rel_dir:

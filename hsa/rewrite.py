@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa import _json, _patch
 from hsa.mapping import ARRAY, _step_apply
@@ -42,22 +43,6 @@ _TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
 
 
 # --------------------------------------------------------------------------- free text
-
-
-def _map_content(content: Any, fn: Callable[[str], str]) -> Any:
-    if isinstance(content, str):
-        return fn(content)
-    if isinstance(content, list):
-        out = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                part = dict(part)
-                part["text"] = fn(part["text"])
-            elif isinstance(part, str):
-                part = fn(part)
-            out.append(part)
-        return out
-    return content
 
 
 def _map_schema_descriptions(schema: Any, fn: Callable[[str], str]) -> Any:
@@ -134,7 +119,7 @@ def _map_texts(record: Record, fn: Callable[[str], str], skip: Callable[[Any], b
     """:func:`map_texts`; ``skip(schema)`` true: ``fn`` changes no text of that parameter schema."""
     for m in record["messages"]:
         if "content" in m:
-            m["content"] = _map_content(m["content"], fn)
+            m["content"] = map_content(m["content"], fn)
     if tool_descriptions:
         for t in record["tools"]:
             if isinstance(t.get("description"), str):

@@ -47,10 +47,12 @@ from collections import OrderedDict, deque
 from functools import lru_cache
 
 from hsa import cache as _cache
+from hsa.cache import exact_key
 from collections.abc import Sequence
 from typing import Any
 
 from hsa import _json
+from hsa.hooks_model import safe_relative_path
 
 __all__ = ["Sandbox", "sandbox", "configure", "replay", "replay_many", "check_hooks", "not_replayed", "set_execution",
            "execution_enabled", "stats", "reset_stats", "LIMIT_ERRORS", "NOT_REPLAYED_NOTE", "safe_relative_path"]
@@ -508,14 +510,6 @@ def _files_key(files: dict | None, path: str | None) -> str:
     return _json.canonical({"files": files, "path": path}) if files else ""
 
 
-def safe_relative_path(path: Any) -> bool:
-    """True for a relative POSIX path inside its folder: no absolute path, no ``..``, no backslash or NUL."""
-    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\x00" in path:
-        return False
-    parts = path.split("/")
-    return all(p not in ("", ".", "..") for p in parts)
-
-
 def _write_tree(folder: str, files: dict[str, str]) -> None:
     for rel, text in files.items():
         if not safe_relative_path(rel) or not isinstance(text, str):
@@ -533,8 +527,8 @@ except ImportError:  # pragma: no cover
 
 def _key(obj: Any) -> bytes:
     """A cache key for a JSON value that tells apart any two values a hook could tell apart: key
-    order (a hook may iterate a payload), ``1``/``1.0``/``True``, NaN/``None`` (see :func:`_exact_key`)."""
-    k = _exact_key(obj)
+    order (a hook may iterate a payload), ``1``/``1.0``/``True``, NaN/``None`` (see :func:`hsa.cache.exact_key`)."""
+    k = exact_key(obj)
     return k if isinstance(k, bytes) else b"\x00" + k.encode("utf-8", "surrogatepass")
 
 
@@ -692,20 +686,6 @@ def _mask_messages(value: Any) -> Any:
     return value
 
 
-def _exact_key(obj: Any) -> bytes | str:
-    """A dict key for a JSON value that tells apart any two values that differ at all
-    (key order, ``1``/``1.0``/``True``, NaN/``None``), unlike :func:`_key`."""
-    if _orjson is not None:
-        try:
-            data = _orjson.dumps(obj)
-        except TypeError:
-            pass
-        else:
-            if b"null" not in data:  # orjson writes NaN and infinities as null too
-                return data
-    return repr(obj)
-
-
 @lru_cache(maxsize=1)
 def _updated_marks() -> tuple[bytes, ...]:
     from hsa.hooks_model import UPDATED_KEYS
@@ -718,7 +698,7 @@ class _Carrier:
 
     Each step's text table is made once, and each distinct payload (and each distinct
     output along the same tools) is carried through the steps once, however many hooks
-    read it: the memo keys are exact (:func:`_exact_key`), so a memo hit is a value that
+    read it: the memo keys are exact (:func:`hsa.cache.exact_key`), so a memo hit is a value that
     the per-pair mapping would have produced too.
     """
 
@@ -736,7 +716,7 @@ class _Carrier:
         """``payload`` after every step, and the tool it names before each step."""
         from hsa.hooks_model import map_payload
 
-        key = _exact_key(payload)
+        key = exact_key(payload)
         hit = self.payloads.get(key)
         if hit is not None:
             return hit
@@ -771,7 +751,7 @@ class _Carrier:
         value = outcome.get("value")
         if value is None or type(value) in (bool, int, float):  # map_output leaves these as they are
             return {"ok": True, "value": value}
-        vkey = _exact_key(value)
+        vkey = exact_key(value)
         # the tools matter only to a rewritten tool input (map_output's UPDATED_KEYS)
         key = (vkey, tools if not isinstance(vkey, bytes) or any(m in vkey for m in _updated_marks()) else None)
         hit = self.outputs.get(key)

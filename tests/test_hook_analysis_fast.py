@@ -17,6 +17,8 @@ import pytest
 from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper
 
 from hsa.codemods import analysis as A
+from hsa.codemods import spans as S
+from hsa.codemods.interpreter import Interpreter
 from hsa.hooks_model import infer_entry
 from tests.hook_corpus import fixture_hooks, rewritten_hooks
 
@@ -106,19 +108,19 @@ def _old_token_spans(source: str, module: cst.Module) -> dict | None:
             ci += 1
             if data[start:end].decode("utf-8") != node.value:
                 return None
-            out[node] = A._Span(start, end - start)
+            out[node] = S._Span(start, end - start)
             continue
         if si >= len(strings):
             return None
         start, end = strings[si]
         si += 1
-        out[node] = A._Span(start, end - start)
+        out[node] = S._Span(start, end - start)
         if kind == "f":
             pos = start + len(node.start.encode("utf-8"))
             for part in node.parts:
                 text = module.code_for_node(part).encode("utf-8")
                 if isinstance(part, cst.FormattedStringText):
-                    out[part] = A._Span(pos, len(text))
+                    out[part] = S._Span(pos, len(text))
                 pos += len(text)
             if pos + len(node.end.encode("utf-8")) != end:
                 return None
@@ -129,10 +131,10 @@ def _old_token_spans(source: str, module: cst.Module) -> dict | None:
 
     class C(cst.CSTVisitor):
         def leave_ConcatenatedString(self, node):
-            parts = A._concat_parts(node)
+            parts = S.concat_parts(node)
             first, last = out.get(parts[0]), out.get(parts[-1])
             if first is not None and last is not None:
-                out[node] = A._Span(first.start, last.start + last.length - first.start)
+                out[node] = S._Span(first.start, last.start + last.length - first.start)
 
     module.visit(C())
     return out
@@ -150,7 +152,7 @@ def _old_analyze(source: str, entry: str | None) -> A.Analysis:
     spans = _old_token_spans(source, module)
     if spans is None:
         spans = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ByteSpanPositionProvider)
-    interp = A._Interp(module, source.encode("utf-8"), spans, style, _old_registry(module))
+    interp = Interpreter(module, source.encode("utf-8"), spans, style, _old_registry(module))
     entries = A.default_entries(module, style, entry)
     try:
         error = interp.run(entries)
@@ -165,9 +167,9 @@ def _old_analyze(source: str, entry: str | None) -> A.Analysis:
         prefix = quote = ""
         parts: tuple = ()
         if kind == "simple":
-            prefix, quote, _ = A._string_parts(node)
+            prefix, quote, _ = S.string_parts(node)
         elif kind == "concat":
-            parts = tuple(interp.lid(p) for p in A._concat_parts(node) if id(p) in interp.index)
+            parts = tuple(interp.lid(p) for p in S.concat_parts(node) if id(p) in interp.index)
         sites.append(A.LiteralSite(i, kind, value if isinstance(value, str) else "", span.start,
                                    span.start + span.length, interp.line(node),
                                    frozenset(interp.roles.get(i, ())), prefix, quote, parts))
@@ -282,8 +284,8 @@ def test_edge_cases_reach_the_paths_they_are_meant_for():
             module = cst.parse_module(source)
         except cst.ParserSyntaxError:
             continue
-        literals = A._walk_literals(module)
-        new, old = A._token_spans(source, module, literals), _old_token_spans(source, module)
+        literals = S._walk_literals(module)
+        new, old = S._token_spans(source, module, literals), _old_token_spans(source, module)
         assert (new is None) == (old is None), source
         fallbacks += new is None
         if new is not None:
@@ -301,7 +303,7 @@ def test_walk_finds_literals_in_the_order_a_visitor_does():
             module = cst.parse_module(source)
         except cst.ParserSyntaxError:
             continue
-        walked, visited = A._walk_literals(module), A._visit_literals(module)
+        walked, visited = S._walk_literals(module), S._visit_literals(module)
         assert walked is not None
         assert walked == visited, source[:300]  # nodes compare by identity
 
@@ -319,7 +321,7 @@ def test_child_fields_are_libcst_visiting_order():
         def on_visit_attribute(self, node, attribute):
             self.fields.append(attribute)
 
-    assert A._child_fields(cst.IfExp).index("test") > A._child_fields(cst.IfExp).index("body")
+    assert S._child_fields(cst.IfExp).index("test") > S._child_fields(cst.IfExp).index("body")
     seen = 0
     for source, _ in FIXTURE_HOOKS[::4] + EDGE_CASES[:8]:
         stack: list = [cst.parse_module(source)]
@@ -327,7 +329,7 @@ def test_child_fields_are_libcst_visiting_order():
             node = stack.pop()
             recorder = Recorder()
             node._visit_and_replace_children(recorder)
-            table = A._child_fields(type(node))
+            table = S._child_fields(type(node))
             assert recorder.fields == [f for f in table if f in recorder.fields], type(node).__name__
             missing = [f for f in table if f not in recorder.fields]
             assert all(getattr(node, f) is None for f in missing), type(node).__name__
@@ -340,20 +342,20 @@ def test_unknown_node_class_falls_back_to_the_visitor(monkeypatch):
     """When a node class's visiting order cannot be read, the analysis walks with a visitor and is unchanged."""
     source, entry = EDGE_CASES[5]
     expected = _old_analyze(source, entry)
-    monkeypatch.setitem(A._WALK, cst.Name, None)
+    monkeypatch.setitem(S._WALK, cst.Name, None)
     module = cst.parse_module(source)
-    assert A._walk_literals(module) is None
+    assert S._walk_literals(module) is None
     assert _same(A._analyze(source, entry), expected)
-    monkeypatch.setattr(A, "_child_fields", lambda cls: None)
-    monkeypatch.setattr(A, "_WALK", {})
-    assert A._walk_literals(module) is None
+    monkeypatch.setattr(S, "_child_fields", lambda cls: None)
+    monkeypatch.setattr(S, "_WALK", {})
+    assert S._walk_literals(module) is None
     assert _same(A._analyze(source, entry), expected)
 
 
 @pytest.mark.parametrize("cls", [cst.IfExp, cst.FormattedStringExpression, cst.ImportFrom, cst.Comment, cst.Module])
 def test_child_fields_of_tricky_classes(cls):
     """Fields are read from _visit_and_replace_children, conditional visits included; leaves have none."""
-    fields = A._child_fields(cls)
+    fields = S._child_fields(cls)
     assert fields is not None
     expected = {
         cst.IfExp: ("lpar", "body", "whitespace_before_if", "whitespace_after_if", "test", "whitespace_before_else",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from hsa.codemods import Refused
 from hsa.codemods import sync as S
 from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, _analyze, analyze
 from hsa.hooks_model import entry_of, infer_entry, text_map
@@ -48,16 +49,16 @@ def _old_plan(an, step, h):
             if name_roles:
                 wanted = {S._name_value(site, r, step, h) for r in name_roles}
                 if len(wanted) > 1:
-                    raise S._Refuse("literal plays conflicting roles", f"line {site.line}: {site.value!r} would have "
+                    raise Refused("literal plays conflicting roles", f"line {site.line}: {site.value!r} would have "
                                                                        f"to become {sorted(wanted)}")
                 new = wanted.pop()
                 if new != site.value and names & HARD_ROLES:
-                    raise S._Refuse("literal plays conflicting roles",
+                    raise Refused("literal plays conflicting roles",
                                     f"line {site.line}: {site.value!r} names a renamed {kind} and is also used as "
                                     f"{' and '.join(sorted(names & HARD_ROLES))}")
             elif "unknown" in names:
                 if site.value in renamed:
-                    raise S._Refuse("unresolved reference", f"line {site.line}: {site.value!r} equals a renamed "
+                    raise Refused("unresolved reference", f"line {site.line}: {site.value!r} equals a renamed "
                                                             f"{kind} but is compared with a value that cannot be "
                                                             "resolved")
                 new = site.value
@@ -67,7 +68,7 @@ def _old_plan(an, step, h):
                 new = replace_tokens(site.value, table) if table else site.value
             if new != site.value:
                 out[site.index] = new
-    except S._Refuse as exc:
+    except Refused as exc:
         return exc.refusal
     return out
 

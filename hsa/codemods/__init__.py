@@ -1,12 +1,18 @@
 """LibCST codemods over hook source: name sync, local renames, restyles, message rewording.
 
-Each module holds one family of rewrites; every rewrite either proves that it keeps
+Each rewrite module (sync, locals, restyle, messages) holds one family of rewrites; every rewrite either proves that it keeps
 behaviour (by the scope and data-flow facts it computes) or refuses with a reason.
-Outcomes are values, never exceptions: see :class:`Refusal`.
+Outcomes are values, never exceptions: see :class:`Refusal` (:class:`Refused` carries one out of
+the inner steps of a rewrite, and the public functions return it).
 
 - :mod:`hsa.codemods.analysis`: which string literal of a hook names a tool, a
   parameter, a skill or an enum value, found by abstract interpretation of the entry.
+- :mod:`hsa.codemods.interpreter`: the abstract interpreter behind it, one module per thing it interprets.
+- :mod:`hsa.codemods.results`: what the analysis finds (literal sites and their roles, problems).
+- :mod:`hsa.codemods.spans`: the literals and comments of a source in order, and their byte spans.
 - :mod:`hsa.codemods.sync`: carries hook source through one mapping step.
+- :mod:`hsa.codemods.splice`: new literal values rendered and spliced into a source.
+- :mod:`hsa.codemods.quoting`: a value written as a string literal's body (the one escaper).
 - :mod:`hsa.codemods.locals`: scope-aware, capture-free renames of locals.
 - :mod:`hsa.codemods.restyle`: provably equivalent surface rewrites.
 - :mod:`hsa.codemods.messages`: the literals a hook tells the model, and rewording them.
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Refusal", "rewrite_module"]
+__all__ = ["Refusal", "Refused", "rewrite_module"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +34,17 @@ class Refusal:
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.detail}"
+
+
+class Refused(Exception):
+    """Raised inside a codemod at the first edit that is not provably safe; ``refusal`` says why.
+
+    Public functions catch it and return the :class:`Refusal` (outcomes are values).
+    """
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(reason)
+        self.refusal = Refusal(reason, detail)
 
 
 def rewrite_module(source: str, *, seed: int = 0, locals_: bool = True, restyles: bool = True,

@@ -13,6 +13,7 @@ import re
 
 from hsa.codemods import Refusal
 from hsa.codemods.analysis import NAME_ROLES, LiteralSite, analyze
+from hsa.codemods.splice import apply_edits
 
 __all__ = ["message_sites", "rewrite_messages", "is_prose"]
 
@@ -41,15 +42,10 @@ def message_sites(source: str, entry: str | None) -> list[LiteralSite]:
 
 def rewrite_messages(source: str, entry: str | None, edits: dict[int, str]) -> str | Refusal:
     """``source`` with message sites (by index) given new values; a :class:`Refusal` when one cannot be written."""
-    from hsa.codemods.sync import _apply_edits, _Refuse
-
     an = analyze(source, entry)
     valid = {s.index for s in message_sites(source, entry)}
     bad = sorted(set(edits) - valid)
     if bad:
         return Refusal("not a message site", f"sites {bad} are not message literals of this hook")
-    try:
-        new, _, _ = _apply_edits(an, edits, {})
-    except _Refuse as exc:
-        return exc.refusal
-    return new
+    spliced = apply_edits(an, edits, {})
+    return spliced if isinstance(spliced, Refusal) else spliced[0]

@@ -64,32 +64,11 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
 
 from hsa.codemods._cst import parse
+from hsa.codemods.quoting import escape
 
 __all__ = ["KINDS", "restyle", "restyle_sites", "Restyle"]
 
 KINDS = ("quotes", "format", "percent", "bool_return", "not_in", "imports", "empty_literal")
-
-
-def _escape_literal(text: str, quote: str) -> str:
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == quote:
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ch in "{}":
-            out.append(ch * 2)
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _quote_of(node: cst.SimpleString) -> str | None:
@@ -292,7 +271,7 @@ class _Rules:
         pieces = []
         next_auto = 0
         for literal, field, spec, conv in parsed:
-            pieces.append(_escape_literal(literal, q))
+            pieces.append(escape(literal, q, fstring=True))
             if field is None:
                 continue
             if spec and ("{" in spec or "}" in spec):
@@ -322,7 +301,8 @@ class _Rules:
                 self._refuse("format", "field without an argument")
                 return ""
             code = cst.Module([]).code_for_node(target)
-            part = "{" + code + (f"!{conv}" if conv else "") + (":" + _escape_literal(spec, q) if spec else "") + "}"
+            spec_text = ":" + escape(spec, q, fstring=True) if spec else ""
+            part = "{" + code + (f"!{conv}" if conv else "") + spec_text + "}"
             pieces.append(part)
         if auto and manual:
             self._refuse("format", "automatic and manual field numbering mixed")
@@ -381,7 +361,7 @@ class _Rules:
             if k >= len(values):
                 self._refuse("percent", "more directives than values")
                 return None
-            pieces.append(_escape_literal("".join(literal), q))
+            pieces.append(escape("".join(literal), q, fstring=True))
             literal = []
             code = cst.Module([]).code_for_node(values[k])
             pieces.append("{" + code + "!" + nxt + "}")
@@ -392,7 +372,7 @@ class _Rules:
             return None
         if self._glued("percent", node):
             return None
-        pieces.append(_escape_literal("".join(literal), q))
+        pieces.append(escape("".join(literal), q, fstring=True))
         return "f" + q + "".join(pieces) + q
 
     def _bool_if(self, node: cst.If) -> bool | None:

@@ -30,9 +30,10 @@ from functools import lru_cache
 from typing import Any
 
 from hsa import _json
-from hsa.codemods import Refusal
+from hsa.codemods import Refusal, Refused
 from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, Analysis, LiteralSite, analyze, transport
-from hsa.hooks_model import entry_of, map_output, map_payload, map_text, text_map
+from hsa.codemods.splice import apply_edits, render_literal
+from hsa.hooks_model import entry_of, map_content, map_output, map_payload, map_text, text_map
 from hsa.names import replace_tokens
 
 __all__ = ["Harness", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
@@ -115,12 +116,6 @@ def harness_of(record: dict, *, with_schemas: bool = True) -> Harness:
 # ---------------------------------------------------------------------------- planning
 
 
-class _Refuse(Exception):
-    def __init__(self, reason: str, detail: str):
-        super().__init__(reason)
-        self.refusal = Refusal(reason, detail)
-
-
 def _map_path(pairs: list, path: tuple) -> tuple:
     for src, dst in sorted(pairs, key=lambda p: -len(p[0])):
         src, dst = tuple(src), tuple(dst)
@@ -141,12 +136,12 @@ def _param_key(site: LiteralSite, tools, path: tuple, step: dict, h: Harness) ->
     if T not in cands:
         return value
     if "*" in path:
-        raise _Refuse("dynamic key", f"line {site.line}: {value!r} is read below a key that is not known statically")
+        raise Refused("dynamic key", f"line {site.line}: {value!r} is read below a key that is not known statically")
     kinds_T = h.kind_map(T) or {}
     prefix = path[:-1]
     for i, k in enumerate(prefix):
         if k == "[]" and kinds_T.get(prefix[:i]) not in ("array", "any", None):
-            raise _Refuse("iterates over object keys", f"line {site.line}: {value!r} is reached by iterating "
+            raise Refused("iterates over object keys", f"line {site.line}: {value!r} is reached by iterating "
                                                        f"over the keys of {T!r} input at {list(prefix[:i])}")
     pairs = step["paths"]
     mapped = _map_path(pairs, path)
@@ -154,7 +149,7 @@ def _param_key(site: LiteralSite, tools, path: tuple, step: dict, h: Harness) ->
         for src, dst in pairs:
             src, dst = tuple(src), tuple(dst)
             if path[:len(dst)] == dst and src + path[len(dst):] != path:
-                raise _Refuse("key collision", f"line {site.line}: {value!r} at {list(prefix)} is not renamed in "
+                raise Refused("key collision", f"line {site.line}: {value!r} at {list(prefix)} is not renamed in "
                                                f"{T!r}, but another parameter is renamed to it")
         return value
     new_key = mapped[-1]
@@ -163,10 +158,10 @@ def _param_key(site: LiteralSite, tools, path: tuple, step: dict, h: Harness) ->
     for c in sorted(cands - {T}):
         kinds_c = h.kind_map(c) or {}
         if path in kinds_c:
-            raise _Refuse("shared parameter key", f"line {site.line}: key {value!r} at {list(prefix)} is read for "
+            raise Refused("shared parameter key", f"line {site.line}: key {value!r} at {list(prefix)} is read for "
                                                   f"tools {T!r} and {c!r}, but renamed only in {T!r}")
         if prefix + (new_key,) in kinds_c:
-            raise _Refuse("key collision", f"line {site.line}: new key {new_key!r} is already a parameter of {c!r}, "
+            raise Refused("key collision", f"line {site.line}: new key {new_key!r} is already a parameter of {c!r}, "
                                            "which also reaches this read")
     return new_key
 
@@ -193,10 +188,10 @@ def _values_key(site, tools, path: tuple, value: str, step: dict, h: Harness) ->
         return value
     new = table[value]
     if not isinstance(new, str):
-        raise _Refuse("value renamed to a non-string", f"line {site.line}: {value!r} becomes {new!r}")
+        raise Refused("value renamed to a non-string", f"line {site.line}: {value!r} becomes {new!r}")
     for c in sorted(cands - {T}):
         if path in (h.kind_map(c) or {}):
-            raise _Refuse("shared enum value", f"line {site.line}: {value!r} at {list(path)} is compared for tools "
+            raise Refused("shared enum value", f"line {site.line}: {value!r} at {list(path)} is compared for tools "
                                                f"{T!r} and {c!r}, but renamed only in {T!r}")
     return new
 
@@ -231,16 +226,16 @@ def _predicate(kind: str, literal: str, name: str) -> Any:
 
 def _regex_check(fn: str, old: str, new: str, names: tuple, table: dict, site) -> None:
     if fn not in ("match", "fullmatch", "search"):
-        raise _Refuse("regular expression over names", f"line {site.line}: re.{fn} over a renamed name")
+        raise Refused("regular expression over names", f"line {site.line}: re.{fn} over a renamed name")
     try:
         ro, rn = re.compile(old), re.compile(new)
     except re.error as exc:
-        raise _Refuse("regular expression over names", f"line {site.line}: {exc}") from None
+        raise Refused("regular expression over names", f"line {site.line}: {exc}") from None
     for t in names:
         a = bool(getattr(ro, fn)(t))
         b = bool(getattr(rn, fn)(table.get(t, t)))
         if a != b:
-            raise _Refuse("regular expression over names", f"line {site.line}: re.{fn}({old!r}) on {t!r} is {a}, "
+            raise Refused("regular expression over names", f"line {site.line}: re.{fn}({old!r}) on {t!r} is {a}, "
                                                             f"but on the renamed {table.get(t, t)!r} with {new!r} "
                                                             f"it is {b}")
 
@@ -261,7 +256,7 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
             parts = v.split(sep)
             if sep is None and " ".join(parts) != v:
                 if any(p in table for p in parts):
-                    raise _Refuse("matcher string", f"line {site.line}: {v!r} is split on whitespace of odd shape")
+                    raise Refused("matcher string", f"line {site.line}: {v!r} is split on whitespace of odd shape")
                 return v
             return (sep if sep is not None else " ").join(table.get(p, p) for p in parts)
         if (kind == "tool_re" and which == "tool") or (kind == "skill_pred" and which == "skill"
@@ -272,7 +267,7 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
         if (kind == "tool_pred" and which == "tool") or (kind == "skill_pred" and which == "skill"):
             for t in names:
                 if _predicate(role[1], v, t) != _predicate(role[1], v, table.get(t, t)):
-                    raise _Refuse("predicate over names", f"line {site.line}: {role[1]} {v!r} is "
+                    raise Refused("predicate over names", f"line {site.line}: {role[1]} {v!r} is "
                                                           f"{_predicate(role[1], v, t)} for {t!r} but not for "
                                                           f"{table.get(t, t)!r}")
             return v
@@ -280,7 +275,7 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
             new = replace_tokens(v, table)
             for t in names:
                 if (t in v) != (table.get(t, t) in new):
-                    raise _Refuse("substring test on names", f"line {site.line}: {t!r} in {v!r} changes under "
+                    raise Refused("substring test on names", f"line {site.line}: {t!r} in {v!r} changes under "
                                                              "the rename")
             return new
         if op == "skills" and kind in ("value", "member"):
@@ -291,7 +286,7 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
             cands = _candidates(role[1], h)
             if path == (arg,) and tool in cands:
                 if v in table and len([c for c in cands if (arg,) in (h.kind_map(c) or {})]) > 1:
-                    raise _Refuse("shared parameter value", f"line {site.line}: {v!r} compared with "
+                    raise Refused("shared parameter value", f"line {site.line}: {v!r} compared with "
                                                             f"{arg!r} of several tools, a skill only for {tool!r}")
                 return table.get(v, v)
         return v
@@ -484,16 +479,16 @@ def _plan(an: Analysis, step: dict, h: Harness, *, select: bool, known: tuple | 
                 # the site's own role order: the first role that refuses gives the reason
                 wanted = {_name_value(site, r, step, h) for r in site.roles if r[0] in NAME_ROLES}
                 if len(wanted) > 1:
-                    raise _Refuse("literal plays conflicting roles", f"line {site.line}: {site.value!r} would have "
+                    raise Refused("literal plays conflicting roles", f"line {site.line}: {site.value!r} would have "
                                                                      f"to become {sorted(wanted)}")
                 new = wanted.pop()
                 if new != site.value and names & HARD_ROLES:
-                    raise _Refuse("literal plays conflicting roles",
+                    raise Refused("literal plays conflicting roles",
                                   f"line {site.line}: {site.value!r} names a renamed {kind} and is also used as "
                                   f"{' and '.join(sorted(names & HARD_ROLES))}")
             elif cat == _UNKNOWN:
                 if site.value in renamed:
-                    raise _Refuse("unresolved reference", f"line {site.line}: {site.value!r} equals a renamed {kind} "
+                    raise Refused("unresolved reference", f"line {site.line}: {site.value!r} equals a renamed {kind} "
                                                           "but is compared with a value that cannot be resolved")
                 new = site.value
             elif cat == _TEXT:
@@ -502,92 +497,9 @@ def _plan(an: Analysis, step: dict, h: Harness, *, select: bool, known: tuple | 
                 continue
             if new != site.value:
                 out[site.index] = new
-    except _Refuse as exc:
+    except Refused as exc:
         return exc.refusal
     return out
-
-
-# ---------------------------------------------------------------------------- rendering and splicing
-
-
-def _escape(value: str, quote: str) -> str:
-    out = []
-    for ch in value:
-        if ch == "\\":
-            out.append("\\\\")
-        elif quote and ch == quote[0]:
-            out.append("\\" + ch)
-        elif ch == "\n" and len(quote) != 3:
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t" and len(quote) != 3:
-            out.append("\\t")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def render_literal(site: LiteralSite, old_text: str, new_value: str, table: dict[str, str] | None) -> str:
-    """Source text of ``site`` with value ``new_value``, keeping its prefix and quotes where possible."""
-    if site.kind == "comment":
-        return new_value
-    if site.kind == "ftext":  # the value of an f-string part is its source text ("{{" for a brace)
-        if "\\" in old_text or "\\" in new_value:
-            raise _Refuse("escaped f-string text", f"line {site.line}: cannot rewrite {old_text!r} with escapes")
-        return new_value
-    prefix, quote = site.prefix, site.quote
-    body = old_text[len(prefix) + len(quote):len(old_text) - len(quote)]
-    if table is not None and "\\" not in body:
-        candidate = replace_tokens(body, table)
-        if candidate == new_value:
-            return prefix + quote + candidate + quote
-    if "\\" not in body and "\\" not in new_value and (not quote or quote[0] not in new_value) \
-            and (len(quote) == 3 or "\n" not in new_value):
-        return prefix + quote + new_value + quote
-    prefix = prefix.replace("r", "").replace("R", "")
-    return prefix + quote + _escape(new_value, quote) + quote
-
-
-def _apply_edits(an: Analysis, edits: dict[int, str], table: dict[str, str]
-                 ) -> tuple[str, dict[int, str], list[tuple[int, int, int]]]:
-    """Splice the edits into the source: the new source, the new value of every changed site, the spans replaced."""
-    data = an.source.encode("utf-8")
-    by_index = {s.index: s for s in an.sites}
-    leaf: dict[int, tuple[LiteralSite, str]] = {}  # site index -> (site, new text)
-    values = dict(edits)
-    for index, new_value in edits.items():
-        site = by_index[index]
-        if site.kind == "concat":
-            parts = [by_index[i] for i in site.parts]
-            if site.role_names() & NAME_ROLES or not table:
-                raise _Refuse("name split across implicitly concatenated strings",
-                              f"line {site.line}: {site.value!r} would become {new_value!r}")
-            new_parts = [replace_tokens(p.value, table) for p in parts]
-            if "".join(new_parts) != new_value:
-                raise _Refuse("name split across implicitly concatenated strings",
-                              f"line {site.line}: {site.value!r} holds a renamed name across its parts")
-            for p, nv in zip(parts, new_parts):
-                if nv != p.value:
-                    leaf[p.index] = (p, render_literal(p, data[p.start:p.end].decode("utf-8"), nv, table))
-                    values[p.index] = nv
-        else:
-            text_role = not (site.role_names() & NAME_ROLES)
-            leaf[index] = (site, render_literal(site, data[site.start:site.end].decode("utf-8"), new_value,
-                                                table if text_role else None))
-    pieces: list[bytes] = []
-    replaced: list[tuple[int, int, int]] = []
-    pos = 0
-    for site, text in sorted(leaf.values(), key=lambda x: x[0].start):
-        encoded = text.encode("utf-8")
-        pieces.append(data[pos:site.start])
-        pieces.append(encoded)
-        replaced.append((site.start, site.end, len(encoded)))
-        pos = site.end
-    pieces.append(data[pos:])
-    return b"".join(pieces).decode("utf-8"), values, replaced
 
 
 # ---------------------------------------------------------------------------- public API
@@ -617,10 +529,10 @@ def _sync_cached(source: str, entry: str | None, step_json: str, h: Harness) -> 
         return source, edits, 0
     if not edits:
         return source, None, 0
-    try:
-        new, values, replaced = _apply_edits(an, edits, table)
-    except _Refuse as exc:
-        return source, exc.refusal, 0
+    spliced = apply_edits(an, edits, table)
+    if isinstance(spliced, Refusal):
+        return source, spliced, 0
+    new, values, replaced = spliced
     transport(an, new, values, step, replaced)
     return new, None, len(edits)
 
@@ -688,7 +600,7 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
             try:
                 site = LiteralSite(-1, "simple", matcher, 0, 0, 0, frozenset())
                 _regex_check("fullmatch", matcher, new_matcher, h.tools, table, site)
-            except _Refuse as exc:
+            except Refused as exc:
                 record["notes"].append(refusal_note(hook, exc.refusal))
                 continue
             hook["matcher"] = new_matcher
@@ -698,8 +610,6 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
 def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> None:
     """Carry each hook event of ``record`` (in place) through ``step``: its decision, its payload (with
     ``payloads``) and, for a parameter rename, the message the hook injected (text or text parts)."""
-    from hsa.rewrite import _map_content
-
     table = text_map(step)
     for ev in record.get("hook_events") or ():
         payload = ev.get("payload")
@@ -713,7 +623,7 @@ def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> No
             if isinstance(i, int) and 0 <= i < len(record["messages"]):
                 m = record["messages"][i]
                 if "content" in m:
-                    m["content"] = _map_content(m["content"], lambda text: map_text(text, step))
+                    m["content"] = map_content(m["content"], lambda text: map_text(text, step))
 
 
 class SyncCodemod:
