@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any
 
 from hsa import _json
-from hsa.mapping import _step_apply
+from hsa.mapping import carry_call
 from hsa.names import is_identifier_like, replace_tokens
 
 __all__ = [
@@ -276,7 +276,7 @@ def map_payload(payload: dict, step: dict, *, table: dict[str, str] | None = Non
     """
     out = dict(payload)
     if isinstance(out.get("tool_name"), str) and isinstance(out.get("tool_input"), dict):
-        call = _step_apply(step, {"name": out["tool_name"], "arguments": out["tool_input"]}, True)
+        call = carry_call(step, {"name": out["tool_name"], "arguments": out["tool_input"]}, True)
         out["tool_name"], out["tool_input"] = call["name"], call["arguments"]
     if step.get("op") in ("tools", "skills"):
         if table is None:
@@ -311,7 +311,7 @@ def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[st
             out = {}
             for k, v in value.items():
                 if k in UPDATED_KEYS and isinstance(v, dict) and tool_name is not None:
-                    out[k] = _step_apply(step, {"name": tool_name, "arguments": v}, True)["arguments"]
+                    out[k] = carry_call(step, {"name": tool_name, "arguments": v}, True)["arguments"]
                 else:
                     out[k] = walk(v)
             return out

@@ -15,7 +15,7 @@ from typing import Any
 
 from hsa.literals import plain_literals
 from hsa import _json, _patch
-from hsa.mapping import ARRAY, _step_apply
+from hsa.mapping import ARRAY, carry_call
 from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
 from hsa.records import Record, clone
 
@@ -434,7 +434,7 @@ def _rewrite_calls(record: Record, step: dict) -> None:
     for m in record["messages"]:
         for call in m.get("tool_calls") or ():
             fn = call["function"]
-            new = _step_apply(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
+            new = carry_call(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
             fn["name"], fn["arguments"] = new["name"], new["arguments"]
 
 
