@@ -12,7 +12,7 @@ from typing import Any
 from hsa import _json
 from hsa import cache as _cache
 from hsa.mapping import Mapping
-from hsa.names import _PLAIN_NAME, find_tokens, is_identifier_like, is_legal, text_tokens
+from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
 from hsa.rewrite import text_fields
 
@@ -384,7 +384,7 @@ def _check_consistency(source: Record, variant: Record, mapping: Mapping) -> lis
     out = []
     # A plain name (a token or dotted chain) is found in a text only if it is one of the text's
     # tokens: a cached set lookup rules most texts out before find_tokens splits them.
-    plain = {n for n in stale if _PLAIN_NAME.match(n)}
+    plain = {n for n in stale if is_plain_token(n)}
     some_not_plain = len(plain) < len(stale)
     for text in text_fields(variant):  # a dotted name ("shop.get_x") is one token: it holds no "get_x"
         if not some_not_plain and plain.isdisjoint(text_tokens(text)):

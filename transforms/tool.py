@@ -26,13 +26,13 @@ from typing import Any, ClassVar
 from hsa import _json
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import (
-    _PLAIN_NAME,
     DIALECT_NAME_RULES,
     STYLES,
     find_tokens,
     is_identifier_like,
     is_legal,
     is_legal_param,
+    is_plain_token,
     split_words,
     text_tokens,
 )
@@ -1161,7 +1161,7 @@ class Values(Transform):
         text_toks: list[frozenset[str]] = []  # the tokens of every text, made on first use
 
         def mentioned(forms: list[str]) -> bool:
-            if not all(_PLAIN_NAME.match(f) for f in forms):
+            if not all(is_plain_token(f) for f in forms):
                 return any(find_tokens(text, forms) for text in texts)
             if not text_toks:  # find_tokens finds a plain form in a text exactly when it is one of its tokens
                 text_toks.append(frozenset().union(*map(text_tokens, texts)))
