@@ -138,10 +138,11 @@ def _cycles(scans: dict[str, tuple[set[str], list[str]]] = SCANS) -> list[list[s
 # fail on any violation not in these lists, and on any entry here that no longer occurs, so the lists only shrink.
 KNOWN_CYCLES: list[list[str]] = [
     [
-        'hsa.cache', 'hsa.chat_formats', 'hsa.codemods.messages', 'hsa.codemods.sync', 'hsa.hooks_model', 'hsa.io',
-        'hsa.prompt_import', 'hsa.records', 'hsa.rewrite', 'hsa.sandbox', 'hsa.skills_dir', 'hsa.transform',
-        'hsa.verify', 'transforms', 'transforms._toolhooks', 'transforms._toolschema', 'transforms.hook',
-        'transforms.prompt', 'transforms.skill', 'transforms.tool',
+        'hsa.cache', 'hsa.chat_formats', 'hsa.codemods.sync', 'hsa.hooks_model', 'hsa.prompt_import', 'hsa.records',
+        'hsa.rewrite', 'hsa.sandbox', 'hsa.verify',
+    ],
+    [
+        'hsa.transform', 'transforms', 'transforms.hook', 'transforms.prompt', 'transforms.skill', 'transforms.tool',
     ],
     [
         'hsa', 'hsa.pipeline', 'hsa.ray_engine',
@@ -180,9 +181,6 @@ KNOWN_PRIVATE: list[str] = [
     'trainers.rollout takes hsa.environment._hook_message_indices',
     'trainers.rollout takes hsa.environment._text',
     'trainers.rollout takes trainers.rl._strip_bos',
-    'transforms._toolschema takes hsa.rewrite._map_hook_payloads',
-    'transforms._toolschema takes hsa.rewrite._map_schema_descriptions',
-    'transforms._toolschema takes hsa.rewrite._rewrite_calls',
 ]
 KNOWN_LONG: list[str] = [
     'hsa.chat_formats',

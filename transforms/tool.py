@@ -5,8 +5,8 @@ distractors, values, dialect — each one kept in the record's mapping, so that 
 variant's calls map back to the source calls exactly, and verified by
 :func:`hsa.verify.check_variant`. Renames go through :mod:`hsa.rewrite`, so a name
 changes everywhere it occurs (whole tokens) and nowhere else; structural changes are
-mapping steps with a record-level applier (:mod:`transforms._toolschema`), so
-:func:`hsa.rewrite.canonicalize` undoes them.
+mapping steps whose record-level appliers are the core's (:data:`hsa.rewrite.STEP_APPLIERS`),
+so :func:`hsa.rewrite.canonicalize` undoes them.
 
 ``tool.irrelevance`` is the one task-changing transform here: it is opt-in, its mapping
 step is ``{"op": "opaque"}`` and the pipeline counts its variants separately.
@@ -67,10 +67,6 @@ from transforms._toolschema import (
     UnsupportedSchema,
     convert_tool,
     to_strict,
-    apply_permute,
-    apply_regroup,
-    apply_require,
-    apply_values,
     described_pointers,
     get_pointer,
     is_strict,
@@ -105,13 +101,6 @@ __all__ = [
 
 #: Tool dialects ``tool.dialect`` renders to.
 DIALECTS = ("openai", "anthropic", "mcp", "gemini")
-
-# Mapping steps of this family, carried across whole records (canonicalize uses them).
-STEP_APPLIERS["params:regroup"] = apply_regroup
-STEP_APPLIERS["params:permute"] = apply_permute
-STEP_APPLIERS["params:require"] = apply_require
-STEP_APPLIERS["values"] = apply_values
-
 
 # --------------------------------------------------------------------------- checks and helpers
 
