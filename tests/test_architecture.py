@@ -188,7 +188,6 @@ KNOWN_LONG: list[str] = [
     'hsa.records',
     'hsa.testing',
     'transforms.skill',
-    'transforms.tool',
 ]
 
 
