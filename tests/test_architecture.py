@@ -187,7 +187,6 @@ KNOWN_LONG: list[str] = [
     'hsa.codemods.analysis',
     'hsa.records',
     'hsa.testing',
-    'transforms.skill',
 ]
 
 
