@@ -55,7 +55,6 @@ __all__ = [
     "AGENT_HOOKS_EVENTS",
     "generated_payloads",
     "schema_examples",
-    "UPDATED_KEYS",
 ]
 
 #: Harness events with a meaning in hsa (any other string is allowed and replayed on recorded payloads).
@@ -79,7 +78,6 @@ _LIFECYCLE = {"RunHooks": RUN_HOOKS_EVENTS, "RunHooksBase": RUN_HOOKS_EVENTS,
               "AgentHooks": AGENT_HOOKS_EVENTS, "AgentHooksBase": AGENT_HOOKS_EVENTS}
 _AGENT_BASES = tuple(_LIFECYCLE)
 _AGENT_EVENTS = {**RUN_HOOKS_EVENTS, **AGENT_HOOKS_EVENTS}  # any lifecycle method, whichever class
-UPDATED_KEYS = frozenset({"updatedInput", "updated_input"})
 _TEXT_SKIP_KEYS = frozenset({"tool_name", "tool_input", "hook_event_name", "session_id", "transcript_path", "cwd"})
 
 
@@ -299,6 +297,8 @@ def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[st
     the arguments of a call of ``tool_name`` (the payload's tool, before the step).
     ``table`` is ``text_map(step)`` when the caller has it already.
     """
+    from hsa.codemods.analysis import UPDATED_KEYS  # the decision keys, defined once beside MESSAGE_KEYS
+
     if table is None:
         table = text_map(step)
 
