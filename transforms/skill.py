@@ -33,6 +33,7 @@ from hsa.rewrite import hook_literals, record_tokens, rename_skills, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
 from transforms import skill_functional as F
+from transforms._banks import group_table
 from transforms.phrasebank import BankError, load_bank
 from transforms.skill_functional import (
     BULLETS,
@@ -146,23 +147,13 @@ def new_skill_name(old: str, style: str, rng: random.Random, *, dialect: str = "
 
 @lru_cache(maxsize=16)
 def _synonym_table(extra: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    bank = load_bank("skill_synonyms", extra)
-    out: dict[str, list[str]] = {}
-    for g in bank.groups:
-        for w in g.phrasings:
-            bucket = out.setdefault(w, [])
-            bucket.extend(o for o in g.phrasings if o != w and o not in bucket)
-    return {k: tuple(v) for k, v in out.items()}
+    return group_table(g.phrasings for g in load_bank("skill_synonyms", extra).groups)
 
 
 @lru_cache(maxsize=4)
 def _word_table(bank_name: str) -> dict[str, tuple[str, ...]]:
     """Word -> the other words of its groups in a built-in bank of single words."""
-    out: dict[str, list[str]] = {}
-    for g in load_bank(bank_name).groups:
-        for w in g.phrasings:
-            out.setdefault(w, []).extend(o for o in g.phrasings if o != w and o not in out[w])
-    return {k: tuple(v) for k, v in out.items()}
+    return group_table(g.phrasings for g in load_bank(bank_name).groups)
 
 
 @lru_cache(maxsize=1)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from hsa.names import find_tokens
@@ -21,6 +19,7 @@ from hsa.prompt_import import PREAMBLE_ID, PromptSite
 from hsa.records import Record
 from hsa.rewrite import param_paths
 from hsa.skills_dir import is_legal_skill_name
+from transforms._banks import BankError, read_bank
 from transforms.phrasebank import load_bank
 
 __all__ = [
@@ -735,26 +734,17 @@ def skill_canonical(content: str) -> tuple:
 @lru_cache(maxsize=16)
 def load_distractors(extra: tuple[str, ...] = ()) -> tuple[dict, ...]:
     """The distractor-skill pool: ``transforms/banks/skill_distractors.yaml`` plus the files ``extra``."""
-    import yaml
-
-    texts = [("transforms/banks/skill_distractors.yaml",
-              resources.files("transforms").joinpath("banks", "skill_distractors.yaml").read_text(encoding="utf-8"))]
-    for path in extra:
-        p = Path(path)
-        if not p.is_file():
-            raise ValueError(f"distractor skill file {path} does not exist")
-        texts.append((str(p), p.read_text(encoding="utf-8")))
+    files = [read_bank("skill_distractors")] + [read_bank(path=p, what="distractor skill file") for p in extra]
     pool = []
-    for source, text in texts:
-        data = yaml.safe_load(text)
+    for source, data in files:
         if not isinstance(data, dict) or not isinstance(data.get("skills"), list):
-            raise ValueError(f"{source}: a distractor file is a mapping with a 'skills' list of "
-                             "{name, description, content}")
+            raise BankError(f"{source}: a distractor file is a mapping with a 'skills' list of "
+                            "{name, description, content}")
         for i, s in enumerate(data["skills"]):
             if not (isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ("name", "description", "content"))
                     and is_legal_skill_name(s["name"], "hat")):
-                raise ValueError(f"{source}: skills[{i}] needs string name (a legal skill name), description and "
-                                 "content")
+                raise BankError(f"{source}: skills[{i}] needs string name (a legal skill name), description and "
+                                "content")
             pool.append(dict(s))
     return tuple(pool)
 
