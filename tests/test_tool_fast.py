@@ -6,7 +6,7 @@ import ast
 
 from hsa.pipeline import rng_for
 from hsa.records import normalize
-from transforms import _toolhooks, tool
+from transforms import _toolhooks, tool, tool_functional
 
 
 def _hook_sources(records) -> list[str]:
@@ -46,6 +46,6 @@ def test_tool_values_mentions_found_by_tokens_equal_find_tokens(fixture_records,
         return [transform.sample(s, rng_for(0, s["id"], k)) for s in sources for k in range(4)]
 
     fast = samples()
-    monkeypatch.setattr(tool, "is_plain_token", lambda name: False)  # never plain: find_tokens on every text
+    monkeypatch.setattr(tool_functional, "is_plain_token", lambda name: False)  # never plain: find_tokens on every text
     assert samples() == fast
     assert any(isinstance(p, dict) for p in fast)

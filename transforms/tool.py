@@ -21,47 +21,18 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from hsa import _json
-from hsa.mapping import ARRAY, Mapping
-from hsa.names import (
-    DIALECT_NAME_RULES,
-    find_tokens,
-    is_identifier_like,
-    is_legal,
-    is_legal_param,
-    is_plain_token,
-    text_tokens,
-)
+from hsa.mapping import Mapping
+from hsa.names import DIALECT_NAME_RULES, is_identifier_like, is_legal, is_legal_param
 from hsa.records import Record
-from hsa.rewrite import (
-    hook_literals,
-    param_paths,
-    record_tokens,
-    rename_tools,
-    text_fields,
-    word_uses,
-)
+from hsa.rewrite import hook_literals, record_tokens, rename_tools, text_fields, word_uses
 from hsa.transform import Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms._banks import load_banks
-from transforms._domains import (
-    RELEVANCE_THRESHOLD,
-    content_words,
-    harness_domain,
-    tool_words,
-)
+from transforms._domains import RELEVANCE_THRESHOLD, content_words, harness_domain, tool_words
 from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, new_name
 from transforms._toolhooks import hooks_read_whole_input
 from transforms._tooltext import has_constraint, paraphrase, shorten
-from transforms._toolschema import (
-    CONSTRAINING_KEYS,
-    UnsupportedSchema,
-    convert_tool,
-    get_pointer,
-    is_strict,
-    node_at,
-    object_pointers,
-    values_at,
-)
+from transforms._toolschema import UnsupportedSchema, convert_tool, is_strict, node_at, values_at
 
 __all__ = [
     "ToolRename",
@@ -177,8 +148,7 @@ class ToolRename(Transform):
             return Skip("no tools")
         prefix = None
         if "prefix" in self.styles:
-            dialects = sorted({t["dialect"] for t in record["tools"]})
-            legal = [p for p in self.prefixes if all(is_legal(p + "x", d) for d in dialects)]
+            legal = F.legal_prefixes(self.prefixes, record["tools"])
             prefix = rng.choice(legal) if legal else None
         ambiguous = word_uses(record, names)
         taken = record_tokens(record)
@@ -250,10 +220,7 @@ class ParamRename(Transform):
         taken = record_tokens(record)
         out = []
         for t in record["tools"]:
-            paths = [p for p in param_paths(t["parameters"]) if p[-1] != ARRAY]
-            siblings: dict[tuple, set[str]] = {}
-            for p in paths:
-                siblings.setdefault(p[:-1], set()).add(p[-1])
+            paths, siblings = F.named_paths(t["parameters"])
             for path in paths:
                 if rng.random() >= self.p:
                     continue
@@ -338,10 +305,7 @@ class SwapNames(Transform):
             for t in record["tools"]:
                 if rng.random() >= self.params_p or t["name"] == skill_tool or whole:
                     continue
-                schema = t["parameters"]
-                if any(k in schema for k in CONSTRAINING_KEYS):
-                    continue
-                keys = [k for k in (schema.get("properties") or {}) if k not in literals]
+                keys = F.swappable_keys(t["parameters"], literals)
                 if len(keys) < 2:
                     continue
                 perm = _derangement(keys, rng)
@@ -395,8 +359,7 @@ class Reorder(Transform):
         props: dict[str, list] = {}
         reqs: dict[str, list] = {}
         for t in record["tools"]:
-            for ptr in object_pointers(t["parameters"]):
-                node = get_pointer(t["parameters"], ptr)
+            for ptr, node in F.objects(t["parameters"]):
                 keys = list(node["properties"])
                 if self.properties and len(keys) > 1:
                     order = list(keys)
@@ -692,12 +655,11 @@ class Distractors(Transform):
                     continue
                 if is_strict(t) or t["name"] == record["skill_tool"]["name"]:
                     continue
-                schema = t["parameters"]
-                if not isinstance(schema.get("properties"), dict) or any(k in schema for k in CONSTRAINING_KEYS):
+                if not F.takes_new_params(t["parameters"]):
                     continue
                 entry = bank[rng.randrange(len(bank))]
                 pname = str(entry["name"])
-                if pname in schema["properties"] or pname in taken or pname in F.keys_in_calls(record, t["name"], ()):
+                if not F.free_param_name(record, t, pname, taken):
                     continue
                 if content_words(pname) & tool_words(t)["params"]:
                     continue  # near a real parameter of this tool (format beside output_format)
@@ -747,18 +709,11 @@ class AddRequired(Transform):
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
                 continue
-            schema = t["parameters"]
-            if not isinstance(schema.get("properties"), dict) or any(k in schema for k in CONSTRAINING_KEYS):
+            if not F.takes_new_params(t["parameters"]):
                 continue
             entry = bank[rng.randrange(len(bank))]
-            pname, value = str(entry["name"]), entry["value"]
-            if pname in schema["properties"] or pname in taken or pname in F.keys_in_calls(record, t["name"], ()):
-                continue
-            prop = {"type": F.json_type(value), "enum": [value]}
-            if entry.get("description"):
-                prop["description"] = str(entry["description"])
-            steps.append({"op": "params", "tool": t["name"], "kind": "require", "paths": [],
-                          "fill": [[[pname], value]], "schema": prop})
+            if F.free_param_name(record, t, str(entry["name"]), taken):
+                steps.append(F.require_step(t["name"], entry))
         if not steps:
             return Skip("no tool drawn, or every bank name collides")
         return {"steps": steps}
@@ -811,23 +766,12 @@ class Values(Transform):
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
-        literals = hook_literals(record)
+        reserved = hook_literals(record) | F.harness_names(record)  # hook literals and names stay as they are
         texts = text_fields(record)
         taken = record_tokens(record)
         skill = record["skill_tool"]
-        names = {t["name"] for t in record["tools"]} | {s["name"] for s in record.get("skills") or ()}
-        for t in record["tools"]:
-            names.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
         where = F.value_sites(record)  # every (tool, path) each JSON value occurs at
-
-        text_toks: list[frozenset[str]] = []  # the tokens of every text, made on first use
-
-        def mentioned(forms: list[str]) -> bool:
-            if not all(is_plain_token(f) for f in forms):
-                return any(find_tokens(text, forms) for text in texts)
-            if not text_toks:  # find_tokens finds a plain form in a text exactly when it is one of its tokens
-                text_toks.append(frozenset().union(*map(text_tokens, texts)))
-            return not text_toks[0].isdisjoint(forms)
+        mentioned = F.mention_finder(texts)
 
         steps = []
         for t in record["tools"]:
@@ -843,9 +787,7 @@ class Values(Transform):
                         if rng.random() >= self.p:
                             continue
                         style = rng.choice(self.styles)
-                        if v in literals or v in names or where.get(_json.canonical(v), set()) - {(t["name"], path)}:
-                            continue
-                        if mentioned([v]) and not (is_identifier_like(v) and re.fullmatch(r"[A-Za-z0-9_\-]+", v)):
+                        if not F.enum_value_changeable(v, (t["name"], path), reserved, where, mentioned):
                             continue
                         new = _fresh(lambda: new_name(v, style, rng, mask_len=(4, 8), banks=self.banks),
                                      lambda n: n != v and n not in used and n not in taken

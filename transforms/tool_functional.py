@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from hsa import _json
 from hsa.mapping import ARRAY
-from hsa.names import STYLES, is_legal, is_legal_param, split_words
+from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_legal_param, is_plain_token, split_words,
+                       text_tokens)
 from hsa.records import Record, clone, iter_calls, normalize_schema
 from hsa.rewrite import STEP_APPLIERS, param_paths, rename_params
 from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
@@ -29,6 +30,7 @@ from transforms._toolschema import (
     described_pointers,
     get_pointer,
     node_at,
+    object_pointers,
     set_pointer,
     to_strict,
     values_at,
@@ -42,9 +44,15 @@ __all__ = [
     "object_paths",
     "local_refs_only",
     "keys_in_calls",
+    "legal_prefixes",
+    "harness_names",
+    "mention_finder",
     "param_owners",
+    "named_paths",
+    "swappable_keys",
     "rename_declared_params",
     "reorder",
+    "objects",
     "descriptions",
     "set_descriptions",
     "drop_descriptions",
@@ -58,11 +66,15 @@ __all__ = [
     "pool_tool_domain",
     "distractor_candidates",
     "add_distractors",
+    "takes_new_params",
+    "free_param_name",
+    "require_step",
     "json_type",
     "value_paths",
     "string_enum",
     "number_texts",
     "value_sites",
+    "enum_value_changeable",
     "convert_tools",
     "gold_turns",
     "cut_at_turn",
@@ -136,6 +148,35 @@ def keys_in_calls(record: Record, tool: str, parent: tuple) -> set[str]:
 # --------------------------------------------------------------------------- names
 
 
+def legal_prefixes(prefixes: Sequence[str], tools: list[dict]) -> list[str]:
+    """The namespace ``prefixes`` that make a legal name in the dialect of every tool."""
+    dialects = sorted({t["dialect"] for t in tools})
+    return [p for p in prefixes if all(is_legal(p + "x", d) for d in dialects)]
+
+
+def harness_names(record: Record) -> set[str]:
+    """Every tool, skill and parameter name of the record."""
+    names = {t["name"] for t in record["tools"]} | {s["name"] for s in record.get("skills") or ()}
+    for t in record["tools"]:
+        names.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
+    return names
+
+
+def mention_finder(texts: list[str]) -> Callable[[list[str]], bool]:
+    """``mentioned(forms)``: whether any of ``forms`` occurs as a whole token in one of ``texts``. Plain forms are
+    looked up in the tokens of every text (made once, on first use), others are searched for text by text."""
+    text_toks: list[frozenset[str]] = []
+
+    def mentioned(forms: list[str]) -> bool:
+        if not all(is_plain_token(f) for f in forms):
+            return any(find_tokens(text, forms) for text in texts)
+        if not text_toks:  # find_tokens finds a plain form in a text exactly when it is one of its tokens
+            text_toks.append(frozenset().union(*map(text_tokens, texts)))
+        return not text_toks[0].isdisjoint(forms)
+
+    return mentioned
+
+
 def param_owners(record: Record) -> dict[str, int]:
     """How many parameters (at any depth, over every tool) carry each parameter name."""
     owners: dict[str, int] = {}
@@ -144,6 +185,23 @@ def param_owners(record: Record) -> dict[str, int]:
             if path[-1] != ARRAY:
                 owners[path[-1]] = owners.get(path[-1], 0) + 1
     return owners
+
+
+def named_paths(schema: dict) -> tuple[list[tuple], dict[tuple, set[str]]]:
+    """The paths of ``schema``'s named parameters (array steps left out), and the names of each level's members."""
+    paths = [p for p in param_paths(schema) if p[-1] != ARRAY]
+    siblings: dict[tuple, set[str]] = {}
+    for p in paths:
+        siblings.setdefault(p[:-1], set()).add(p[-1])
+    return paths, siblings
+
+
+def swappable_keys(schema: dict, literals: set[str]) -> list[str]:
+    """The top-level parameter names of ``schema`` that may swap names: none when properties are constrained, and
+    never a hook literal."""
+    if any(k in schema for k in CONSTRAINING_KEYS):
+        return []
+    return [k for k in (schema.get("properties") or {}) if k not in literals]
 
 
 def rename_declared_params(record: Record, renames: list[dict], what: str = "tool.param_rename") -> Record:
@@ -189,6 +247,11 @@ def reorder(record: Record, params: dict) -> Record:
             raise ValueError(f"tool.reorder: the record's tools {sorted(index)} differ from {params['tools']}")
         out["tools"] = [index[n] for n in params["tools"]]
     return out
+
+
+def objects(schema: Any) -> list[tuple[str, dict]]:
+    """(pointer, subschema) of every object of ``schema`` that declares properties, the root first."""
+    return [(ptr, get_pointer(schema, ptr)) for ptr in object_pointers(schema)]
 
 
 def descriptions(record: Record) -> list[tuple[str, str | None, str]]:
@@ -405,6 +468,27 @@ def add_distractors(record: Record, params: dict, what: str = "tool.distractors"
     return out
 
 
+def takes_new_params(schema: dict) -> bool:
+    """True when a parameter can be added at the top level of ``schema`` (it declares properties, unconstrained)."""
+    return isinstance(schema.get("properties"), dict) and not any(k in schema for k in CONSTRAINING_KEYS)
+
+
+def free_param_name(record: Record, tool: dict, name: str, taken: set[str]) -> bool:
+    """True when ``name`` is free for a new top-level parameter of ``tool``: not declared, passed or ``taken``."""
+    return (name not in tool["parameters"]["properties"] and name not in taken
+            and name not in keys_in_calls(record, tool["name"], ()))
+
+
+def require_step(tool: str, entry: dict) -> dict:
+    """The ``require`` mapping step that adds bank ``entry`` (``{name, value, description}``) to ``tool``."""
+    value = entry["value"]
+    prop = {"type": json_type(value), "enum": [value]}
+    if entry.get("description"):
+        prop["description"] = str(entry["description"])
+    return {"op": "params", "tool": tool, "kind": "require", "paths": [], "fill": [[[str(entry["name"])], value]],
+            "schema": prop}
+
+
 def json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
@@ -465,6 +549,16 @@ def value_sites(record: Record) -> dict[str, set]:
 
 
 # --------------------------------------------------------------------------- dialect and irrelevance
+
+
+def enum_value_changeable(value: str, site: tuple, reserved: set[str], where: dict[str, set],
+                          mentioned: Callable[[list[str]], bool]) -> bool:
+    """True when the enum ``value`` at ``site`` (tool, path) may be renamed: not a hook literal or a name
+    (``reserved``), used at no other tool or path (``where``: :func:`value_sites`), and, when a text mentions it,
+    one that cannot be a plain word there (identifier-like)."""
+    if value in reserved or where.get(_json.canonical(value), set()) - {site}:
+        return False
+    return not mentioned([value]) or (is_identifier_like(value) and re.fullmatch(r"[A-Za-z0-9_\-]+", value) is not None)
 
 
 def convert_tools(record: Record, target: str) -> Record:
