@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any
 
 from hsa import _json
-from hsa.mapping import _step_apply
+from hsa.mapping import carry_call
 from hsa.names import is_identifier_like, replace_tokens
 
 __all__ = [
@@ -57,7 +57,6 @@ __all__ = [
     "AGENT_HOOKS_EVENTS",
     "generated_payloads",
     "schema_examples",
-    "UPDATED_KEYS",
 ]
 
 #: Harness events with a meaning in hsa (any other string is allowed and replayed on recorded payloads).
@@ -81,7 +80,6 @@ _LIFECYCLE = {"RunHooks": RUN_HOOKS_EVENTS, "RunHooksBase": RUN_HOOKS_EVENTS,
               "AgentHooks": AGENT_HOOKS_EVENTS, "AgentHooksBase": AGENT_HOOKS_EVENTS}
 _AGENT_BASES = tuple(_LIFECYCLE)
 _AGENT_EVENTS = {**RUN_HOOKS_EVENTS, **AGENT_HOOKS_EVENTS}  # any lifecycle method, whichever class
-UPDATED_KEYS = frozenset({"updatedInput", "updated_input"})
 _TEXT_SKIP_KEYS = frozenset({"tool_name", "tool_input", "hook_event_name", "session_id", "transcript_path", "cwd"})
 
 
@@ -296,7 +294,7 @@ def map_payload(payload: dict, step: dict, *, table: dict[str, str] | None = Non
     """
     out = dict(payload)
     if isinstance(out.get("tool_name"), str) and isinstance(out.get("tool_input"), dict):
-        call = _step_apply(step, {"name": out["tool_name"], "arguments": out["tool_input"]}, True)
+        call = carry_call(step, {"name": out["tool_name"], "arguments": out["tool_input"]}, True)
         out["tool_name"], out["tool_input"] = call["name"], call["arguments"]
     if step.get("op") in ("tools", "skills"):
         if table is None:
@@ -319,6 +317,8 @@ def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[st
     the arguments of a call of ``tool_name`` (the payload's tool, before the step).
     ``table`` is ``text_map(step)`` when the caller has it already.
     """
+    from hsa.codemods.analysis import UPDATED_KEYS  # the decision keys, defined once beside MESSAGE_KEYS
+
     if table is None:
         table = text_map(step)
 
@@ -331,7 +331,7 @@ def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[st
             out = {}
             for k, v in value.items():
                 if k in UPDATED_KEYS and isinstance(v, dict) and tool_name is not None:
-                    out[k] = _step_apply(step, {"name": tool_name, "arguments": v}, True)["arguments"]
+                    out[k] = carry_call(step, {"name": tool_name, "arguments": v}, True)["arguments"]
                 else:
                     out[k] = walk(v)
             return out

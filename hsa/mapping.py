@@ -33,7 +33,7 @@ from typing import Any
 
 from hsa import _json
 
-__all__ = ["Mapping", "Call", "argument_leaves"]
+__all__ = ["Mapping", "Call", "argument_leaves", "carry_call"]
 
 Call = dict[str, Any]  # {"name": str, "arguments": dict}
 
@@ -180,7 +180,11 @@ def _fill(arguments: dict, remove: list | None, add: list | None) -> dict:
 # --------------------------------------------------------------------------- steps
 
 
-def _step_apply(step: dict, call: Call, forward: bool) -> Call:
+def carry_call(step: dict, call: Call, forward: bool) -> Call:
+    """``call`` carried through one mapping ``step``: towards the variant (``forward``) or back to the source.
+
+    What :meth:`Mapping.to_variant` / :meth:`Mapping.to_canonical` do step by step, and what the record-level
+    appliers (:func:`hsa.rewrite.apply_step`) and the hook model use to carry calls and tool inputs."""
     op = step["op"]
     name, args = call["name"], call["arguments"]
     if op == "tools":
@@ -296,14 +300,14 @@ class Mapping:
         """Carry a call made under the source harness to the variant harness."""
         call = {"name": call["name"], "arguments": call.get("arguments") or {}}
         for step in self.steps:
-            call = _step_apply(step, call, True)
+            call = carry_call(step, call, True)
         return call
 
     def to_canonical(self, call: Call) -> Call:
         """Carry a call made under the variant harness back to the source harness."""
         call = {"name": call["name"], "arguments": call.get("arguments") or {}}
         for step in reversed(self.steps):
-            call = _step_apply(step, call, False)
+            call = carry_call(step, call, False)
         return call
 
     # -- names

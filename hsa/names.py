@@ -17,6 +17,8 @@ __all__ = [
     "is_identifier_like",
     "namespace_of",
     "prose_uses",
+    "is_plain_token",
+    "text_tokens",
 ]
 
 #: Legal tool-name patterns of each tool dialect.
@@ -135,6 +137,12 @@ _REGEX_CACHE: dict[tuple[str, ...], re.Pattern[str]] = {}
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*$")
 _TOKEN_SPLIT = re.compile(r"([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)")
+
+
+def is_plain_token(name: str) -> bool:
+    """True when ``name`` is one token (a ``[A-Za-z0-9_-]+`` run, or a dotted chain of them): such a name occurs in a
+    text exactly when it is one of the text's :func:`text_tokens`, a set lookup instead of a regex scan."""
+    return _PLAIN_NAME.match(name) is not None
 
 
 @lru_cache(maxsize=16384)

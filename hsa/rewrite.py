@@ -16,9 +16,10 @@ from typing import Any
 from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa import _json, _patch
-from hsa.mapping import ARRAY, _step_apply
+from hsa.mapping import ARRAY, carry_call
 from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
 from hsa.records import Record, clone
+from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
 
 __all__ = [
     "rename_tools",
@@ -419,7 +420,7 @@ def _rewrite_calls(record: Record, step: dict) -> None:
     for m in record["messages"]:
         for call in m.get("tool_calls") or ():
             fn = call["function"]
-            new = _step_apply(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
+            new = carry_call(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
             fn["name"], fn["arguments"] = new["name"], new["arguments"]
 
 
@@ -578,29 +579,126 @@ def rename_skills(record: Record, renames: dict[str, str]) -> Record:
     return out
 
 
+# --------------------------------------------------------------------------- structural and value steps
+
+
+def _tool_index(record: Record, name: str, what: str) -> int:
+    for i, t in enumerate(record["tools"]):
+        if t["name"] == name:
+            return i
+    raise ValueError(f"{what}: tool {name!r} is not in the record (tools: {[t['name'] for t in record['tools']]})")
+
+
+def _clone_for_step(record: Record, i: int) -> Record:
+    """A copy of ``record`` that :func:`_finish_step` may edit after the tool at index ``i`` changes: the tool list,
+    the tool itself, every message with tool calls down to each call's ``function`` (calls are reassigned there),
+    the hook events (payloads are reassigned) and the mapping are the copy's own; everything else (other
+    tools, texts, skills, hooks) is shared with ``record``, which no transform modifies."""
+    out = dict(record)
+    out["tools"] = list(record["tools"])
+    out["tools"][i] = _json.copy(record["tools"][i])
+    out["messages"] = [m if not m.get("tool_calls") else
+                       {**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
+                       for m in record["messages"]]
+    if record.get("hook_events"):
+        out["hook_events"] = [dict(ev) if isinstance(ev, dict) else ev for ev in record["hook_events"]]
+    out["mapping"] = list(record["mapping"])
+    return out
+
+
+def _finish_step(out: Record, step: dict) -> Record:
+    _rewrite_calls(out, step)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def apply_regroup(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "params", "kind": "regroup", ...}`` (nest / flatten)."""
+    step = {**step, "op": "params"}
+    i = _tool_index(record, step["tool"], "regroup")
+    out = _clone_for_step(record, i)
+    out["tools"][i]["parameters"] = regroup_schema(out["tools"][i]["parameters"], step)
+    return _finish_step(out, step)
+
+
+def _rename_in_descriptions(tool: dict, names: dict[str, str], before: dict) -> None:
+    """Whole-token renames of identifier-like parameter names in the tool's own descriptions."""
+    counts: dict[str, int] = {}
+    for p in param_paths(before):
+        counts[p[-1]] = counts.get(p[-1], 0) + 1
+    table = {k: v for k, v in names.items() if is_identifier_like(k) and counts.get(k) == 1}
+    if not table:
+        return
+    if isinstance(tool.get("description"), str):
+        tool["description"] = replace_tokens(tool["description"], table)
+    tool["parameters"] = _map_schema_descriptions(tool["parameters"], lambda s: replace_tokens(s, table))
+
+
+def apply_permute(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "params", "kind": "permute", ...}`` (names swapped between siblings)."""
+    step = {**step, "op": "params"}
+    i = _tool_index(record, step["tool"], "permute")
+    out = _clone_for_step(record, i)
+    tool = out["tools"][i]
+    before = tool["parameters"]
+    tool["parameters"] = permute_schema(before, step)
+    _rename_in_descriptions(tool, {a[-1]: b[-1] for a, b in step["paths"]}, before)
+    return _finish_step(out, step)
+
+
+def apply_require(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "params", "kind": "require", ...}`` (a required one-value parameter)."""
+    step = {**step, "op": "params"}
+    i = _tool_index(record, step["tool"], "require")
+    out = _clone_for_step(record, i)
+    out["tools"][i]["parameters"] = require_schema(out["tools"][i]["parameters"], step)
+    return _finish_step(out, step)
+
+
+def apply_values(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "values", ...}``: schema, calls, hook payloads and, when
+    the step says ``"texts": true``, whole-token mentions of the string values in every text but
+    tool results. A tool result is what the environment returned: parameter renames and value
+    changes never touch it (docs/design.md, "Tool results")."""
+    i = _tool_index(record, step["tool"], "values")
+    out = _clone_for_step(record, i)
+    out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
+    if step.get("texts"):
+        table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
+        out = copy_for_texts(out, table)  # every message is the copy's own: results can be put back as they were
+        results = {k: m["content"] for k, m in enumerate(out["messages"]) if m.get("role") == "tool" and "content" in m}
+        map_texts(out, lambda s: replace_tokens(s, table), names=table)
+        for k, content in results.items():
+            out["messages"][k]["content"] = content
+    return _finish_step(out, step)
+
+
 def _apply_params_step(record: Record, step: dict) -> Record:
-    if step.get("kind"):  # a structural step: its family registered an applier as "params:<kind>"
+    if step.get("kind"):  # a structural step: its applier is "params:<kind>"
         return apply_step(record, {**step, "op": f"params:{step['kind']}"})
     pairs = step["paths"]
     if all(len(a) == len(b) and a[-1] != ARRAY for a, b in pairs):
         return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in pairs})
-    raise ValueError(f"params step of {step['tool']!r} changes nesting; no applier is registered for it")
+    raise ValueError(f"params step of {step['tool']!r} changes nesting without a kind; no applier undoes it")
 
 
-#: Record-level appliers of mapping steps, by op. Families that add step kinds register here.
+#: Record-level appliers of mapping steps, by op (a ``params`` step with a ``kind`` by ``params:<kind>``): a fixed
+#: table, part of the mapping's meaning, so canonicalize works with no transform family imported. A step kind is
+#: added here, with its call-level meaning in :func:`hsa.mapping.carry_call`, not by a plugin.
 STEP_APPLIERS: dict[str, Callable[[Record, dict], Record]] = {
     "tools": lambda r, s: rename_tools(r, s["map"]),
     "skills": lambda r, s: rename_skills(r, s["map"]),
     "params": _apply_params_step,
+    "params:regroup": apply_regroup,
+    "params:permute": apply_permute,
+    "params:require": apply_require,
+    "values": apply_values,
 }
 
 
 def apply_step(record: Record, step: dict) -> Record:
     """Apply one mapping step to a whole record (schemas, calls, texts, hooks); appends the step."""
-    if step["op"] not in STEP_APPLIERS:  # families register their appliers when they are imported
-        from hsa.transform import registry
-
-        registry()
     try:
         fn = STEP_APPLIERS[step["op"]]
     except KeyError:

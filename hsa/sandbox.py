@@ -688,7 +688,7 @@ def _mask_messages(value: Any) -> Any:
 
 @lru_cache(maxsize=1)
 def _updated_marks() -> tuple[bytes, ...]:
-    from hsa.hooks_model import UPDATED_KEYS
+    from hsa.codemods.analysis import UPDATED_KEYS
 
     return tuple(_orjson.dumps(k) for k in sorted(UPDATED_KEYS)) if _orjson is not None else ()
 

@@ -1,4 +1,4 @@
-"""Verification of records and variants: docs/design.md invariants 1, 2, 3 and 6.
+"""Verification of records and variants: docs/design.md invariants 1, 2, 3, 6 and 8.
 
 Checks return a list of :class:`Violation` values (empty when everything holds);
 they never raise on bad data.
@@ -6,17 +6,20 @@ they never raise on bad data.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import traceback
 from typing import Any
 
 from hsa import _json
 from hsa import cache as _cache
-from hsa.mapping import Mapping
-from hsa.names import _PLAIN_NAME, find_tokens, is_identifier_like, is_legal, text_tokens
+from hsa.mapping import ARRAY, Mapping
+from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
 from hsa.rewrite import text_fields
 
-__all__ = ["Violation", "check_record", "check_variant", "validator_for", "quick_valid", "calls_of"]
+__all__ = ["Violation", "check_record", "check_variant", "check_consistency", "validator_for", "quick_valid", "calls_of",
+           "clip", "error_detail", "leaf_params"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,7 +231,8 @@ def check_record(record: Record, *, check_names: bool = False) -> list[Violation
     return out
 
 
-def check_variant(source: Record, variant: Record, *, closure: bool = True, exec_hooks: bool = False) -> list[Violation]:
+def check_variant(source: Record, variant: Record, *, closure: bool = True, exec_hooks: bool = False,
+                  thorough: bool = False) -> list[Violation]:
     """Invariants 1, 2, 6, 8, (``closure=True``) 3 and (``exec_hooks=True``) 7 for ``variant`` produced from ``source``.
 
     The one per-variant check: ``hsa augment`` runs it on every variant before writing it, and
@@ -236,6 +240,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
     not in the folder, against what canonicalize gives back). Added tools and parameters must
     carry no name the source had (a distractor named like a renamed tool makes the canonical
     call ambiguous). Invariant 7 replays hooks in the sandbox only when no other check failed.
+    ``thorough`` checks all of invariant 6 (:func:`check_consistency`), as :mod:`hsa.testing` does.
     """
     out = _hook_refusals(source, variant) + check_record(variant)
     source_names = {t["name"] for t in source["tools"]}
@@ -257,8 +262,10 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
                                          f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
                                          f"source is {_json.dumps(s)}"))
         out.extend(_check_added_names(source, variant, mapping))
-        out.extend(_check_consistency(source, variant, mapping))
+        out.extend(check_consistency(source, variant, mapping, thorough=thorough))
         out.extend(_check_inversion(source, variant, len(mapping.steps)))
+    elif thorough:
+        out.extend(check_consistency(source, variant, mapping, thorough=True))
     if closure:
         try:
             normalize(_json.loads(_json.dumps(denormalize(variant))))
@@ -374,8 +381,27 @@ def _hook_refusals(source: Record, variant: Record) -> list[Violation]:
     return out
 
 
-def _check_consistency(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
-    """Invariant 6: a renamed identifier-like tool or skill name is left nowhere in the variant."""
+def check_consistency(source: Record, variant: Record, mapping: Mapping, *, thorough: bool = False) -> list[Violation]:
+    """Invariant 6 (consistency) of ``variant`` made from ``source`` through ``mapping`` (the variant's own steps).
+
+    Always: a renamed identifier-like tool or skill name is left nowhere in the variant's texts (what
+    :func:`check_variant` runs on every variant the pipeline writes). With ``thorough`` (the property checks of
+    :mod:`hsa.testing`), also: tool results and the skill tool follow their tools (for every variant), and, for a
+    task-preserving one, hook payloads map back, injected hook messages agree with their recorded decisions, hook
+    source that parsed still parses, no renamed parameter is left as a hook literal, the system message still
+    renders from the prompt, and canonicalize gives the source's calls back.
+    """
+    out = _links_follow(source, variant) if thorough else []
+    if not mapping.task_preserving:
+        return out
+    out += _names_left_behind(variant, mapping)
+    if thorough:
+        out += _hooks_and_prompt_follow(source, variant, mapping)
+    return out
+
+
+def _names_left_behind(variant: Record, mapping: Mapping) -> list[Violation]:
+    """A renamed identifier-like tool or skill name is left nowhere in the variant."""
     renamed = {**mapping.tool_names(), **mapping.skill_names()}
     current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
     stale = [old for old in renamed if is_identifier_like(old) and old not in current]
@@ -384,7 +410,7 @@ def _check_consistency(source: Record, variant: Record, mapping: Mapping) -> lis
     out = []
     # A plain name (a token or dotted chain) is found in a text only if it is one of the text's
     # tokens: a cached set lookup rules most texts out before find_tokens splits them.
-    plain = {n for n in stale if _PLAIN_NAME.match(n)}
+    plain = {n for n in stale if is_plain_token(n)}
     some_not_plain = len(plain) < len(stale)
     for text in text_fields(variant):  # a dotted name ("shop.get_x") is one token: it holds no "get_x"
         if not some_not_plain and plain.isdisjoint(text_tokens(text)):
@@ -394,4 +420,180 @@ def _check_consistency(source: Record, variant: Record, mapping: Mapping) -> lis
             snippet = text[:80].replace("\n", " ")
             out.append(Violation("consistency", "old name left behind",
                                  f"{sorted(set(hits))} still occur in text {snippet!r}"))
+    return out
+
+
+# --------------------------------------------------------------------------- invariant 6, thorough
+
+
+def clip(text: str, n: int) -> str:
+    """``text`` cut to ``n`` characters, saying how many more there were (for a violation's detail)."""
+    return text if len(text) <= n else text[:n] + f"... ({len(text) - n} more characters)"
+
+
+def error_detail(exc: BaseException) -> str:
+    """An exception as a violation's detail: its type, message and where it was raised."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name}" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def leaf_params(record: Record) -> set[str]:
+    """The names of every parameter the record's tools declare, at any depth."""
+    from hsa.rewrite import param_paths
+
+    return {p[-1] for t in record["tools"] for p in param_paths(t["parameters"]) if p[-1] != ARRAY}
+
+
+def _call_names(record: Record) -> dict[str, str]:
+    out = {}
+    for m in record["messages"]:
+        for c in m.get("tool_calls") or ():
+            if isinstance(c.get("id"), str):
+                out[c["id"]] = c["function"]["name"]
+    return out
+
+
+def _system_message(record: Record) -> str | None:
+    for m in record["messages"]:
+        if m.get("role") == "system":
+            return m.get("content") if isinstance(m.get("content"), str) else None
+    return None
+
+
+def _render(prompt: Any) -> str | None:
+    if not isinstance(prompt, dict) or not isinstance(prompt.get("template"), str):
+        return None
+    try:
+        from jinja2.sandbox import SandboxedEnvironment
+
+        sections = [s for s in prompt.get("sections", []) if s.get("placement", "system") != "user"]  # prompt.placement
+        return SandboxedEnvironment().from_string(prompt["template"]).render(sections=sections)
+    except Exception:  # noqa: BLE001 - a template that does not render is not ours to judge here
+        return None
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _content_text(content: Any) -> Any:
+    """A message's text: the string, or the text parts of a content list joined (None for no text)."""
+    if isinstance(content, list):
+        texts = [p["text"] if isinstance(p, dict) else p for p in content
+                 if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        return "".join(texts) if texts else None
+    return content
+
+
+def _links_follow(source: Record, variant: Record) -> list[Violation]:
+    """Tool results name the tool of their call; the skill tool (and its argument) follows its tool."""
+    out: list[Violation] = []
+    src_calls, var_calls = _call_names(source), _call_names(variant)
+    src_results = {m.get("tool_call_id"): m.get("name") for m in source["messages"] if m.get("role") == "tool"}
+    for m in variant["messages"]:
+        cid = m.get("tool_call_id")
+        if m.get("role") != "tool" or cid not in var_calls or cid not in src_calls:
+            continue
+        if src_results.get(cid) == src_calls[cid] and m.get("name") != var_calls[cid]:
+            out.append(Violation("consistency", "tool result name not renamed",
+                                 f"result of {cid} is named {m.get('name')!r}, its call {var_calls[cid]!r}"))
+    src_tools = {t["name"]: t for t in source["tools"]}
+    var_tools = {t["name"]: t for t in variant["tools"]}
+    sst, vst = source["skill_tool"], variant["skill_tool"]
+    if sst["name"] in src_tools:
+        if vst["name"] not in var_tools:
+            out.append(Violation("consistency", "skill tool lost", f"skill_tool names {vst['name']!r}, which is no "
+                                 f"longer a tool (tools: {sorted(var_tools)})"))
+        elif sst["argument"] in (src_tools[sst["name"]]["parameters"].get("properties") or {}) and \
+                vst["argument"] not in (var_tools[vst["name"]]["parameters"].get("properties") or {}):
+            out.append(Violation("consistency", "skill tool argument lost",
+                                 f"skill_tool argument {vst['argument']!r} is not a parameter of {vst['name']!r}"))
+    return out
+
+
+def _hooks_and_prompt_follow(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+    """Hook payloads, injected messages, hook source and literals, the rendered prompt and the calls follow."""
+    from hsa.rewrite import canonicalize, hook_literals
+
+    out: list[Violation] = []
+    var_tools = {t["name"] for t in variant["tools"]}
+    # hook payloads map back; injected messages agree with their decisions
+    src_events, var_events = source.get("hook_events") or [], variant.get("hook_events") or []
+    if len(src_events) == len(var_events):
+        for i, (se, ve) in enumerate(zip(src_events, var_events)):
+            sp, vp = se.get("payload") or {}, ve.get("payload") or {}
+            if isinstance(sp.get("tool_name"), str) and isinstance(vp.get("tool_name"), str):
+                back = mapping.to_canonical({"name": vp["tool_name"], "arguments": vp.get("tool_input") or {}})
+                want = {"name": sp["tool_name"], "arguments": sp.get("tool_input") or {}}
+                if not _json.strict_equal(back, want):
+                    out.append(Violation("consistency", "hook payload does not map back",
+                                         f"hook_events[{i}] payload maps back to {_json.dumps(back)}, "
+                                         f"source has {_json.dumps(want)}"))
+            out.extend(_check_injected(source, se, variant, ve, i))
+    # hooks that parsed still parse
+    for sh, vh in zip(source.get("hooks") or (), variant.get("hooks") or ()):
+        if _parses(sh.get("source", "")) and not _parses(vh.get("source", "")):
+            out.append(Violation("consistency", "hook source no longer parses", f"hook {vh.get('name')!r}"))
+    # renamed parameters are left in no hook literal
+    renamed_params = {a[-1] for step in mapping.steps if step["op"] == "params"
+                      for a, b in step["paths"] if a and b and a[-1] != b[-1] and a[-1] != ARRAY
+                      and is_identifier_like(a[-1])}  # plain words ("message") may be hook-protocol keys
+    if renamed_params:
+        alive = leaf_params(variant) | var_tools | {s["name"] for s in variant.get("skills") or ()}
+        stale = sorted((renamed_params & hook_literals(variant)) - alive)
+        if stale:
+            out.append(Violation("consistency", "old parameter name left in hook source",
+                                 f"renamed parameter(s) {stale} still occur as string literals in hook source, "
+                                 "and no tool declares them any more"))
+    # the system message still renders from the prompt
+    rendered = _render(source.get("prompt"))
+    if rendered is not None and rendered == _system_message(source):
+        now = _render(variant.get("prompt"))
+        if now != _system_message(variant):
+            out.append(Violation("consistency", "system message differs from the rendered prompt",
+                                 f"the source's system message is its rendered prompt; the variant's is "
+                                 f"{clip(repr(_system_message(variant)), 200)}, the prompt renders "
+                                 f"{clip(repr(now), 200)}"))
+    # the mapping undoes the record
+    try:
+        canon = canonicalize(variant)
+        if not _json.strict_equal(calls_of(canon), calls_of(source)):
+            out.append(Violation("consistency", "canonicalize does not restore the calls",
+                                 f"hsa.rewrite.canonicalize(variant) has calls {clip(_json.dumps(calls_of(canon)), 400)}"))
+    except Exception as exc:  # noqa: BLE001
+        out.append(Violation("consistency", "canonicalize raised", error_detail(exc)))
+    return out
+
+
+def _check_injected(source: Record, se: dict, variant: Record, ve: dict, i: int) -> list[Violation]:
+    def injected(rec, ev):
+        idx = ev.get("message_index")
+        if isinstance(idx, int) and 0 <= idx < len(rec["messages"]):
+            return _content_text(rec["messages"][idx].get("content"))
+        return None
+
+    out = []
+    sd, vd = se.get("decision") or {}, ve.get("decision") or {}
+    if isinstance(sd.get("message"), str) and sd["message"] == injected(source, se):
+        if vd.get("message") != injected(variant, ve):
+            out.append(Violation("consistency", "injected message and decision disagree",
+                                 f"hook_events[{i}]: decision message {vd.get('message')!r}, injected message "
+                                 f"{injected(variant, ve)!r}"))
+    # a payload text that is the message the hook judged (the one before the injection) stays that message
+    sj, vj = se.get("message_index"), ve.get("message_index")
+    if isinstance(sj, int) and isinstance(vj, int) and 0 < sj <= len(source["messages"]) \
+            and 0 < vj <= len(variant["messages"]):
+        judged_src = _content_text(source["messages"][sj - 1].get("content"))
+        judged_var = _content_text(variant["messages"][vj - 1].get("content"))
+        sp, vp = se.get("payload") or {}, ve.get("payload") or {}
+        for key, value in sp.items():
+            if isinstance(value, str) and value and value == judged_src and vp.get(key) != judged_var:
+                out.append(Violation("consistency", "hook payload and judged message disagree",
+                                     f"hook_events[{i}].payload[{key!r}] is {clip(repr(vp.get(key)), 200)}, the "
+                                     f"message it judged is {clip(repr(judged_var), 200)}"))
     return out

@@ -15,6 +15,7 @@ from hsa.skills_dir import is_legal_skill_name
 from hsa.transform import run
 from hsa.verify import calls_of, check_variant
 from transforms import skill as S
+from transforms import skill_functional
 from transforms.prompt import canonical_prompt
 
 
@@ -406,7 +407,7 @@ def test_restructure_keeps_sequenced_sections_of_real_skills(skill, section, why
 
     body = parse_skill_md(SKILLS[skill]["SKILL.md"])["content"]
     plan = S.markdown_plan(body)
-    titles = [e["title"] for e in S._elements(body) if e["kind"] == "heading"][1:]
+    titles = [e["title"] for e in skill_functional._elements(body) if e["kind"] == "heading"][1:]
     k = titles.index(section)
     assert k not in plan["movable"] and plan["anchored"][k].startswith(why)
     assert all(k not in run for run in plan["runs"])

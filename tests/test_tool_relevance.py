@@ -11,6 +11,7 @@ import pytest
 
 from tests.harness_cases import AIRLINE, ALL, CODING, LIVE, RETAIL, record, tool
 from transforms import tool as T
+from transforms import tool_functional
 from transforms._banks import load_banks
 from transforms._domains import harness_domain, relevance, RELEVANCE_THRESHOLD
 
@@ -168,6 +169,6 @@ def test_shorten_never_drops_a_rule():
         for seed in range(20):
             params = T.Describe(p=1.0, modes=("shorten",)).sample(src, random.Random(seed))
             for e in params["texts"] if isinstance(params, dict) else ():
-                old = next(t for tl, at, t in T._descriptions(src) if tl == e["tool"] and at == e["at"])
+                old = next(t for tl, at, t in tool_functional.descriptions(src) if tl == e["tool"] and at == e["at"])
                 rules = [s for s in re.split(r"(?<=[.;!?])\s+", old) if T.has_constraint(s)]
                 assert all(s.rstrip(".;") in e["text"] for s in rules), (old, e["text"])

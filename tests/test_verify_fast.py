@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from typing import ClassVar
 
 import jsonschema
 import pytest
@@ -106,8 +108,70 @@ def test_consistency_violations_are_those_of_find_tokens_on_every_text(fixture_r
                 planted["mapping"] = planted["mapping"] + [{"op": "tools", "map": {"shop:get_x": "get_x_y"}}]
                 planted["messages"][0]["content"] = "call shop:get_x now"
                 mapping = Mapping(planted["mapping"][len(source["mapping"]):])
-            got = verify._check_consistency(source, planted, mapping)
+            got = verify.check_consistency(source, planted, mapping)
             assert got == _consistency_by_hand(planted, mapping)
             checked += 1
             found += bool(got)
     assert found > 10 and checked > found  # both outcomes were exercised
+
+
+_WEATHER = {
+    "id": "w1",
+    "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny."},
+    ],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+}
+
+
+def test_one_consistency_check_the_pipeline_runs_part_of():
+    """Invariant 6 is one function: check_variant runs its per-variant part on every variant, hsa.testing all of it
+    (thorough); a tool result left under the old tool name is caught only by the thorough check."""
+    from hsa.testing import check_transform
+    from hsa.transform import Transform
+
+    source = normalize(_WEATHER)
+    planted = rename_tools(source, {"get_weather": "fetch_weather"})
+    planted["messages"][2]["name"] = "get_weather"  # the result still names the old tool
+    reasons = {v.reason for v in verify.check_variant(source, planted, thorough=True)}
+    assert "tool result name not renamed" in reasons
+    assert "tool result name not renamed" not in {v.reason for v in verify.check_variant(source, planted)}
+
+    @dataclasses.dataclass(frozen=True)
+    class ForgetsResults(Transform):
+        name: ClassVar[str] = "test.forgets_results"
+        family: ClassVar[str] = "tool"
+
+        def sample(self, record, rng):
+            return {}
+
+        def apply(self, record, params):
+            out = rename_tools(record, {"get_weather": "fetch_weather"})
+            out["messages"][2]["name"] = "get_weather"
+            return out
+
+    report = check_transform(ForgetsResults(), _WEATHER)
+    assert "consistency" in report.failed
+    assert any(v.reason == "tool result name not renamed" for v in report.violations)
+
+
+def test_thorough_consistency_covers_task_changing_variants():
+    """The skill tool must follow its tool in every variant, task-changing ones too (no other part of invariant 6
+    applies to them)."""
+    raw = _json.copy(_WEATHER)
+    raw["tools"].append({"type": "function", "function": {"name": "load_skill", "parameters": {
+        "type": "object", "properties": {"skill": {"type": "string"}}, "required": ["skill"]}}})
+    source = normalize(raw)
+    variant = _json.copy(source)
+    variant["tools"] = [t for t in variant["tools"] if t["name"] != "load_skill"]
+    variant["mapping"] = variant["mapping"] + [{"op": "opaque", "transform": "test", "removed": ["load_skill"]}]
+    mapping = Mapping(variant["mapping"][len(source["mapping"]):])
+    assert not mapping.task_preserving
+    assert [v.reason for v in verify.check_consistency(source, variant, mapping, thorough=True)] == ["skill tool lost"]
+    assert verify.check_consistency(source, variant, mapping) == []
+    assert "skill tool lost" in {v.reason for v in verify.check_variant(source, variant, thorough=True)}

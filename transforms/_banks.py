@@ -1,6 +1,13 @@
-"""Word, phrase and tool banks: YAML files in ``transforms/banks/``, extendable by the user.
+"""Bank files, read by one loader; and the tool family's word, phrase and tool banks.
 
-A bank file is a YAML mapping from bank name (``verbs``, ``nouns``, ``containers``,
+Every bank of the library is a YAML file: the built-in ones in ``transforms/banks/``, and the
+files a user names in a transform's ``banks`` option. :func:`read_bank` reads either (cached,
+with one set of errors: which file, and what is wrong); each kind of bank then checks its own
+layout: the tool family's banks here (:func:`load_banks`), phrase banks in
+:mod:`transforms.phrasebank` (:func:`~transforms.phrasebank.load_bank`) and the distractor skills
+in :func:`transforms.skill_functional.load_distractors`.
+
+A tool-family bank file is a YAML mapping from bank name (``verbs``, ``nouns``, ``containers``,
 ``phrases``, ``tools``, ``params``, ``required_params``, ``replies``) to a list. Every
 built-in file that names one of these banks is read (files of other families, which
 share the folder, are not), then each extra file a transform names in its ``banks`` option;
@@ -10,12 +17,68 @@ the built-in banks and never has to repeat them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_banks", "synonyms", "BANK_KINDS"]
+__all__ = ["BankError", "read_bank", "builtin_bank_names", "group_table", "load_banks", "synonyms", "BANK_KINDS"]
+
+
+class BankError(ValueError):
+    """A bank file that cannot be used; the message says which file, which entry and what to fix."""
+
+
+def builtin_bank_names() -> list[str]:
+    """Names of the banks shipped in ``transforms/banks`` (``descriptions``, ``prompt_paraphrase``, ...)."""
+    folder = resources.files("transforms").joinpath("banks")
+    return sorted(e.name[:-5] for e in folder.iterdir() if e.name.endswith(".yaml"))
+
+
+@lru_cache(maxsize=128)
+def read_bank(name: str = "", path: str = "", *, what: str = "bank file", hint: str = "") -> tuple[str, Any]:
+    """``(source, data)`` of one bank file: the built-in bank ``name`` (``transforms/banks/<name>.yaml``) or the
+    user file ``path``; ``data`` is its YAML, shared between callers (never modify it). Raises :class:`BankError`
+    for a missing file or invalid YAML, naming the file (``what`` says what kind of file it should have been,
+    ``hint`` what a missing one should hold)."""
+    import yaml
+
+    if name:
+        res = resources.files("transforms").joinpath("banks", f"{name}.yaml")
+        if not res.is_file():
+            raise BankError(f"no built-in bank {name!r}; built-in banks: {', '.join(builtin_bank_names())}")
+        source, text = f"transforms/banks/{name}.yaml", res.read_text(encoding="utf-8")
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise BankError(f"{what} {path} does not exist{hint}")
+        source, text = str(path), p.read_text(encoding="utf-8")
+    try:
+        return source, yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BankError(f"{what} {source} is not valid YAML: {exc}") from None
+
+
+def group_table(groups: Iterable[Iterable[str]], *, casefold: bool = False) -> dict[str, tuple[str, ...]]:
+    """Word -> the other members of every group it is in, in bank order, without repeats (synonym lookups).
+
+    With ``casefold``, keys are lower case and a member that differs from the word only by case is not its own
+    synonym."""
+    out: dict[str, list[str]] = {}
+    for group in groups:
+        words = [str(w) for w in group]
+        for w in words:
+            bucket = out.setdefault(w.lower() if casefold else w, [])
+            for other in words:
+                same = other.lower() == w.lower() if casefold else other == w
+                if not same and other not in bucket:
+                    bucket.append(other)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------- the tool family's banks
+
 
 #: Bank names and the type of their entries.
 BANK_KINDS = {
@@ -30,31 +93,26 @@ BANK_KINDS = {
 }
 
 
-def _read(text: str, source: str) -> dict[str, list]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"bank file {source} is not valid YAML: {exc}") from None
+def _tool_banks(source: str, data: Any) -> dict[str, list]:
+    """The tool-family banks of one file's YAML ``data``, checked."""
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ValueError(f"bank file {source} must be a mapping from bank name to a list "
-                         f"(got {type(data).__name__}); bank names: {', '.join(BANK_KINDS)}")
+        raise BankError(f"bank file {source} must be a mapping from bank name to a list "
+                        f"(got {type(data).__name__}); bank names: {', '.join(BANK_KINDS)}")
     unknown = sorted(set(data) - set(BANK_KINDS))
     if unknown:
-        raise ValueError(f"bank file {source}: unknown bank(s) {unknown}; known banks: {', '.join(BANK_KINDS)}")
+        raise BankError(f"bank file {source}: unknown bank(s) {unknown}; known banks: {', '.join(BANK_KINDS)}")
     for key, value in data.items():
         if not isinstance(value, list):
-            raise ValueError(f"bank file {source}: {key!r} must be a list ({BANK_KINDS[key]}), "
-                             f"got {type(value).__name__}")
+            raise BankError(f"bank file {source}: {key!r} must be a list ({BANK_KINDS[key]}), "
+                            f"got {type(value).__name__}")
         for i, entry in enumerate(value):
             where = _null_key(entry, f"{key}[{i}]")
             if where is not None:
-                raise ValueError(f"bank file {source}: {where} has no value. In a YAML flow mapping a comma ends "
-                                 f"the value, so {{description: Time, ISO 8601}} makes a key 'ISO 8601'; "
-                                 f"quote the text: {{description: \"Time, ISO 8601\"}}")
+                raise BankError(f"bank file {source}: {where} has no value. In a YAML flow mapping a comma ends "
+                                f"the value, so {{description: Time, ISO 8601}} makes a key 'ISO 8601'; "
+                                f"quote the text: {{description: \"Time, ISO 8601\"}}")
     return data
 
 
@@ -81,35 +139,18 @@ def _null_key(value: Any, where: str) -> str | None:
 @lru_cache(maxsize=1)
 def _builtin() -> tuple[tuple[str, dict[str, list]], ...]:
     out = []
-    folder = resources.files("transforms").joinpath("banks")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith((".yaml", ".yml")):
-            continue
-        text = entry.read_text(encoding="utf-8")
-        if not _is_tool_bank(text):
+    for name in builtin_bank_names():
+        source, data = read_bank(name)
+        if not (isinstance(data, dict) and set(data) & set(BANK_KINDS)):
             continue  # another family's bank (e.g. the phrase banks of transforms/phrasebank.py)
-        out.append((entry.name, _read(text, f"transforms/banks/{entry.name}")))
+        out.append((source, _tool_banks(source, data)))
     return tuple(out)
 
 
-def _is_tool_bank(text: str) -> bool:
-    """True when a YAML file names at least one tool-family bank at its top level."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return True  # let _read report it
-    return isinstance(data, dict) and bool(set(data) & set(BANK_KINDS))
-
-
-@lru_cache(maxsize=64)
 def _extra(path: str) -> dict[str, list]:
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"bank file {path} does not exist; give a YAML file with some of the banks "
-                         f"{', '.join(BANK_KINDS)}")
-    return _read(p.read_text(encoding="utf-8"), path)
+    source, data = read_bank(path=path, what="bank file",
+                             hint=f"; give a YAML file with some of the banks {', '.join(BANK_KINDS)}")
+    return _tool_banks(source, data)
 
 
 @lru_cache(maxsize=64)
@@ -137,13 +178,4 @@ def synonyms(kind: str, extra: tuple[str, ...] = ()) -> dict[str, tuple[str, ...
 
     Keys are lower case; the synonym lists keep bank order and never contain the word itself.
     """
-    groups = load_banks(extra)[kind]
-    out: dict[str, list[str]] = {}
-    for group in groups:
-        words = [str(w) for w in group]
-        for w in words:
-            bucket = out.setdefault(w.lower(), [])
-            for other in words:
-                if other.lower() != w.lower() and other not in bucket:
-                    bucket.append(other)
-    return {k: tuple(v) for k, v in out.items()}
+    return group_table(load_banks(extra)[kind], casefold=True)

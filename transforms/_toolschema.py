@@ -1,10 +1,11 @@
-"""Pure schema operations of the tool family, and the record-level appliers of its mapping steps.
+"""Pure schema operations of the tool family: strict mode, paths and JSON pointers, dialects.
 
 Schemas are standard JSON Schema (the internal form of :mod:`hsa.records`). Every
-function returns new objects and never modifies its arguments. The appliers at the end
-carry one mapping step across a whole record (schema, calls, hook payloads, texts) and
-are registered in :data:`hsa.rewrite.STEP_APPLIERS`, so :func:`hsa.rewrite.canonicalize`
-can undo the structural steps (``params`` steps with a ``kind``) and ``values`` steps.
+function returns new objects and never modifies its arguments. What the family's mapping
+steps do to a schema (``regroup``, ``permute``, ``require``, ``values``) is part of the
+mapping, in the core: :mod:`hsa.step_schemas` (re-exported here), with the record-level
+appliers in :data:`hsa.rewrite.STEP_APPLIERS`, so :func:`hsa.rewrite.canonicalize` undoes
+those steps with no plugin imported.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ from typing import Any
 
 from hsa import _json
 from hsa.mapping import ARRAY
-from hsa.names import is_identifier_like, replace_tokens
-from hsa.records import Record
-from hsa.rewrite import (_map_hook_payloads, _map_schema_descriptions, _rewrite_calls, copy_for_texts, map_texts,
-                         param_paths)
+from hsa.step_schemas import map_schema_values, node_at, permute_schema, regroup_schema, require_schema, update_at
 
 __all__ = [
     "strict_problems",
@@ -35,10 +33,6 @@ __all__ = [
     "object_pointers",
     "to_gemini_schema",
     "UnsupportedSchema",
-    "apply_regroup",
-    "apply_permute",
-    "apply_require",
-    "apply_values",
     "CONSTRAINING_KEYS",
     "to_strict",
     "nullable",
@@ -92,31 +86,6 @@ def strict_problems(schema: Any, where: str = "parameters") -> list[str]:
 # --------------------------------------------------------------------------- paths
 
 
-def node_at(schema: Any, path: tuple | list) -> dict | None:
-    """The subschema declaring property ``path`` (``"[]"`` steps into ``items``); None when undeclared."""
-    node: Any = schema
-    for key in path:
-        if not isinstance(node, dict):
-            return None
-        node = node.get("items") if key == ARRAY else (node.get("properties") or {}).get(key)
-    return node if isinstance(node, dict) else None
-
-
-def update_at(schema: dict, path: tuple | list, fn) -> dict:
-    """A copy of ``schema`` with the subschema at ``path`` replaced by ``fn(subschema)``."""
-    if not path:
-        return fn(schema)
-    out = dict(schema)
-    head, rest = path[0], tuple(path[1:])
-    if head == ARRAY:
-        out["items"] = update_at(schema["items"], rest, fn)
-    else:
-        props = dict(schema["properties"])
-        props[head] = update_at(props[head], rest, fn)
-        out["properties"] = props
-    return out
-
-
 def values_at(arguments: Any, path: tuple | list) -> Iterator[Any]:
     """Every value of ``arguments`` at ``path`` (``"[]"`` expands arrays); absent keys yield nothing."""
     if not path:
@@ -129,176 +98,6 @@ def values_at(arguments: Any, path: tuple | list) -> Iterator[Any]:
                 yield from values_at(v, rest)
     elif isinstance(arguments, dict) and head in arguments:
         yield from values_at(arguments[head], rest)
-
-
-# --------------------------------------------------------------------------- structural steps
-
-
-def _required(node: dict) -> list:
-    req = node.get("required")
-    return list(req) if isinstance(req, list) else []
-
-
-def _with_required(node: dict, required: list) -> dict:
-    out = dict(node)
-    if required or "required" in node:
-        out["required"] = required
-    return out
-
-
-def regroup_schema(schema: dict, step: dict) -> dict:
-    """Apply a ``regroup`` step to a tool schema: group properties into a new object (paths
-    get longer) or move an object's properties up into its parent (paths get shorter).
-
-    ``step["container"]`` is ``{"path", "schema", "required"}``: the object's path, its
-    schema without ``properties`` (with ``required`` when it must be restored exactly)
-    and whether the parent requires it.
-    """
-    pairs = [(tuple(a), tuple(b)) for a, b in step["paths"]]
-    cont = step["container"]
-    cpath = tuple(cont["path"])
-    parent_path, cname = cpath[:-1], cpath[-1]
-    down = len(pairs[0][1]) > len(pairs[0][0])
-    if down:
-        src_keys = [a[-1] for a, _ in pairs]
-        names = {a[-1]: b[-1] for a, b in pairs}
-
-        def group(parent: dict) -> dict:
-            props = parent["properties"]
-            req = _required(parent)
-            missing = [k for k in src_keys if k not in props]
-            if missing or cname in props:
-                raise ValueError(f"regroup: cannot group {src_keys} into {cname!r} at {list(parent_path)} "
-                                 f"(undeclared: {missing}; {cname!r} exists: {cname in props})")
-            inner = {k: v for k, v in cont["schema"].items() if k != "required"}
-            inner["properties"] = {names[k]: props[k] for k in props if k in names}
-            inner_req = cont["schema"]["required"] if "required" in cont["schema"] else \
-                [names[k] for k in props if k in names and k in req]
-            if inner_req:
-                inner["required"] = list(inner_req)
-            new_props: dict = {}
-            for k, v in props.items():
-                if k in names:
-                    if cname not in new_props:
-                        new_props[cname] = inner
-                else:
-                    new_props[k] = v
-            new_req = [r for r in req if r not in names] + ([cname] if cont["required"] else [])
-            out = dict(parent)
-            out["properties"] = new_props
-            return _with_required(out, new_req)
-
-        return update_at(schema, parent_path, group)
-
-    names = {a[-1]: b[-1] for a, b in pairs}
-
-    def ungroup(parent: dict) -> dict:
-        props = parent["properties"]
-        if cname not in props:
-            raise ValueError(f"regroup: no object {cname!r} at {list(parent_path)} to move properties out of")
-        inner = props[cname]
-        inner_props = inner.get("properties") or {}
-        left = sorted(set(inner_props) - set(names))
-        if left:
-            raise ValueError(f"regroup: {cname!r} keeps properties {left} that the step does not move")
-        req = _required(parent)
-        creq = cname in req
-        inner_req = _required(inner)
-        clash = sorted(set(names.values()) & (set(props) - {cname}))
-        if clash:
-            raise ValueError(f"regroup: moving {sorted(names)} out of {cname!r} collides with {clash}")
-        new_props: dict = {}
-        for k, v in props.items():
-            if k == cname:
-                for ik, iv in inner_props.items():
-                    new_props[names[ik]] = iv
-            else:
-                new_props[k] = v
-        new_req = [r for r in req if r != cname] + [names[k] for k in inner_props if creq and k in inner_req]
-        out = dict(parent)
-        out["properties"] = new_props
-        return _with_required(out, new_req)
-
-    return update_at(schema, parent_path, ungroup)
-
-
-def permute_schema(schema: dict, step: dict) -> dict:
-    """Rename sibling properties all at once (a permutation or plain renames); each schema
-    keeps its place and its required flag under its new name."""
-    pairs = [(tuple(a), tuple(b)) for a, b in step["paths"]]
-    parent_path = pairs[0][0][:-1]
-    if any(a[:-1] != parent_path or b[:-1] != parent_path for a, b in pairs):
-        raise ValueError(f"permute: every path must share the parent {list(parent_path)} (got {step['paths']})")
-    names = {a[-1]: b[-1] for a, b in pairs}
-
-    def rename(parent: dict) -> dict:
-        props = parent["properties"]
-        kept = set(props) - set(names)
-        if set(names.values()) & kept:
-            raise ValueError(f"permute: new names {sorted(set(names.values()) & kept)} collide with other properties")
-        out = dict(parent)
-        out["properties"] = {names.get(k, k): v for k, v in props.items()}
-        return _with_required(out, [names.get(r, r) for r in _required(parent)])
-
-    return update_at(schema, parent_path, rename)
-
-
-def require_schema(schema: dict, step: dict) -> dict:
-    """Add (``fill``) or remove (``drop``) the required one-value parameters of a ``require`` step."""
-    out = schema
-    for path, _value in step.get("fill") or ():
-        path = tuple(path)
-
-        def add(parent: dict, key=path[-1]) -> dict:
-            if key in (parent.get("properties") or {}):
-                raise ValueError(f"require: {key!r} is already a property")
-            new = dict(parent)
-            new["properties"] = {**(parent.get("properties") or {}), key: _json.copy(step["schema"])}
-            return _with_required(new, _required(parent) + [key])
-
-        out = update_at(out, path[:-1], add)
-    for path, _value in step.get("drop") or ():
-        path = tuple(path)
-
-        def remove(parent: dict, key=path[-1]) -> dict:
-            new = dict(parent)
-            new["properties"] = {k: v for k, v in (parent.get("properties") or {}).items() if k != key}
-            return _with_required(new, [r for r in _required(parent) if r != key])
-
-        out = update_at(out, path[:-1], remove)
-    return out
-
-
-def _map_value(value: Any, table: list) -> Any:
-    for old, new in table:
-        if _json.strict_equal(value, old):
-            return _json.copy(new)
-    return value
-
-
-def _map_node_values(node: Any, table: list) -> Any:
-    if not isinstance(node, dict):
-        return node
-    out = dict(node)
-    if isinstance(node.get("enum"), list):
-        out["enum"] = [_map_value(v, table) for v in node["enum"]]
-    for key in ("default", "const"):
-        if key in node:
-            out[key] = _map_value(node[key], table)
-    if isinstance(node.get("examples"), list):
-        out["examples"] = [_map_value(v, table) for v in node["examples"]]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if isinstance(node.get(key), list):
-            out[key] = [_map_node_values(b, table) for b in node[key]]
-    return out
-
-
-def map_schema_values(schema: dict, path: tuple | list, table: list) -> dict:
-    """Map the allowed values at ``path`` (``enum``, ``const``, ``default``, ``examples``, also
-    inside ``anyOf``/``oneOf``/``allOf`` branches) through ``table`` (``[[old, new], ...]``, strict)."""
-    if node_at(schema, path) is None:
-        raise ValueError(f"values: no schema declares {list(path)}")
-    return update_at(schema, tuple(path), lambda n: _map_node_values(n, table))
 
 
 # --------------------------------------------------------------------------- JSON pointers
@@ -520,102 +319,3 @@ def convert_tool(tool: dict, target: str) -> tuple[dict, list[str]]:
     if target == "gemini":
         out["parameters"] = to_gemini_schema(out["parameters"])
     return out, dropped
-
-
-# --------------------------------------------------------------------------- record-level appliers
-
-
-def _tool_index(record: Record, name: str, what: str) -> int:
-    for i, t in enumerate(record["tools"]):
-        if t["name"] == name:
-            return i
-    raise ValueError(f"{what}: tool {name!r} is not in the record (tools: {[t['name'] for t in record['tools']]})")
-
-
-def _clone_for_step(record: Record, i: int) -> Record:
-    """A copy of ``record`` that :func:`_finish` may edit after the tool at index ``i`` changes: the tool list, the
-    tool itself, every message with tool calls down to each call's ``function`` (calls are reassigned there),
-    the hook events (payloads are reassigned) and the mapping are the copy's own; everything else (other
-    tools, texts, skills, hooks) is shared with ``record``, which no transform modifies."""
-    out = dict(record)
-    out["tools"] = list(record["tools"])
-    out["tools"][i] = _json.copy(record["tools"][i])
-    out["messages"] = [m if not m.get("tool_calls") else
-                       {**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
-                       for m in record["messages"]]
-    if record.get("hook_events"):
-        out["hook_events"] = [dict(ev) if isinstance(ev, dict) else ev for ev in record["hook_events"]]
-    out["mapping"] = list(record["mapping"])
-    return out
-
-
-def _finish(out: Record, step: dict) -> Record:
-    _rewrite_calls(out, step)
-    _map_hook_payloads(out, step)
-    out["mapping"].append(step)
-    return out
-
-
-def _params_step(step: dict) -> dict:
-    return {**step, "op": "params"}
-
-
-def apply_regroup(record: Record, step: dict) -> Record:
-    """Record-level applier of ``{"op": "params", "kind": "regroup", ...}`` (nest / flatten)."""
-    step = _params_step(step)
-    i = _tool_index(record, step["tool"], "regroup")
-    out = _clone_for_step(record, i)
-    out["tools"][i]["parameters"] = regroup_schema(out["tools"][i]["parameters"], step)
-    return _finish(out, step)
-
-
-def _rename_in_descriptions(tool: dict, names: dict[str, str], before: dict) -> None:
-    """Whole-token renames of identifier-like parameter names in the tool's own descriptions."""
-    counts: dict[str, int] = {}
-    for p in param_paths(before):
-        counts[p[-1]] = counts.get(p[-1], 0) + 1
-    table = {k: v for k, v in names.items() if is_identifier_like(k) and counts.get(k) == 1}
-    if not table:
-        return
-    if isinstance(tool.get("description"), str):
-        tool["description"] = replace_tokens(tool["description"], table)
-    tool["parameters"] = _map_schema_descriptions(tool["parameters"], lambda s: replace_tokens(s, table))
-
-
-def apply_permute(record: Record, step: dict) -> Record:
-    """Record-level applier of ``{"op": "params", "kind": "permute", ...}`` (names swapped between siblings)."""
-    step = _params_step(step)
-    i = _tool_index(record, step["tool"], "permute")
-    out = _clone_for_step(record, i)
-    tool = out["tools"][i]
-    before = tool["parameters"]
-    tool["parameters"] = permute_schema(before, step)
-    _rename_in_descriptions(tool, {a[-1]: b[-1] for a, b in step["paths"]}, before)
-    return _finish(out, step)
-
-
-def apply_require(record: Record, step: dict) -> Record:
-    """Record-level applier of ``{"op": "params", "kind": "require", ...}`` (a required one-value parameter)."""
-    step = _params_step(step)
-    i = _tool_index(record, step["tool"], "require")
-    out = _clone_for_step(record, i)
-    out["tools"][i]["parameters"] = require_schema(out["tools"][i]["parameters"], step)
-    return _finish(out, step)
-
-
-def apply_values(record: Record, step: dict) -> Record:
-    """Record-level applier of ``{"op": "values", ...}``: schema, calls, hook payloads and, when
-    the step says ``"texts": true``, whole-token mentions of the string values in every text but
-    tool results. A tool result is what the environment returned: parameter renames and value
-    changes never touch it (docs/design.md, "Tool results")."""
-    i = _tool_index(record, step["tool"], "values")
-    out = _clone_for_step(record, i)
-    out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
-    if step.get("texts"):
-        table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
-        out = copy_for_texts(out, table)  # every message is the copy's own: results can be put back as they were
-        results = {k: m["content"] for k, m in enumerate(out["messages"]) if m.get("role") == "tool" and "content" in m}
-        map_texts(out, lambda s: replace_tokens(s, table), names=table)
-        for k, content in results.items():
-            out["messages"][k]["content"] = content
-    return _finish(out, step)

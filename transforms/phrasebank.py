@@ -28,18 +28,15 @@ from __future__ import annotations
 import dataclasses
 import re
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
+from typing import Any
+
+from transforms._banks import BankError, builtin_bank_names, read_bank
 
 __all__ = ["Group", "Match", "Bank", "BankError", "load_bank", "builtin_bank_names"]
 
 _SLOT = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{|\}")
 _BEFORE = r"(?<![A-Za-z0-9_])"
 _AFTER = r"(?![A-Za-z0-9_])"
-
-
-class BankError(ValueError):
-    """A phrase bank file that cannot be used; the message says which file, group and what to fix."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,19 +185,8 @@ class Bank:
         return None
 
 
-def builtin_bank_names() -> list[str]:
-    """Names of the banks shipped in ``transforms/banks``."""
-    folder = resources.files("transforms").joinpath("banks")
-    return sorted(e.name[:-5] for e in folder.iterdir() if e.name.endswith(".yaml"))
-
-
-def _read(text: str, source: str) -> list[Group]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BankError(f"{source}: not valid YAML: {exc}") from None
+def _read(source: str, data: Any) -> list[Group]:
+    """The groups of one phrase bank file's YAML ``data``, checked."""
     if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
         raise BankError(f"{source}: a phrase bank is a mapping with a 'groups' list (got {type(data).__name__})")
     if data.get("version", 1) != 1:
@@ -226,15 +212,11 @@ def _read(text: str, source: str) -> list[Group]:
 @lru_cache(maxsize=64)
 def load_bank(name: str, extra: tuple[str, ...] = ()) -> Bank:
     """The built-in bank ``name`` plus the groups of the YAML files ``extra`` (their ids must be new)."""
-    res = resources.files("transforms").joinpath("banks", f"{name}.yaml")
-    if not res.is_file():
+    if name not in builtin_bank_names():
         raise BankError(f"no built-in phrase bank {name!r}; built-in banks: {', '.join(builtin_bank_names())}")
-    groups = _read(res.read_text(encoding="utf-8"), f"transforms/banks/{name}.yaml")
+    groups = _read(*read_bank(name))
     for path in extra:
-        p = Path(path)
-        if not p.is_file():
-            raise BankError(f"phrase bank file {path} does not exist")
-        groups += _read(p.read_text(encoding="utf-8"), str(path))
+        groups += _read(*read_bank(path=path, what="phrase bank file"))
     ids = [g.id for g in groups]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:

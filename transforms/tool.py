@@ -5,8 +5,8 @@ distractors, values, dialect — each one kept in the record's mapping, so that 
 variant's calls map back to the source calls exactly, and verified by
 :func:`hsa.verify.check_variant`. Renames go through :mod:`hsa.rewrite`, so a name
 changes everywhere it occurs (whole tokens) and nowhere else; structural changes are
-mapping steps with a record-level applier (:mod:`transforms._toolschema`), so
-:func:`hsa.rewrite.canonicalize` undoes them.
+mapping steps whose record-level appliers are the core's (:data:`hsa.rewrite.STEP_APPLIERS`),
+so :func:`hsa.rewrite.canonicalize` undoes them.
 
 ``tool.irrelevance`` is the one task-changing transform here: it is opt-in, its mapping
 step is ``{"op": "opaque"}`` and the pipeline counts its variants separately.
@@ -15,70 +15,24 @@ step is ``{"op": "opaque"}`` and the pipeline counts its variants separately.
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import re
 from collections.abc import Sequence
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, ClassVar
 
 from hsa import _json
-from hsa.mapping import ARRAY, Mapping
-from hsa.names import (
-    _PLAIN_NAME,
-    DIALECT_NAME_RULES,
-    STYLES,
-    find_tokens,
-    is_identifier_like,
-    is_legal,
-    is_legal_param,
-    split_words,
-    text_tokens,
-)
-from hsa.records import Record, clone, iter_calls, normalize_schema
-from hsa.rewrite import (
-    STEP_APPLIERS,
-    hook_literals,
-    param_paths,
-    record_tokens,
-    rename_params,
-    rename_tools,
-    text_fields,
-    word_uses,
-)
+from hsa.mapping import Mapping
+from hsa.names import DIALECT_NAME_RULES, is_identifier_like, is_legal, is_legal_param
+from hsa.records import Record
+from hsa.rewrite import hook_literals, record_tokens, rename_tools, text_fields, word_uses
 from hsa.transform import Skip, Transform, check_probability, register
+from transforms import tool_functional as F
 from transforms._banks import load_banks
-from transforms._domains import (
-    RELEVANCE_THRESHOLD,
-    content_words,
-    domain_applies,
-    harness_domain,
-    pool_tool_words,
-    text_domain,
-    tool_words,
-    words_relevance,
-)
-from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, detect_style, new_name
+from transforms._domains import RELEVANCE_THRESHOLD, content_words, harness_domain, tool_words
+from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, new_name
 from transforms._toolhooks import hooks_read_whole_input
 from transforms._tooltext import has_constraint, paraphrase, shorten
-from transforms._toolschema import (
-    CONSTRAINING_KEYS,
-    UnsupportedSchema,
-    convert_tool,
-    to_strict,
-    apply_permute,
-    apply_regroup,
-    apply_require,
-    apply_values,
-    described_pointers,
-    get_pointer,
-    is_strict,
-    node_at,
-    object_pointers,
-    set_pointer,
-    values_at,
-)
+from transforms._toolschema import UnsupportedSchema, convert_tool, is_strict, node_at, values_at
 
 __all__ = [
     "ToolRename",
@@ -105,13 +59,6 @@ __all__ = [
 
 #: Tool dialects ``tool.dialect`` renders to.
 DIALECTS = ("openai", "anthropic", "mcp", "gemini")
-
-# Mapping steps of this family, carried across whole records (canonicalize uses them).
-STEP_APPLIERS["params:regroup"] = apply_regroup
-STEP_APPLIERS["params:permute"] = apply_permute
-STEP_APPLIERS["params:require"] = apply_require
-STEP_APPLIERS["values"] = apply_values
-
 
 # --------------------------------------------------------------------------- checks and helpers
 
@@ -153,67 +100,6 @@ def _fresh(make, ok, retry: bool, tries: int = 8) -> str | None:
         if ok(name):
             return name
     return None
-
-
-def _tool(record: Record, name: str, what: str) -> dict:
-    for t in record["tools"]:
-        if t["name"] == name:
-            return t
-    raise ValueError(f"{what}: tool {name!r} is not in the record (tools: {[t['name'] for t in record['tools']]})")
-
-
-def _with_own_tools(record: Record) -> Record:
-    """A copy of ``record`` whose tool list and tools are its own (one level); every other part, schemas
-    included, is shared with ``record``, which transforms never modify: for an apply that sets tool fields
-    and replaces (never edits) schemas."""
-    out = dict(record)
-    out["tools"] = [dict(t) for t in record["tools"]]
-    return out
-
-
-def _calls_of_tool(record: Record, name: str) -> list[dict]:
-    return [c["function"]["arguments"] for _, _, c in iter_calls(record) if c["function"]["name"] == name]
-
-
-def _apply_steps(record: Record, steps: list[dict], kinds: tuple[str, ...], what: str) -> Record:
-    for step in steps:
-        op = step.get("op")
-        kind = f"params:{step.get('kind')}" if op == "params" else op
-        if kind not in kinds:
-            raise ValueError(f"{what}: params may only hold steps of kind {list(kinds)} (got {kind!r})")
-        record = STEP_APPLIERS[kind](record, step)
-    return record
-
-
-def _object_paths(schema: dict) -> list[tuple]:
-    """Paths of the objects of ``schema`` that declare properties: the root ``()`` and nested ones."""
-    out = [()] if isinstance(schema.get("properties"), dict) else []
-    for p in param_paths(schema):
-        node = node_at(schema, p)
-        if node is not None and isinstance(node.get("properties"), dict):
-            out.append(p)
-        if node is not None and isinstance(node.get("items"), dict) and isinstance(node["items"].get("properties"), dict):
-            out.append(p + (ARRAY,))
-    return out
-
-
-def _local_refs_only(schema: Any) -> bool:
-    """True when every ``$ref`` of ``schema`` points into the root's ``$defs``/``definitions``
-    (those stay valid when properties move)."""
-    text = _json.dumps(schema)
-    if '"$ref"' not in text:
-        return True
-    refs = re.findall(r'"\$ref":"([^"]*)"', text)
-    return all(r.startswith(("#/$defs/", "#/definitions/")) for r in refs)
-
-
-def _keys_in_calls(record: Record, tool: str, parent: tuple) -> set[str]:
-    keys: set[str] = set()
-    for args in _calls_of_tool(record, tool):
-        for v in values_at(args, parent):
-            if isinstance(v, dict):
-                keys.update(v)
-    return keys
 
 
 # --------------------------------------------------------------------------- names
@@ -262,8 +148,7 @@ class ToolRename(Transform):
             return Skip("no tools")
         prefix = None
         if "prefix" in self.styles:
-            dialects = sorted({t["dialect"] for t in record["tools"]})
-            legal = [p for p in self.prefixes if all(is_legal(p + "x", d) for d in dialects)]
+            legal = F.legal_prefixes(self.prefixes, record["tools"])
             prefix = rng.choice(legal) if legal else None
         ambiguous = word_uses(record, names)
         taken = record_tokens(record)
@@ -331,18 +216,11 @@ class ParamRename(Transform):
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         literals = hook_literals(record)
-        owners: dict[str, int] = {}
-        for t in record["tools"]:
-            for path in param_paths(t["parameters"]):
-                if path[-1] != ARRAY:
-                    owners[path[-1]] = owners.get(path[-1], 0) + 1
+        owners = F.param_owners(record)
         taken = record_tokens(record)
         out = []
         for t in record["tools"]:
-            paths = [p for p in param_paths(t["parameters"]) if p[-1] != ARRAY]
-            siblings: dict[tuple, set[str]] = {}
-            for p in paths:
-                siblings.setdefault(p[:-1], set()).add(p[-1])
+            paths, siblings = F.named_paths(t["parameters"])
             for path in paths:
                 if rng.random() >= self.p:
                     continue
@@ -364,19 +242,7 @@ class ParamRename(Transform):
         return {"renames": out}
 
     def apply(self, record: Record, params: dict) -> Record:
-        by_tool: dict[str, dict[tuple, str]] = {}
-        for entry in params["renames"]:
-            by_tool.setdefault(entry["tool"], {})[tuple(entry["path"])] = entry["new"]
-        known = {t["name"]: t for t in record["tools"]}
-        for i, (tool, renames) in enumerate(by_tool.items()):
-            if tool not in known:
-                raise ValueError(f"tool.param_rename: tool {tool!r} is not in the record")
-            declared = set(param_paths(known[tool]["parameters"]))
-            missing = [list(p) for p in renames if p not in declared]
-            if missing:
-                raise ValueError(f"tool.param_rename: {tool!r} declares no parameter at {missing}")
-            record = rename_params(record, tool, renames, copy=i == 0)  # one copy, then in place
-        return record
+        return F.rename_declared_params(record, params["renames"], self.name)
 
 
 def _derangement(items: list, rng: random.Random) -> list:
@@ -439,10 +305,7 @@ class SwapNames(Transform):
             for t in record["tools"]:
                 if rng.random() >= self.params_p or t["name"] == skill_tool or whole:
                     continue
-                schema = t["parameters"]
-                if any(k in schema for k in CONSTRAINING_KEYS):
-                    continue
-                keys = [k for k in (schema.get("properties") or {}) if k not in literals]
+                keys = F.swappable_keys(t["parameters"], literals)
                 if len(keys) < 2:
                     continue
                 perm = _derangement(keys, rng)
@@ -453,7 +316,7 @@ class SwapNames(Transform):
         return out
 
     def apply(self, record: Record, params: dict) -> Record:
-        record = _apply_steps(record, params.get("params", []), ("params:permute",), "tool.swap_names")
+        record = F.apply_steps(record, params.get("params", []), ("params:permute",), "tool.swap_names")
         if params.get("tools"):
             table = params["tools"]
             if sorted(table) != sorted(table.values()):
@@ -496,8 +359,7 @@ class Reorder(Transform):
         props: dict[str, list] = {}
         reqs: dict[str, list] = {}
         for t in record["tools"]:
-            for ptr in object_pointers(t["parameters"]):
-                node = get_pointer(t["parameters"], ptr)
+            for ptr, node in F.objects(t["parameters"]):
                 keys = list(node["properties"])
                 if self.properties and len(keys) > 1:
                     order = list(keys)
@@ -519,38 +381,7 @@ class Reorder(Transform):
         return out
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = _with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
-        for t in out["tools"]:
-            for ptr, order in params.get("properties", {}).get(t["name"], ()):
-                def reorder_props(node, order=order, ptr=ptr, tool=t["name"]):
-                    if sorted(node["properties"]) != sorted(order):
-                        raise ValueError(f"tool.reorder: {tool!r} at {ptr or '/'} has properties "
-                                         f"{list(node['properties'])}, params list {order}")
-                    return {**node, "properties": {k: node["properties"][k] for k in order}}
-                t["parameters"] = set_pointer(t["parameters"], ptr, reorder_props)
-            for ptr, order in params.get("required", {}).get(t["name"], ()):
-                def reorder_req(node, order=order):
-                    if sorted(node.get("required") or []) != sorted(order):
-                        raise ValueError(f"tool.reorder: required {node.get('required')} differs from {order}")
-                    return {**node, "required": list(order)}
-                t["parameters"] = set_pointer(t["parameters"], ptr, reorder_req)
-        if "tools" in params:
-            index = {t["name"]: t for t in out["tools"]}
-            if sorted(index) != sorted(params["tools"]):
-                raise ValueError(f"tool.reorder: the record's tools {sorted(index)} differ from {params['tools']}")
-            out["tools"] = [index[n] for n in params["tools"]]
-        return out
-
-
-def _descriptions(record: Record) -> list[tuple[str, str | None, str]]:
-    """(tool, pointer or None for the tool's own description, text) of every description."""
-    out = []
-    for t in record["tools"]:
-        if isinstance(t.get("description"), str):
-            out.append((t["name"], None, t["description"]))
-        for ptr in described_pointers(t["parameters"]):
-            out.append((t["name"], ptr, get_pointer(t["parameters"], ptr)["description"]))
-    return out
+        return F.reorder(record, params)
 
 
 @register
@@ -590,7 +421,7 @@ class Describe(Transform):
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         texts = []
         domain = harness_domain(record) if "paraphrase" in self.modes else None
-        for tool, ptr, text in _descriptions(record):
+        for tool, ptr, text in F.descriptions(record):
             if rng.random() >= self.p:
                 continue
             mode = rng.choice(self.modes)
@@ -603,14 +434,7 @@ class Describe(Transform):
         return {"texts": texts}
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = _with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
-        for entry in params["texts"]:
-            t = _tool(out, entry["tool"], "tool.describe")
-            if entry["at"] is None:
-                t["description"] = entry["text"]
-            else:
-                t["parameters"] = set_pointer(t["parameters"], entry["at"], lambda n, s=entry["text"]: {**n, "description": s})
-        return out
+        return F.set_descriptions(record, params["texts"], self.name)
 
 
 @register
@@ -636,7 +460,7 @@ class DropDescriptions(Transform):
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         drop = []
-        for tool, ptr, _ in _descriptions(record):
+        for tool, ptr, _ in F.descriptions(record):
             if (ptr is None and not self.tools) or (ptr is not None and not self.params):
                 continue
             if rng.random() < self.p:
@@ -646,25 +470,10 @@ class DropDescriptions(Transform):
         return {"drop": drop}
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = _with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
-        for entry in params["drop"]:
-            t = _tool(out, entry["tool"], "tool.drop_descriptions")
-            if entry["at"] is None:
-                t.pop("description", None)
-            else:
-                t["parameters"] = set_pointer(t["parameters"], entry["at"],
-                                              lambda n: {k: v for k, v in n.items() if k != "description"})
-        return out
+        return F.drop_descriptions(record, params["drop"], self.name)
 
 
 # --------------------------------------------------------------------------- structure
-
-
-def _name_in_style(parts: list[str], like: str) -> str:
-    words = [w for p in parts for w in split_words(p)]
-    if not words:
-        return "_".join(parts)
-    return STYLES[detect_style(like)](words)
 
 
 @register
@@ -707,46 +516,30 @@ class Nest(Transform):
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
                 continue
             schema = t["parameters"]
-            if not _local_refs_only(schema):
+            if not F.local_refs_only(schema):
                 continue
-            parents = []
-            for path in _object_paths(schema):
-                node = node_at(schema, path) if path else schema
-                if node is None or any(k in node for k in CONSTRAINING_KEYS) or set(path) & literals:
-                    continue  # (an object a hook reads by name may be read as a whole)
-                keys = [k for k in node["properties"] if k not in literals]
-                if path and len(keys) == len(node["properties"]):
-                    keys = keys[:-1]  # a nested object keeps one property of its own (no pointless wrapper)
-                if len(keys) >= lo:
-                    parents.append((path, node, keys))
+            parents = F.nest_parents(schema, literals, lo)
             if not parents:
                 continue
             path, node, keys = parents[rng.randrange(len(parents))]
             k = rng.randint(lo, min(hi, len(keys)))
             chosen = sorted(rng.sample(range(len(keys)), k))
             group = [keys[i] for i in chosen]
-            siblings = set(node["properties"]) | _keys_in_calls(record, t["name"], path)
+            siblings = set(node["properties"]) | F.keys_in_calls(record, t["name"], path)
             cname = _fresh(lambda: rng.choice(containers) if containers else "options",
                            lambda n: n not in siblings and n not in taken and is_legal_param(n), retry=True)
             if cname is None:
                 continue
-            cname = _name_in_style([cname], next(iter(node["properties"])))
+            cname = F.name_in_style([cname], next(iter(node["properties"])))
             if cname in siblings or cname in taken:
                 continue
-            required = node.get("required") if isinstance(node.get("required"), list) else []
-            cschema: dict[str, Any] = {"type": "object"}
-            if is_strict(t) or node.get("additionalProperties") is False:
-                cschema["additionalProperties"] = False
-            steps.append({"op": "params", "tool": t["name"], "kind": "regroup",
-                          "paths": [[list(path) + [g], list(path) + [cname, g]] for g in group],
-                          "container": {"path": list(path) + [cname], "schema": cschema,
-                                        "required": any(g in required for g in group)}})
+            steps.append(F.nest_step(t, path, node, group, cname, is_strict(t)))
         if not steps:
             return Skip("no tool with enough groupable parameters drawn")
         return {"steps": steps}
 
     def apply(self, record: Record, params: dict) -> Record:
-        return _apply_steps(record, params["steps"], ("params:regroup",), "tool.nest")
+        return F.apply_steps(record, params["steps"], ("params:regroup",), "tool.nest")
 
 
 @register
@@ -772,43 +565,6 @@ class Flatten(Transform):
     def __post_init__(self):
         check_probability(self.p)
 
-    def _candidates(self, record: Record, tool: dict, literals: set[str], taken: set[str]) -> list[dict]:
-        schema = tool["parameters"]
-        if not _local_refs_only(schema):
-            return []
-        calls = _calls_of_tool(record, tool["name"])
-        out = []
-        for path in param_paths(schema):
-            node = node_at(schema, path)
-            parent = node_at(schema, path[:-1]) if len(path) > 1 else schema
-            if node is None or parent is None or node.get("type") != "object":
-                continue
-            props = node.get("properties")
-            if not isinstance(props, dict) or not props or any(k in node for k in CONSTRAINING_KEYS):
-                continue
-            if any(k in node for k in ("default", "const", "enum", "examples")):
-                continue
-            if any(k in parent for k in CONSTRAINING_KEYS) or not isinstance(parent.get("properties"), dict):
-                continue
-            if set(path) & literals or any(k in literals for k in props):
-                continue
-            values = [v for args in calls for v in values_at(args, path)]
-            if any(not isinstance(v, dict) or not v or set(v) - set(props) for v in values):
-                continue
-            others = (set(parent["properties"]) - {path[-1]}) | (_keys_in_calls(record, tool["name"], path[:-1]) - {path[-1]})
-            names = {k: _name_in_style([path[-1], k], path[-1]) for k in props}
-            new = list(names.values())
-            if len(set(new)) != len(new) or set(new) & others or set(new) & taken \
-                    or not all(is_legal_param(n) for n in new):
-                continue
-            required = parent.get("required") if isinstance(parent.get("required"), list) else []
-            out.append({"op": "params", "tool": tool["name"], "kind": "regroup",
-                        "paths": [[list(path) + [k], list(path[:-1]) + [names[k]]] for k in props],
-                        "container": {"path": list(path),
-                                      "schema": {k: v for k, v in node.items() if k != "properties"},
-                                      "required": path[-1] in required}})
-        return out
-
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
@@ -818,7 +574,7 @@ class Flatten(Transform):
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
                 continue
-            cands = self._candidates(record, t, literals, taken)
+            cands = F.flatten_candidates(record, t, literals, taken)
             if cands:
                 steps.append(cands[rng.randrange(len(cands))])
         if not steps:
@@ -826,68 +582,10 @@ class Flatten(Transform):
         return {"steps": steps}
 
     def apply(self, record: Record, params: dict) -> Record:
-        return _apply_steps(record, params["steps"], ("params:regroup",), "tool.flatten")
+        return F.apply_steps(record, params["steps"], ("params:regroup",), "tool.flatten")
 
 
 # --------------------------------------------------------------------------- distractors
-
-
-@lru_cache(maxsize=16)
-def _pool_file(path: str) -> tuple[str, ...]:
-    """Tool definitions from a JSON / JSONL file, as JSON strings (a list of tools, records with ``tools``, or one tool a line)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"pool_file {path} does not exist; give a JSON or JSONL file of tool definitions "
-                         "(or of records with a 'tools' list)")
-    text = p.read_text(encoding="utf-8")
-    items: list = []
-    try:
-        data = json.loads(text)
-        items = data if isinstance(data, list) else [data]
-    except ValueError:
-        items = [json.loads(line) for line in text.splitlines() if line.strip()]
-    tools = []
-    for it in items:
-        if isinstance(it, dict) and isinstance(it.get("tools"), list):
-            tools.extend(it["tools"])
-        elif isinstance(it, dict):
-            tools.append(it)
-    out = []
-    for raw in tools:
-        fn = raw.get("function", raw) if isinstance(raw, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            continue
-        params = fn.get("parameters", fn.get("input_schema", fn.get("inputSchema", {"type": "object", "properties": {}})))
-        entry = {"name": fn["name"], "description": fn.get("description", ""), "parameters": params}
-        if isinstance(raw.get("domain"), str):
-            entry["domain"] = raw["domain"]
-        out.append(_json.dumps(entry))
-    return tuple(dict.fromkeys(out))
-
-
-@lru_cache(maxsize=16)
-def _pool_tools(path: str) -> tuple[dict, ...]:
-    return tuple(_json.loads(s) for s in _pool_file(path))
-
-
-def _internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
-    params = normalize_schema(_json.copy(raw.get("parameters") or {"type": "object", "properties": {}}), raw["name"], [])
-    if isinstance(params, dict) and "type" not in params:
-        params = {"type": "object", **params}
-    if strict:
-        params = to_strict(params)
-    tool: dict[str, Any] = {"name": raw["name"], "parameters": params,
-                            "dialect": dialect, "extra": {"strict": True} if strict else {}, "outer": {}}
-    if raw.get("description"):
-        tool["description"] = raw["description"]
-    return tool
-
-
-def _tool_domain(raw: dict) -> str | None:
-    """A pool tool's ``domain`` (bank tools state one), else the domain its own words vote for."""
-    if isinstance(raw.get("domain"), str):
-        return raw["domain"]
-    return text_domain(tool_words(raw)["all"])
 
 
 @register
@@ -926,12 +624,12 @@ class Distractors(Transform):
                              f"the default {RELEVANCE_THRESHOLD} is measured in docs/design.md")
         _check_banks(self.banks)
         if self.pool_file:
-            _pool_file(self.pool_file)
+            F.pool_file(self.pool_file)
 
     def _pool(self) -> Sequence[dict]:
         """The candidate tools, shared and read only (:func:`_internal_tool` copies what it keeps)."""
         if self.pool_file:
-            return _pool_tools(self.pool_file)
+            return F.pool_tools(self.pool_file)
         return load_banks(tuple(self.banks))["tools"]
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
@@ -940,15 +638,7 @@ class Distractors(Transform):
         dialect = tools[0]["dialect"] if tools else "openai"
         strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
         taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
-        words = {tuple(split_words(t["name"])) for t in tools}
-        legal = [t for t in self._pool()
-                 if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
-        real = [tool_words(t) for t in tools]
-        pool = [t for t in legal
-                if max((words_relevance(pool_tool_words(t), r) for r in real), default=0.0) < self.max_relevance]
-        domain = harness_domain(record)
-        other = [i for i, t in enumerate(pool) if not domain_applies(_tool_domain(t), domain)]
-        rest = [i for i in range(len(pool)) if i not in set(other)]
+        legal, pool, other, rest = F.distractor_candidates(record, self._pool(), taken, dialect, self.max_relevance)
         out: dict[str, Any] = {"tools": [], "params": []}
         k = min(rng.randint(lo, hi), len(pool))
         if k:
@@ -957,7 +647,7 @@ class Distractors(Transform):
             picks = [pool[i] for i in sorted(chosen)]
             for raw in picks:
                 out["tools"].append({"index": rng.randint(0, len(tools) + len(out["tools"])),
-                                     "tool": _internal_tool(raw, dialect, strict)})
+                                     "tool": F.internal_tool(raw, dialect, strict)})
         if self.params_p > 0:
             bank = [dict(p) for p in load_banks(tuple(self.banks))["params"]]
             for t in tools:
@@ -965,12 +655,11 @@ class Distractors(Transform):
                     continue
                 if is_strict(t) or t["name"] == record["skill_tool"]["name"]:
                     continue
-                schema = t["parameters"]
-                if not isinstance(schema.get("properties"), dict) or any(k in schema for k in CONSTRAINING_KEYS):
+                if not F.takes_new_params(t["parameters"]):
                     continue
                 entry = bank[rng.randrange(len(bank))]
                 pname = str(entry["name"])
-                if pname in schema["properties"] or pname in taken or pname in _keys_in_calls(record, t["name"], ()):
+                if not F.free_param_name(record, t, pname, taken):
                     continue
                 if content_words(pname) & tool_words(t)["params"]:
                     continue  # near a real parameter of this tool (format beside output_format)
@@ -982,33 +671,7 @@ class Distractors(Transform):
         return out
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = _with_own_tools(record)  # the schemas are replaced, never changed in place
-        for entry in params.get("params", ()):
-            t = _tool(out, entry["tool"], "tool.distractors")
-            props = t["parameters"].get("properties") or {}
-            if entry["name"] in props:
-                raise ValueError(f"tool.distractors: {entry['tool']!r} already has a parameter {entry['name']!r}")
-            t["parameters"] = {**t["parameters"], "properties": {**props, entry["name"]: _json.copy(entry["schema"])}}
-        names = {t["name"] for t in out["tools"]}
-        for entry in params.get("tools", ()):
-            tool = _json.copy(entry["tool"])
-            if tool["name"] in names:
-                raise ValueError(f"tool.distractors: the record already has a tool named {tool['name']!r}")
-            names.add(tool["name"])
-            out["tools"].insert(min(entry["index"], len(out["tools"])), tool)
-        return out
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    raise ValueError(f"a required one-value parameter needs a string, number or boolean value (got {value!r})")
+        return F.add_distractors(record, params, self.name)
 
 
 @register
@@ -1032,7 +695,7 @@ class AddRequired(Transform):
         check_probability(self.p)
         _check_banks(self.banks)
         for entry in load_banks(tuple(self.banks))["required_params"]:
-            _json_type(dict(entry).get("value"))
+            F.json_type(dict(entry).get("value"))
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         bank = [dict(e) for e in load_banks(tuple(self.banks))["required_params"]]
@@ -1046,58 +709,23 @@ class AddRequired(Transform):
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
                 continue
-            schema = t["parameters"]
-            if not isinstance(schema.get("properties"), dict) or any(k in schema for k in CONSTRAINING_KEYS):
+            if not F.takes_new_params(t["parameters"]):
                 continue
             entry = bank[rng.randrange(len(bank))]
-            pname, value = str(entry["name"]), entry["value"]
-            if pname in schema["properties"] or pname in taken or pname in _keys_in_calls(record, t["name"], ()):
-                continue
-            prop = {"type": _json_type(value), "enum": [value]}
-            if entry.get("description"):
-                prop["description"] = str(entry["description"])
-            steps.append({"op": "params", "tool": t["name"], "kind": "require", "paths": [],
-                          "fill": [[[pname], value]], "schema": prop})
+            if F.free_param_name(record, t, str(entry["name"]), taken):
+                steps.append(F.require_step(t["name"], entry))
         if not steps:
             return Skip("no tool drawn, or every bank name collides")
         return {"steps": steps}
 
     def apply(self, record: Record, params: dict) -> Record:
-        return _apply_steps(record, params["steps"], ("params:require",), "tool.add_required")
+        return F.apply_steps(record, params["steps"], ("params:require",), "tool.add_required")
 
 
 # --------------------------------------------------------------------------- values
 
 
 _VALUE_STYLES = ("snake", "camel", "pascal", "kebab", "screaming", "noun", "mask")
-
-
-def _value_paths(schema: dict) -> list[tuple]:
-    out = []
-    for p in param_paths(schema):
-        node = node_at(schema, p)
-        if node is None:
-            continue
-        out.append(p)
-        if isinstance(node.get("items"), dict):
-            out.append(p + (ARRAY,))
-    return out
-
-
-def _string_enum(node: dict) -> list[str] | None:
-    branches = [node] + [b for k in ("anyOf", "oneOf") for b in node.get(k) or () if isinstance(b, dict)]
-    for b in branches:
-        enum = b.get("enum")
-        if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
-            return list(enum)
-    return None
-
-
-def _num_text(value: Any) -> list[str]:
-    forms = [_json.dumps(value)]
-    if isinstance(value, float) and value.is_integer():
-        forms.append(str(int(value)))
-    return forms
 
 
 @register
@@ -1138,42 +766,20 @@ class Values(Transform):
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
-        literals = hook_literals(record)
+        reserved = hook_literals(record) | F.harness_names(record)  # hook literals and names stay as they are
         texts = text_fields(record)
         taken = record_tokens(record)
         skill = record["skill_tool"]
-        names = {t["name"] for t in record["tools"]} | {s["name"] for s in record.get("skills") or ()}
-        for t in record["tools"]:
-            names.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
-        # every (tool, path) each JSON value occurs at, in schemas and calls
-        where: dict[str, set] = {}
-        for t in record["tools"]:
-            for path in _value_paths(t["parameters"]):
-                node = node_at(t["parameters"], path) or {}
-                for v in (_string_enum(node) or []) + [node[k] for k in ("default", "const") if k in node]:
-                    where.setdefault(_json.canonical(v), set()).add((t["name"], path))
-            for args in _calls_of_tool(record, t["name"]):
-                for path in _value_paths(t["parameters"]):
-                    for v in values_at(args, path):
-                        if not isinstance(v, (dict, list)):
-                            where.setdefault(_json.canonical(v), set()).add((t["name"], path))
-
-        text_toks: list[frozenset[str]] = []  # the tokens of every text, made on first use
-
-        def mentioned(forms: list[str]) -> bool:
-            if not all(_PLAIN_NAME.match(f) for f in forms):
-                return any(find_tokens(text, forms) for text in texts)
-            if not text_toks:  # find_tokens finds a plain form in a text exactly when it is one of its tokens
-                text_toks.append(frozenset().union(*map(text_tokens, texts)))
-            return not text_toks[0].isdisjoint(forms)
+        where = F.value_sites(record)  # every (tool, path) each JSON value occurs at
+        mentioned = F.mention_finder(texts)
 
         steps = []
         for t in record["tools"]:
-            for path in _value_paths(t["parameters"]):
+            for path in F.value_paths(t["parameters"]):
                 node = node_at(t["parameters"], path)
                 if node is None or (t["name"] == skill["name"] and path == (skill["argument"],)):
                     continue
-                enum = _string_enum(node)
+                enum = F.string_enum(node)
                 if "enum" in self.modes and enum:
                     table = []
                     used = set(enum)
@@ -1181,9 +787,7 @@ class Values(Transform):
                         if rng.random() >= self.p:
                             continue
                         style = rng.choice(self.styles)
-                        if v in literals or v in names or where.get(_json.canonical(v), set()) - {(t["name"], path)}:
-                            continue
-                        if mentioned([v]) and not (is_identifier_like(v) and re.fullmatch(r"[A-Za-z0-9_\-]+", v)):
+                        if not F.enum_value_changeable(v, (t["name"], path), reserved, where, mentioned):
                             continue
                         new = _fresh(lambda: new_name(v, style, rng, mask_len=(4, 8), banks=self.banks),
                                      lambda n: n != v and n not in used and n not in taken
@@ -1200,11 +804,11 @@ class Values(Transform):
                     d = node["default"]
                     if isinstance(d, bool) or not isinstance(d, (int, float)) or "$ref" in _json.dumps(node):
                         continue
-                    calls = [v for args in _calls_of_tool(record, t["name"]) for v in values_at(args, path)]
+                    calls = [v for args in F.calls_of_tool(record, t["name"]) for v in values_at(args, path)]
                     if not any(_json.strict_equal(v, d) for v in calls) or rng.random() >= self.p:
                         continue
                     new = self._redraw(d, node, rng)
-                    if new is None or mentioned(_num_text(d) + _num_text(new)):
+                    if new is None or mentioned(F.number_texts(d) + F.number_texts(new)):
                         continue
                     if any(_json.strict_equal(v, new) for v in calls):
                         continue
@@ -1237,7 +841,7 @@ class Values(Transform):
         return None
 
     def apply(self, record: Record, params: dict) -> Record:
-        return _apply_steps(record, params["steps"], ("values",), "tool.values")
+        return F.apply_steps(record, params["steps"], ("values",), "tool.values")
 
 
 # --------------------------------------------------------------------------- dialect
@@ -1289,15 +893,7 @@ class Dialect(Transform):
         target = params["target"]
         if target not in DIALECTS:
             raise ValueError(f"tool.dialect: unknown target {target!r}; expected one of {list(DIALECTS)}")
-        out = clone(record)
-        tools = []
-        for t in out["tools"]:
-            new, dropped = convert_tool(t, target)
-            if dropped:
-                out["notes"].append(f"tool.dialect: {t['name']!r} to {target}: dropped {', '.join(dropped)}")
-            tools.append(new)
-        out["tools"] = tools
-        return out
+        return F.convert_tools(record, target)
 
 
 # --------------------------------------------------------------------------- irrelevance
@@ -1325,33 +921,14 @@ class Irrelevance(Transform):
         _check_banks(self.banks)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        skill = record["skill_tool"]["name"]
         replies = [str(r) for r in load_banks(tuple(self.banks))["replies"]]
         if not replies:
             return Skip("the replies bank is empty")
-        seen: set[str] = set()
-        turns = []
-        for mi, m in enumerate(record["messages"]):
-            called = [c["function"]["name"] for c in m.get("tool_calls") or ()]
-            gold = sorted({n for n in called if n != skill})
-            if gold and not (set(gold) & seen) and m.get("role") == "assistant":
-                turns.append((mi, gold))
-            seen.update(called)
+        turns = F.gold_turns(record)
         if not turns:
             return Skip("no assistant turn calls a tool that was not called before")
         mi, gold = turns[rng.randrange(len(turns))]
         return {"turn": mi, "removed": gold, "reply": rng.choice(replies)}
 
     def apply(self, record: Record, params: dict) -> Record:
-        turn, removed = params["turn"], set(params["removed"])
-        msg = record["messages"][turn] if turn < len(record["messages"]) else {}
-        called = {c["function"]["name"] for c in msg.get("tool_calls") or ()}
-        if not removed or not removed <= called:
-            raise ValueError(f"tool.irrelevance: message {turn} does not call {sorted(removed)}")
-        out = clone(record)
-        out["messages"] = out["messages"][:turn] + [{"role": "assistant", "content": params["reply"]}]
-        out["tools"] = [t for t in out["tools"] if t["name"] not in removed]
-        if out.get("hook_events"):
-            out["hook_events"] = [e for e in out["hook_events"] if e.get("message_index", 0) < turn]
-        out["mapping"].append({"op": "opaque", "transform": self.name, "removed": sorted(removed), "turn": turn})
-        return out
+        return F.cut_at_turn(record, params, self.name)

@@ -1,0 +1,605 @@
+"""The work of the ``tool`` family's transforms, as pure functions (the albumentations ``functional.py``).
+
+:mod:`transforms.tool` holds the transforms: their options, their checks, and ``sample``, which
+draws every random choice into JSON params. What does not draw is here: finding what a transform
+may change (candidates, sites, pools) and carrying params into a record (``apply``). Every
+function is deterministic and returns new objects; the input record is never modified (a copy
+shares what it does not change: see :func:`with_own_tools`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from hsa import _json
+from hsa.mapping import ARRAY
+from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_legal_param, is_plain_token, split_words,
+                       text_tokens)
+from hsa.records import Record, clone, iter_calls, normalize_schema
+from hsa.rewrite import STEP_APPLIERS, param_paths, rename_params
+from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
+from transforms._toolnames import detect_style
+from transforms._toolschema import (
+    CONSTRAINING_KEYS,
+    convert_tool,
+    described_pointers,
+    get_pointer,
+    node_at,
+    object_pointers,
+    set_pointer,
+    to_strict,
+    values_at,
+)
+
+__all__ = [
+    "tool_named",
+    "with_own_tools",
+    "calls_of_tool",
+    "apply_steps",
+    "object_paths",
+    "local_refs_only",
+    "keys_in_calls",
+    "legal_prefixes",
+    "harness_names",
+    "mention_finder",
+    "param_owners",
+    "named_paths",
+    "swappable_keys",
+    "rename_declared_params",
+    "reorder",
+    "objects",
+    "descriptions",
+    "set_descriptions",
+    "drop_descriptions",
+    "name_in_style",
+    "nest_parents",
+    "nest_step",
+    "flatten_candidates",
+    "pool_file",
+    "pool_tools",
+    "internal_tool",
+    "pool_tool_domain",
+    "distractor_candidates",
+    "add_distractors",
+    "takes_new_params",
+    "free_param_name",
+    "require_step",
+    "json_type",
+    "value_paths",
+    "string_enum",
+    "number_texts",
+    "value_sites",
+    "enum_value_changeable",
+    "convert_tools",
+    "gold_turns",
+    "cut_at_turn",
+]
+
+
+# --------------------------------------------------------------------------- records and calls
+
+
+def tool_named(record: Record, name: str, what: str) -> dict:
+    for t in record["tools"]:
+        if t["name"] == name:
+            return t
+    raise ValueError(f"{what}: tool {name!r} is not in the record (tools: {[t['name'] for t in record['tools']]})")
+
+
+def with_own_tools(record: Record) -> Record:
+    """A copy of ``record`` whose tool list and tools are its own (one level); every other part, schemas
+    included, is shared with ``record``, which transforms never modify: for an apply that sets tool fields
+    and replaces (never edits) schemas."""
+    out = dict(record)
+    out["tools"] = [dict(t) for t in record["tools"]]
+    return out
+
+
+def calls_of_tool(record: Record, name: str) -> list[dict]:
+    return [c["function"]["arguments"] for _, _, c in iter_calls(record) if c["function"]["name"] == name]
+
+
+def apply_steps(record: Record, steps: list[dict], kinds: tuple[str, ...], what: str) -> Record:
+    for step in steps:
+        op = step.get("op")
+        kind = f"params:{step.get('kind')}" if op == "params" else op
+        if kind not in kinds:
+            raise ValueError(f"{what}: params may only hold steps of kind {list(kinds)} (got {kind!r})")
+        record = STEP_APPLIERS[kind](record, step)
+    return record
+
+
+def object_paths(schema: dict) -> list[tuple]:
+    """Paths of the objects of ``schema`` that declare properties: the root ``()`` and nested ones."""
+    out = [()] if isinstance(schema.get("properties"), dict) else []
+    for p in param_paths(schema):
+        node = node_at(schema, p)
+        if node is not None and isinstance(node.get("properties"), dict):
+            out.append(p)
+        if node is not None and isinstance(node.get("items"), dict) and isinstance(node["items"].get("properties"), dict):
+            out.append(p + (ARRAY,))
+    return out
+
+
+def local_refs_only(schema: Any) -> bool:
+    """True when every ``$ref`` of ``schema`` points into the root's ``$defs``/``definitions``
+    (those stay valid when properties move)."""
+    text = _json.dumps(schema)
+    if '"$ref"' not in text:
+        return True
+    refs = re.findall(r'"\$ref":"([^"]*)"', text)
+    return all(r.startswith(("#/$defs/", "#/definitions/")) for r in refs)
+
+
+def keys_in_calls(record: Record, tool: str, parent: tuple) -> set[str]:
+    keys: set[str] = set()
+    for args in calls_of_tool(record, tool):
+        for v in values_at(args, parent):
+            if isinstance(v, dict):
+                keys.update(v)
+    return keys
+
+
+# --------------------------------------------------------------------------- names
+
+
+def legal_prefixes(prefixes: Sequence[str], tools: list[dict]) -> list[str]:
+    """The namespace ``prefixes`` that make a legal name in the dialect of every tool."""
+    dialects = sorted({t["dialect"] for t in tools})
+    return [p for p in prefixes if all(is_legal(p + "x", d) for d in dialects)]
+
+
+def harness_names(record: Record) -> set[str]:
+    """Every tool, skill and parameter name of the record."""
+    names = {t["name"] for t in record["tools"]} | {s["name"] for s in record.get("skills") or ()}
+    for t in record["tools"]:
+        names.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
+    return names
+
+
+def mention_finder(texts: list[str]) -> Callable[[list[str]], bool]:
+    """``mentioned(forms)``: whether any of ``forms`` occurs as a whole token in one of ``texts``. Plain forms are
+    looked up in the tokens of every text (made once, on first use), others are searched for text by text."""
+    text_toks: list[frozenset[str]] = []
+
+    def mentioned(forms: list[str]) -> bool:
+        if not all(is_plain_token(f) for f in forms):
+            return any(find_tokens(text, forms) for text in texts)
+        if not text_toks:  # find_tokens finds a plain form in a text exactly when it is one of its tokens
+            text_toks.append(frozenset().union(*map(text_tokens, texts)))
+        return not text_toks[0].isdisjoint(forms)
+
+    return mentioned
+
+
+def param_owners(record: Record) -> dict[str, int]:
+    """How many parameters (at any depth, over every tool) carry each parameter name."""
+    owners: dict[str, int] = {}
+    for t in record["tools"]:
+        for path in param_paths(t["parameters"]):
+            if path[-1] != ARRAY:
+                owners[path[-1]] = owners.get(path[-1], 0) + 1
+    return owners
+
+
+def named_paths(schema: dict) -> tuple[list[tuple], dict[tuple, set[str]]]:
+    """The paths of ``schema``'s named parameters (array steps left out), and the names of each level's members."""
+    paths = [p for p in param_paths(schema) if p[-1] != ARRAY]
+    siblings: dict[tuple, set[str]] = {}
+    for p in paths:
+        siblings.setdefault(p[:-1], set()).add(p[-1])
+    return paths, siblings
+
+
+def swappable_keys(schema: dict, literals: set[str]) -> list[str]:
+    """The top-level parameter names of ``schema`` that may swap names: none when properties are constrained, and
+    never a hook literal."""
+    if any(k in schema for k in CONSTRAINING_KEYS):
+        return []
+    return [k for k in (schema.get("properties") or {}) if k not in literals]
+
+
+def rename_declared_params(record: Record, renames: list[dict], what: str = "tool.param_rename") -> Record:
+    """``record`` with parameters renamed (``renames``: ``{"tool", "path", "new"}`` entries), each path declared."""
+    by_tool: dict[str, dict[tuple, str]] = {}
+    for entry in renames:
+        by_tool.setdefault(entry["tool"], {})[tuple(entry["path"])] = entry["new"]
+    known = {t["name"]: t for t in record["tools"]}
+    for i, (tool, table) in enumerate(by_tool.items()):
+        if tool not in known:
+            raise ValueError(f"{what}: tool {tool!r} is not in the record")
+        declared = set(param_paths(known[tool]["parameters"]))
+        missing = [list(p) for p in table if p not in declared]
+        if missing:
+            raise ValueError(f"{what}: {tool!r} declares no parameter at {missing}")
+        record = rename_params(record, tool, table, copy=i == 0)  # one copy, then in place
+    return record
+
+
+# --------------------------------------------------------------------------- order and descriptions
+
+
+def reorder(record: Record, params: dict) -> Record:
+    """``record`` with its tools, object properties and ``required`` lists in the orders of ``params``."""
+    out = with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
+    for t in out["tools"]:
+        for ptr, order in params.get("properties", {}).get(t["name"], ()):
+            def reorder_props(node, order=order, ptr=ptr, tool=t["name"]):
+                if sorted(node["properties"]) != sorted(order):
+                    raise ValueError(f"tool.reorder: {tool!r} at {ptr or '/'} has properties "
+                                     f"{list(node['properties'])}, params list {order}")
+                return {**node, "properties": {k: node["properties"][k] for k in order}}
+            t["parameters"] = set_pointer(t["parameters"], ptr, reorder_props)
+        for ptr, order in params.get("required", {}).get(t["name"], ()):
+            def reorder_req(node, order=order):
+                if sorted(node.get("required") or []) != sorted(order):
+                    raise ValueError(f"tool.reorder: required {node.get('required')} differs from {order}")
+                return {**node, "required": list(order)}
+            t["parameters"] = set_pointer(t["parameters"], ptr, reorder_req)
+    if "tools" in params:
+        index = {t["name"]: t for t in out["tools"]}
+        if sorted(index) != sorted(params["tools"]):
+            raise ValueError(f"tool.reorder: the record's tools {sorted(index)} differ from {params['tools']}")
+        out["tools"] = [index[n] for n in params["tools"]]
+    return out
+
+
+def objects(schema: Any) -> list[tuple[str, dict]]:
+    """(pointer, subschema) of every object of ``schema`` that declares properties, the root first."""
+    return [(ptr, get_pointer(schema, ptr)) for ptr in object_pointers(schema)]
+
+
+def descriptions(record: Record) -> list[tuple[str, str | None, str]]:
+    """(tool, pointer or None for the tool's own description, text) of every description."""
+    out = []
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            out.append((t["name"], None, t["description"]))
+        for ptr in described_pointers(t["parameters"]):
+            out.append((t["name"], ptr, get_pointer(t["parameters"], ptr)["description"]))
+    return out
+
+
+def set_descriptions(record: Record, texts: list[dict], what: str = "tool.describe") -> Record:
+    """``record`` with the descriptions of ``texts`` (``{"tool", "at": pointer or None, "text"}``) replaced."""
+    out = with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
+    for entry in texts:
+        t = tool_named(out, entry["tool"], what)
+        if entry["at"] is None:
+            t["description"] = entry["text"]
+        else:
+            t["parameters"] = set_pointer(t["parameters"], entry["at"], lambda n, s=entry["text"]: {**n, "description": s})
+    return out
+
+
+def drop_descriptions(record: Record, drop: list[dict], what: str = "tool.drop_descriptions") -> Record:
+    """``record`` without the descriptions of ``drop`` (``{"tool", "at": pointer or None}``)."""
+    out = with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
+    for entry in drop:
+        t = tool_named(out, entry["tool"], what)
+        if entry["at"] is None:
+            t.pop("description", None)
+        else:
+            t["parameters"] = set_pointer(t["parameters"], entry["at"],
+                                          lambda n: {k: v for k, v in n.items() if k != "description"})
+    return out
+
+
+# --------------------------------------------------------------------------- structure
+
+
+def name_in_style(parts: list[str], like: str) -> str:
+    words = [w for p in parts for w in split_words(p)]
+    if not words:
+        return "_".join(parts)
+    return STYLES[detect_style(like)](words)
+
+
+def nest_parents(schema: dict, literals: set[str], lo: int) -> list[tuple[tuple, dict, list[str]]]:
+    """The object levels of ``schema`` that may give at least ``lo`` properties to a new object: (path, node,
+    groupable keys). Constrained objects and names in hook literals are left out; a nested object keeps one
+    property of its own (no pointless wrapper)."""
+    parents = []
+    for path in object_paths(schema):
+        node = node_at(schema, path) if path else schema
+        if node is None or any(k in node for k in CONSTRAINING_KEYS) or set(path) & literals:
+            continue  # (an object a hook reads by name may be read as a whole)
+        keys = [k for k in node["properties"] if k not in literals]
+        if path and len(keys) == len(node["properties"]):
+            keys = keys[:-1]
+        if len(keys) >= lo:
+            parents.append((path, node, keys))
+    return parents
+
+
+def nest_step(tool: dict, path: tuple, node: dict, group: list[str], cname: str, strict: bool) -> dict:
+    """The ``regroup`` mapping step that moves ``group`` (properties of the object at ``path``) into a new
+    object ``cname``: required when one of them was, closed when its parent is or the tool is ``strict``."""
+    required = node.get("required") if isinstance(node.get("required"), list) else []
+    cschema: dict[str, Any] = {"type": "object"}
+    if strict or node.get("additionalProperties") is False:
+        cschema["additionalProperties"] = False
+    return {"op": "params", "tool": tool["name"], "kind": "regroup",
+            "paths": [[list(path) + [g], list(path) + [cname, g]] for g in group],
+            "container": {"path": list(path) + [cname], "schema": cschema,
+                          "required": any(g in required for g in group)}}
+
+
+def flatten_candidates(record: Record, tool: dict, literals: set[str], taken: set[str]) -> list[dict]:
+    """The ``regroup`` steps that would flatten one object parameter of ``tool`` (one per flattenable object)."""
+    schema = tool["parameters"]
+    if not local_refs_only(schema):
+        return []
+    calls = calls_of_tool(record, tool["name"])
+    out = []
+    for path in param_paths(schema):
+        node = node_at(schema, path)
+        parent = node_at(schema, path[:-1]) if len(path) > 1 else schema
+        if node is None or parent is None or node.get("type") != "object":
+            continue
+        props = node.get("properties")
+        if not isinstance(props, dict) or not props or any(k in node for k in CONSTRAINING_KEYS):
+            continue
+        if any(k in node for k in ("default", "const", "enum", "examples")):
+            continue
+        if any(k in parent for k in CONSTRAINING_KEYS) or not isinstance(parent.get("properties"), dict):
+            continue
+        if set(path) & literals or any(k in literals for k in props):
+            continue
+        values = [v for args in calls for v in values_at(args, path)]
+        if any(not isinstance(v, dict) or not v or set(v) - set(props) for v in values):
+            continue
+        others = (set(parent["properties"]) - {path[-1]}) | (keys_in_calls(record, tool["name"], path[:-1]) - {path[-1]})
+        names = {k: name_in_style([path[-1], k], path[-1]) for k in props}
+        new = list(names.values())
+        if len(set(new)) != len(new) or set(new) & others or set(new) & taken \
+                or not all(is_legal_param(n) for n in new):
+            continue
+        required = parent.get("required") if isinstance(parent.get("required"), list) else []
+        out.append({"op": "params", "tool": tool["name"], "kind": "regroup",
+                    "paths": [[list(path) + [k], list(path[:-1]) + [names[k]]] for k in props],
+                    "container": {"path": list(path),
+                                  "schema": {k: v for k, v in node.items() if k != "properties"},
+                                  "required": path[-1] in required}})
+    return out
+
+
+# --------------------------------------------------------------------------- distractors
+
+
+@lru_cache(maxsize=16)
+def pool_file(path: str) -> tuple[str, ...]:
+    """Tool definitions from a JSON / JSONL file, as JSON strings (a list of tools, records with ``tools``, or one tool a line)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"pool_file {path} does not exist; give a JSON or JSONL file of tool definitions "
+                         "(or of records with a 'tools' list)")
+    text = p.read_text(encoding="utf-8")
+    items: list = []
+    try:
+        data = json.loads(text)
+        items = data if isinstance(data, list) else [data]
+    except ValueError:
+        items = [json.loads(line) for line in text.splitlines() if line.strip()]
+    tools = []
+    for it in items:
+        if isinstance(it, dict) and isinstance(it.get("tools"), list):
+            tools.extend(it["tools"])
+        elif isinstance(it, dict):
+            tools.append(it)
+    out = []
+    for raw in tools:
+        fn = raw.get("function", raw) if isinstance(raw, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            continue
+        params = fn.get("parameters", fn.get("input_schema", fn.get("inputSchema", {"type": "object", "properties": {}})))
+        entry = {"name": fn["name"], "description": fn.get("description", ""), "parameters": params}
+        if isinstance(raw.get("domain"), str):
+            entry["domain"] = raw["domain"]
+        out.append(_json.dumps(entry))
+    return tuple(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=16)
+def pool_tools(path: str) -> tuple[dict, ...]:
+    return tuple(_json.loads(s) for s in pool_file(path))
+
+
+def internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
+    params = normalize_schema(_json.copy(raw.get("parameters") or {"type": "object", "properties": {}}), raw["name"], [])
+    if isinstance(params, dict) and "type" not in params:
+        params = {"type": "object", **params}
+    if strict:
+        params = to_strict(params)
+    tool: dict[str, Any] = {"name": raw["name"], "parameters": params,
+                            "dialect": dialect, "extra": {"strict": True} if strict else {}, "outer": {}}
+    if raw.get("description"):
+        tool["description"] = raw["description"]
+    return tool
+
+
+def pool_tool_domain(raw: dict) -> str | None:
+    """A pool tool's ``domain`` (bank tools state one), else the domain its own words vote for."""
+    if isinstance(raw.get("domain"), str):
+        return raw["domain"]
+    return text_domain(tool_words(raw)["all"])
+
+
+def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set[str], dialect: str,
+                          max_relevance: float) -> tuple[list[dict], list[dict], list[int], list[int]]:
+    """Which ``candidates`` (pool tools) may be added to ``record``: ``(legal, pool, other, rest)``. ``legal``: names
+    free, not a real tool's words, legal in ``dialect``; ``pool``: those of them irrelevant to every real tool
+    (relevance below ``max_relevance``); ``other`` / ``rest``: indices into ``pool`` of another domain than the
+    harness's (drawn first) / of the same or no domain."""
+    tools = record["tools"]
+    words = {tuple(split_words(t["name"])) for t in tools}
+    legal = [t for t in candidates
+             if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
+    real = [tool_words(t) for t in tools]
+    pool = [t for t in legal
+            if max((words_relevance(pool_tool_words(t), r) for r in real), default=0.0) < max_relevance]
+    domain = harness_domain(record)
+    other = [i for i, t in enumerate(pool) if not domain_applies(pool_tool_domain(t), domain)]
+    rest = [i for i in range(len(pool)) if i not in set(other)]
+    return legal, pool, other, rest
+
+
+def add_distractors(record: Record, params: dict, what: str = "tool.distractors") -> Record:
+    """``record`` with the distractor parameters and tools of ``params`` added (tools at their indices)."""
+    out = with_own_tools(record)  # the schemas are replaced, never changed in place
+    for entry in params.get("params", ()):
+        t = tool_named(out, entry["tool"], what)
+        props = t["parameters"].get("properties") or {}
+        if entry["name"] in props:
+            raise ValueError(f"{what}: {entry['tool']!r} already has a parameter {entry['name']!r}")
+        t["parameters"] = {**t["parameters"], "properties": {**props, entry["name"]: _json.copy(entry["schema"])}}
+    names = {t["name"] for t in out["tools"]}
+    for entry in params.get("tools", ()):
+        tool = _json.copy(entry["tool"])
+        if tool["name"] in names:
+            raise ValueError(f"{what}: the record already has a tool named {tool['name']!r}")
+        names.add(tool["name"])
+        out["tools"].insert(min(entry["index"], len(out["tools"])), tool)
+    return out
+
+
+def takes_new_params(schema: dict) -> bool:
+    """True when a parameter can be added at the top level of ``schema`` (it declares properties, unconstrained)."""
+    return isinstance(schema.get("properties"), dict) and not any(k in schema for k in CONSTRAINING_KEYS)
+
+
+def free_param_name(record: Record, tool: dict, name: str, taken: set[str]) -> bool:
+    """True when ``name`` is free for a new top-level parameter of ``tool``: not declared, passed or ``taken``."""
+    return (name not in tool["parameters"]["properties"] and name not in taken
+            and name not in keys_in_calls(record, tool["name"], ()))
+
+
+def require_step(tool: str, entry: dict) -> dict:
+    """The ``require`` mapping step that adds bank ``entry`` (``{name, value, description}``) to ``tool``."""
+    value = entry["value"]
+    prop = {"type": json_type(value), "enum": [value]}
+    if entry.get("description"):
+        prop["description"] = str(entry["description"])
+    return {"op": "params", "tool": tool, "kind": "require", "paths": [], "fill": [[[str(entry["name"])], value]],
+            "schema": prop}
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    raise ValueError(f"a required one-value parameter needs a string, number or boolean value (got {value!r})")
+
+
+# --------------------------------------------------------------------------- values
+
+
+def value_paths(schema: dict) -> list[tuple]:
+    out = []
+    for p in param_paths(schema):
+        node = node_at(schema, p)
+        if node is None:
+            continue
+        out.append(p)
+        if isinstance(node.get("items"), dict):
+            out.append(p + (ARRAY,))
+    return out
+
+
+def string_enum(node: dict) -> list[str] | None:
+    branches = [node] + [b for k in ("anyOf", "oneOf") for b in node.get(k) or () if isinstance(b, dict)]
+    for b in branches:
+        enum = b.get("enum")
+        if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+            return list(enum)
+    return None
+
+
+def number_texts(value: Any) -> list[str]:
+    forms = [_json.dumps(value)]
+    if isinstance(value, float) and value.is_integer():
+        forms.append(str(int(value)))
+    return forms
+
+
+def value_sites(record: Record) -> dict[str, set]:
+    """Every (tool, path) each JSON value (by its canonical text) occurs at, in schemas and in calls."""
+    where: dict[str, set] = {}
+    for t in record["tools"]:
+        for path in value_paths(t["parameters"]):
+            node = node_at(t["parameters"], path) or {}
+            for v in (string_enum(node) or []) + [node[k] for k in ("default", "const") if k in node]:
+                where.setdefault(_json.canonical(v), set()).add((t["name"], path))
+        for args in calls_of_tool(record, t["name"]):
+            for path in value_paths(t["parameters"]):
+                for v in values_at(args, path):
+                    if not isinstance(v, (dict, list)):
+                        where.setdefault(_json.canonical(v), set()).add((t["name"], path))
+    return where
+
+
+# --------------------------------------------------------------------------- dialect and irrelevance
+
+
+def enum_value_changeable(value: str, site: tuple, reserved: set[str], where: dict[str, set],
+                          mentioned: Callable[[list[str]], bool]) -> bool:
+    """True when the enum ``value`` at ``site`` (tool, path) may be renamed: not a hook literal or a name
+    (``reserved``), used at no other tool or path (``where``: :func:`value_sites`), and, when a text mentions it,
+    one that cannot be a plain word there (identifier-like)."""
+    if value in reserved or where.get(_json.canonical(value), set()) - {site}:
+        return False
+    return not mentioned([value]) or (is_identifier_like(value) and re.fullmatch(r"[A-Za-z0-9_\-]+", value) is not None)
+
+
+def convert_tools(record: Record, target: str) -> Record:
+    """``record`` with every tool rendered in dialect ``target``; what the target cannot hold is noted."""
+    out = clone(record)
+    tools = []
+    for t in out["tools"]:
+        new, dropped = convert_tool(t, target)
+        if dropped:
+            out["notes"].append(f"tool.dialect: {t['name']!r} to {target}: dropped {', '.join(dropped)}")
+        tools.append(new)
+    out["tools"] = tools
+    return out
+
+
+def gold_turns(record: Record) -> list[tuple[int, list[str]]]:
+    """(message index, tools) of the assistant turns that call tools other than the skill tool, none called before."""
+    skill = record["skill_tool"]["name"]
+    seen: set[str] = set()
+    turns = []
+    for mi, m in enumerate(record["messages"]):
+        called = [c["function"]["name"] for c in m.get("tool_calls") or ()]
+        gold = sorted({n for n in called if n != skill})
+        if gold and not (set(gold) & seen) and m.get("role") == "assistant":
+            turns.append((mi, gold))
+        seen.update(called)
+    return turns
+
+
+def cut_at_turn(record: Record, params: dict, what: str = "tool.irrelevance") -> Record:
+    """``record`` cut at turn ``params["turn"]``, whose tools ``params["removed"]`` leave the tool list, the turn
+    replaced by the reply ``params["reply"]``; the mapping gets an opaque step (the task changed)."""
+    turn, removed = params["turn"], set(params["removed"])
+    msg = record["messages"][turn] if turn < len(record["messages"]) else {}
+    called = {c["function"]["name"] for c in msg.get("tool_calls") or ()}
+    if not removed or not removed <= called:
+        raise ValueError(f"{what}: message {turn} does not call {sorted(removed)}")
+    out = clone(record)
+    out["messages"] = out["messages"][:turn] + [{"role": "assistant", "content": params["reply"]}]
+    out["tools"] = [t for t in out["tools"] if t["name"] not in removed]
+    if out.get("hook_events"):
+        out["hook_events"] = [e for e in out["hook_events"] if e.get("message_index", 0) < turn]
+    out["mapping"].append({"op": "opaque", "transform": what, "removed": sorted(removed), "turn": turn})
+    return out
