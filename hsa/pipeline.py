@@ -28,7 +28,7 @@ from hsa.io import InputLine, JSONArrayError, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.recipes import recipe_to_dict
-from hsa.transform import SlotRng, Transform, run
+from hsa.transform import SlotRng, Transform, import_modules, modules_of, run
 from hsa.verify import check_record, check_variant
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "augment_record", "augment", "Stats", "Result", "AugmentError", "source_row"]
@@ -347,12 +347,15 @@ STATE_DIR = ".hsa"
 GC_THRESHOLDS = (10_000, 10, 10)
 
 
-def _init_worker(recipe_config: dict, options: dict, pool: bool = False) -> None:
-    """Set up a process to run :func:`_work`: this one (``pool`` false) or a worker of the run's pool."""
+def _init_worker(recipe_config: dict, options: dict, pool: bool = False, modules: tuple[str, ...] = ()) -> None:
+    """Set up a process to run :func:`_work`: this one (``pool`` false) or a worker of the run's pool. ``modules``
+    (:func:`hsa.transform.modules_of` the recipe) are imported first, so a worker started afresh (spawn, Ray) has
+    every transform of the recipe registered, entry points or not."""
     from hsa.recipes import recipe_from_dict
 
     if pool:
         _pool_worker_signals()
+    import_modules(modules)
     gc.set_threshold(*GC_THRESHOLDS)
     _WORKER["recipe"] = recipe_from_dict(recipe_config)
     _WORKER["options"] = options
@@ -675,6 +678,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                "call_arguments": call_arguments, "harness_pool": harness_pool, "strict_hooks": strict_hooks,
                **({"harness": harness} if harness else {})}
     recipe_config = recipe_to_dict(recipe)
+    modules = tuple(modules_of(recipe))
     tools_entry = ({"tools_file": {"path": str(tools_file),
                                    "sha256": hashlib.sha256(Path(tools_file).read_bytes()).hexdigest()}}
                    if harness else {})
@@ -703,7 +707,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
 
     if engine == "ray":
         total = ray_engine.run_shards(out, mine(), shard_size=shard_size, seen_ids=seen_ids,
-                                      recipe_config=recipe_config, options=options, batch_size=batch_size,
+                                      recipe_config=recipe_config, options=options, modules=modules,
+                                      batch_size=batch_size,
                                       workers=workers, address=ray_address, strict=strict,
                                       progress=_Progress(progress, _count_items(sources)
                                                          if progress and world_size == 1 else None))
@@ -713,7 +718,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         if workers <= 1:
             thresholds = gc.get_threshold()  # this is the caller's process: put them back after
             try:
-                _init_worker(recipe_config, options)
+                _init_worker(recipe_config, options, modules=modules)
                 for batch in _batches(mine(), batch_size):
                     yield from _work(batch)
             finally:
@@ -723,7 +728,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         from collections import deque
 
         ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(recipe_config, options, True)) as pool:
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(recipe_config, options, True, modules)) as pool:
             pending: deque = deque()
             for batch in _batches(mine(), batch_size):
                 pending.append(pool.apply_async(_work, (batch,)))

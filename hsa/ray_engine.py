@@ -82,10 +82,10 @@ def _filesystem(uri: str):
 _SET_UP: dict[str, Any] = {}
 
 
-def _setup(recipe_config: dict, options: dict) -> None:
+def _setup(recipe_config: dict, options: dict, modules: tuple[str, ...] = ()) -> None:
     key = json.dumps([recipe_config, options], sort_keys=True)
     if _SET_UP.get("key") != key:
-        _init_worker(recipe_config, options)
+        _init_worker(recipe_config, options, modules=modules)
         _SET_UP["key"] = key
 
 
@@ -105,20 +105,22 @@ def _write_shard(dest: str, k: int, data: bytes) -> None:
 
 
 def _shard_task(k: int, items: list[InputLine], seen: set[int], recipe_config: dict, options: dict,
-                batch_size: int, dest: str) -> tuple[int, dict, str]:
-    _setup(recipe_config, options)
+                batch_size: int, dest: str, modules: tuple[str, ...] = ()) -> tuple[int, dict, str]:
+    _setup(recipe_config, options, modules)
     res = run_shard(k, items, set(seen), batch_size=batch_size)
     _write_shard(dest, k, res.data)
     return k, res.done, res.rejects
 
 
-def _map_shards(batch: dict, *, recipe_config: dict, options: dict, batch_size: int, dest: str) -> dict:
+def _map_shards(batch: dict, *, recipe_config: dict, options: dict, batch_size: int, dest: str,
+                modules: tuple[str, ...] = ()) -> dict:
     """Ray Data ``map_batches`` function: each row is one shard (its index and its items' object ref)."""
     import ray
 
     out: dict[str, list] = {"k": [], "done": [], "rejects": []}
     for k, ref in zip(batch["k"], batch["items"]):
-        _, done, rejects = _shard_task(int(k), ray.get(ref), set(), recipe_config, options, batch_size, dest)
+        _, done, rejects = _shard_task(int(k), ray.get(ref), set(), recipe_config, options, batch_size, dest,
+                                       modules)
         out["k"].append(int(k))
         out["done"].append(json.dumps(done, ensure_ascii=False))
         out["rejects"].append(rejects)
@@ -163,7 +165,7 @@ def _connect(address: str | None, workers: int) -> bool:
 
 def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_ids: set[int], recipe_config: dict,
                options: dict, batch_size: int, workers: int, address: str | None, strict: bool,
-               progress: _Progress) -> Stats:
+               progress: _Progress, modules: tuple[str, ...] = ()) -> Stats:
     """Augment ``items`` (this rank's, not yet done, in position order) on Ray; mark each shard done in ``out``
     in shard order; return the run's stats. ``seen_ids`` (digests of the ids written by shards done before)
     grows with every shard marked."""
@@ -190,7 +192,8 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
         ctx.enable_progress_bars = False  # the run's own progress line says it (and Ray's bars would interleave)
         logging.getLogger("ray.data").setLevel(logging.ERROR)
         ds = ray.data.from_items([{"k": k, "items": ref} for k, ref in refs.items()], override_num_blocks=len(refs))
-        kwargs = {"recipe_config": recipe_config, "options": options, "batch_size": batch_size, "dest": dest}
+        kwargs = {"recipe_config": recipe_config, "options": options, "batch_size": batch_size, "dest": dest,
+                  "modules": modules}
         ds = ds.map_batches(_map_shards, batch_size=1, num_cpus=1, fn_kwargs=kwargs)
         order = sorted(refs)
         arrived: dict[int, tuple[dict, str]] = {}
@@ -205,7 +208,7 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
                 taken = {d for d in digests if d in seen_ids}
                 if taken:  # ids written by an earlier shard: run it again as a one-process run sees it
                     _, done, rejects = ray.get(redo.remote(k, refs[k], taken, recipe_config, options, batch_size,
-                                                           dest))
+                                                           dest, modules))
                     digests = [_id_digest(x) for x in done["ids"]]
                 stats = Stats.from_json(done["stats"])
                 if strict and stats.rejected:

@@ -138,10 +138,8 @@ def _cycles(scans: dict[str, tuple[set[str], list[str]]] = SCANS) -> list[list[s
 # fail on any violation not in these lists, and on any entry here that no longer occurs, so the lists only shrink.
 KNOWN_CYCLES: list[list[str]] = [
     [
-        'hsa.cache', 'hsa.chat_formats', 'hsa.codemods.messages', 'hsa.codemods.sync', 'hsa.hooks_model', 'hsa.io',
-        'hsa.prompt_import', 'hsa.records', 'hsa.rewrite', 'hsa.sandbox', 'hsa.skills_dir', 'hsa.transform',
-        'hsa.verify', 'transforms', 'transforms._toolhooks', 'transforms._toolschema', 'transforms.hook',
-        'transforms.prompt', 'transforms.skill', 'transforms.tool',
+        'hsa.cache', 'hsa.chat_formats', 'hsa.codemods.sync', 'hsa.hooks_model', 'hsa.prompt_import', 'hsa.records',
+        'hsa.rewrite', 'hsa.sandbox', 'hsa.transform', 'hsa.verify',
     ],
     [
         'hsa', 'hsa.pipeline', 'hsa.ray_engine',
@@ -155,7 +153,6 @@ KNOWN_CYCLES: list[list[str]] = [
 ]
 KNOWN_UPWARD: list[str] = [
     'hsa.stats imports trainers.common',
-    'hsa.transform imports transforms',
 ]
 KNOWN_PRIVATE: list[str] = [
     'hsa.cache takes hsa.sandbox._exact_key',
