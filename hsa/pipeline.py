@@ -536,7 +536,7 @@ def _strict_message(rejects: list[dict]) -> str:
 
 
 def _run_config(sources, recipe_config, seed, variants, keep_original, shard_size, hold_out, extra) -> dict:
-    from hsa import __version__
+    from hsa._version import __version__
 
     return {"hsa_version": __version__,
             "inputs": [{"path": s.spec, "kind": s.kind, "sha256": s.fingerprint(),

@@ -142,7 +142,7 @@ KNOWN_CYCLES: list[list[str]] = [
         'hsa.rewrite', 'hsa.sandbox', 'hsa.transform', 'hsa.verify',
     ],
     [
-        'hsa', 'hsa.pipeline', 'hsa.ray_engine',
+        'hsa.pipeline', 'hsa.ray_engine',
     ],
     [
         'trainers.rl', 'trainers.rollout',
