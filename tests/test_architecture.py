@@ -142,9 +142,6 @@ KNOWN_CYCLES: list[list[str]] = [
         'hsa.rewrite', 'hsa.sandbox', 'hsa.transform', 'hsa.verify',
     ],
     [
-        'hsa.pipeline', 'hsa.ray_engine',
-    ],
-    [
         'trainers.rl', 'trainers.rollout',
     ],
     [
@@ -165,11 +162,6 @@ KNOWN_PRIVATE: list[str] = [
     'hsa.evaluation.parsers takes hsa.chat_formats._strip_body',
     'hsa.evaluation.prompts takes hsa.records._parse_skill_tool',
     'hsa.hooks_model takes hsa.mapping._step_apply',
-    'hsa.ray_engine takes hsa.pipeline._Progress',
-    'hsa.ray_engine takes hsa.pipeline._id_digest',
-    'hsa.ray_engine takes hsa.pipeline._init_worker',
-    'hsa.ray_engine takes hsa.pipeline._shard_name',
-    'hsa.ray_engine takes hsa.pipeline._strict_message',
     'hsa.rewrite takes hsa.mapping._step_apply',
     'hsa.testing takes hsa.transform._Combinator',
     'hsa.testing.checks takes hsa.transform._restorable',

@@ -126,8 +126,8 @@ def test_a_fresh_worker_imports_the_modules_of_its_recipe():
     mods = modules_of(recipe)
     assert "hsa.transform" in mods and {"transforms.tool", "transforms.skill"} <= set(mods)
     code = NO_ENTRY_POINTS + textwrap.dedent(f"""
-        from hsa.pipeline import _WORKER, _init_worker
-        _init_worker({recipe_to_dict(recipe)!r}, {{}}, modules={tuple(mods)!r})
+        from hsa.pipeline.executor import _WORKER, init_worker
+        init_worker({recipe_to_dict(recipe)!r}, {{}}, modules={tuple(mods)!r})
         print(type(_WORKER["recipe"]).__name__, len(_WORKER["recipe"].leaves()))
         """)
     proc = _python(code)
