@@ -384,7 +384,7 @@ def _score(data, predictions, *, turns, max_prompts, fmt, string_match, held_out
 
 
 def _version() -> str:
-    from hsa import __version__
+    from hsa._version import __version__
 
     return __version__
 
