@@ -144,9 +144,6 @@ KNOWN_CYCLES: list[list[str]] = [
     [
         'trainers.rl', 'trainers.rollout',
     ],
-    [
-        'hsa.evaluation.cli', 'trainers.eval',
-    ],
 ]
 KNOWN_UPWARD: list[str] = [
     'hsa.stats imports trainers.common',
@@ -166,8 +163,6 @@ KNOWN_PRIVATE: list[str] = [
     'hsa.testing takes hsa.transform._Combinator',
     'hsa.testing.checks takes hsa.transform._restorable',
     'hsa.verify takes hsa.names._PLAIN_NAME',
-    'trainers.eval takes hsa.evaluation.cli._summary',
-    'trainers.eval takes hsa.evaluation.report._round',
     'trainers.eval takes trainers.rl._strip_bos',
     'trainers.rollout takes hsa.environment._hook_message_indices',
     'trainers.rollout takes hsa.environment._text',
