@@ -141,9 +141,6 @@ KNOWN_CYCLES: list[list[str]] = [
         'hsa.cache', 'hsa.chat_formats', 'hsa.codemods.sync', 'hsa.hooks_model', 'hsa.prompt_import', 'hsa.records',
         'hsa.rewrite', 'hsa.sandbox', 'hsa.transform', 'hsa.verify',
     ],
-    [
-        'trainers.rl', 'trainers.rollout',
-    ],
 ]
 KNOWN_UPWARD: list[str] = [
     'hsa.stats imports trainers.common',
@@ -163,10 +160,6 @@ KNOWN_PRIVATE: list[str] = [
     'hsa.testing takes hsa.transform._Combinator',
     'hsa.testing.checks takes hsa.transform._restorable',
     'hsa.verify takes hsa.names._PLAIN_NAME',
-    'trainers.eval takes trainers.rl._strip_bos',
-    'trainers.rollout takes hsa.environment._hook_message_indices',
-    'trainers.rollout takes hsa.environment._text',
-    'trainers.rollout takes trainers.rl._strip_bos',
     'transforms._toolschema takes hsa.rewrite._map_hook_payloads',
     'transforms._toolschema takes hsa.rewrite._map_schema_descriptions',
     'transforms._toolschema takes hsa.rewrite._rewrite_calls',

@@ -140,7 +140,7 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
 
     The first prompt with tools also checks that the template renders them."""
     from trainers.common import check_template_renders_harness
-    from trainers.rl import _strip_bos
+    from trainers.render import strip_bos
 
     def render(messages, tools, generation=False):
         def go(msgs):
@@ -160,7 +160,7 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
             check_template_renders_harness(render, {"messages": messages, "tools": p["tools"]}, where=p["id"])
             checked = True
         try:
-            texts.append(_strip_bos(tokenizer, render(messages, p["tools"], True)))
+            texts.append(strip_bos(tokenizer, render(messages, p["tools"], True)))
         except Exception as exc:  # noqa: BLE001  (templates raise their own exception types)
             raise TrainerInputError(f"prompt {p['id']}: the chat template cannot render it ({type(exc).__name__}: "
                                     f"{exc}); --chat-compat may help (split_parallel_calls, alnum9_call_ids, "
