@@ -31,12 +31,14 @@ __all__ = [
     "import_modules",
     "from_config",
     "to_config",
+    "Combinator",
     "Sequence",
     "OneOf",
     "SomeOf",
     "Sometimes",
     "run",
     "replay",
+    "restorable",
     "SlotRng",
     "FAMILIES",
     "check_probability",
@@ -147,7 +149,7 @@ def modules_of(transform: Transform) -> list[str]:
     process (a pool or Ray worker) registers every transform the tree names, whatever that process's entry points
     (:func:`import_modules`)."""
     out = {type(transform).__module__}
-    if isinstance(transform, _Combinator):
+    if isinstance(transform, Combinator):
         for c in transform.children():
             out.update(modules_of(c))
     return sorted(out)
@@ -342,11 +344,11 @@ def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Recor
     skipped: list[tuple[str, str]] = []
     out = _run(transform, record, rng, applied, skipped)
     if applied:
-        out = _restorable(record, out)
+        out = restorable(record, out)
     return out, applied, skipped
 
 
-def _restorable(source: Record, variant: Record) -> Record:
+def restorable(source: Record, variant: Record) -> Record:
     """``variant`` with the ``restore`` step that makes canonicalize give ``source`` back exactly (invariant 8)."""
     from hsa.rewrite import with_restore
 
@@ -354,7 +356,7 @@ def _restorable(source: Record, variant: Record) -> Record:
 
 
 def _run(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
-    if isinstance(t, _Combinator):
+    if isinstance(t, Combinator):
         return t._run(record, rng, applied, skipped)
     return _run_leaf(t, record, rng, applied, skipped)
 
@@ -369,7 +371,7 @@ def replay(record: Record | dict, applications: list[dict]) -> Record:
 
         record = normalize(record)
     out = _replay(record, applications)
-    return _restorable(record, out) if applications else out
+    return restorable(record, out) if applications else out
 
 
 def _replay(record: Record, applications: list[dict]) -> Record:
@@ -382,7 +384,11 @@ def _replay(record: Record, applications: list[dict]) -> Record:
 # --------------------------------------------------------------------------- combinators
 
 
-class _Combinator(Transform):
+class Combinator(Transform):
+    """Base class of the combinators (:class:`Sequence`, :class:`OneOf`, :class:`SomeOf`, :class:`Sometimes`): a
+    transform whose params are the leaf applications its children made. ``issubclass(cls, Combinator)`` tells
+    them from the leaves of the registry."""
+
     family: ClassVar[str] = "meta"
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
@@ -412,7 +418,7 @@ class _Combinator(Transform):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class Sequence(_Combinator):
+class Sequence(Combinator):
     """Apply every child in order."""
 
     name: ClassVar[str] = "meta.sequence"
@@ -429,7 +435,7 @@ class Sequence(_Combinator):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class OneOf(_Combinator):
+class OneOf(Combinator):
     """Apply one child, drawn with ``weights`` (equal by default)."""
 
     name: ClassVar[str] = "meta.one_of"
@@ -456,7 +462,7 @@ class OneOf(_Combinator):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class SomeOf(_Combinator):
+class SomeOf(Combinator):
     """Apply ``n`` distinct children drawn at random (an int, or ``[lo, hi]`` inclusive), in recipe order."""
 
     name: ClassVar[str] = "meta.some_of"
@@ -488,7 +494,7 @@ class SomeOf(_Combinator):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class Sometimes(_Combinator):
+class Sometimes(Combinator):
     """Apply the child with probability ``p``."""
 
     name: ClassVar[str] = "meta.sometimes"

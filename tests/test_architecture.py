@@ -157,8 +157,6 @@ KNOWN_PRIVATE: list[str] = [
     'hsa.evaluation.prompts takes hsa.records._parse_skill_tool',
     'hsa.hooks_model takes hsa.mapping._step_apply',
     'hsa.rewrite takes hsa.mapping._step_apply',
-    'hsa.testing takes hsa.transform._Combinator',
-    'hsa.testing.checks takes hsa.transform._restorable',
     'hsa.verify takes hsa.names._PLAIN_NAME',
     'transforms._toolschema takes hsa.rewrite._map_hook_payloads',
     'transforms._toolschema takes hsa.rewrite._map_schema_descriptions',
@@ -169,7 +167,6 @@ KNOWN_LONG: list[str] = [
     'hsa.chat_formats',
     'hsa.codemods.analysis',
     'hsa.records',
-    'hsa.testing',
     'transforms.skill',
     'transforms.tool',
 ]
