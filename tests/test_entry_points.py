@@ -125,11 +125,17 @@ def test_a_fresh_worker_imports_the_modules_of_its_recipe():
     recipe = load_recipe("default")
     mods = modules_of(recipe)
     assert "hsa.transform" in mods and {"transforms.tool", "transforms.skill"} <= set(mods)
+    line = (ROOT / "fixtures" / "livestream" / "trajectories.jsonl").read_bytes().splitlines()[0]
     code = NO_ENTRY_POINTS + textwrap.dedent(f"""
-        from hsa.pipeline.executor import _WORKER, init_worker
-        init_worker({recipe_to_dict(recipe)!r}, {{}}, modules={tuple(mods)!r})
-        print(type(_WORKER["recipe"]).__name__, len(_WORKER["recipe"].leaves()))
+        from hsa.io import InputLine
+        from hsa.pipeline.executor import init_worker, work
+        options = {{"seed": 0, "variants": 2, "keep_original": False, "exec_hooks": False}}
+        init_worker({recipe_to_dict(recipe)!r}, options, modules={tuple(mods)!r})
+        [(pos, result, encoded)] = work([InputLine("in.jsonl", 1, {line!r})])
+        print(len(result.rows) + len(encoded), result.stats.variants_failed, len(result.rejects))
         """)
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == [type(recipe).__name__, str(len(recipe.leaves()))]
+    assert proc.stdout.split() == ["2", "0", "0"]  # two variant rows, none failed: the recipe ran
+    missing = _python(code.replace(f"modules={tuple(mods)!r}", "modules=()"))
+    assert missing.returncode == 1 and "no transform of the" in missing.stderr
