@@ -16,7 +16,7 @@ Its parts, from the bottom (docs/architecture.md):
 - :mod:`hsa.pipeline.executor`: what every engine runs (a worker's set-up, a batch's work, one shard's work,
   the progress line);
 - the engines: :mod:`hsa.pipeline.local` (this process or a process pool) and :mod:`hsa.ray_engine` (Ray Data);
-- :mod:`hsa.pipeline.run`: :func:`augment`, which checks the options, prepares the output and runs an engine.
+- :mod:`hsa.pipeline.driver`: :func:`augment`, which checks the options, prepares the output and runs an engine.
 
 This module holds none of it: it names the public parts, as before the split.
 """
@@ -24,7 +24,7 @@ This module holds none of it: it names the public parts, as before the split.
 from hsa.pipeline.executor import GC_THRESHOLDS, run_shard
 from hsa.pipeline.record import (CALL_ARGUMENTS, DEFAULT_HARNESS_POOL, Result, Stats, augment_record,
                                  canonicalize_record, harness_digest, rng_for, slot_for, slot_rng, source_row)
-from hsa.pipeline.run import ENGINES, augment
+from hsa.pipeline.driver import ENGINES, augment
 from hsa.pipeline.shards import STATE_DIR, AugmentError, ShardOutput, finalize, mark_done, merge
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "augment_record", "augment",

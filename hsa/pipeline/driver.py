@@ -1,4 +1,4 @@
-"""``hsa augment``'s run: check the options, read the inputs, prepare the output folder (or pick up the run it
+"""The driver of ``hsa augment``: check the options, read the inputs, prepare the output folder (or pick up the run it
 holds), hand this rank's input lines to an engine (:mod:`hsa.pipeline.local`, or :mod:`hsa.ray_engine`), and
 write the manifest (:func:`hsa.pipeline.shards.end_run`)."""
 
