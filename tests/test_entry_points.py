@@ -139,3 +139,12 @@ def test_a_fresh_worker_imports_the_modules_of_its_recipe():
     assert proc.stdout.split() == ["2", "0", "0"]  # two variant rows, none failed: the recipe ran
     missing = _python(code.replace(f"modules={tuple(mods)!r}", "modules=()"))
     assert missing.returncode == 1 and "no transform of the" in missing.stderr
+
+
+def test_the_catalogue_generator_loads_the_builtins_without_entry_points():
+    """docs/gen_catalogue.py catalogues the built-in families with no entry points declared (it wrote a
+    catalogue of the combinators alone)."""
+    code = NO_ENTRY_POINTS + ("import runpy, sys\nsys.argv = ['gen_catalogue.py', '--check']\n"
+                              "runpy.run_path('docs/gen_catalogue.py', run_name='__main__')\n")
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
