@@ -36,7 +36,7 @@ def main(path: str = "fixtures/livestream/trajectories.jsonl", n: int = 60) -> N
         items = [InputLine(path, i + 1, line.encode(), i) for i, line in zip(range(n), fh)]
     _run(items, recipe)
     with_t, with_size, rows = _run(items, recipe)
-    T._restorable = lambda source, variant: variant
+    T.restorable = lambda source, variant: variant
     V._check_inversion = lambda source, variant, k: []
     without_t, without_size, _ = _run(items, recipe)
     print(f"{rows} variant rows: with restore {with_t:.2f} s, {with_size} bytes; without {without_t:.2f} s, "

@@ -175,7 +175,8 @@ def _entry(name: str, cls) -> str:
 
 
 def render() -> str:
-    """The catalogue as Markdown, from the current registry."""
+    """The catalogue as Markdown, from the current registry (the built-in families and any installed plugin's)."""
+    import transforms  # noqa: F401  (the built-ins, also where this install declares no entry points)
     from hsa.transform import registry
 
     reg = registry()

@@ -10,8 +10,7 @@ verifies each variant before it is written.
 ['meta.one_of', 'meta.sequence']
 """
 
-__version__ = "0.1.0"
-
+from hsa._version import __version__
 from hsa.mapping import Mapping
 from hsa.records import Record, RecordError, denormalize, normalize
 from hsa.recipes import hold_out, load_recipe, recipe_from_dict, recipe_to_dict, save_recipe

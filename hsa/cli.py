@@ -563,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from hsa.io import JSONArrayError
 
+    import transforms  # noqa: F401  (the built-in families, whatever entry points this install declares)
+
     try:
         return args.func(args)
     except JSONArrayError as exc:  # an input array that stops parsing part-way (augment words its own)

@@ -58,6 +58,8 @@ __all__ = [
     "Step",
     "episode_starts",
     "read_record",
+    "hook_message_indices",
+    "content_text",
     "DEFAULT_NO_RESULT",
     "DEFAULT_RETRY",
     "DEFAULT_BLOCKED",
@@ -119,7 +121,8 @@ def read_record(row: dict, *, where: str = "row") -> dict:
     return normalize(raw, default_id=where)
 
 
-def _hook_message_indices(record: dict) -> set[int]:
+def hook_message_indices(record: dict) -> set[int]:
+    """The indices of the messages a hook injected (``hook_events``): not user turns, though some have the user role."""
     return {ev["message_index"] for ev in record.get("hook_events") or () if isinstance(ev.get("message_index"), int)}
 
 
@@ -127,7 +130,7 @@ def episode_starts(record: dict) -> list[int]:
     """Message indices where an episode can start: the first assistant message after each user turn.
 
     A user-role message that a hook injected (``hook_events``) is not a user turn."""
-    hooked = _hook_message_indices(record)
+    hooked = hook_message_indices(record)
     out, waiting = [], False
     for i, m in enumerate(record["messages"]):
         if m.get("role") == "user" and i not in hooked:
@@ -138,7 +141,7 @@ def episode_starts(record: dict) -> list[int]:
     return out
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """Message content as text: text parts joined, other values as JSON."""
     if content is None:
         return ""
@@ -175,7 +178,7 @@ class Environment:
             raise ValueError(f"record {record['id']!r}: message {start} does not start a user turn's answer; "
                              f"episodes can start at {starts}")
         self.start = start
-        hooked = _hook_message_indices(record)
+        hooked = hook_message_indices(record)
         end = next((i for i in range(start, len(messages)) if messages[i].get("role") == "user" and i not in hooked),
                    len(messages))
         self.segment = (start, end)
@@ -237,7 +240,7 @@ class Environment:
         out = []
         for m in self.record["messages"][:self.start]:
             msg = {k: v for k, v in m.items() if k != "train"}
-            msg["content"] = _text(m.get("content"))
+            msg["content"] = content_text(m.get("content"))
             if m.get("tool_calls"):
                 msg["tool_calls"] = [{**({"id": c["id"]} if "id" in c else {}), "type": "function",
                                       "function": {"name": c["function"]["name"],
@@ -278,7 +281,7 @@ class Environment:
                     answer = free.pop(0)
                 out.append({"message_index": i, "name": fn["name"], "arguments": fn["arguments"],
                             "canonical": self.mapping.to_canonical({"name": fn["name"], "arguments": fn["arguments"]}),
-                            "content": None if answer is None else _text(answer.get("content"))})
+                            "content": None if answer is None else content_text(answer.get("content"))})
         return out
 
     def recorded_calls(self) -> list[dict]:
@@ -378,7 +381,7 @@ class Environment:
             raise RuntimeError(f"the episode has ended ({self.end}); build a new environment for another one")
         self.turns += 1
         content = message.get("content") or ""
-        content = content if isinstance(content, str) else _text(content)
+        content = content if isinstance(content, str) else content_text(content)
         before = len(self.messages)
         if message.get("error"):
             self.malformed += 1

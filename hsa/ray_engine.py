@@ -2,7 +2,7 @@
 
 The unit of work is the shard the local engine already defines by input position
 (shard ``k`` holds input items ``[k * shard_size, (k + 1) * shard_size)``), and a task
-runs :func:`hsa.pipeline.run_shard`, the function whose output the local engine writes.
+runs :func:`hsa.pipeline.executor.run_shard`, the function whose output the local engine writes.
 So the Arrow shards, ``rejects.jsonl`` and ``manifest.json`` (but for its ``engine``)
 are byte-identical to ``--engine local`` for the same inputs, recipe and seed, whatever
 the number of Ray workers.
@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from hsa.io import InputLine, is_uri
-from hsa.pipeline import (STATE_DIR, AugmentError, Stats, _id_digest, _init_worker, _Progress, _shard_name,
-                          _strict_message, mark_done, run_shard)
+from hsa.pipeline.executor import Progress, init_worker, run_shard
+from hsa.pipeline.record import Stats
+from hsa.pipeline.shards import STATE_DIR, AugmentError, id_digest, mark_done, shard_name, strict_message
 
 __all__ = ["INSTALL", "require_ray", "is_remote", "run_shards", "augment_remote"]
 
@@ -82,17 +83,17 @@ def _filesystem(uri: str):
 _SET_UP: dict[str, Any] = {}
 
 
-def _setup(recipe_config: dict, options: dict) -> None:
+def _setup(recipe_config: dict, options: dict, modules: tuple[str, ...] = ()) -> None:
     key = json.dumps([recipe_config, options], sort_keys=True)
     if _SET_UP.get("key") != key:
-        _init_worker(recipe_config, options)
+        init_worker(recipe_config, options, modules=modules)
         _SET_UP["key"] = key
 
 
 def _write_shard(dest: str, k: int, data: bytes) -> None:
     """Write shard ``k``'s bytes under ``dest``: a local folder (atomically: a temporary name, then a rename) or a
     filesystem URI (an object store writes an object whole when its stream closes)."""
-    name = _shard_name(k)
+    name = shard_name(k)
     if not is_remote(dest):
         path = Path(dest) / name
         tmp = path.with_name(f"{name}.{os.getpid()}.tmp")  # two attempts of one task may overlap
@@ -105,20 +106,22 @@ def _write_shard(dest: str, k: int, data: bytes) -> None:
 
 
 def _shard_task(k: int, items: list[InputLine], seen: set[int], recipe_config: dict, options: dict,
-                batch_size: int, dest: str) -> tuple[int, dict, str]:
-    _setup(recipe_config, options)
+                batch_size: int, dest: str, modules: tuple[str, ...] = ()) -> tuple[int, dict, str]:
+    _setup(recipe_config, options, modules)
     res = run_shard(k, items, set(seen), batch_size=batch_size)
     _write_shard(dest, k, res.data)
     return k, res.done, res.rejects
 
 
-def _map_shards(batch: dict, *, recipe_config: dict, options: dict, batch_size: int, dest: str) -> dict:
+def _map_shards(batch: dict, *, recipe_config: dict, options: dict, batch_size: int, dest: str,
+                modules: tuple[str, ...] = ()) -> dict:
     """Ray Data ``map_batches`` function: each row is one shard (its index and its items' object ref)."""
     import ray
 
     out: dict[str, list] = {"k": [], "done": [], "rejects": []}
     for k, ref in zip(batch["k"], batch["items"]):
-        _, done, rejects = _shard_task(int(k), ray.get(ref), set(), recipe_config, options, batch_size, dest)
+        _, done, rejects = _shard_task(int(k), ray.get(ref), set(), recipe_config, options, batch_size, dest,
+                                       modules)
         out["k"].append(int(k))
         out["done"].append(json.dumps(done, ensure_ascii=False))
         out["rejects"].append(rejects)
@@ -163,7 +166,7 @@ def _connect(address: str | None, workers: int) -> bool:
 
 def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_ids: set[int], recipe_config: dict,
                options: dict, batch_size: int, workers: int, address: str | None, strict: bool,
-               progress: _Progress) -> Stats:
+               progress: Progress, modules: tuple[str, ...] = ()) -> Stats:
     """Augment ``items`` (this rank's, not yet done, in position order) on Ray; mark each shard done in ``out``
     in shard order; return the run's stats. ``seen_ids`` (digests of the ids written by shards done before)
     grows with every shard marked."""
@@ -190,7 +193,8 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
         ctx.enable_progress_bars = False  # the run's own progress line says it (and Ray's bars would interleave)
         logging.getLogger("ray.data").setLevel(logging.ERROR)
         ds = ray.data.from_items([{"k": k, "items": ref} for k, ref in refs.items()], override_num_blocks=len(refs))
-        kwargs = {"recipe_config": recipe_config, "options": options, "batch_size": batch_size, "dest": dest}
+        kwargs = {"recipe_config": recipe_config, "options": options, "batch_size": batch_size, "dest": dest,
+                  "modules": modules}
         ds = ds.map_batches(_map_shards, batch_size=1, num_cpus=1, fn_kwargs=kwargs)
         order = sorted(refs)
         arrived: dict[int, tuple[dict, str]] = {}
@@ -201,17 +205,17 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
             while i < len(order) and order[i] in arrived:  # completion records in shard order
                 k = order[i]
                 done, rejects = arrived.pop(k)
-                digests = [_id_digest(x) for x in done["ids"]]
+                digests = [id_digest(x) for x in done["ids"]]
                 taken = {d for d in digests if d in seen_ids}
                 if taken:  # ids written by an earlier shard: run it again as a one-process run sees it
                     _, done, rejects = ray.get(redo.remote(k, refs[k], taken, recipe_config, options, batch_size,
-                                                           dest))
-                    digests = [_id_digest(x) for x in done["ids"]]
+                                                           dest, modules))
+                    digests = [id_digest(x) for x in done["ids"]]
                 stats = Stats.from_json(done["stats"])
                 if strict and stats.rejected:
-                    raise AugmentError(_strict_message([json.loads(line) for line in rejects.splitlines()]))
-                if not remote and not (out / _shard_name(k)).exists():
-                    raise AugmentError(f"{out / _shard_name(k)} was written on another machine of the cluster, "
+                    raise AugmentError(strict_message([json.loads(line) for line in rejects.splitlines()]))
+                if not remote and not (out / shard_name(k)).exists():
+                    raise AugmentError(f"{out / shard_name(k)} was written on another machine of the cluster, "
                                        "where this folder is a different one: on several machines give --out on "
                                        "object storage (s3://..., gs://...) or on a filesystem every node mounts")
                 seen_ids.update(digests)
@@ -230,7 +234,7 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
             ray.shutdown()
         if not remote:
             for k in refs:  # shards written but not marked done (a stop part-way): --resume rewrites them
-                (out / _shard_name(k)).unlink(missing_ok=True)
+                (out / shard_name(k)).unlink(missing_ok=True)
             for f in out.glob("shard-*.arrow.*.tmp"):  # left by a worker killed while writing (its retry wrote
                 f.unlink(missing_ok=True)              # the shard under its own temporary name)
         refs.clear()

@@ -25,14 +25,20 @@ __all__ = [
     "register",
     "registry",
     "get_transform",
+    "load_plugins",
+    "ENTRY_POINT_GROUP",
+    "modules_of",
+    "import_modules",
     "from_config",
     "to_config",
+    "Combinator",
     "Sequence",
     "OneOf",
     "SomeOf",
     "Sometimes",
     "run",
     "replay",
+    "restorable",
     "SlotRng",
     "FAMILIES",
     "check_probability",
@@ -76,23 +82,86 @@ def register(cls: type[Transform]) -> type[Transform]:
     return cls
 
 
+#: The entry-point group through which packages register transform families: each entry names a module whose
+#: import registers its transforms (``@register``) or one :class:`Transform` class. hsa's own pyproject.toml
+#: declares the built-in families here (``tool = "transforms.tool"``, ...); docs/writing-transforms.md shows a
+#: third-party package doing the same. The registry loads the group on its first lookup; the core never imports
+#: a family itself.
+ENTRY_POINT_GROUP = "hsa.transforms"
+
+_PLUGINS = {"loaded": False, "loading": False}
+
+
+def load_plugins() -> None:
+    """Load every entry point of :data:`ENTRY_POINT_GROUP` once (the first :func:`registry` lookup calls it).
+
+    An entry that fails to import raises ``ImportError`` naming the entry, its distribution and what to do; the
+    next lookup tries again. Importing a family module yourself (``import transforms``) registers it too: that
+    is how a source checkout that was never installed, which has no entry points, loads the built-in families.
+    """
+    if _PLUGINS["loaded"] or _PLUGINS["loading"]:  # loading: a plugin module that looks a name up while imported
+        return
+    from importlib.metadata import entry_points
+
+    _PLUGINS["loading"] = True
+    try:
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+            try:
+                obj = ep.load()
+            except Exception as exc:
+                dist = getattr(ep.dist, "name", None) or "an installed package"
+                raise ImportError(
+                    f"entry point {ep.name} = {ep.value!r} of group {ENTRY_POINT_GROUP!r} (declared by {dist}) failed "
+                    f"to load: {type(exc).__name__}: {exc}. Fix or reinstall that package (pip install -e . in its "
+                    f"source folder), or uninstall it") from exc
+            if isinstance(obj, type) and issubclass(obj, Transform):
+                register(obj)
+        _PLUGINS["loaded"] = True
+    finally:
+        _PLUGINS["loading"] = False
+
+
 def registry() -> dict[str, type[Transform]]:
-    """All registered transforms by name (the built-in families are loaded on first use)."""
-    _load_builtin_families()
+    """All registered transforms by name (the entry points of :data:`ENTRY_POINT_GROUP` are loaded on first use)."""
+    load_plugins()
     return dict(sorted(_REGISTRY.items()))
-
-
-def _load_builtin_families() -> None:
-    import transforms  # noqa: F401  (registers every built-in family)
 
 
 def get_transform(name: str) -> type[Transform]:
     """The transform class registered as ``name``."""
     reg = registry()
     if name not in reg:
+        family = name.split(".")[0]
+        if family in FAMILIES and family != "meta" and not any(n.split(".")[0] == family for n in reg):
+            raise KeyError(  # a built-in family that was never loaded
+                f"unknown transform {name!r}: no transform of the {family!r} family is registered. The built-in "
+                f"families register through the entry-point group {ENTRY_POINT_GROUP!r}, which an installed hsa "
+                "declares; a source checkout used through PYTHONPATH alone, or an install older than the group, has "
+                "none: run `pip install -e .` in the checkout, or `import transforms` before the lookup (the `hsa` "
+                "command loads them itself)")
         close = [n for n in reg if n.split(".")[0] == name.split(".")[0]] or list(reg)
         raise KeyError(f"unknown transform {name!r}; registered: {', '.join(close)}")
     return reg[name]
+
+
+def modules_of(transform: Transform) -> list[str]:
+    """The modules that define the transforms of a tree (combinators included), sorted: importing them in another
+    process (a pool or Ray worker) registers every transform the tree names, whatever that process's entry points
+    (:func:`import_modules`)."""
+    out = {type(transform).__module__}
+    if isinstance(transform, Combinator):
+        for c in transform.children():
+            out.update(modules_of(c))
+    return sorted(out)
+
+
+def import_modules(names: list[str] | tuple[str, ...]) -> None:
+    """Import ``names`` (from :func:`modules_of`), skipping ``__main__``: a worker's half of :func:`modules_of`."""
+    import importlib
+
+    for name in names:
+        if name != "__main__":
+            importlib.import_module(name)
 
 
 class Transform:
@@ -275,11 +344,11 @@ def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Recor
     skipped: list[tuple[str, str]] = []
     out = _run(transform, record, rng, applied, skipped)
     if applied:
-        out = _restorable(record, out)
+        out = restorable(record, out)
     return out, applied, skipped
 
 
-def _restorable(source: Record, variant: Record) -> Record:
+def restorable(source: Record, variant: Record) -> Record:
     """``variant`` with the ``restore`` step that makes canonicalize give ``source`` back exactly (invariant 8)."""
     from hsa.rewrite import with_restore
 
@@ -287,7 +356,7 @@ def _restorable(source: Record, variant: Record) -> Record:
 
 
 def _run(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
-    if isinstance(t, _Combinator):
+    if isinstance(t, Combinator):
         return t._run(record, rng, applied, skipped)
     return _run_leaf(t, record, rng, applied, skipped)
 
@@ -302,7 +371,7 @@ def replay(record: Record | dict, applications: list[dict]) -> Record:
 
         record = normalize(record)
     out = _replay(record, applications)
-    return _restorable(record, out) if applications else out
+    return restorable(record, out) if applications else out
 
 
 def _replay(record: Record, applications: list[dict]) -> Record:
@@ -315,7 +384,11 @@ def _replay(record: Record, applications: list[dict]) -> Record:
 # --------------------------------------------------------------------------- combinators
 
 
-class _Combinator(Transform):
+class Combinator(Transform):
+    """Base class of the combinators (:class:`Sequence`, :class:`OneOf`, :class:`SomeOf`, :class:`Sometimes`): a
+    transform whose params are the leaf applications its children made. ``issubclass(cls, Combinator)`` tells
+    them from the leaves of the registry."""
+
     family: ClassVar[str] = "meta"
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
@@ -345,7 +418,7 @@ class _Combinator(Transform):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class Sequence(_Combinator):
+class Sequence(Combinator):
     """Apply every child in order."""
 
     name: ClassVar[str] = "meta.sequence"
@@ -362,7 +435,7 @@ class Sequence(_Combinator):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class OneOf(_Combinator):
+class OneOf(Combinator):
     """Apply one child, drawn with ``weights`` (equal by default)."""
 
     name: ClassVar[str] = "meta.one_of"
@@ -389,7 +462,7 @@ class OneOf(_Combinator):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class SomeOf(_Combinator):
+class SomeOf(Combinator):
     """Apply ``n`` distinct children drawn at random (an int, or ``[lo, hi]`` inclusive), in recipe order."""
 
     name: ClassVar[str] = "meta.some_of"
@@ -421,7 +494,7 @@ class SomeOf(_Combinator):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class Sometimes(_Combinator):
+class Sometimes(Combinator):
     """Apply the child with probability ``p``."""
 
     name: ClassVar[str] = "meta.sometimes"

@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The built-in families register through the entry-point group hsa.transforms of an installed hsa. The suite also
+# runs from a checkout whose environment holds another checkout's install (or one older than the group), so it
+# loads them itself; tests/test_entry_points.py checks the entry-point path in fresh interpreters.
+import transforms  # noqa: F401,E402
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "livestream" / "trajectories.jsonl"
 

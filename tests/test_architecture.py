@@ -140,40 +140,12 @@ KNOWN_CYCLES: list[list[str]] = [
     [
         'hsa.sandbox', 'hsa.verify',
     ],
-    [
-        'hsa.transform', 'transforms', 'transforms.hook', 'transforms.prompt', 'transforms.skill',
-        'transforms.tool',
-    ],
-    [
-        'hsa', 'hsa.pipeline', 'hsa.ray_engine',
-    ],
-    [
-        'trainers.rl', 'trainers.rollout',
-    ],
-    [
-        'hsa.evaluation.cli', 'trainers.eval',
-    ],
 ]
 KNOWN_UPWARD: list[str] = [
-    'hsa.transform imports transforms',
 ]
 KNOWN_PRIVATE: list[str] = [
-    'hsa.ray_engine takes hsa.pipeline._Progress',
-    'hsa.ray_engine takes hsa.pipeline._id_digest',
-    'hsa.ray_engine takes hsa.pipeline._init_worker',
-    'hsa.ray_engine takes hsa.pipeline._shard_name',
-    'hsa.ray_engine takes hsa.pipeline._strict_message',
-    'hsa.testing takes hsa.transform._Combinator',
-    'hsa.testing.checks takes hsa.transform._restorable',
-    'trainers.eval takes hsa.evaluation.cli._summary',
-    'trainers.eval takes hsa.evaluation.report._round',
-    'trainers.eval takes trainers.rl._strip_bos',
-    'trainers.rollout takes hsa.environment._hook_message_indices',
-    'trainers.rollout takes hsa.environment._text',
-    'trainers.rollout takes trainers.rl._strip_bos',
 ]
 KNOWN_LONG: list[str] = [
-    'hsa.testing',
 ]
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.entry_points_support import env_with, installed_checkout
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "writing-transforms.md"
 _BLOCK = re.compile(r"```python\n# file: (?P<name>[\w.]+)\n(?P<body>.*?)```", re.S)
@@ -28,7 +29,7 @@ def test_doc_example_runs_and_its_tests_pass(tmp_path):
     """The extracted example and its tests pass under pytest in a fresh process (the hsa plugin gives hsa_records)."""
     for name, body in _files().items():
         (tmp_path / name).write_text(body, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = env_with(tmp_path, installed_checkout(tmp_path / "install"))  # this checkout, as installed
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -256,7 +256,7 @@ def test_replay_property_over_generated_records():
     generator checks a replacement reply against the first refusing hook only)."""
     from hypothesis import HealthCheck, given, note, settings
 
-    from hsa.environment import _text
+    from hsa.environment import content_text as _text
     from hsa.testing import records
 
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))

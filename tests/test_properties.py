@@ -39,14 +39,14 @@ from hsa.testing import (
     tools,
 )
 from hsa.testing.checks import hooks_checker
-from hsa.transform import Sequence, _Combinator, from_config, registry, replay, run
+from hsa.transform import Combinator, Sequence, from_config, registry, replay, run
 from hsa.verify import calls_of, check_record, validator_for
 from tests.conftest import FIXTURES
 from tests.transform_table import NOT_ON_FIXTURES, TABLE
 
 REGISTRY = registry()
 NAMES = sorted(REGISTRY)
-LEAVES = [n for n in NAMES if not issubclass(REGISTRY[n], _Combinator) and n in TABLE]
+LEAVES = [n for n in NAMES if not issubclass(REGISTRY[n], Combinator) and n in TABLE]
 FIXTURE_RECORDS = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines()]
 
 #: Examples per hypothesis test: the profile's number (30 by default, 500 thorough).

@@ -10,7 +10,7 @@ from hsa import _json
 from hsa.pipeline import rng_for
 from hsa.recipes import load_recipe, recipe_from_dict
 from hsa.records import normalize
-from hsa.transform import _Combinator, registry, run
+from hsa.transform import Combinator, registry, run
 from tests.conftest import FIXTURES
 
 #: Leaves whose apply shares the unchanged parts of the record with its input.
@@ -58,7 +58,7 @@ def isolated(monkeypatch):
     def patch(cls):
         orig = cls.apply
         monkeypatch.setattr(cls, "apply", lambda self, record, params: _json.copy(orig(self, _json.copy(record), params)))
-    return lambda: [patch(cls) for name, cls in registry().items() if not issubclass(cls, _Combinator)]
+    return lambda: [patch(cls) for name, cls in registry().items() if not issubclass(cls, Combinator)]
 
 
 def _variants(recipe, sources) -> list[str]:

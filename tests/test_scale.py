@@ -324,7 +324,7 @@ def test_progress_total_counts_every_input_kind(tmp_path, fixture_lines):
     import datasets
 
     from hsa.io import InputSource
-    from hsa.pipeline import _count_items
+    from hsa.pipeline.executor import count_items
 
     plain = tmp_path / "a.jsonl"
     plain.write_text("\n".join(fixture_lines[:3]) + "\n\n")  # the blank line is no record
@@ -333,8 +333,8 @@ def test_progress_total_counts_every_input_kind(tmp_path, fixture_lines):
     ds.to_parquet(str(tmp_path / "b.parquet"))
     ds.save_to_disk(str(tmp_path / "c"))
     sources = [InputSource.resolve(p) for p in (plain, tmp_path / "b.parquet", tmp_path / "c")]
-    assert _count_items(sources) == 3 + 5 + 5
-    assert _count_items(sources + [InputSource("owner/name", "hub")]) is None
+    assert count_items(sources) == 3 + 5 + 5
+    assert count_items(sources + [InputSource("owner/name", "hub")]) is None
 
 
 def test_aborting_a_shard_after_it_was_closed_keeps_it(tmp_path):

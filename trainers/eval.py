@@ -140,7 +140,7 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
 
     The first prompt with tools also checks that the template renders them."""
     from trainers.common import check_template_renders_harness
-    from trainers.rl import _strip_bos
+    from trainers.render import strip_bos
 
     def render(messages, tools, generation=False):
         def go(msgs):
@@ -160,7 +160,7 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
             check_template_renders_harness(render, {"messages": messages, "tools": p["tools"]}, where=p["id"])
             checked = True
         try:
-            texts.append(_strip_bos(tokenizer, render(messages, p["tools"], True)))
+            texts.append(strip_bos(tokenizer, render(messages, p["tools"], True)))
         except Exception as exc:  # noqa: BLE001  (templates raise their own exception types)
             raise TrainerInputError(f"prompt {p['id']}: the chat template cannot render it ({type(exc).__name__}: "
                                     f"{exc}); --chat-compat may help (split_parallel_calls, alnum9_call_ids, "
@@ -300,16 +300,16 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
         report["ifeval"] = evaluate_instructions(gen, tokenizer, None, rows=ifeval_rows)
         report["ifeval"]["source"] = "google/IFEval"
     report["results"] = results
-    from hsa.evaluation.report import _round
+    from hsa.evaluation.report import round_floats
 
-    report = _round(report)
+    report = round_floats(report)
     write_report(report, out, md=md, png=plot)
     return report
 
 
 def make_parser() -> argparse.ArgumentParser:
     """The options of ``hsa eval run`` under ``python -m trainers.eval``."""
-    from hsa.evaluation.cli import add_common_options, add_run_options, add_score_options
+    from hsa.evaluation.options import add_common_options, add_run_options, add_score_options
 
     p = argparse.ArgumentParser(prog="python -m trainers.eval", description=__doc__.splitlines()[0])
     add_common_options(p)
@@ -319,14 +319,15 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    from hsa.evaluation.cli import parse_run_args
+    from hsa.evaluation.options import parse_run_args
 
     return parse_run_args(make_parser(), sys.argv[1:] if argv is None else list(argv))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from hsa.evaluation.cli import _summary, run_kwargs
+    from hsa.evaluation.options import run_kwargs
     from hsa.evaluation.prompts import EvalInputError
+    from hsa.evaluation.report import summary_text
 
     args = _parse(argv)
     try:
@@ -334,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (EvalInputError, *run_error_types()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(_summary(report), file=sys.stderr)
+    print(summary_text(report), file=sys.stderr)
     log(f"report written to {args.out}")
     return 0
 

@@ -37,6 +37,7 @@ from trainers.common import (
     template_compat,
     to_chat,
 )
+from trainers.render import strip_bos
 
 __all__ = ["RLArguments", "build_prompts", "build_dataset", "reward_functions", "reward_weights", "main",
            "DEFAULT_LEARNING_RATE", "HAT_DEFAULTS", "HAT_REWARD_WEIGHTS", "SINGLE_TURN_REWARDS", "MULTI_TURN_REWARDS"]
@@ -178,14 +179,6 @@ def _lookup(table: dict, name: str, default: float) -> float:
     return table.get(name, table.get(name.removesuffix("_reward"), default))
 
 
-def _strip_bos(tokenizer, text: str) -> str:
-    """Rendered prompts are tokenized again by GRPO with special tokens: drop a BOS the template wrote."""
-    bos = tokenizer.bos_token
-    if bos and text.startswith(bos) and tokenizer("", add_special_tokens=True)["input_ids"]:
-        return text[len(bos):]
-    return text
-
-
 def _select(turns: list[int], train: list[bool], messages: list[dict], mode: str) -> list[int]:
     turns = [i for i in turns if train[i]]
     if mode == "first":
@@ -234,7 +227,7 @@ def build_prompts(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_pr
                 continue
             text = tokenizer.apply_chat_template(prefix, tools=chat["tools"], add_generation_prompt=True,
                                                  tokenize=False)
-            text = _strip_bos(tokenizer, text)
+            text = strip_bos(tokenizer, text)
             if max_prompt_length is not None and len(tokenizer(text, add_special_tokens=False)["input_ids"]) \
                     > max_prompt_length:
                 too_long += 1

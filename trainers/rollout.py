@@ -63,7 +63,7 @@ def build_episodes(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_p
     """The episodes of ``rows``: one per user turn (``turns``: all, first or last) that an assistant answers."""
     from hsa.environment import episode_starts, read_record
     from trainers.common import check_template_renders_harness, to_chat
-    from trainers.rl import _strip_bos
+    from trainers.render import strip_bos
 
     if turns not in ("all", "first", "last"):
         raise TrainerInputError(f"--turns {turns} does not apply to --rollout multi_turn, where an episode plays a "
@@ -87,7 +87,7 @@ def build_episodes(rows: Iterable[dict], tokenizer, *, turns: str = "all", max_p
         for start in starts:
             text = tokenizer.apply_chat_template(chat["messages"][:start], tools=chat["tools"],
                                                  add_generation_prompt=True, tokenize=False)
-            text = _strip_bos(tokenizer, text)
+            text = strip_bos(tokenizer, text)
             if max_prompt_length is not None and \
                     len(tokenizer(text, add_special_tokens=False)["input_ids"]) > max_prompt_length:
                 too_long += 1
@@ -445,11 +445,11 @@ class MultiTurnRollout:
 
 def _question(env) -> str:
     """The user message the episode answers (for the rollout log)."""
-    from hsa.environment import _hook_message_indices, _text
+    from hsa.environment import content_text, hook_message_indices
 
-    hooked = _hook_message_indices(env.record)
+    hooked = hook_message_indices(env.record)
     for i in range(env.start - 1, -1, -1):
         m = env.record["messages"][i]
         if m.get("role") == "user" and i not in hooked:
-            return _text(m.get("content"))
+            return content_text(m.get("content"))
     return ""

@@ -18,7 +18,7 @@ from hsa.evaluation.prompts import EvalInputError, Item, collect, paused_gc
 from hsa.evaluation.scoring import STRING_MATCH, score_turn
 
 __all__ = ["read_predictions", "score", "score_items", "group", "bootstrap_ci", "paired_ci", "dumps",
-           "to_markdown", "plot", "write_report", "METRICS"]
+           "to_markdown", "plot", "write_report", "METRICS", "round_floats", "summary_text"]
 
 #: Per-prompt score keys and the report field each one is averaged into.
 METRICS = {"call": "call_accuracy", "name": "name_accuracy", "argument": "argument_accuracy",
@@ -261,13 +261,14 @@ def group(results: Sequence[dict], *, seed: int = 0, reps: int = 1000, label: st
     return out
 
 
-def _round(value: Any) -> Any:
+def round_floats(value: Any) -> Any:
+    """``value`` with every float rounded to 6 digits (a report's numbers, stable across platforms)."""
     if isinstance(value, float):
         return round(value, 6) + 0.0
     if isinstance(value, dict):
-        return {k: _round(v) for k, v in value.items()}
+        return {k: round_floats(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_round(v) for v in value]
+        return [round_floats(v) for v in value]
     return value
 
 
@@ -380,11 +381,38 @@ def _score(data, predictions, *, turns, max_prompts, fmt, string_match, held_out
         report["paired"] = compare(results, other, seed=seed, reps=bootstrap, name=str(compare_to)
                                    if not isinstance(compare_to, dict) else "")
     report["results"] = results
-    return _round(report)
+    return round_floats(report)
+
+
+def summary_text(report: dict) -> str:
+    """A report in a few lines for the terminal: call accuracy per group, the gap, the problems found."""
+
+    def pct(g):
+        v = (g or {}).get("call_accuracy")
+        return "–" if v is None else f"{100 * v:.1f}%"
+
+    parts = [f"canonical {pct(report.get('canonical'))} (n={report['canonical']['n']})",
+             f"variants {pct(report.get('variants'))} (n={report['variants']['n']})"]
+    if "held_out" in report:
+        parts.append(f"held-out {pct(report['held_out'])} (n={report['held_out']['n']})")
+    gap = report.get("gap") or {}
+    if gap.get("call_accuracy") is not None:
+        parts.append(f"gap {100 * gap['call_accuracy']:+.1f} points, 95% CI "
+                     f"[{100 * gap['ci95'][0]:+.1f}, {100 * gap['ci95'][1]:+.1f}]")
+    pr = report["problems"]
+    bad = {k: v["n"] for k, v in pr.items() if isinstance(v, dict) and v.get("n") and k != "formats"}
+    line = "call accuracy: " + ", ".join(parts)
+    if bad:
+        line += "\nproblems: " + ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in bad.items()) + \
+            " (named in the report's 'problems')"
+    if pr["unknown_ids"]["n"] and pr["missing"]["n"]:
+        line += ("\nhint: predictions with ids that are not prompts, and prompts without predictions: were the "
+                 "prompts written with other --turns / --max-prompts than score was given?")
+    return line
 
 
 def _version() -> str:
-    from hsa import __version__
+    from hsa._version import __version__
 
     return __version__
 

@@ -218,12 +218,12 @@ def check_transform(transform, record: Any, seed: int = 0, *, params: dict | Non
     itself is not valid (its calls must validate before a variant can).
     """
     from hsa.pipeline import rng_for
-    from hsa.transform import Applied, _restorable, run
+    from hsa.transform import Applied, restorable, run
 
     def go():
         if params is None:
             return run(transform, src, rng_for(seed, src["id"], 1))
-        out = _restorable(src, transform.apply(src, _json.copy(params)))  # as run() does
+        out = restorable(src, transform.apply(src, _json.copy(params)))  # as run() does
         return out, [Applied(transform.name, transform.config(), params)], []
 
     src = _as_record(record)

@@ -1,0 +1,169 @@
+"""What every engine runs: a process set up to augment (the recipe built once, its transforms imported), the work
+of a batch of input lines, the whole work of one shard, and the progress line.
+
+The local engine (:mod:`hsa.pipeline.local`) calls :func:`work` in this process or in a pool's workers; the Ray
+engine (:mod:`hsa.ray_engine`) calls :func:`run_shard` in a task. Both write what :func:`run_shard` gives, so
+they write the same bytes.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from hsa.io import InputLine
+from hsa.pipeline.record import Result, Stats, augment_record
+from hsa.pipeline.shards import ShardOutput, ShardWriter
+from hsa.transform import import_modules
+
+__all__ = ["GC_THRESHOLDS", "init_worker", "work", "batches", "run_shard", "Progress", "count_items"]
+
+_WORKER: dict[str, Any] = {}
+
+
+#: Garbage-collector thresholds while augmenting. The caches of analyses, parses and hook results
+#: make a large, long-lived heap; with the default (700, 10, 10) full collections walk it about
+#: every 70,000 allocations, which cost about 15% of the run. Records are freed by reference
+#: counting, so collecting cycles less often changes what is kept only briefly.
+GC_THRESHOLDS = (10_000, 10, 10)
+
+
+def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules: tuple[str, ...] = ()) -> None:
+    """Set up a process to run :func:`work`: this one (``pool`` false) or a worker of the run's pool. ``modules``
+    (:func:`hsa.transform.modules_of` the recipe) are imported first, so a worker started afresh (spawn, Ray) has
+    every transform of the recipe registered, entry points or not."""
+    from hsa.recipes import recipe_from_dict
+
+    if pool:
+        _pool_worker_signals()
+    import_modules(modules)
+    gc.set_threshold(*GC_THRESHOLDS)
+    _WORKER["recipe"] = recipe_from_dict(recipe_config)
+    _WORKER["options"] = options
+    if "exec_hooks" in options:
+        from hsa.sandbox import set_execution
+
+        set_execution(options["exec_hooks"])
+
+
+def _pool_worker_signals() -> None:
+    """A pool worker leaves Ctrl-C to the parent (which stops the pool and keeps the finished shards), and on
+    Linux ends quietly when the parent dies (a kill -9 or the OOM killer) instead of failing to send results."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        parent = os.getppid()
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the parent died before the call
+            os._exit(1)
+
+
+def work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
+    from hsa.io import encode_row
+
+    recipe, options = _WORKER["recipe"], _WORKER["options"]
+    out = []
+    for item in batch:
+        res = augment_record(item, recipe, **options)
+        memo: dict = {}  # values shared by the record's rows are encoded once
+        out.append((item.pos, res, [encode_row(r, memo) for r in res.rows]))
+        res.rows = []
+    return out
+
+
+def batches(items: Iterable[InputLine], size: int) -> Iterator[list[InputLine]]:
+    batch: list[InputLine] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def run_shard(k: int, items: Iterable[InputLine], seen_ids: set[int] | None = None, *,
+              batch_size: int = 16) -> ShardOutput:
+    """Shard ``k``'s whole work in this process (set up by :func:`init_worker`): its input items, in
+    position order, through :func:`augment_record`, encoded as the local engine writes them; nothing is
+    written. ``seen_ids`` holds the digests of the source ids written before this shard (a repeat becomes a
+    'duplicate id' reject, as in a one-process run); the shard's own ids are added to it."""
+    shard = ShardWriter(None, k, slot=_WORKER["options"].get("harness_pool", 0) > 0)
+    seen = set() if seen_ids is None else seen_ids
+    for batch in batches(items, batch_size):
+        for _, res, encoded in work(batch):
+            shard.add(res, encoded, seen)
+    done, rejects = shard.close()
+    return ShardOutput(k, shard.file.data, rejects, done)
+
+
+class Progress:
+    """records/s, rows/s, rejects and ETA on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool, total: int | None = None):
+        self.enabled = enabled
+        self.total = total
+        self.start = time.monotonic()
+        self.last = 0.0
+
+    def update(self, stats: Stats, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self.last < 0.5:
+            return
+        self.last = now
+        dt = max(now - self.start, 1e-9)
+        rate = stats.input_records / dt
+        eta = ""
+        if self.total and rate > 0:
+            left = max(self.total - stats.input_records, 0) / rate
+            eta = f", ETA {int(left // 60)}m{int(left % 60):02d}s"
+        done = f"{stats.input_records}/{self.total}" if self.total else f"{stats.input_records}"
+        sys.stderr.write(f"\r{done} records ({rate:.0f}/s), {stats.rows_written} rows ({stats.rows_written / dt:.0f}/s), "
+                         f"{stats.rejected} rejected, {stats.variants_failed} variants failed{eta}   ")
+        if force:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def count_items(sources) -> int | None:
+    """Input items for the progress line's ETA: JSONL lines counted, Parquet and ``datasets`` folders from their
+    metadata (None for a hub dataset, which streams)."""
+    from hsa.io import iter_lines
+
+    total = 0
+    for s in sources:
+        if s.kind == "jsonl":
+            total += sum(1 for _ in iter_lines(s.spec))
+        elif s.kind == "json":  # counting the elements would parse the whole array once more
+            return None
+        elif s.kind == "parquet":
+            from hsa.io import parquet_file
+
+            total += parquet_file(s.spec).metadata.num_rows
+        elif s.kind == "dataset":
+            import pyarrow as pa
+
+            try:
+                state = json.loads((Path(s.spec) / "state.json").read_text(encoding="utf-8"))
+                for f in state.get("_data_files", ()):
+                    with pa.memory_map(str(Path(s.spec) / f["filename"])) as src:
+                        total += sum(batch.num_rows for batch in pa.ipc.open_stream(src))
+            except (OSError, ValueError, KeyError, pa.ArrowInvalid):  # a folder laid out otherwise: no ETA
+                return None
+        else:
+            return None
+    return total

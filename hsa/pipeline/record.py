@@ -1,0 +1,336 @@
+"""Per-record work: everything that happens to one input line, as a pure function any worker may run.
+
+Read -> normalise -> check the source -> for each variant index: its rng (from (seed, record id, variant index)
+alone, or, with a harness-variant pool of K slots, its slot from them and its harness-level draws from (seed,
+digest of the record's harness, slot)) -> sample and apply the recipe -> verify -> the output row. What a line
+produced is a :class:`Result` (rows, rejects, counters); :mod:`hsa.pipeline.shards` writes it and
+:mod:`hsa.pipeline.executor` runs it in a worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+from collections import Counter
+from typing import Any
+
+from hsa import _json
+from hsa.io import InputLine, parse_line
+from hsa.mapping import Mapping
+from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
+from hsa.transform import SlotRng, Transform, run
+from hsa.verify import check_record, check_variant
+
+__all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "Stats", "Result",
+           "source_row", "CALL_ARGUMENTS", "augment_record", "canonicalize_record"]
+
+
+def rng_for(seed: int, record_id: str, variant: int) -> random.Random:
+    """The rng of one variant: a function of (seed, record id, variant index) only."""
+    digest = hashlib.sha256(f"hsa\x00{seed}\x00{record_id}\x00{variant}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))
+
+
+#: ``--harness-pool`` when none is given: the harness variants each distinct harness gets (docs/performance.md
+#: says why this many). 0 draws every variant's harness afresh, as before the pool.
+DEFAULT_HARNESS_POOL = 8
+
+
+def slot_for(seed: int, record_id: str, variant: int, pool: int) -> int:
+    """The pool slot in [0, pool) of variant ``variant`` (1-based): a function of (seed, record id, variant index)
+    only. A record's variants take the slots of one permutation of the pool drawn from (seed, record id), so its
+    first ``pool`` variants are distinct harness variants (drawn independently, 4 variants of a pool of 8 would
+    repeat a slot in 59% of the records) and later ones cycle through them again."""
+    digest = hashlib.sha256(f"hsa-slot\x00{seed}\x00{record_id}".encode()).digest()
+    order = list(range(pool))
+    random.Random(int.from_bytes(digest[:16], "big")).shuffle(order)
+    return order[(variant - 1) % pool]
+
+
+def harness_digest(record: Record) -> str:
+    """The digest of a record's harness part: tools, skills, the skill tool, hooks and the prompt's structure
+    (its sections without their bodies, which are per-record content, and its template)."""
+    prompt = record.get("prompt")
+    if isinstance(prompt, dict):
+        prompt = {**prompt, "sections": [{k: v for k, v in s.items() if k != "body"} if isinstance(s, dict) else s
+                                         for s in prompt.get("sections") or ()]}
+    part = [record["tools"], record.get("skills"), record["skill_tool"], record.get("hooks"), prompt]
+    return hashlib.blake2b(_json.dumps(part).encode(), digest_size=16).hexdigest()
+
+
+def slot_rng(seed: int, digest: str, slot: int, trajectory: random.Random) -> SlotRng:
+    """The rng of pool slot ``slot`` of the harness with ``digest`` (:func:`harness_digest`); trajectory-level
+    leaves draw from ``trajectory`` (:class:`hsa.transform.SlotRng`)."""
+    key = hashlib.sha256(f"hsa-pool\x00{seed}\x00{digest}\x00{slot}".encode()).digest()
+    return SlotRng(int.from_bytes(key[:16], "big"), trajectory)
+
+
+@dataclasses.dataclass
+class Stats:
+    """Counters of one run, mergeable with ``+`` (datatrove style)."""
+
+    input_records: int = 0
+    sources_written: int = 0
+    rejected: int = 0
+    rows_written: int = 0
+    variants_failed: int = 0
+    unchanged_variants: int = 0
+    task_changing_variants: int = 0  # written variants whose mapping has an opaque step (e.g. tool.irrelevance)
+    reject_reasons: Counter = dataclasses.field(default_factory=Counter)
+    variant_failures: Counter = dataclasses.field(default_factory=Counter)
+    applied: Counter = dataclasses.field(default_factory=Counter)
+    skipped: Counter = dataclasses.field(default_factory=Counter)  # (transform, reason) -> n
+    failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
+    converted: Counter = dataclasses.field(default_factory=Counter)  # input layout converted on reading -> records
+    unread_calls: int = 0  # records whose assistant text calls a tool in a layout the readers do not know
+    hooks_not_replayed: Counter = dataclasses.field(default_factory=Counter)  # "hook: why" -> records
+
+    def __add__(self, other: Stats) -> Stats:
+        out = Stats()
+        for f in dataclasses.fields(self):
+            setattr(out, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return out
+
+    def to_json(self) -> dict:
+        """Every counter as JSON (a completion record); :meth:`from_json` reads it back."""
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name in ("skipped", "failed"):
+                v = {f"{k[0]}\x00{k[1]}": n for k, n in v.items()}
+            out[f.name] = dict(sorted(v.items())) if isinstance(v, dict) else v
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> Stats:
+        out = cls()
+        for f in dataclasses.fields(cls):
+            v = data.get(f.name, getattr(out, f.name))
+            if f.name in ("skipped", "failed"):
+                v = {tuple(k.split("\x00", 1)): n for k, n in v.items()}
+            setattr(out, f.name, Counter(v) if isinstance(getattr(out, f.name), Counter) else v)
+        return out
+
+    def to_dict(self) -> dict:
+        """The manifest's view: counts, reasons, and per transform and per family: applied, skipped and failed
+        (variants not written because they failed verification with the transform applied, or because it
+        raised), each with its reasons."""
+        per_transform: dict[str, dict] = {}
+
+        def entry(name: str) -> dict:
+            return per_transform.setdefault(name, {"applied": 0, "skipped": {}, "failed": {}})
+
+        for name, n in sorted(self.applied.items()):
+            entry(name)["applied"] = n
+        for (name, reason), n in sorted(self.skipped.items()):
+            entry(name)["skipped"][reason] = n
+        for (name, reason), n in sorted(self.failed.items()):
+            entry(name)["failed"][reason] = n
+        families: dict[str, dict] = {}
+        for name, t in sorted(per_transform.items()):
+            f = families.setdefault(_family_of(name), {"applied": 0, "skipped": 0, "failed": 0})
+            f["applied"] += t["applied"]
+            f["skipped"] += sum(t["skipped"].values())
+            f["failed"] += sum(t["failed"].values())
+        return {
+            "counts": {"input_records": self.input_records, "sources_written": self.sources_written,
+                       "rejected": self.rejected, "rows_written": self.rows_written,
+                       "variants_failed": self.variants_failed, "unchanged_variants": self.unchanged_variants,
+                       "task_changing_variants": self.task_changing_variants},
+            "reject_reasons": dict(sorted(self.reject_reasons.items())),
+            "variant_failures": dict(sorted(self.variant_failures.items())),
+            "converted_layouts": dict(sorted(self.converted.items())),
+            "records_with_unread_calls": self.unread_calls,
+            "hooks_not_replayed": dict(sorted(self.hooks_not_replayed.items())),
+            "families": dict(sorted(families.items())),
+            "transforms": per_transform,
+        }
+
+
+def _family_of(name: str) -> str:
+    """The family of the transform registered as ``name`` (a name no longer registered: its prefix)."""
+    from hsa.transform import registry
+
+    cls = registry().get(name)
+    return getattr(cls, "family", None) or name.split(".", 1)[0]
+
+
+@dataclasses.dataclass
+class Result:
+    """What one input line produced: rows in order, rejects, and the line's stats."""
+
+    rows: list[dict]
+    rejects: list[dict]
+    stats: Stats
+    source_id: str | None = None
+    where: tuple[str, int] | None = None  # (input, line)
+
+
+def source_row(record: Record, variant: int, applied: list[dict]) -> dict:
+    """The output row of ``record`` (a source or a variant)."""
+    row = denormalize(record)
+    source_id = record["_fmt"].get("source_id", record["id"]) if variant == 0 and record["transforms"] else record["id"]
+    row["id"] = f"{record['id']}/{variant}"
+    row = {"id": row.pop("id"), "source_id": source_id, "variant": variant, **row}
+    row["transforms"] = list(record["transforms"]) + applied
+    row["mapping"] = Mapping(record["mapping"]).to_dict()
+    row["notes"] = list(record["notes"])
+    extra = {k: v for k, v in row.items() if k not in _KNOWN}
+    for k in extra:
+        del row[k]
+    row["extra"] = extra or None
+    return row
+
+
+_KNOWN = {"id", "source_id", "variant", "messages", "tools", "skills", "skill_tool", "prompt", "hooks",
+          "hook_events", "meta", "transforms", "mapping", "notes"}
+
+
+def _reject(item: InputLine, reason: str, detail: str, record_id: str | None = None, variant: int | None = None) -> dict:
+    out: dict[str, Any] = {"input": item.path, "line": item.line}
+    if record_id is not None:
+        out["id"] = record_id
+    if variant is not None:
+        out["variant"] = variant
+    out["reason"] = reason
+    out["detail"] = detail
+    return out
+
+
+#: How tool-call arguments are written: as each record had them, or all as JSON objects or all as JSON strings.
+CALL_ARGUMENTS = ("keep", "object", "string")
+
+
+def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: int,
+                   keep_original: bool, exec_hooks: bool = True, call_arguments: str = "object",
+                   harness: dict | None = None, harness_pool: int = 0, strict_hooks: bool = False) -> Result:
+    """Everything that happens to one input line; pure, so any worker may run it.
+
+    ``exec_hooks`` runs invariant 7 (hooks replayed in the sandbox, :func:`hsa.sandbox.check_hooks`).
+    A source hook that cannot run on its own payloads (:func:`hsa.sandbox.not_replayed`) is counted
+    (``hooks_not_replayed``) and noted on each of the record's rows, or, with ``strict_hooks``, rejects
+    the record. ``call_arguments`` (:data:`CALL_ARGUMENTS`) sets the form tool-call arguments are written in.
+    ``harness`` (``--tools FILE``, :func:`hsa.records.read_harness_file`) supplies the harness of a row without one.
+    ``harness_pool`` K > 0 draws each variant's harness-level params for its pool slot (:func:`slot_for`,
+    :func:`slot_rng`) and writes the slot in a ``slot`` column (None on the source row); 0 draws them per record.
+    """
+    stats = Stats(input_records=1)
+    try:
+        raw = parse_line(item)
+        source = normalize(raw, harness=harness)
+        if call_arguments != "keep":
+            source["_fmt"]["args"] = call_arguments
+    except RecordError as exc:
+        stats.rejected = 1
+        stats.reject_reasons[exc.reason] += 1
+        return Result([], [_reject(item, exc.reason, exc.detail)], stats)
+    for layout in converted_layouts(source["notes"]):
+        stats.converted[layout] += 1
+    stats.unread_calls += any(n.startswith(UNREAD_CALL_NOTE) for n in source["notes"])
+    violations = check_record(source)
+    if violations:
+        stats.rejected = 1
+        stats.reject_reasons[violations[0].reason] += 1
+        detail = "; ".join(v.detail for v in violations[:3])
+        return Result([], [_reject(item, violations[0].reason, detail, source["id"])], stats)
+    stuck: dict[str, str] = {}
+    if exec_hooks and source.get("hooks"):
+        from hsa.sandbox import NOT_REPLAYED_NOTE, not_replayed
+
+        stuck = not_replayed(source)
+        for name, why in stuck.items():
+            stats.hooks_not_replayed[f"{name}: {why}"] += 1
+        if stuck and strict_hooks:
+            stats.rejected = 1
+            stats.reject_reasons["hook not replayed"] += 1
+            detail = "; ".join(f"{n!r}: {w}" for n, w in stuck.items())
+            return Result([], [_reject(item, "hook not replayed", detail[:1000], source["id"])], stats)
+    marks = [f"{NOT_REPLAYED_NOTE}{n!r}: {w}" for n, w in stuck.items()] if stuck else []
+    rows: list[dict] = []
+    rejects: list[dict] = []
+    if keep_original:
+        rows.append(_marked(source_row(source, 0, []), marks))
+        if harness_pool:
+            rows[-1]["slot"] = None
+    digest = harness_digest(source) if harness_pool else None
+    unchanged = None
+    for k in range(1, variants + 1):
+        rng = rng_for(seed, source["id"], k)
+        if harness_pool:
+            slot = slot_for(seed, source["id"], k, harness_pool)
+            rng = slot_rng(seed, digest, slot, rng)
+        try:
+            variant, applied, skipped = run(recipe, source, rng)
+        except Exception as exc:  # a transform bug must not take the run down: count it
+            reason = f"transform error: {type(exc).__name__}"
+            stats.variants_failed += 1
+            stats.variant_failures[reason] += 1
+            if getattr(exc, "hsa_transform", None):
+                stats.failed[(exc.hsa_transform, reason)] += 1
+            rejects.append(_reject(item, reason, str(exc)[:500], source["id"], k))
+            continue
+        for name, why in skipped:
+            stats.skipped[(name, why)] += 1
+        if variant is source:  # nothing applied: the source itself, checked above (invariant 5)
+            problems = []
+        else:  # the check hsa validate runs on every variant row (3 holds by construction; tested)
+            problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
+        if problems:
+            stats.variants_failed += 1
+            key = f"{problems[0].invariant}: {problems[0].reason}"
+            stats.variant_failures[key] += 1
+            for name in dict.fromkeys(a.name for a in applied):
+                stats.failed[(name, key)] += 1
+            rejects.append(_reject(item, key, "; ".join(p.detail for p in problems[:3])[:1000], source["id"], k))
+            continue
+        for a in applied:
+            stats.applied[a.name] += 1
+        if not applied:
+            stats.unchanged_variants += 1
+        if not Mapping(variant["mapping"][len(source["mapping"]):]).task_preserving:
+            stats.task_changing_variants += 1
+        if variant is source and not applied:  # the source's row under this variant's id: denormalised once
+            if unchanged is None:
+                unchanged = source_row(source, k, [])
+            row = {**unchanged, "id": f"{source['id']}/{k}", "variant": k}
+        else:
+            row = source_row(variant, k, [a.to_json() for a in applied])
+        rows.append(_marked(row, marks))
+        if harness_pool:
+            rows[-1]["slot"] = slot
+    if rows:
+        stats.sources_written = 1
+        stats.rows_written = len(rows)
+    else:
+        stats.rejected = 1
+        stats.reject_reasons["every variant failed verification"] += 1
+        rejects.append(_reject(item, "every variant failed verification",
+                               f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
+    return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+
+
+def _marked(row: dict, notes: list[str]) -> dict:
+    """``row`` with ``notes`` added to its notes (the marks of hooks that were not replayed)."""
+    if notes:
+        row["notes"] = row["notes"] + notes
+    return row
+
+
+def canonicalize_record(raw: dict) -> dict:
+    """An output row (or any record with a ``mapping``) mapped back to its source record.
+
+    Tool, parameter and skill names, argument paths and values return to the source
+    harness everywhere (schemas, calls, texts, hooks), and the mapping's ``restore`` step
+    puts back what no inverse carries (descriptions, order, added tools and parameters,
+    prompt, skills, hooks, messages): for a task-preserving variant the result is its
+    source record. A task-changing variant (``tool.irrelevance``) gets its names back only.
+    """
+    from hsa.rewrite import canonicalize
+
+    rec = canonicalize(normalize(raw))
+    rec["transforms"] = []
+    out = denormalize(rec)
+    if raw.get("source_id") is not None:
+        out["id"] = raw["source_id"]
+    return out
