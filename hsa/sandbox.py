@@ -777,7 +777,7 @@ _SOURCE_KEYS = ("tools", "skills", "skill_tool", "messages", "hook_events", "hoo
 
 
 def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloads: int = 96) -> list:
-    """Invariant 7 for ``variant`` made from ``source`` (internal records): a list of :class:`hsa.verify.Violation`.
+    """Invariant 7 for ``variant`` made from ``source`` (internal records): a list of :class:`hsa.violations.Violation`.
 
     Each hook of the variant runs on the mapped payloads — the recorded hook events
     and payloads generated from the source's tool schemas, trajectory and skills —
@@ -789,7 +789,7 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     harness, a trajectory and a mapping are checked once; the generated payloads are
     cached by the source's digest, so the variants of one record make them once.
     """
-    from hsa.verify import Violation
+    from hsa.violations import Violation
 
     if not execute or not execution_enabled():
         return []
@@ -881,7 +881,7 @@ def _payloads_for(source: dict, hook: dict, source_digest: bytes, limit: int) ->
 
 def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, steps: list,
                  max_payloads: int, source_digest: bytes) -> list:
-    from hsa.verify import Violation
+    from hsa.violations import Violation
 
     reworded = set()
     for note in variant.get("notes", [])[len(source.get("notes", [])):]:

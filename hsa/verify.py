@@ -7,7 +7,6 @@ they never raise on bad data.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import traceback
 from typing import Any
 
@@ -17,21 +16,10 @@ from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
 from hsa.rewrite import text_fields
+from hsa.violations import Violation
 
 __all__ = ["Violation", "check_record", "check_variant", "check_consistency", "validator_for", "quick_valid", "calls_of",
            "clip", "error_detail", "leaf_params"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Violation:
-    """One broken invariant: which, a short stable reason, and where."""
-
-    invariant: str  # "validity" | "round-trip" | "closure" | "consistency" | "identity" | "determinism" | "hooks"
-    reason: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"[{self.invariant}] {self.reason}: {self.detail}"
 
 
 _VALIDATORS = _cache.lru("verify.validators", 32 << 20)  # compiled once per distinct schema, bounded by bytes
