@@ -92,7 +92,7 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
 
     docs = tmp_path / "docs"
     budget = ["train_records=3", "eval_records=2", "sft_steps=1", "sft_batch=1", "sft_max_length=4096",
-              "opd_steps=1", "opd_batch=2", "opd_completion=4", "rl_steps=1", "rl_generations=2",
+              "opd_steps=1", "opd_batch=2", "opd_completion=4", "rl_steps=1", "rl_generations=2", "rl_turns=2",
               "rl_completion=4", "eval_new_tokens=4", "instructions=2", "layer_check=1"]
     argv = ["--out", str(tmp_path / "run"), "--quick", "--model", str(tiny_model), "--docs", str(docs),
             "--device", "cpu", *[a for b in budget for a in ("--set", b)]]
@@ -116,6 +116,9 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     evals = [c for c in commands if c["stage"].startswith("eval ")]
     assert len(evals) == 1 + 4 * len(results["seeds"])
     assert all(c["command"].startswith("hsa eval run ") and "--held-out prompt" in c["command"] for c in evals)
+    rl = [c for c in commands if c["stage"].startswith("hsa_sft_opd_rl ")]
+    assert rl and all("-m trainers.rl " in c["command"] and "--hat_defaults" in c["command"] for c in rl)
+    assert list((tmp_path / "run" / "models").glob("hsa_sft_opd_rl-s*/rollouts.jsonl"))  # multi-turn episodes ran
     # --render writes the text and plot again from results.json, with the same table
     again_docs = tmp_path / "again"
     assert main(["--render", str(docs / "results.json"), "--docs", str(again_docs)]) == 0
@@ -126,3 +129,6 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     assert main(argv) == 0
     again = [json.loads(line) for line in (tmp_path / "run" / "commands.jsonl").read_text().splitlines()]
     assert all(c["skipped"] for c in again[len(commands):])
+    # ...but only the plan that made the folder: another budget is refused before any stage runs
+    assert main([*argv, "--set", "sft_steps=3"]) == 2
+    assert len((tmp_path / "run" / "commands.jsonl").read_text().splitlines()) == len(again)

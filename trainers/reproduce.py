@@ -15,7 +15,8 @@
 3. Models, from the same base with the same SFT budget (steps x batch x max_length):
    ``base``; ``fixed_sft`` (SFT on the canonical train records); ``hsa_sft`` (SFT on original and
    variant rows); ``hsa_sft_opd`` (+ on-policy distillation on general prompts, teacher = base);
-   ``hsa_sft_opd_rl`` (+ HSA-RL, GRPO, single-turn prompts), once per training seed.
+   ``hsa_sft_opd_rl`` (+ HSA-RL: ``trainers.rl --hat_defaults``, multi-turn episodes inside the augmented
+   harness), once per training seed.
 4. Eval with ``hsa eval run`` per model: call accuracy under the canonical harness, seen-family
    variants and held-out-family variants, and instruction-following accuracy (prompt-level strict).
 5. Writes ``results.json``, ``results.md`` and ``results.png`` to ``--docs`` (default: ``DIR``).
@@ -59,29 +60,31 @@ PAPER = {"harness_variant_qa": {"fixed_sft": 75.4, "hat": 94.6}, "live_stream_qa
 class Plan:
     """Every size of the run (the budget), so a run is described by one object."""
 
-    train_records: int = 48
-    eval_records: int = 8
+    train_records: int = 96
+    eval_records: int = 16
     train_variants: int = 3
-    eval_variants: int = 2
+    eval_variants: int = 3
     seeds: tuple[int, ...] = (0, 1, 2)
     keep_layers: int | None = None
-    sft_steps: int = 10
-    sft_batch: int = 1
+    sft_steps: int = 64
+    sft_batch: int = 4
     sft_lr: float = 2e-4
     sft_max_length: int = 448
-    opd_steps: int = 2
+    opd_steps: int = 8
     opd_batch: int = 2
-    opd_lr: float = 5e-6
-    opd_completion: int = 32
-    rl_steps: int = 1
+    opd_lr: float = 1e-5
+    opd_completion: int = 48
+    rl_steps: int = 2
     rl_generations: int = 4
-    rl_lr: float = 2e-6
-    rl_completion: int = 32
+    rl_lr: float = 5e-6
+    rl_completion: int = 96
+    rl_turns: int = 3
+    rl_prompts: int = 8
     eval_prompts: int | None = None
-    eval_new_tokens: int = 80
+    eval_new_tokens: int = 96
     eval_batch: int = 32
     eval_turns: str = "first"
-    instructions: int | None = 10
+    instructions: int | None = 20
     held_out: tuple[str, ...] = ("prompt",)
     layer_check: int | None = 8
     data_seed: int = 0
@@ -90,8 +93,8 @@ class Plan:
 
 FULL = Plan()
 QUICK = Plan(train_records=8, eval_records=3, train_variants=1, eval_variants=1, seeds=(0,), sft_steps=2,
-             opd_steps=1, opd_completion=16, rl_steps=1, rl_generations=2, rl_completion=16, eval_new_tokens=40,
-             instructions=2, layer_check=None)
+             sft_batch=1, opd_steps=1, opd_completion=16, rl_steps=1, rl_generations=2, rl_completion=32, rl_turns=2,
+             rl_prompts=2, eval_new_tokens=40, instructions=2, layer_check=None)
 
 
 class ReproduceError(RuntimeError):
@@ -320,11 +323,11 @@ def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner
         rl = out / "models" / f"hsa_sft_opd_rl-s{seed}"
         runner.run(f"hsa_sft_opd_rl seed {seed}",
                    [py, "-m", "trainers.rl", "--model_name_or_path", str(opd), "--dataset", str(data["train_shards"]),
-                    "--turns", "calls", "--rewards", "tool_call", "format",
+                    "--hat_defaults", "--max_turns", str(plan.rl_turns),
                     "--num_generations", str(plan.rl_generations),
                     "--per_device_train_batch_size", str(plan.rl_generations), "--max_steps", str(plan.rl_steps),
                     "--learning_rate", str(plan.rl_lr), "--max_completion_length", str(plan.rl_completion),
-                    "--max_prompts", str(max(4, plan.rl_steps * 4)), *_common_run(rl, seed, device)],
+                    "--max_prompts", str(plan.rl_prompts), *_common_run(rl, seed, device)],
                    rl / "config.json")
         models["hsa_sft_opd_rl"][seed] = str(rl)
     return models
@@ -472,10 +475,7 @@ def _markdown(r: dict[str, Any]) -> str:
               f"- on-policy distillation (`hsa_sft_opd`): {plan['opd_steps']} steps x {plan['opd_batch']} general "
               f"prompts (half of the bundled instructions; the other half is the eval), {plan['opd_completion']} "
               f"sampled tokens, reverse KL to the base, learning rate {plan['opd_lr']}.",
-              f"- HSA-RL (`hsa_sft_opd_rl`): GRPO, {plan['rl_steps']} steps x 1 prompt x {plan['rl_generations']} "
-              f"completions of {plan['rl_completion']} tokens, rewards tool_call + format, learning rate "
-              f"{plan['rl_lr']}. Rollouts are single-turn (`trainers.rl` today; multi-turn rollouts are being added "
-              "separately), so RL here is a light single-turn polish, not the paper's multi-turn stage.",
+              _rl_line(plan),
               f"- eval: `hsa eval run --turns {plan['eval_turns']}` (the first assistant turn of every eval row"
               + (f", at most {plan['eval_prompts']} prompts" if plan['eval_prompts'] else "") +
               f"), {plan['eval_new_tokens']} new tokens, greedy. The base model is not trained, so it is evaluated "
@@ -500,6 +500,20 @@ def _markdown(r: dict[str, Any]) -> str:
               "python -m trainers.reproduce --out runs/repro --model YOUR_MODEL_DIR --keep-layers 0 --device cuda",
               "```", "", "The commands each stage ran are in `OUT/commands.jsonl`.", ""]
     return "\n".join(lines)
+
+
+def _rl_line(plan: dict[str, Any]) -> str:
+    if plan.get("rl_turns"):  # multi-turn episodes inside the augmented harness (trainers.rl --hat_defaults)
+        return (f"- HSA-RL (`hsa_sft_opd_rl`): `trainers.rl --hat_defaults` (multi-turn episodes played inside each "
+                "row's harness, original or variant, hooks live; GSPO; rewards episode_calls, episode_skill, "
+                f"episode_hooks, episode_format, episode_turns), {plan['rl_steps']} steps x 1 episode x "
+                f"{plan['rl_generations']} rollouts of at most {plan['rl_turns']} assistant turns and "
+                f"{plan['rl_completion']} tokens, from the first {plan['rl_prompts']} episodes of the train shards, "
+                f"learning rate {plan['rl_lr']}.")
+    return (f"- HSA-RL (`hsa_sft_opd_rl`): GRPO, {plan['rl_steps']} steps x 1 prompt x {plan['rl_generations']} "
+            f"completions of {plan['rl_completion']} tokens, rewards tool_call + format, learning rate "
+            f"{plan['rl_lr']}. Rollouts are single-turn, so RL here is a light single-turn polish, not the paper's "
+            "multi-turn stage.")
 
 
 def _cut_line(cut: dict[str, Any] | None) -> list[str]:
@@ -640,6 +654,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    # a work folder resumes only the plan that made it: a finished stage of another budget must not be reused
+    plan_path = out / "plan.json"
+    wanted = json.loads(json.dumps({**dataclasses.asdict(plan), "model": args.model}))
+    if plan_path.exists():
+        made = json.loads(plan_path.read_text(encoding="utf-8"))
+        changed = sorted(k for k in set(made) | set(wanted) if made.get(k) != wanted.get(k))
+        if changed:
+            diff = ", ".join(f"{k}: {made.get(k)!r} there, {wanted.get(k)!r} now" for k in changed)
+            print(f"error: {out} was made by another plan ({diff}); resume with the same options or use a new --out",
+                  file=sys.stderr)
+            return 2
+    else:
+        plan_path.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
     docs = Path(args.docs) if args.docs else out
     runner = Runner(out)
     machine = _machine(device)
@@ -696,8 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "eval_n": first["n"],
         "layer_cut": cut,
         "stage_seconds": {k: round(v, 1) for k, v in runner.timings.items()},
-        "notes": ["base is not trained: it is evaluated once, so its lists have one value",
-                  "RL rollouts are single-turn (trainers.rl --rollout multi_turn was not available)"],
+        "notes": ["base is not trained: it is evaluated once, so its lists have one value"],
     }
     results["findings"] = findings(models, results["plan"])
     paths = write_results(results, docs)
