@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 from hsa.recipes import load_recipe, recipe_to_dict
@@ -21,8 +22,10 @@ NO_ENTRY_POINTS = ("import importlib.metadata as md\n"
 
 
 def _python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=env or env_with())
+    # not from the checkout: `python -c` puts the working folder first on sys.path, and a checkout holds the
+    # hsa.egg-info of its editable install, whose metadata would then shadow the stand-in of env_with
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tempfile.gettempdir(),
+                          capture_output=True, text=True, timeout=120, env=env or env_with())
 
 
 def test_pyproject_declares_each_builtin_family_module():
@@ -145,6 +148,6 @@ def test_the_catalogue_generator_loads_the_builtins_without_entry_points():
     """docs/gen_catalogue.py catalogues the built-in families with no entry points declared (it wrote a
     catalogue of the combinators alone)."""
     code = NO_ENTRY_POINTS + ("import runpy, sys\nsys.argv = ['gen_catalogue.py', '--check']\n"
-                              "runpy.run_path('docs/gen_catalogue.py', run_name='__main__')\n")
+                              f"runpy.run_path({str(ROOT / 'docs' / 'gen_catalogue.py')!r}, run_name='__main__')\n")
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
