@@ -66,7 +66,7 @@ class Plan:
     eval_variants: int = 3
     seeds: tuple[int, ...] = (0, 1, 2)
     keep_layers: int | None = None
-    sft_steps: int = 64
+    sft_steps: int = 48
     sft_batch: int = 4
     sft_lr: float = 2e-4
     sft_max_length: int = 448
