@@ -438,13 +438,19 @@ def _rewrite_calls(record: Record, step: dict) -> None:
             fn["name"], fn["arguments"] = new["name"], new["arguments"]
 
 
-def rename_tools(record: Record, renames: dict[str, str]) -> Record:
-    """Rename tools everywhere (schemas, calls, tool results, skill tool, texts, hooks) and record the step."""
+def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) -> Record:
+    """Rename tools everywhere (schemas, calls, tool results, skill tool, texts, hooks) and record the step.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy)."""
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
-        return clone(record)
+        return clone(record) if copy else record
     skip = _schema_skipper(renames)  # a schema that names no renamed tool is shared, not copied
-    out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and skip(t["parameters"]))
+    before = _hook_harness(record)
+    if copy:
+        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and skip(t["parameters"]))
+        skip_texts = lambda schema: id(schema) in shared  # noqa: E731
+    else:  # the skip test holds on any state of a schema: no renamed name in its JSON, no text it changes
+        out, skip_texts = record, skip
     step = {"op": "tools", "map": dict(renames)}
     for t in out["tools"]:
         t["name"] = renames.get(t["name"], t["name"])
@@ -454,8 +460,8 @@ def rename_tools(record: Record, renames: dict[str, str]) -> Record:
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    _map_texts(out, _token_renamer(renames), lambda schema: id(schema) in shared)
-    _sync_hooks(out, step, _hook_harness(record))
+    _map_texts(out, _token_renamer(renames), skip_texts)
+    _sync_hooks(out, step, before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -571,23 +577,29 @@ def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
                 sub[key] = renames.get(sub[key], sub[key])
 
 
-def rename_skills(record: Record, renames: dict[str, str]) -> Record:
-    """Rename skills everywhere (definitions, skill-tool arguments and schema values, texts, hooks) and record the step."""
+def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True) -> Record:
+    """Rename skills everywhere (definitions, skill-tool arguments and schema values, texts, hooks) and record the step.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy)."""
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
-        return clone(record)
+        return clone(record) if copy else record
     skip = _schema_skipper(renames)  # shared: schemas that name no renamed skill, but the skill tool's (its values)
     st_name = record["skill_tool"]["name"]
-    out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and t["name"] != st_name
-                                         and skip(t["parameters"]))
+    before = _hook_harness(record)
+    if copy:
+        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and t["name"] != st_name
+                                             and skip(t["parameters"]))
+        skip_texts = lambda schema: id(schema) in shared  # noqa: E731
+    else:  # the skip test holds on any state of a schema (the skill tool's after its values are renamed too)
+        out, skip_texts = record, skip
     st = out["skill_tool"]
     step = {"op": "skills", "map": dict(renames), "tool": st["name"], "argument": st["argument"]}
     for s in out.get("skills") or ():
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    _map_texts(out, _token_renamer(renames), lambda schema: id(schema) in shared)
-    _sync_hooks(out, step, _hook_harness(record))
+    _map_texts(out, _token_renamer(renames), skip_texts)
+    _sync_hooks(out, step, before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -647,18 +659,38 @@ def _check_mapping_names(record: Record, mapping) -> None:
 def undo(record: Record, n: int) -> Record:
     """``record`` with the last ``n`` steps of its mapping undone (their inverses applied, newest first), and those
     steps removed from its mapping. A ``restore`` step puts back what the steps after it could not."""
+    return _undo(record, n, owned=False)
+
+
+def _undo(record: Record, n: int, *, owned: bool) -> Record:
+    """:func:`undo`; ``owned``: ``record`` is the caller's own copy, which this may rewrite and return.
+
+    The record is copied once (not at all when owned) and each inverse step rewrites that copy in place
+    where its applier can (tool, skill and parameter renames); the other appliers copy what they change."""
     from hsa.mapping import Mapping
 
     steps = record["mapping"][len(record["mapping"]) - n:] if n else []
     _check_mapping_names(record, Mapping(steps))
-    out = record
+    kept = list(record["mapping"][:len(record["mapping"]) - n])
+    out = record if owned else clone(record)
     for step in Mapping(steps).inverse().steps:
         if step["op"] == "opaque":
             continue
-        out = apply_step(out, step)
-    out = clone(out)
-    out["mapping"] = list(record["mapping"][:len(record["mapping"]) - n])
+        out = _apply_step_in_place(out, step)
+    out["mapping"] = kept
     return out
+
+
+def _apply_step_in_place(record: Record, step: dict) -> Record:
+    """:func:`apply_step` on a record the caller owns: renames rewrite it in place, other steps copy what they change."""
+    op = step["op"]
+    if op == "tools":
+        return rename_tools(record, step["map"], copy=False)
+    if op == "skills":
+        return rename_skills(record, step["map"], copy=False)
+    if op == "params" and not step.get("kind") and all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
+        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in step["paths"]}, copy=False)
+    return apply_step(record, step)
 
 
 def canonicalize(record: Record) -> Record:
@@ -687,7 +719,7 @@ def with_restore(source: Record, variant: Record) -> Record:
     if not Mapping(steps).task_preserving:
         return variant
     try:
-        back = undo(_as_written(variant), len(steps))
+        back = _undo(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
     p = _patch.diff(content_of(back), content_of(source))
