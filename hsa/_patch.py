@@ -34,10 +34,32 @@ _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 _LONG = 64  # strings at least this long are patched by edits, shorter ones replaced
 
 
+def _identical(a: Any, b: Any) -> bool:
+    """True only where :func:`same` is (False says nothing): the values compare equal (C speed) and write the
+    same JSON, which tells ``1`` / ``1.0`` / ``True`` and key orders apart. NaN is equal to itself there but not
+    in :func:`same`, and JSON writes it as ``null``: a text holding ``null`` and a ``nan`` in its repr is left
+    to the walk."""
+    try:
+        if a != b:
+            return False
+        da = _json.dumps_bytes(a)
+        if da != _json.dumps_bytes(b):
+            return False
+    except (TypeError, ValueError):  # ints beyond 64 bits, lone surrogates: the walk decides
+        return False
+    return b"null" not in da or "nan" not in repr(a)
+
+
 def same(a: Any, b: Any) -> bool:
     """Exact JSON equality: types (``1`` is not ``1.0`` or ``True``), and the key order of every object."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, (dict, list)) and _identical(a, b):
+        return True
+    return _same(a, b)
+
+
+def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list):
@@ -53,6 +75,8 @@ def diff(a: Any, b: Any) -> dict | None:
     """The patch that makes ``a`` into ``b`` (None when they are the same)."""
     if type(a) is not type(b):
         return _value(b)
+    if isinstance(a, (dict, list)) and _identical(a, b):
+        return None
     if isinstance(a, dict):
         changed = {}
         for k, v in b.items():
@@ -88,14 +112,16 @@ def _diff_list(a: list, b: list) -> dict | None:
         if len(changed) * 2 <= len(b) or len(b) < 3:
             at = set(changed)
             return {"l": [[j, diff(a[j], b[j])] if j in at else j for j in range(len(b))]}
+    # candidates for an exact match, bucketed by their JSON text: two values that are the same write the same text
+    # (types, key order, -0.0 and 0.0 too), so the buckets hold every match the walk would find, in index order
     exact: dict[str, list[int]] = {}
     for i, x in enumerate(a):
-        exact.setdefault(_json.canonical(x), []).append(i)
+        exact.setdefault(_json.dumps(x), []).append(i)
     used: set[int] = set()
     items: list = [None] * len(b)
     left = []
     for j, y in enumerate(b):
-        cands = [i for i in exact.get(_json.canonical(y), ()) if i not in used]
+        cands = [i for i in exact.get(_json.dumps(y), ()) if i not in used]
         match = next((i for i in cands if i == j and same(a[i], y)), None)
         if match is None:
             match = next((i for i in cands if same(a[i], y)), None)

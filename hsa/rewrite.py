@@ -772,14 +772,14 @@ def undo_last(record: Record, n: int) -> Record:
 
 
 def _apply_restore(record: Record, step: dict) -> Record:
-    out = clone(record)
-    if "patch" in step:
-        for k in CONTENT_KEYS:
-            out.pop(k, None)  # type: ignore[misc]
+    if "patch" in step:  # the content is made afresh by the patch: copy the rest only
+        out = {k: _json.copy(v) for k, v in record.items() if k not in CONTENT_KEYS}
         restored = _patch.patch(content_of(record), step["patch"])
         for k in CONTENT_KEYS:  # the keys in their usual place
             if k in restored:
                 out[k] = restored[k]  # type: ignore[literal-required]
+    else:
+        out = clone(record)
     if "fmt" in step:
         out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}),
                        **_json.copy(step["fmt"])}
