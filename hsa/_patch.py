@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from hsa import _json
+from hsa import cache as _cache
 
 __all__ = ["diff", "patch", "same"]
 
@@ -98,10 +99,24 @@ def diff(a: Any, b: Any) -> dict | None:
     if a == b:
         return None
     if isinstance(a, str) and len(a) >= _LONG and len(b) >= _LONG // 2:
-        edits = _diff_str(a, b)
+        edits = _str_edits(a, b)
         if edits is not None:
             return {"s": edits}
     return _value(b)
+
+
+_EDITS = _cache.lru("patch.str_edits", 16 << 20)
+
+
+def _str_edits(a: str, b: str) -> list | None:
+    """:func:`_diff_str`, looked up by the pair of strings: a skill, a prompt section or a hook source and its
+    variant repeat across the records of a pool slot, and the line and word diffs are the costly part."""
+    key = _cache.digest(a, b)
+    hit = _EDITS.get(key)
+    if hit is None:
+        edits = _diff_str(a, b)
+        hit = _EDITS.put(key, (edits,), 200 + 2 * sum(len(e[2]) + 40 for e in edits or ()))
+    return None if hit[0] is None else [list(e) for e in hit[0]]
 
 
 def _diff_list(a: list, b: list) -> dict | None:
@@ -204,12 +219,14 @@ def _word_edits(a: str, b: str, start: int) -> list:
             if op != "equal"]
 
 
-def patch(a: Any, p: dict | None) -> Any:
-    """``a`` with patch ``p`` applied (a new value; ``a`` is not changed)."""
+def patch(a: Any, p: dict | None, *, share: bool = False) -> Any:
+    """``a`` with patch ``p`` applied (a new value; ``a`` is not changed). ``share``: what the patch keeps or sets
+    is not copied (the result shares it with ``a`` and ``p``: for a reader that changes nothing)."""
+    copy = _json.copy if not share else _same_value
     if p is None:
-        return _json.copy(a)
+        return copy(a)
     if "=" in p:
-        return _json.copy(p["="])
+        return copy(p["="])
     if "s" in p:
         if not isinstance(a, str):
             raise ValueError(f"a string patch applies to a string, not to {type(a).__name__}")
@@ -226,11 +243,11 @@ def patch(a: Any, p: dict | None) -> Any:
         res = []
         for item in p["l"]:
             if isinstance(item, int):
-                res.append(_json.copy(a[item]))
+                res.append(copy(a[item]))
             elif isinstance(item, list):
-                res.append(patch(a[item[0]], item[1]))
+                res.append(patch(a[item[0]], item[1], share=share))
             else:
-                res.append(patch(None, item))
+                res.append(patch(None, item, share=share))
         return res
     if "o" in p or "k" in p:
         if not isinstance(a, dict):
@@ -238,6 +255,10 @@ def patch(a: Any, p: dict | None) -> Any:
         changed = p.get("o", {})
         keys = p["k"] if "k" in p else list(a) + [k for k in changed if k not in a]
         # a listed key that ``a`` lacks and the patch does not set was a marker of the record in memory only
-        return {k: patch(a.get(k), changed[k]) if k in changed else _json.copy(a[k]) for k in keys
+        return {k: patch(a.get(k), changed[k], share=share) if k in changed else copy(a[k]) for k in keys
                 if k in changed or k in a}
     raise ValueError(f"not a patch: {_json.dumps(p)[:200]}")
+
+
+def _same_value(v: Any) -> Any:
+    return v

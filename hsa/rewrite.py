@@ -734,9 +734,7 @@ def with_restore(source: Record, variant: Record) -> Record:
     if _fmt_of(back) != fmt:  # how the source was written (a skill tool as a string, tools as a JSON string)
         step["fmt"] = fmt
     out["mapping"] = variant["mapping"][:k] + [step] + steps
-    restored = _apply_restore(back, step)
-    restored["mapping"] = list(back["mapping"])
-    _LAST_UNDO[:] = [out, len(steps) + 1, restored]
+    _LAST_UNDO[:] = [out, len(steps) + 1, _restored_view(back, step)]
     return out
 
 
@@ -769,6 +767,22 @@ def undo_last(record: Record, n: int) -> Record:
     if _LAST_UNDO and _LAST_UNDO[0] is record and _LAST_UNDO[1] == n:
         return _LAST_UNDO[2]
     return undo(record, n)
+
+
+def _restored_view(record: Record, step: dict) -> Record:
+    """What :func:`_apply_restore` (``record``, ``step``) gives, but for its mapping (``record``'s), sharing what the
+    patch keeps with ``record`` and the step: for :func:`undo_last`, whose reader changes nothing."""
+    out = {k: v for k, v in record.items() if k not in CONTENT_KEYS}
+    if "patch" in step:
+        restored = _patch.patch(content_of(record), step["patch"], share=True)
+        for k in CONTENT_KEYS:
+            if k in restored:
+                out[k] = restored[k]
+    else:
+        out.update(content_of(record))
+    if "fmt" in step:
+        out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}), **step["fmt"]}
+    return out  # type: ignore[return-value]
 
 
 def _apply_restore(record: Record, step: dict) -> Record:

@@ -155,3 +155,34 @@ def test_validators_told_apart_by_exact_schema():
     assert validator_for(floats).is_valid({"n": True})
     reordered = {"properties": {"n": {"const": 1}}, "type": "object"}
     assert validator_for(reordered).is_valid({"n": 1}) and not validator_for(reordered).is_valid({"n": 2})
+
+
+def test_string_edits_from_the_cache_are_the_edits_and_the_cache_is_bounded():
+    """patch.str_edits: a hit gives the uncached edits (a copy: changing it leaves the cache alone), and a stream
+    of distinct long strings stays within the byte budget."""
+    c = cache.caches().get("patch.str_edits")
+    assert c is not None
+    c.clear()
+    a = "The viewer asks about the price of item 42 before the live room closes tonight.\n" * 3
+    b = a.replace("price", "cost", 2)
+    want = _patch._diff_str(a, b)
+    first = _patch.diff(a, b)
+    assert first == {"s": want} and c.misses >= 1
+    first["s"][0][2] = "changed"
+    assert _patch.diff(a, b) == {"s": want} and c.hits >= 1
+    assert _patch.patch(a, _patch.diff(a, b)) == b
+    for i in range(3000):
+        _patch.diff(a + str(i), b + str(i))
+    assert c.bytes <= c.max_bytes
+
+
+def test_restored_view_is_what_the_restore_step_gives():
+    """with_restore keeps a shared view of the restored record for the check; it equals the applier's copy."""
+    from hsa.rewrite import _apply_restore, _as_written, _restored_view, content_of
+
+    source, variant = _variant()
+    restore = next(s for s in variant["mapping"] if s["op"] == "restore")
+    k = variant["mapping"].index(restore)
+    back = undo(_as_written(variant), len(variant["mapping"]) - k - 1)
+    assert _slow_same(content_of(_restored_view(back, restore)), content_of(_apply_restore(back, restore)))
+    assert _slow_same(content_of(_apply_restore(back, restore)), content_of(source))
