@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from hsa import _json
-from hsa import cache as _cache
 
-__all__ = ["diff", "patch", "same"]
+__all__ = ["diff", "patch", "same", "str_edits"]
 
 _KEYS = ("name", "id", "tool_call_id")
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
@@ -72,8 +72,9 @@ def _value(v: Any) -> dict:
     return {"=": _json.copy(v)}
 
 
-def diff(a: Any, b: Any) -> dict | None:
-    """The patch that makes ``a`` into ``b`` (None when they are the same)."""
+def diff(a: Any, b: Any, *, str_edits: Callable[[str, str], list | None] | None = None) -> dict | None:
+    """The patch that makes ``a`` into ``b`` (None when they are the same). ``str_edits(old, new)``: what
+    :func:`str_edits` gives (a caller's cache of it), for the long strings."""
     if type(a) is not type(b):
         return _value(b)
     if isinstance(a, (dict, list)) and _identical(a, b):
@@ -82,7 +83,7 @@ def diff(a: Any, b: Any) -> dict | None:
         changed = {}
         for k, v in b.items():
             if k in a:
-                sub = diff(a[k], v)
+                sub = diff(a[k], v, str_edits=str_edits)
                 if sub is not None:
                     changed[k] = sub
             else:
@@ -95,38 +96,24 @@ def diff(a: Any, b: Any) -> dict | None:
             out["k"] = list(b)
         return out
     if isinstance(a, list):
-        return _diff_list(a, b)
+        return _diff_list(a, b, str_edits)
     if a == b:
         return None
     if isinstance(a, str) and len(a) >= _LONG and len(b) >= _LONG // 2:
-        edits = _str_edits(a, b)
+        edits = (str_edits or _diff_str)(a, b)
         if edits is not None:
             return {"s": edits}
     return _value(b)
 
 
-_EDITS = _cache.lru("patch.str_edits", 16 << 20)
-
-
-def _str_edits(a: str, b: str) -> list | None:
-    """:func:`_diff_str`, looked up by the pair of strings: a skill, a prompt section or a hook source and its
-    variant repeat across the records of a pool slot, and the line and word diffs are the costly part."""
-    key = _cache.digest(a, b)
-    hit = _EDITS.get(key)
-    if hit is None:
-        edits = _diff_str(a, b)
-        hit = _EDITS.put(key, (edits,), 200 + 2 * sum(len(e[2]) + 40 for e in edits or ()))
-    return None if hit[0] is None else [list(e) for e in hit[0]]
-
-
-def _diff_list(a: list, b: list) -> dict | None:
+def _diff_list(a: list, b: list, str_edits) -> dict | None:
     if len(a) == len(b):  # mostly the same items in the same places: patch those that changed
         changed = [j for j, (x, y) in enumerate(zip(a, b)) if not same(x, y)]
         if not changed:
             return None
         if len(changed) * 2 <= len(b) or len(b) < 3:
             at = set(changed)
-            return {"l": [[j, diff(a[j], b[j])] if j in at else j for j in range(len(b))]}
+            return {"l": [[j, diff(a[j], b[j], str_edits=str_edits)] if j in at else j for j in range(len(b))]}
     # candidates for an exact match, bucketed by their JSON text: two values that are the same write the same text
     # (types, key order, -0.0 and 0.0 too), so the buckets hold every match the walk would find, in index order
     exact: dict[str, list[int]] = {}
@@ -154,7 +141,7 @@ def _diff_list(a: list, b: list) -> dict | None:
             items[j] = _value(y)
         else:
             used.add(i)
-            items[j] = [i, diff(a[i], y)]
+            items[j] = [i, diff(a[i], y, str_edits=str_edits)]
     return {"l": items}
 
 
@@ -169,6 +156,12 @@ def _keyed(a: list, y: Any, used: set[int]) -> int | None:
             if len(hits) == 1:
                 return hits[0]
     return None
+
+
+def str_edits(a: str, b: str) -> list | None:
+    """The edits a string patch of ``a`` into ``b`` holds (``[[start, end, text], ...]``), None when they save
+    nothing over the new value."""
+    return _diff_str(a, b)
 
 
 def _diff_str(a: str, b: str) -> list | None:

@@ -722,7 +722,7 @@ def with_restore(source: Record, variant: Record) -> Record:
         back = _undo(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
-    p = _patch.diff(content_of(back), content_of(source))
+    p = _patch.diff(content_of(back), content_of(source), str_edits=_str_edits)
     fmt = _fmt_of(source)
     if p is None and _fmt_of(back) == fmt:
         _LAST_UNDO[:] = [variant, len(steps), back]
@@ -736,6 +736,21 @@ def with_restore(source: Record, variant: Record) -> Record:
     out["mapping"] = variant["mapping"][:k] + [step] + steps
     _LAST_UNDO[:] = [out, len(steps) + 1, _restored_view(back, step)]
     return out
+
+
+def _str_edits(a: str, b: str) -> list | None:
+    """:func:`hsa._patch.str_edits`, looked up by the pair of strings (``patch.str_edits``, 16 MiB): a skill, a
+    prompt section or a hook source and its variant repeat across the records of a pool slot, and their line and
+    word diffs are the costly part of a patch. A hit is copied: the patch goes into the variant's mapping."""
+    from hsa import cache
+
+    c = cache.lru("patch.str_edits", 16 << 20)
+    key = cache.digest(a, b)
+    hit = c.get(key)
+    if hit is None:
+        edits = _patch.str_edits(a, b)
+        hit = c.put(key, (edits,), 200 + 2 * sum(len(e[2]) + 40 for e in edits or ()))
+    return None if hit[0] is None else [list(e) for e in hit[0]]
 
 
 def _as_written(record: Record) -> Record:
