@@ -15,6 +15,7 @@ from typing import Any
 
 from hsa.literals import plain_literals
 from hsa import _json, _patch
+from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY, _step_apply
 from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
 from hsa.records import Record, clone
@@ -360,6 +361,22 @@ def _param_keys(schema: Any, out: set[str]) -> None:
 
 def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
     """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``)."""
+    if prefix or not isinstance(schema, dict):
+        return _param_paths(schema, prefix)
+    try:  # the paths follow from the schema's JSON text (its keys and nesting): cached per text
+        key = _json.dumps_bytes(schema)
+    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits, a record built in code)
+        return _param_paths(schema, ())
+    hit = _PATHS.get(key)
+    if hit is None:
+        hit = _PATHS.put(key, tuple(_param_paths(schema, ())), 2 * len(key) + 200)
+    return list(hit)
+
+
+_PATHS = _lru("rewrite.param_paths", 8 << 20)
+
+
+def _param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
     out: list[tuple] = []
     if not isinstance(schema, dict):
         return out
@@ -367,10 +384,10 @@ def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
     if isinstance(props, dict):
         for k, sub in props.items():
             out.append(prefix + (k,))
-            out.extend(param_paths(sub, prefix + (k,)))
+            out.extend(_param_paths(sub, prefix + (k,)))
     items = schema.get("items")
     if isinstance(items, dict):
-        out.extend(param_paths(items, prefix + (ARRAY,)))
+        out.extend(_param_paths(items, prefix + (ARRAY,)))
     return out
 
 

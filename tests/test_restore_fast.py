@@ -188,3 +188,41 @@ def test_restored_view_is_what_the_restore_step_gives():
     back = undo(_as_written(variant), len(variant["mapping"]) - k - 1)
     assert _slow_same(content_of(_restored_view(back, restore)), content_of(_apply_restore(back, restore)))
     assert _slow_same(content_of(_apply_restore(back, restore)), content_of(source))
+
+
+def test_param_paths_from_the_cache_are_the_walk_and_the_callers_own():
+    """rewrite.param_paths: the cached paths equal the walk's, a caller may change its list, 1 and 1.0 (which
+    name no path) share an entry, and key order (which orders the paths) does not."""
+    from hsa.rewrite import _param_paths, param_paths
+
+    schema = {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": {"default": 1}}},
+                                               "a": {"type": "array", "items": {"properties": {"d": {}}}}}}
+    want = _param_paths(schema)
+    first = param_paths(schema)
+    assert first == want == [("b",), ("b", "c"), ("a",), ("a", "[]", "d")]
+    first.append(("x",))
+    assert param_paths(_json_copy(schema)) == want
+    flipped = {"type": "object", "properties": {"a": schema["properties"]["a"], "b": schema["properties"]["b"]}}
+    assert param_paths(flipped) == [("a",), ("a", "[]", "d"), ("b",), ("b", "c")]
+    assert param_paths(schema["properties"]["b"], ("b",)) == [("b", "c")]
+    assert param_paths({"properties": {"n": {"minimum": 2 ** 70}}}) == [("n",)]  # not JSON orjson writes: walked
+
+
+def test_tool_words_from_the_cache_are_the_words():
+    """transforms._domains.tool_words: the cached words equal the uncached ones, and a caller may change its dict."""
+    from transforms._domains import _tool_words, tool_words
+
+    tool = {"name": "search_flights", "description": "Find flights between two airports.",
+            "parameters": {"type": "object", "properties": {"origin": {"type": "string", "description": "IATA code",
+                                                                       "enum": ["JFK", "LHR"]}}}}
+    want = _tool_words(tool)
+    got = tool_words(tool)
+    assert got == want and "flight" in got["name"]
+    got["all"] = frozenset()
+    assert tool_words(_json_copy(tool)) == want
+
+
+def _json_copy(v):
+    import json
+
+    return json.loads(json.dumps(v))
