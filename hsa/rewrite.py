@@ -739,7 +739,7 @@ def with_restore(source: Record, variant: Record) -> Record:
         back = _undo(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
-    p = _patch.diff(content_of(back), content_of(source), str_edits=_str_edits)
+    p = _content_patch(content_of(back), content_of(source))
     fmt = _fmt_of(source)
     if p is None and _fmt_of(back) == fmt:
         _LAST_UNDO[:] = [variant, len(steps), back]
@@ -752,6 +752,42 @@ def with_restore(source: Record, variant: Record) -> Record:
         step["fmt"] = fmt
     out["mapping"] = variant["mapping"][:k] + [step] + steps
     _LAST_UNDO[:] = [out, len(steps) + 1, _restored_view(back, step)]
+    return out
+
+
+#: Content keys of the harness: their patches repeat across the records of a pool slot, so they are looked up.
+_HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
+
+
+def _content_patch(a: dict, b: dict) -> dict | None:
+    """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key looked up by (key, its
+    value in ``a``, in ``b``) (``patch.harness``): records of one harness and pool slot undo to the same harness,
+    whatever their trajectories. The same patch as the diff of the whole, key by key; a hit is the cached patch
+    itself, which the variants of the slot share in their ``restore`` steps (read only, like every mapping step)."""
+    from hsa import cache
+
+    c = cache.lru("patch.harness", 32 << 20)
+    changed = {}
+    for k, v in b.items():
+        if k not in a:
+            changed[k] = {"=": _json.copy(v)}
+            continue
+        if k in _HARNESS_KEYS:
+            key = cache.digest(k, a[k], v)
+            hit = c.get(key)
+            if hit is None:
+                hit = c.put(key, (_patch.diff(a[k], v, str_edits=_str_edits),))
+            sub = hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
+        else:
+            sub = _patch.diff(a[k], v, str_edits=_str_edits)
+        if sub is not None:
+            changed[k] = sub
+    reordered = list(a) != list(b)
+    if not changed and not reordered:
+        return None
+    out: dict = {"o": changed}
+    if reordered:
+        out["k"] = list(b)
     return out
 
 

@@ -226,3 +226,55 @@ def _json_copy(v):
     import json
 
     return json.loads(json.dumps(v))
+
+
+def test_content_patch_is_the_diff_of_the_whole_on_hits_too():
+    """with_restore's patch (harness keys looked up in patch.harness) is _patch.diff of the two contents, for
+    variants of records that share a harness (hits) and after the cache is emptied (misses)."""
+    import random
+
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.rewrite import _as_written, _content_patch, content_of
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    pairs = []
+    for rec in generate(6, seed=5, harnesses=2):
+        src = normalize(rec)
+        for k in range(3):
+            out, applied, _ = run(recipe, src, random.Random(k))  # the same draws on records of one harness
+            if applied:
+                n = len(out["mapping"]) - len(src["mapping"])
+                back = undo(_as_written(out), n - (1 if any(s["op"] == "restore" for s in out["mapping"]) else 0))
+                pairs.append((content_of(back), content_of(src)))
+    assert len(pairs) > 6
+    c = cache.lru("patch.harness", 32 << 20)
+    for rounds in range(2):
+        hits = c.hits
+        for a, b in pairs:
+            assert _content_patch(a, b) == _patch.diff(a, b)
+        if rounds == 0:
+            c.clear()
+    assert c.hits > hits
+
+
+def test_a_shared_restore_patch_is_not_changed_by_canonicalize():
+    """Variants of one slot share their harness patches: canonicalizing one (and changing what it gives) leaves
+    the patch, and so the other variants' canonical records, as they were."""
+    import random
+
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    srcs = [normalize(r) for r in generate(4, seed=8, harnesses=1)]
+    outs = [run(recipe, s, random.Random(3))[0] for s in srcs]
+    snapshot = [clone(o["mapping"]) for o in outs]
+    for o, s in zip(outs, srcs):
+        back = canonicalize(o)
+        assert _slow_same(back["tools"], s["tools"]) and _slow_same(back["messages"], s["messages"])
+        back["tools"][0]["name"] = "changed"
+        back["tools"].append({"name": "x"})
+    assert all(_slow_same(o["mapping"], m) for o, m in zip(outs, snapshot))
