@@ -554,7 +554,9 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
         fn = _param_text_renamer(leaf_renames, quoted)
         if isinstance(t.get("description"), str):
             t["description"] = fn(t["description"])
-        _map_schema_descriptions_in_place(t["parameters"], fn)
+        skip = _schema_skipper(unique)  # fn changes only texts holding an old name: none in the JSON, no walk
+        if skip is None or not skip(t["parameters"]):
+            _map_schema_descriptions_in_place(t["parameters"], fn)
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
         if arg in renames:
