@@ -777,8 +777,9 @@ def _content_patch(a: dict, b: dict) -> dict | None:
         if k in _HARNESS_KEYS:
             key = cache.digest(k, a[k], v)
             hit = c.get(key)
-            if hit is None:
-                hit = c.put(key, (_patch.diff(a[k], v, str_edits=_str_edits),))
+            if hit is None:  # sized by its JSON text (a walk of the patch would cost as much as a miss saves)
+                sub = _patch.diff(a[k], v, str_edits=_str_edits)
+                hit = c.put(key, (sub,), 3 * len(_json.dumps(sub)) + 200)
             sub = hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
         else:
             sub = _patch.diff(a[k], v, str_edits=_str_edits)
