@@ -17,7 +17,9 @@ Measures, in one run on this machine (every number is the median of ``--repeats`
   default_full_own       full-harness records, each with its own harness
   ============  ====================================================================
 
-  and the ratio of each to its own input's floor, measured in the same run;
+  and the ratio of each to its own input's floor, measured in the same run, in wall seconds and in CPU seconds
+  (user + system of the child and every process it waited for: the sandbox, the workers), which move much
+  less than wall seconds on a machine shared with other work; the load average is saved with each row;
 - 1 vs 2 workers with the default recipe on the full-harness shared input;
 - peak memory (max RSS of the largest process) at each of --memory-sizes records.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import statistics
@@ -83,11 +86,22 @@ def _shared_chunk(n: int, seed: int, harnesses: int) -> list[dict]:
     return [json.loads(json.dumps(make_record(rng, i, seed, shared[i % harnesses]))) for i in range(1, n + 1)]
 
 
+#: CPU seconds (user + system) of the last child run (:func:`io_floor`, :func:`run_cli`) and of every process it
+#: waited for: on a machine shared with other work the wall time moves with the load, the CPU time much less.
+LAST_CPU = [0.0]
+
+
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def io_floor(inp: Path, out: Path, variants: int) -> float:
     """Seconds for a child process (interpreter start and imports included, as for ``hsa augment``) to read,
     parse and write records x variants rows with the pipeline's encoder."""
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _child_cpu()
     subprocess.run([sys.executable, __file__, "--floor-only", str(inp), str(out), str(variants)], check=True, cwd=ROOT)
+    LAST_CPU[0] = _child_cpu() - c
     return time.perf_counter() - t
 
 
@@ -124,17 +138,30 @@ def run_cli(args: list[str]) -> tuple[float, int]:
             " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
             "    open(__import__('os').environ['HSA_BENCH_RSS'], 'w').write(str(r))\n")
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _child_cpu()
         subprocess.run([sys.executable, "-c", code, *args, "--quiet", "--overwrite"], check=True, cwd=ROOT,
                        env={**os.environ, "HSA_BENCH_RSS": rss.name})
         dt = time.perf_counter() - t
+        LAST_CPU[0] = _child_cpu() - c
         peak = int(open(rss.name).read() or 0) // 1024
     return dt, peak
 
 
-def median_of(n: int, fn) -> tuple[float, list[float]]:
-    times = [fn() for _ in range(n)]
+def median_of(n: int, fn, cpu: list | None = None) -> tuple[float, list[float]]:
+    """The median of ``n`` runs of ``fn`` (seconds) and the runs; ``cpu`` collects each run's :data:`LAST_CPU`."""
+    times = []
+    for _ in range(n):
+        times.append(fn())
+        if cpu is not None:
+            cpu.append(LAST_CPU[0])
     return statistics.median(times), times
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
 
 
 ROWS = {  # row -> (input, recipe)
@@ -188,22 +215,31 @@ def main() -> None:
 
     rows = a.records * a.variants
     results: dict = {"records": a.records, "variants": a.variants, "repeats": a.repeats, "cpu": os.cpu_count(),
-                     "augment_args": a.augment_args, "floors": {}, "rows": {}}
+                     "augment_args": a.augment_args, "load_average_start": round(_load(), 2), "floors": {}, "rows": {}}
     floors: dict[str, float] = {}
+    floor_cpu: dict[str, float] = {}
     for name in [r for r in a.rows.split(",") if r]:
         kind, recipe = ROWS[name]
         inp = input_of(kind, a.records)
         if kind not in floors:
-            floors[kind], times = median_of(a.repeats, lambda: io_floor(inp, work / f"floor-{kind}", a.variants))
+            cpu: list[float] = []
+            floors[kind], times = median_of(a.repeats, lambda: io_floor(inp, work / f"floor-{kind}", a.variants), cpu)
+            floor_cpu[kind] = statistics.median(cpu)
             results["floors"][kind] = {"seconds": round(floors[kind], 3), "runs": [round(t, 3) for t in times],
+                                       "cpu_seconds": round(floor_cpu[kind], 3),
                                        "input_mib": round(inp.stat().st_size / 2**20, 1)}
-            print(f"I/O floor {kind:12s} {floors[kind]:7.2f}s  runs {[round(t, 2) for t in times]}", flush=True)
-        dt, times = median_of(a.repeats, lambda: run_cli(augment_args(inp, recipe, f"out-{name}"))[0])
+            print(f"I/O floor {kind:12s} {floors[kind]:7.2f}s  cpu {floor_cpu[kind]:6.2f}s  "
+                  f"runs {[round(t, 2) for t in times]}", flush=True)
+        cpu = []
+        dt, times = median_of(a.repeats, lambda: run_cli(augment_args(inp, recipe, f"out-{name}"))[0], cpu)
+        c = statistics.median(cpu)
         results["rows"][name] = {"input": kind, "recipe": recipe, "seconds": round(dt, 3),
                                  "runs": [round(t, 3) for t in times], "variants_per_s": round(rows / dt, 1),
-                                 "x_floor": round(dt / floors[kind], 2)}
+                                 "x_floor": round(dt / floors[kind], 2), "cpu_seconds": round(c, 3),
+                                 "x_floor_cpu": round(c / floor_cpu[kind], 2), "load_average": round(_load(), 2)}
         print(f"{name:22s} {dt:7.2f}s  {rows / dt:7.0f} variants/s  {dt / floors[kind]:5.2f}x floor  "
-              f"runs {[round(t, 2) for t in times]}", flush=True)
+              f"cpu {c:6.2f}s {c / floor_cpu[kind]:5.2f}x  runs {[round(t, 2) for t in times]}  "
+              f"load {_load():.1f}", flush=True)
     if a.workers_row:
         kind, recipe = ROWS[a.workers_row]
         inp = input_of(kind, a.records)
@@ -211,7 +247,7 @@ def main() -> None:
         for w in (1, 2):
             dt, times = median_of(a.repeats, lambda: run_cli(augment_args(inp, recipe, f"out-w{w}", w))[0])
             results["workers"][w] = {"seconds": round(dt, 3), "runs": [round(t, 3) for t in times],
-                                     "variants_per_s": round(rows / dt, 1)}
+                                     "variants_per_s": round(rows / dt, 1), "load_average": round(_load(), 2)}
             print(f"workers {w}: {dt:.2f}s  {rows / dt:.0f} variants/s  runs {[round(t, 2) for t in times]}", flush=True)
         results["speedup_2_workers"] = round(results["workers"][1]["seconds"] / results["workers"][2]["seconds"], 2)
         print(f"2 workers / 1 worker speed-up: {results['speedup_2_workers']}x", flush=True)

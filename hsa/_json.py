@@ -15,6 +15,10 @@ try:  # orjson is a hard dependency, but keep the fallback for vendored use.
         except TypeError:  # ints beyond 64 bits
             return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
+    def dumps_bytes(obj: Any) -> bytes:
+        """:func:`dumps` as UTF-8 bytes, raising ``TypeError`` where orjson cannot write ``obj`` (no fallback)."""
+        return orjson.dumps(obj)
+
     def loads(text: str | bytes) -> Any:
         try:
             return orjson.loads(text)
@@ -25,6 +29,9 @@ try:  # orjson is a hard dependency, but keep the fallback for vendored use.
 except ImportError:  # pragma: no cover
     def dumps(obj: Any) -> str:
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+    def dumps_bytes(obj: Any) -> bytes:
+        return dumps(obj).encode("utf-8")
 
     def loads(text: str | bytes) -> Any:
         return json.loads(text)

@@ -23,21 +23,44 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from hsa import _json
 
-__all__ = ["diff", "patch", "same"]
+__all__ = ["diff", "patch", "same", "str_edits"]
 
 _KEYS = ("name", "id", "tool_call_id")
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 _LONG = 64  # strings at least this long are patched by edits, shorter ones replaced
 
 
+def _identical(a: Any, b: Any) -> bool:
+    """True only where :func:`same` is (False says nothing): the values compare equal (C speed) and write the
+    same JSON, which tells ``1`` / ``1.0`` / ``True`` and key orders apart. NaN is equal to itself there but not
+    in :func:`same`, and JSON writes it as ``null``: a text holding ``null`` and a ``nan`` in its repr is left
+    to the walk."""
+    try:
+        if a != b:
+            return False
+        da = _json.dumps_bytes(a)
+        if da != _json.dumps_bytes(b):
+            return False
+    except (TypeError, ValueError):  # ints beyond 64 bits, lone surrogates: the walk decides
+        return False
+    return b"null" not in da or "nan" not in repr(a)
+
+
 def same(a: Any, b: Any) -> bool:
     """Exact JSON equality: types (``1`` is not ``1.0`` or ``True``), and the key order of every object."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, (dict, list)) and _identical(a, b):
+        return True
+    return _same(a, b)
+
+
+def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list):
@@ -49,15 +72,18 @@ def _value(v: Any) -> dict:
     return {"=": _json.copy(v)}
 
 
-def diff(a: Any, b: Any) -> dict | None:
-    """The patch that makes ``a`` into ``b`` (None when they are the same)."""
+def diff(a: Any, b: Any, *, str_edits: Callable[[str, str], list | None] | None = None) -> dict | None:
+    """The patch that makes ``a`` into ``b`` (None when they are the same). ``str_edits(old, new)``: what
+    :func:`str_edits` gives (a caller's cache of it), for the long strings."""
     if type(a) is not type(b):
         return _value(b)
+    if isinstance(a, (dict, list)) and _identical(a, b):
+        return None
     if isinstance(a, dict):
         changed = {}
         for k, v in b.items():
             if k in a:
-                sub = diff(a[k], v)
+                sub = diff(a[k], v, str_edits=str_edits)
                 if sub is not None:
                     changed[k] = sub
             else:
@@ -70,32 +96,34 @@ def diff(a: Any, b: Any) -> dict | None:
             out["k"] = list(b)
         return out
     if isinstance(a, list):
-        return _diff_list(a, b)
+        return _diff_list(a, b, str_edits)
     if a == b:
         return None
     if isinstance(a, str) and len(a) >= _LONG and len(b) >= _LONG // 2:
-        edits = _diff_str(a, b)
+        edits = (str_edits or _diff_str)(a, b)
         if edits is not None:
             return {"s": edits}
     return _value(b)
 
 
-def _diff_list(a: list, b: list) -> dict | None:
+def _diff_list(a: list, b: list, str_edits) -> dict | None:
     if len(a) == len(b):  # mostly the same items in the same places: patch those that changed
         changed = [j for j, (x, y) in enumerate(zip(a, b)) if not same(x, y)]
         if not changed:
             return None
         if len(changed) * 2 <= len(b) or len(b) < 3:
             at = set(changed)
-            return {"l": [[j, diff(a[j], b[j])] if j in at else j for j in range(len(b))]}
+            return {"l": [[j, diff(a[j], b[j], str_edits=str_edits)] if j in at else j for j in range(len(b))]}
+    # candidates for an exact match, bucketed by their JSON text: two values that are the same write the same text
+    # (types, key order, -0.0 and 0.0 too), so the buckets hold every match the walk would find, in index order
     exact: dict[str, list[int]] = {}
     for i, x in enumerate(a):
-        exact.setdefault(_json.canonical(x), []).append(i)
+        exact.setdefault(_json.dumps(x), []).append(i)
     used: set[int] = set()
     items: list = [None] * len(b)
     left = []
     for j, y in enumerate(b):
-        cands = [i for i in exact.get(_json.canonical(y), ()) if i not in used]
+        cands = [i for i in exact.get(_json.dumps(y), ()) if i not in used]
         match = next((i for i in cands if i == j and same(a[i], y)), None)
         if match is None:
             match = next((i for i in cands if same(a[i], y)), None)
@@ -113,7 +141,7 @@ def _diff_list(a: list, b: list) -> dict | None:
             items[j] = _value(y)
         else:
             used.add(i)
-            items[j] = [i, diff(a[i], y)]
+            items[j] = [i, diff(a[i], y, str_edits=str_edits)]
     return {"l": items}
 
 
@@ -128,6 +156,12 @@ def _keyed(a: list, y: Any, used: set[int]) -> int | None:
             if len(hits) == 1:
                 return hits[0]
     return None
+
+
+def str_edits(a: str, b: str) -> list | None:
+    """The edits a string patch of ``a`` into ``b`` holds (``[[start, end, text], ...]``), None when they save
+    nothing over the new value."""
+    return _diff_str(a, b)
 
 
 def _diff_str(a: str, b: str) -> list | None:
@@ -178,12 +212,14 @@ def _word_edits(a: str, b: str, start: int) -> list:
             if op != "equal"]
 
 
-def patch(a: Any, p: dict | None) -> Any:
-    """``a`` with patch ``p`` applied (a new value; ``a`` is not changed)."""
+def patch(a: Any, p: dict | None, *, share: bool = False) -> Any:
+    """``a`` with patch ``p`` applied (a new value; ``a`` is not changed). ``share``: what the patch keeps or sets
+    is not copied (the result shares it with ``a`` and ``p``: for a reader that changes nothing)."""
+    copy = _json.copy if not share else _same_value
     if p is None:
-        return _json.copy(a)
+        return copy(a)
     if "=" in p:
-        return _json.copy(p["="])
+        return copy(p["="])
     if "s" in p:
         if not isinstance(a, str):
             raise ValueError(f"a string patch applies to a string, not to {type(a).__name__}")
@@ -200,11 +236,11 @@ def patch(a: Any, p: dict | None) -> Any:
         res = []
         for item in p["l"]:
             if isinstance(item, int):
-                res.append(_json.copy(a[item]))
+                res.append(copy(a[item]))
             elif isinstance(item, list):
-                res.append(patch(a[item[0]], item[1]))
+                res.append(patch(a[item[0]], item[1], share=share))
             else:
-                res.append(patch(None, item))
+                res.append(patch(None, item, share=share))
         return res
     if "o" in p or "k" in p:
         if not isinstance(a, dict):
@@ -212,6 +248,10 @@ def patch(a: Any, p: dict | None) -> Any:
         changed = p.get("o", {})
         keys = p["k"] if "k" in p else list(a) + [k for k in changed if k not in a]
         # a listed key that ``a`` lacks and the patch does not set was a marker of the record in memory only
-        return {k: patch(a.get(k), changed[k]) if k in changed else _json.copy(a[k]) for k in keys
+        return {k: patch(a.get(k), changed[k], share=share) if k in changed else copy(a[k]) for k in keys
                 if k in changed or k in a}
     raise ValueError(f"not a patch: {_json.dumps(p)[:200]}")
+
+
+def _same_value(v: Any) -> Any:
+    return v

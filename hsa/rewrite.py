@@ -16,6 +16,7 @@ from typing import Any
 from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa import _json, _patch
+from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY, carry_call
 from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
 from hsa.records import Record, clone
@@ -346,6 +347,22 @@ def _param_keys(schema: Any, out: set[str]) -> None:
 
 def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
     """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``)."""
+    if prefix or not isinstance(schema, dict):
+        return _param_paths(schema, prefix)
+    try:  # the paths follow from the schema's JSON text (its keys and nesting): cached per text
+        key = _json.dumps_bytes(schema)
+    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits, a record built in code)
+        return _param_paths(schema, ())
+    hit = _PATHS.get(key)
+    if hit is None:
+        hit = _PATHS.put(key, tuple(_param_paths(schema, ())), 2 * len(key) + 200)
+    return list(hit)
+
+
+_PATHS = _lru("rewrite.param_paths", 8 << 20)
+
+
+def _param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
     out: list[tuple] = []
     if not isinstance(schema, dict):
         return out
@@ -353,10 +370,10 @@ def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
     if isinstance(props, dict):
         for k, sub in props.items():
             out.append(prefix + (k,))
-            out.extend(param_paths(sub, prefix + (k,)))
+            out.extend(_param_paths(sub, prefix + (k,)))
     items = schema.get("items")
     if isinstance(items, dict):
-        out.extend(param_paths(items, prefix + (ARRAY,)))
+        out.extend(_param_paths(items, prefix + (ARRAY,)))
     return out
 
 
@@ -424,13 +441,19 @@ def _rewrite_calls(record: Record, step: dict) -> None:
             fn["name"], fn["arguments"] = new["name"], new["arguments"]
 
 
-def rename_tools(record: Record, renames: dict[str, str]) -> Record:
-    """Rename tools everywhere (schemas, calls, tool results, skill tool, texts, hooks) and record the step."""
+def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) -> Record:
+    """Rename tools everywhere (schemas, calls, tool results, skill tool, texts, hooks) and record the step.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy)."""
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
-        return clone(record)
+        return clone(record) if copy else record
     skip = _schema_skipper(renames)  # a schema that names no renamed tool is shared, not copied
-    out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and skip(t["parameters"]))
+    before = _hook_harness(record)
+    if copy:
+        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and skip(t["parameters"]))
+        skip_texts = lambda schema: id(schema) in shared  # noqa: E731
+    else:  # the skip test holds on any state of a schema: no renamed name in its JSON, no text it changes
+        out, skip_texts = record, skip
     step = {"op": "tools", "map": dict(renames)}
     for t in out["tools"]:
         t["name"] = renames.get(t["name"], t["name"])
@@ -440,8 +463,8 @@ def rename_tools(record: Record, renames: dict[str, str]) -> Record:
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    _map_texts(out, _token_renamer(renames), lambda schema: id(schema) in shared)
-    _sync_hooks(out, step, _hook_harness(record))
+    _map_texts(out, _token_renamer(renames), skip_texts)
+    _sync_hooks(out, step, before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -517,7 +540,9 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
         fn = _param_text_renamer(leaf_renames, quoted)
         if isinstance(t.get("description"), str):
             t["description"] = fn(t["description"])
-        _map_schema_descriptions_in_place(t["parameters"], fn)
+        skip = _schema_skipper(unique)  # fn changes only texts holding an old name: none in the JSON, no walk
+        if skip is None or not skip(t["parameters"]):
+            _map_schema_descriptions_in_place(t["parameters"], fn)
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
         if arg in renames:
@@ -557,23 +582,29 @@ def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
                 sub[key] = renames.get(sub[key], sub[key])
 
 
-def rename_skills(record: Record, renames: dict[str, str]) -> Record:
-    """Rename skills everywhere (definitions, skill-tool arguments and schema values, texts, hooks) and record the step."""
+def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True) -> Record:
+    """Rename skills everywhere (definitions, skill-tool arguments and schema values, texts, hooks) and record the step.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy)."""
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
-        return clone(record)
+        return clone(record) if copy else record
     skip = _schema_skipper(renames)  # shared: schemas that name no renamed skill, but the skill tool's (its values)
     st_name = record["skill_tool"]["name"]
-    out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and t["name"] != st_name
-                                         and skip(t["parameters"]))
+    before = _hook_harness(record)
+    if copy:
+        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and t["name"] != st_name
+                                             and skip(t["parameters"]))
+        skip_texts = lambda schema: id(schema) in shared  # noqa: E731
+    else:  # the skip test holds on any state of a schema (the skill tool's after its values are renamed too)
+        out, skip_texts = record, skip
     st = out["skill_tool"]
     step = {"op": "skills", "map": dict(renames), "tool": st["name"], "argument": st["argument"]}
     for s in out.get("skills") or ():
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    _map_texts(out, _token_renamer(renames), lambda schema: id(schema) in shared)
-    _sync_hooks(out, step, _hook_harness(record))
+    _map_texts(out, _token_renamer(renames), skip_texts)
+    _sync_hooks(out, step, before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -730,18 +761,38 @@ def _check_mapping_names(record: Record, mapping) -> None:
 def undo(record: Record, n: int) -> Record:
     """``record`` with the last ``n`` steps of its mapping undone (their inverses applied, newest first), and those
     steps removed from its mapping. A ``restore`` step puts back what the steps after it could not."""
+    return _undo(record, n, owned=False)
+
+
+def _undo(record: Record, n: int, *, owned: bool) -> Record:
+    """:func:`undo`; ``owned``: ``record`` is the caller's own copy, which this may rewrite and return.
+
+    The record is copied once (not at all when owned) and each inverse step rewrites that copy in place
+    where its applier can (tool, skill and parameter renames); the other appliers copy what they change."""
     from hsa.mapping import Mapping
 
     steps = record["mapping"][len(record["mapping"]) - n:] if n else []
     _check_mapping_names(record, Mapping(steps))
-    out = record
+    kept = list(record["mapping"][:len(record["mapping"]) - n])
+    out = record if owned else clone(record)
     for step in Mapping(steps).inverse().steps:
         if step["op"] == "opaque":
             continue
-        out = apply_step(out, step)
-    out = clone(out)
-    out["mapping"] = list(record["mapping"][:len(record["mapping"]) - n])
+        out = _apply_step_in_place(out, step)
+    out["mapping"] = kept
     return out
+
+
+def _apply_step_in_place(record: Record, step: dict) -> Record:
+    """:func:`apply_step` on a record the caller owns: renames rewrite it in place, other steps copy what they change."""
+    op = step["op"]
+    if op == "tools":
+        return rename_tools(record, step["map"], copy=False)
+    if op == "skills":
+        return rename_skills(record, step["map"], copy=False)
+    if op == "params" and not step.get("kind") and all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
+        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in step["paths"]}, copy=False)
+    return apply_step(record, step)
 
 
 def canonicalize(record: Record) -> Record:
@@ -770,10 +821,10 @@ def with_restore(source: Record, variant: Record) -> Record:
     if not Mapping(steps).task_preserving:
         return variant
     try:
-        back = undo(_as_written(variant), len(steps))
+        back = _undo(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
-    p = _patch.diff(content_of(back), content_of(source))
+    p = _content_patch(content_of(back), content_of(source))
     fmt = _fmt_of(source)
     if p is None and _fmt_of(back) == fmt:
         _LAST_UNDO[:] = [variant, len(steps), back]
@@ -785,10 +836,60 @@ def with_restore(source: Record, variant: Record) -> Record:
     if _fmt_of(back) != fmt:  # how the source was written (a skill tool as a string, tools as a JSON string)
         step["fmt"] = fmt
     out["mapping"] = variant["mapping"][:k] + [step] + steps
-    restored = _apply_restore(back, step)
-    restored["mapping"] = list(back["mapping"])
-    _LAST_UNDO[:] = [out, len(steps) + 1, restored]
+    _LAST_UNDO[:] = [out, len(steps) + 1, _restored_view(back, step)]
     return out
+
+
+#: Content keys of the harness: their patches repeat across the records of a pool slot, so they are looked up.
+_HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
+
+
+def _content_patch(a: dict, b: dict) -> dict | None:
+    """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key looked up by (key, its
+    value in ``a``, in ``b``) (``patch.harness``): records of one harness and pool slot undo to the same harness,
+    whatever their trajectories. The same patch as the diff of the whole, key by key; a hit is the cached patch
+    itself, which the variants of the slot share in their ``restore`` steps (read only, like every mapping step)."""
+    from hsa import cache
+
+    c = cache.lru("patch.harness", 32 << 20)
+    changed = {}
+    for k, v in b.items():
+        if k not in a:
+            changed[k] = {"=": _json.copy(v)}
+            continue
+        if k in _HARNESS_KEYS:
+            key = cache.digest(k, a[k], v)
+            hit = c.get(key)
+            if hit is None:  # sized by its JSON text (a walk of the patch would cost as much as a miss saves)
+                sub = _patch.diff(a[k], v, str_edits=_str_edits)
+                hit = c.put(key, (sub,), 3 * len(_json.dumps(sub)) + 200)
+            sub = hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
+        else:
+            sub = _patch.diff(a[k], v, str_edits=_str_edits)
+        if sub is not None:
+            changed[k] = sub
+    reordered = list(a) != list(b)
+    if not changed and not reordered:
+        return None
+    out: dict = {"o": changed}
+    if reordered:
+        out["k"] = list(b)
+    return out
+
+
+def _str_edits(a: str, b: str) -> list | None:
+    """:func:`hsa._patch.str_edits`, looked up by the pair of strings (``patch.str_edits``, 16 MiB): a skill, a
+    prompt section or a hook source and its variant repeat across the records of a pool slot, and their line and
+    word diffs are the costly part of a patch. A hit is copied: the patch goes into the variant's mapping."""
+    from hsa import cache
+
+    c = cache.lru("patch.str_edits", 16 << 20)
+    key = cache.digest(a, b)
+    hit = c.get(key)
+    if hit is None:
+        edits = _patch.str_edits(a, b)
+        hit = c.put(key, (edits,), 200 + 2 * sum(len(e[2]) + 40 for e in edits or ()))
+    return None if hit[0] is None else [list(e) for e in hit[0]]
 
 
 def _as_written(record: Record) -> Record:
@@ -822,15 +923,31 @@ def undo_last(record: Record, n: int) -> Record:
     return undo(record, n)
 
 
-def _apply_restore(record: Record, step: dict) -> Record:
-    out = clone(record)
+def _restored_view(record: Record, step: dict) -> Record:
+    """What :func:`_apply_restore` (``record``, ``step``) gives, but for its mapping (``record``'s), sharing what the
+    patch keeps with ``record`` and the step: for :func:`undo_last`, whose reader changes nothing."""
+    out = {k: v for k, v in record.items() if k not in CONTENT_KEYS}
     if "patch" in step:
+        restored = _patch.patch(content_of(record), step["patch"], share=True)
         for k in CONTENT_KEYS:
-            out.pop(k, None)  # type: ignore[misc]
+            if k in restored:
+                out[k] = restored[k]
+    else:
+        out.update(content_of(record))
+    if "fmt" in step:
+        out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}), **step["fmt"]}
+    return out  # type: ignore[return-value]
+
+
+def _apply_restore(record: Record, step: dict) -> Record:
+    if "patch" in step:  # the content is made afresh by the patch: copy the rest only
+        out = {k: _json.copy(v) for k, v in record.items() if k not in CONTENT_KEYS}
         restored = _patch.patch(content_of(record), step["patch"])
         for k in CONTENT_KEYS:  # the keys in their usual place
             if k in restored:
                 out[k] = restored[k]  # type: ignore[literal-required]
+    else:
+        out = clone(record)
     if "fmt" in step:
         out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}),
                        **_json.copy(step["fmt"])}

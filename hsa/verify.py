@@ -30,11 +30,15 @@ def validator_for(schema: dict):
     import hashlib
 
     cache = _VALIDATORS
+    exact = _cache.digest(schema)  # exact (key order too): cheaper than the canonical JSON, which a miss makes
+    v = cache.get(exact)
+    if v is not None:
+        return v
     key = _json.canonical(schema)
     digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     v = cache.get(digest)
     if v is not None:
-        return v
+        return cache.put(exact, v, 3 * len(key) + 2000)
     import jsonschema
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -44,7 +48,8 @@ def validator_for(schema: dict):
         except jsonschema.SchemaError:
             cls = jsonschema.Draft202012Validator
     v = cls(schema, format_checker=None)
-    return cache.put(digest, v, 3 * len(key) + 2000)  # the validator holds the schema and its lazy sub-validators
+    cache.put(digest, v, 3 * len(key) + 2000)  # the validator holds the schema and its lazy sub-validators
+    return cache.put(exact, v, 3 * len(key) + 2000)
 
 
 def _check_schema_moot(key: str) -> bool:
@@ -249,7 +254,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
                     out.append(Violation("round-trip", "call does not map back",
                                          f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
                                          f"source is {_json.dumps(s)}"))
-        out.extend(_check_added_names(source, variant, mapping))
+        out.extend(_added_names_cached(source, variant, mapping))
         out.extend(check_consistency(source, variant, mapping, thorough=thorough))
         out.extend(_check_inversion(source, variant, len(mapping.steps)))
     elif thorough:
@@ -296,6 +301,20 @@ def _nested(path: tuple) -> Any:
     for key in reversed(path):
         value = [value] if key == "[]" else {key: value}
     return value
+
+
+_ADDED_NAMES = _cache.lru("verify.added_names", 8 << 20)
+
+
+def _added_names_cached(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+    """:func:`_check_added_names`, looked up by (source tools, variant tools, mapping steps but ``restore``): it
+    reads nothing else, and a ``restore`` step changes no name (records of one pool slot share the verdict)."""
+    key = _cache.digest(source["tools"], variant["tools"], [s for s in mapping.steps if s["op"] != "restore"])
+    hit = _ADDED_NAMES.get(key)
+    if hit is None:
+        hit = _ADDED_NAMES.put(key, tuple(_check_added_names(source, variant, mapping)),
+                               200 + 64 * len(source["tools"]))
+    return list(hit)
 
 
 def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:

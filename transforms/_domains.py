@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from hsa import _json
 from hsa.names import split_words
 
 __all__ = ["content_words", "tool_words", "pool_tool_words", "relevance", "words_relevance", "nearest_tool", "harness_domain", "text_domain",
@@ -97,7 +98,21 @@ def _param_texts(schema: Any, out: list[str]) -> None:
 
 def tool_words(tool: Mapping[str, Any]) -> dict[str, frozenset[str]]:
     """``{"name", "description", "params", "all"}``: the content words of each part of a tool definition
-    (internal, OpenAI or flat form)."""
+    (internal, OpenAI or flat form); cached per the tool's JSON text (the words follow from it)."""
+    try:
+        key = _json.dumps_bytes(tool)
+    except (TypeError, ValueError):  # not JSON: no cache
+        return _tool_words(tool)
+    return dict(_tool_words_of(key))
+
+
+@lru_cache(maxsize=4096)
+def _tool_words_of(text: bytes) -> dict[str, frozenset[str]]:
+    """:func:`_tool_words` of the tool written as ``text`` (its strings and nesting are all the words read)."""
+    return _tool_words(_json.loads(text))
+
+
+def _tool_words(tool: Mapping[str, Any]) -> dict[str, frozenset[str]]:
     fn = tool.get("function", tool) if isinstance(tool.get("function"), dict) else tool
     name = content_words(" ".join(split_words(str(fn.get("name", "")))))
     desc = content_words(str(fn.get("description") or ""))

@@ -1,0 +1,280 @@
+"""The fast paths of the restore step and the per-variant check (issue 18) give what the plain code gives."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hsa import _patch, cache
+from hsa.records import clone, normalize
+from hsa.rewrite import apply_step, canonicalize, undo
+
+
+def _slow_same(a, b) -> bool:
+    """The exact walk, without the fast path: what :func:`hsa._patch.same` promises."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_slow_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_slow_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+NAN = float("nan")
+PAIRS = [
+    ({"a": 1}, {"a": 1.0}), ({"a": 1}, {"a": True}), ({"a": 0}, {"a": False}),
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}), ([NAN], [NAN]), ({"x": NAN}, {"x": None}), ([None], [None]),
+    ([{"t": "banana", "v": None}], [{"t": "banana", "v": None}]), ([-0.0], [0.0]), ([2 ** 70], [2 ** 70]),
+    ([2 ** 70], [2 ** 70 + 1]), (["\ud800"], ["\ud800"]), ([[1, [2, {"k": "v"}]]], [[1, [2, {"k": "v"}]]]),
+    ([1, 2], (1, 2)), ([[1]], [(1,)]), ({"a": [1.5e300]}, {"a": [1.5e300]}),
+]
+
+
+@pytest.mark.parametrize("a, b", PAIRS)
+def test_same_agrees_with_the_exact_walk(a, b):
+    """1 / 1.0 / True, key order, NaN (equal to itself in ==, not here), -0.0, big ints, surrogates, tuples."""
+    assert _patch.same(a, b) is _slow_same(a, b)
+    assert _patch.same(b, a) is _slow_same(b, a)
+
+
+def test_a_shared_nan_is_not_the_same_as_itself():
+    """``[x] == [x]`` holds for a NaN x by identity; the exact comparison, and so the patch, still sees it."""
+    x = [NAN]
+    assert [x] == [x] and not _patch.same([x], [x])
+    p = _patch.diff({"k": [x]}, {"k": [x]})
+    assert p is not None and math.isnan(_patch.patch({"k": [x]}, p)["k"][0][0])
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([0.0, -0.0, 1.0, NAN, 2.5]) |
+    st.sampled_from(["", "a", "nan", "null", "b" * 70]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from("abcd"), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, json_values)
+def test_diff_then_patch_gives_the_target_and_same_matches_the_walk(a, b):
+    """Drawn values: same() is the exact walk, and patch(a, diff(a, b)) is b as the walk sees it (NaN aside)."""
+    assert _patch.same(a, b) is _slow_same(a, b)
+    assert _patch.same(a, _patch.patch(a, None)) is _slow_same(a, a)
+    got = _patch.patch(a, _patch.diff(a, b))
+    assert _same_or_nan(got, b)
+
+
+def _same_or_nan(a, b) -> bool:
+    """The exact walk, but NaN equal to NaN (never the same to the walk, so always patched)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_or_nan(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_or_nan(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _variant():
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+    import random
+
+    rec = normalize(generate(1, seed=3)[0])
+    out, applied, _ = run(load_recipe("default"), rec, random.Random(7))
+    assert applied and len(out["mapping"]) > 2
+    return rec, out
+
+
+def test_undo_leaves_its_input_alone_and_equals_the_step_by_step_inverse():
+    """undo copies once and renames in place: same result as applying each inverse step to a copy, input unchanged."""
+    from hsa.mapping import Mapping
+
+    source, variant = _variant()
+    before = clone(variant)
+    got = undo(variant, len(variant["mapping"]))
+    assert _slow_same(variant, before)
+    want = variant
+    for step in Mapping(variant["mapping"]).inverse().steps:
+        if step["op"] != "opaque":
+            want = apply_step(want, step)
+    want = clone(want)
+    want["mapping"] = []
+    assert _slow_same(got, want)
+    assert _slow_same({k: got[k] for k in ("messages", "tools")}, {k: source[k] for k in ("messages", "tools")})
+    assert _slow_same(canonicalize(variant)["messages"], source["messages"])
+
+
+def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
+    """verify.added_names: a variant whose distractor is named like a source tool is rejected on a hit too."""
+    from hsa.verify import check_variant
+
+    source = normalize({"id": "r", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+                                                               "function": {"name": "fetch", "arguments": {}}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "ok"}],
+        "tools": [{"type": "function", "function": {"name": "get", "parameters": {"type": "object", "properties": {}}}},
+                  {"type": "function", "function": {"name": "fetch", "parameters": {"type": "object", "properties": {}}}}]})
+    variant = clone(source)
+    variant = apply_step(variant, {"op": "tools", "map": {"get": "grab"}})
+    extra = clone(variant["tools"][0])
+    extra["name"] = "get_v2"
+    variant["tools"].append(extra)
+    bad = clone(variant)
+    bad["tools"][-1]["name"] = "get"  # maps back onto source tool 'get'
+    cache.caches()["verify.added_names"].clear()
+
+    def reasons(v):
+        return [x.reason for x in check_variant(source, v, closure=False) if x.reason == "added name equals a source name"]
+
+    first = [reasons(bad), reasons(variant)]
+    hits = cache.caches()["verify.added_names"].hits
+    assert [reasons(bad), reasons(variant)] == first == [["added name equals a source name"], []]
+    assert cache.caches()["verify.added_names"].hits == hits + 2
+    monkeypatch.setenv("HSA_CACHE", "0")
+    cache.clear()
+    assert [reasons(bad), reasons(variant)] == first
+    monkeypatch.delenv("HSA_CACHE")
+    cache.clear()
+
+
+def test_validators_told_apart_by_exact_schema():
+    """Schemas equal in == but not in JSON (1 vs 1.0 vs True in a const) get their own validators."""
+    from hsa.verify import validator_for
+
+    base = {"type": "object", "properties": {"n": {"const": 1}}}
+    floats = {"type": "object", "properties": {"n": {"const": True}}}
+    assert validator_for(base).is_valid({"n": 1})
+    assert not validator_for(floats).is_valid({"n": 1})
+    assert validator_for(floats).is_valid({"n": True})
+    reordered = {"properties": {"n": {"const": 1}}, "type": "object"}
+    assert validator_for(reordered).is_valid({"n": 1}) and not validator_for(reordered).is_valid({"n": 2})
+
+
+def test_string_edits_from_the_cache_are_the_edits_and_the_cache_is_bounded():
+    """patch.str_edits (with_restore's cache of string edits): a hit gives the uncached edits (a copy: changing it
+    leaves the cache alone), and a stream of distinct long strings stays within the byte budget."""
+    from hsa.rewrite import _str_edits
+
+    a = "The viewer asks about the price of item 42 before the live room closes tonight.\n" * 3
+    b = a.replace("price", "cost", 2)
+    want = _patch.str_edits(a, b)
+    assert want
+    first = _patch.diff(a, b, str_edits=_str_edits)
+    c = cache.caches()["patch.str_edits"]
+    hits = c.hits
+    assert first == {"s": want} == _patch.diff(a, b)
+    first["s"][0][2] = "changed"
+    assert _patch.diff(a, b, str_edits=_str_edits) == {"s": want} and c.hits == hits + 1
+    assert _patch.patch(a, _patch.diff(a, b, str_edits=_str_edits)) == b
+    for i in range(3000):
+        _patch.diff(a + str(i), b + str(i), str_edits=_str_edits)
+    assert 0 < c.bytes <= c.max_bytes
+
+
+def test_restored_view_is_what_the_restore_step_gives():
+    """with_restore keeps a shared view of the restored record for the check; it equals the applier's copy."""
+    from hsa.rewrite import _apply_restore, _as_written, _restored_view, content_of
+
+    source, variant = _variant()
+    restore = next(s for s in variant["mapping"] if s["op"] == "restore")
+    k = variant["mapping"].index(restore)
+    back = undo(_as_written(variant), len(variant["mapping"]) - k - 1)
+    assert _slow_same(content_of(_restored_view(back, restore)), content_of(_apply_restore(back, restore)))
+    assert _slow_same(content_of(_apply_restore(back, restore)), content_of(source))
+
+
+def test_param_paths_from_the_cache_are_the_walk_and_the_callers_own():
+    """rewrite.param_paths: the cached paths equal the walk's, a caller may change its list, 1 and 1.0 (which
+    name no path) share an entry, and key order (which orders the paths) does not."""
+    from hsa.rewrite import _param_paths, param_paths
+
+    schema = {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": {"default": 1}}},
+                                               "a": {"type": "array", "items": {"properties": {"d": {}}}}}}
+    want = _param_paths(schema)
+    first = param_paths(schema)
+    assert first == want == [("b",), ("b", "c"), ("a",), ("a", "[]", "d")]
+    first.append(("x",))
+    assert param_paths(_json_copy(schema)) == want
+    flipped = {"type": "object", "properties": {"a": schema["properties"]["a"], "b": schema["properties"]["b"]}}
+    assert param_paths(flipped) == [("a",), ("a", "[]", "d"), ("b",), ("b", "c")]
+    assert param_paths(schema["properties"]["b"], ("b",)) == [("b", "c")]
+    assert param_paths({"properties": {"n": {"minimum": 2 ** 70}}}) == [("n",)]  # not JSON orjson writes: walked
+
+
+def test_tool_words_from_the_cache_are_the_words():
+    """transforms._domains.tool_words: the cached words equal the uncached ones, and a caller may change its dict."""
+    from transforms._domains import _tool_words, tool_words
+
+    tool = {"name": "search_flights", "description": "Find flights between two airports.",
+            "parameters": {"type": "object", "properties": {"origin": {"type": "string", "description": "IATA code",
+                                                                       "enum": ["JFK", "LHR"]}}}}
+    want = _tool_words(tool)
+    got = tool_words(tool)
+    assert got == want and "flight" in got["name"]
+    got["all"] = frozenset()
+    assert tool_words(_json_copy(tool)) == want
+
+
+def _json_copy(v):
+    import json
+
+    return json.loads(json.dumps(v))
+
+
+def test_content_patch_is_the_diff_of_the_whole_on_hits_too():
+    """with_restore's patch (harness keys looked up in patch.harness) is _patch.diff of the two contents, for
+    variants of records that share a harness (hits) and after the cache is emptied (misses)."""
+    import random
+
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.rewrite import _as_written, _content_patch, content_of
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    pairs = []
+    for rec in generate(6, seed=5, harnesses=2):
+        src = normalize(rec)
+        for k in range(3):
+            out, applied, _ = run(recipe, src, random.Random(k))  # the same draws on records of one harness
+            if applied:
+                n = len(out["mapping"]) - len(src["mapping"])
+                back = undo(_as_written(out), n - (1 if any(s["op"] == "restore" for s in out["mapping"]) else 0))
+                pairs.append((content_of(back), content_of(src)))
+    assert len(pairs) > 6
+    c = cache.lru("patch.harness", 32 << 20)
+    for rounds in range(2):
+        hits = c.hits
+        for a, b in pairs:
+            assert _content_patch(a, b) == _patch.diff(a, b)
+        if rounds == 0:
+            c.clear()
+    assert c.hits > hits
+
+
+def test_a_shared_restore_patch_is_not_changed_by_canonicalize():
+    """Variants of one slot share their harness patches: canonicalizing one (and changing what it gives) leaves
+    the patch, and so the other variants' canonical records, as they were."""
+    import random
+
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    srcs = [normalize(r) for r in generate(4, seed=8, harnesses=1)]
+    outs = [run(recipe, s, random.Random(3))[0] for s in srcs]
+    snapshot = [clone(o["mapping"]) for o in outs]
+    for o, s in zip(outs, srcs):
+        back = canonicalize(o)
+        assert _slow_same(back["tools"], s["tools"]) and _slow_same(back["messages"], s["messages"])
+        back["tools"][0]["name"] = "changed"
+        back["tools"].append({"name": "x"})
+    assert all(_slow_same(o["mapping"], m) for o, m in zip(outs, snapshot))
