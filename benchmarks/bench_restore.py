@@ -13,7 +13,7 @@ import sys
 import time
 
 import hsa.transform as T
-import hsa.verify as V
+import hsa.invariants as V
 from hsa.io import InputLine
 from hsa.pipeline import augment_record
 from hsa.recipes import load_recipe

@@ -256,7 +256,7 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
     from hsa.io import read_records
     from hsa.pipeline import canonicalize_record
     from hsa.records import RecordError, normalize
-    from hsa.verify import check_record
+    from hsa.invariants import check_record
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")

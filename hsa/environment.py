@@ -322,7 +322,7 @@ class Environment:
 
     def _validate(self, name: str, arguments: Any) -> str | None:
         """Why the call is invalid under the variant, or None."""
-        from hsa.verify import validator_for
+        from hsa.invariants import validator_for
 
         tool = self.tools.get(name)
         if tool is None:

@@ -248,7 +248,7 @@ def map_content(content: Any, fn: Callable[[str], str]) -> Any:
 def text_map(step: dict) -> dict[str, str]:
     """Token renames that a step applies to text a hook reads or writes.
 
-    Tool and skill renames apply to every text (as :func:`hsa.rewrite.map_texts`
+    Tool and skill renames apply to every text (as :func:`hsa.renames.map_texts`
     does to the trajectory); a parameter rename applies to identifier-like names of
     top-level parameters only;
     value and opaque steps change no text.

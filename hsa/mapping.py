@@ -18,7 +18,7 @@ concatenation, so any sequence of transforms has an exact inverse. Step kinds:
 ``{"op": "skills", "map": {old: new}, "tool": name, "argument": key}``
     skill names, as passed to the skill tool ``tool`` (names as of this step) in ``argument``.
 ``{"op": "restore", "patch": patch, "fmt": {...}}``
-    no call changes; on the way back (:func:`hsa.rewrite.canonicalize`) the record's content is
+    no call changes; on the way back (:func:`hsa.renames.canonicalize`) the record's content is
     patched (:mod:`hsa._patch`) into the source's: descriptions, order, added tools and parameters,
     prompt, skills, hooks and messages that no other step's inverse gives back; ``fmt`` (optional)
     says how the source was written where the variant cannot be (a skill tool given as a string).
@@ -184,7 +184,7 @@ def carry_call(step: dict, call: Call, forward: bool) -> Call:
     """``call`` carried through one mapping ``step``: towards the variant (``forward``) or back to the source.
 
     What :meth:`Mapping.to_variant` / :meth:`Mapping.to_canonical` do step by step, and what the record-level
-    appliers (:func:`hsa.rewrite.apply_step`) and the hook model use to carry calls and tool inputs."""
+    appliers (:func:`hsa.renames.apply_step`) and the hook model use to carry calls and tool inputs."""
     op = step["op"]
     name, args = call["name"], call["arguments"]
     if op == "tools":

@@ -240,7 +240,7 @@ def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None =
     Checks the structure against the shipped JSON Schema, parses string arguments
     and string tool lists, normalises tool dialects and non-standard schema types
     (each change is listed in ``record["notes"]``). It does not check calls against
-    schemas; :func:`hsa.verify.check_record` does that. ``harness`` (from
+    schemas; :func:`hsa.invariants.check_record` does that. ``harness`` (from
     :func:`read_harness_file`, ``--tools FILE``) supplies the harness of a row without one
     (:func:`supply_harness`).
     """
@@ -337,7 +337,7 @@ def supply_harness(raw: dict, harness: dict) -> dict:
     if isinstance(msgs, list) and not has_system and out.get("prompt") is None:
         system = harness.get("system")
         if harness.get("prompt") is not None:
-            from hsa.prompt_import import render, system_sections
+            from hsa.prompt_model import render, system_sections
 
             out["prompt"] = _json.copy(harness["prompt"])
             system = render(out["prompt"]["template"], system_sections(out["prompt"]))

@@ -3,7 +3,7 @@
 A ``params`` step with a ``kind`` (``regroup``: nest / flatten, ``permute``: names swapped between
 siblings, ``require``: a required one-value parameter) and a ``values`` step change the schema of
 their tool as well as its calls. These pure functions carry the schema; the record-level appliers
-of :data:`hsa.rewrite.STEP_APPLIERS` call them, so :func:`hsa.rewrite.canonicalize` undoes every
+of :data:`hsa.renames.STEP_APPLIERS` call them, so :func:`hsa.renames.canonicalize` undoes every
 step with no plugin imported. Schemas are standard JSON Schema (the internal form of
 :mod:`hsa.records`); every function returns new objects and never modifies its arguments.
 """

@@ -337,7 +337,7 @@ def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Recor
 
     Returns the new record, the leaf applications (the replay record) and the
     ``(transform, reason)`` pairs of the leaves that skipped. The new record's mapping holds a
-    ``restore`` step where its other steps cannot give ``record`` back (:func:`hsa.rewrite.with_restore`),
+    ``restore`` step where its other steps cannot give ``record`` back (:func:`hsa.renames.with_restore`),
     so canonicalizing it gives ``record`` exactly.
     """
     applied: list[Applied] = []
@@ -350,7 +350,7 @@ def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Recor
 
 def restorable(source: Record, variant: Record) -> Record:
     """``variant`` with the ``restore`` step that makes canonicalize give ``source`` back exactly (invariant 8)."""
-    from hsa.rewrite import with_restore
+    from hsa.renames import with_restore
 
     return with_restore(source, variant)
 

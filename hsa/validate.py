@@ -1,5 +1,5 @@
 """``hsa validate``: invariants 1-3 of docs/design.md on any records, and on variant rows the check ``hsa augment``
-runs before it writes a variant (:func:`hsa.verify.check_variant`: invariants 1-3 and 6-8), with file:line reports."""
+runs before it writes a variant (:func:`hsa.invariants.check_variant`: invariants 1-3 and 6-8), with file:line reports."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from hsa import _json
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
 from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize
-from hsa.rewrite import canonicalize
-from hsa.verify import check_record, check_variant
+from hsa.renames import canonicalize
+from hsa.invariants import check_record, check_variant
 
 __all__ = ["ValidationReport", "validate_records", "validate_path"]
 
@@ -70,10 +70,10 @@ _MAX_SOURCES = 1024
 def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True,
                      harness: dict | None = None) -> ValidationReport:
     """Check ``(where, raw_object_or_RecordError)`` pairs: invariant 1 and 3 of every record, and every variant with
-    :func:`hsa.verify.check_variant`, the check ``hsa augment`` runs before it writes a variant.
+    :func:`hsa.invariants.check_variant`, the check ``hsa augment`` runs before it writes a variant.
 
     A variant is checked against its source row when that came earlier (``--keep-original`` writes it as
-    variant 0), else against what :func:`hsa.rewrite.canonicalize` gives back from the variant itself.
+    variant 0), else against what :func:`hsa.renames.canonicalize` gives back from the variant itself.
     ``exec_hooks`` replays hooks in the sandbox (invariant 7), as ``hsa augment`` does by default.
     ``harness`` (``--tools FILE``) supplies the harness of rows without one.
     """

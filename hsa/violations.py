@@ -1,6 +1,6 @@
 """What a broken invariant looks like: :class:`Violation`, the value every check returns.
 
-It lives below every check (``hsa.verify``, the hook check in ``hsa.sandbox``, ``hsa validate``) so that they can
+It lives below every check (``hsa.invariants``, the hook check in ``hsa.sandbox``, ``hsa validate``) so that they can
 all build one without importing each other.
 """
 

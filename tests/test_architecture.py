@@ -173,3 +173,21 @@ def test_the_checker_sees_a_circle_and_a_private_import(tmp_path: Path) -> None:
     assert _cycles(scans) == [["hsa.a", "hsa.b"]]
     assert scans["hsa.a"][1] == ["hsa.a takes hsa.b._hidden"]
     assert scans["hsa.b"][1] == ["hsa.b takes hsa.a._secret"]
+
+
+def test_renamed_modules_keep_their_old_names_as_deprecated_aliases() -> None:
+    """hsa.rewrite, hsa.prompt_import and hsa.verify (renamed renames, prompt_model, invariants) still import, warn,
+    and hand out the new modules' own objects."""
+    import importlib
+    import sys
+    import warnings
+
+    for old, new in (("rewrite", "renames"), ("prompt_import", "prompt_model"), ("verify", "invariants")):
+        sys.modules.pop(f"hsa.{old}", None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            alias = importlib.import_module(f"hsa.{old}")
+        assert any(issubclass(w.category, DeprecationWarning) and f"hsa.{new}" in str(w.message) for w in caught)
+        target = importlib.import_module(f"hsa.{new}")
+        assert alias.__all__ == target.__all__
+        assert all(getattr(alias, name) is getattr(target, name) for name in target.__all__)

@@ -180,7 +180,7 @@ def test_retry_rate_and_syntax_coverage(records):
 def test_shared_harnesses_give_k_distinct_harnesses_and_valid_records():
     """generate(n, harnesses=K) draws every record from one of K harnesses, and each record still checks."""
     from hsa.records import normalize
-    from hsa.verify import check_record
+    from hsa.invariants import check_record
 
     recs = generate(24, 3, harnesses=4)
     harness = lambda r: json.dumps([r["tools"], r["skills"], r["prompt"], r["hooks"]], sort_keys=True)  # noqa: E731

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from hsa.codemods.sync import REFUSAL_PREFIX
 from hsa.names import render_style
 from hsa.records import normalize
-from hsa.rewrite import param_paths, rename_params, rename_skills, rename_tools
+from hsa.renames import param_paths, rename_params, rename_skills, rename_tools
 from hsa.sandbox import check_hooks
 from hsa.testing import records
-from hsa.verify import check_variant
+from hsa.invariants import check_variant
 from tests.conftest import FIXTURES
 
 FIXTURE = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines()]

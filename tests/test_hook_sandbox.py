@@ -8,7 +8,7 @@ import os
 from hsa import sandbox as sb
 from hsa.hooks_model import decision_of
 from hsa.records import normalize
-from hsa.rewrite import rename_tools
+from hsa.renames import rename_tools
 from tests.conftest import FIXTURES
 
 

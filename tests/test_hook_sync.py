@@ -10,7 +10,7 @@ from libcst.codemod import CodemodTest
 from hsa.codemods.analysis import analyze, transport, _analyze
 from hsa.codemods.sync import Harness, SyncCodemod, harness_of, sync_source
 from hsa.records import normalize
-from hsa.rewrite import rename_params, rename_skills, rename_tools
+from hsa.renames import rename_params, rename_skills, rename_tools
 from tests.conftest import FIXTURES
 
 SCHEMAS = {

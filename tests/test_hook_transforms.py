@@ -13,9 +13,9 @@ from hsa.hooks_model import (decision_of, generated_payloads, import_agents_hook
                              import_claude_settings, infer_entry, map_output, map_payload)
 from hsa.records import normalize
 from hsa.recipes import load_recipe
-from hsa.rewrite import rename_tools
+from hsa.renames import rename_tools
 from hsa.transform import run
-from hsa.verify import check_variant
+from hsa.invariants import check_variant
 from tests.conftest import FIXTURES
 from transforms.hook import (HookMessageFormat, HookRenameLocals, HookRestyle, HookSync, StripRetries,
                              _retry_events, reword)

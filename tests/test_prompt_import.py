@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from hsa.prompt_import import (
+from hsa.prompt_model import (
     DELIMITER_STYLES,
     PREAMBLE_ID,
     PromptRenderError,

@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 
 from hsa.mapping import Mapping
 from hsa.names import find_tokens, is_identifier_like
-from hsa.prompt_import import check_sync, render, system_sections
+from hsa.prompt_model import check_sync, render, system_sections
 from hsa.recipes import hold_out, load_recipe
 from hsa.records import normalize
-from hsa.rewrite import hook_literals, text_fields
+from hsa.renames import hook_literals, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.testing import assert_task_preserving
 from hsa.transform import Sequence, run
-from hsa.verify import check_record, check_variant
+from hsa.invariants import check_record, check_variant
 from tests.conftest import FIXTURES
 from transforms import prompt as P
 from transforms import skill as S

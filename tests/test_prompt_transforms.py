@@ -8,10 +8,10 @@ import random
 import pytest
 
 from hsa.pipeline import augment
-from hsa.prompt_import import check_sync, locate, render, system_sections
+from hsa.prompt_model import check_sync, locate, render, system_sections
 from hsa.records import normalize
 from hsa.transform import Skip, run
-from hsa.verify import calls_of, check_variant
+from hsa.invariants import calls_of, check_variant
 from transforms import prompt as P
 from transforms.phrasebank import BankError, load_bank
 

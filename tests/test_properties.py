@@ -40,7 +40,7 @@ from hsa.testing import (
 )
 from hsa.testing.checks import hooks_checker
 from hsa.transform import Combinator, Sequence, from_config, registry, replay, run
-from hsa.verify import calls_of, check_record, validator_for
+from hsa.invariants import calls_of, check_record, validator_for
 from tests.conftest import FIXTURES
 from tests.transform_table import NOT_ON_FIXTURES, TABLE
 
@@ -373,7 +373,7 @@ def test_hook_invariant_is_enrolled():
     """Invariant 7 runs inside check_transform once a hook checker (check_hooks) is installed."""
     checker = hooks_checker()
     if checker is None:
-        pytest.skip("no check_hooks in hsa.verify / hsa.sandbox yet: invariant 7 is not checked")
+        pytest.skip("no check_hooks in hsa.invariants / hsa.sandbox yet: invariant 7 is not checked")
     for i, raw in enumerate(FIXTURE_RECORDS[:40]):
         report = check_transform(TABLE["tool.rename"](), raw, seed=i)
         if report.applied and raw.get("hooks"):
@@ -384,7 +384,7 @@ def test_hook_invariant_is_enrolled():
 
 def test_reports_name_the_broken_invariant():
     """A transform that breaks round trip is reported with the invariant, the params and the record."""
-    from hsa.rewrite import rename_tools
+    from hsa.renames import rename_tools
     from hsa.transform import Transform
 
     @dataclasses.dataclass(frozen=True)
@@ -421,7 +421,7 @@ def _through_a_row(variant, k: int = 1) -> dict:
 def _canonical_gives_back(raw, transform, seed) -> None:
     from hsa._patch import same
     from hsa.pipeline import canonicalize_record
-    from hsa.rewrite import canonicalize, content_of
+    from hsa.renames import canonicalize, content_of
 
     source = normalize(json.loads(json.dumps(raw)))
     variant, applied, _ = run(transform, source, rng_for(seed, source["id"], 1))
@@ -461,7 +461,7 @@ def test_canonicalize_gives_back_the_source_of_random_recipes(recipe, raw, seed)
 
 def _added_names(source, variant) -> list[str]:
     """Names of tools and parameters the variant adds (no source one maps to them) that map back onto a source name."""
-    from hsa.verify import _check_added_names
+    from hsa.invariants import _check_added_names
 
     return [v.detail for v in _check_added_names(source, variant, Mapping(variant["mapping"]))]
 

@@ -102,7 +102,7 @@ def test_dotted_function_names_are_accepted():
                args={"n": 5}, name="math.factorial")
     rec = normalize(raw)
     assert rec["tools"][0]["name"] == "math.factorial"
-    from hsa.verify import check_record
+    from hsa.invariants import check_record
 
     assert check_record(rec) == []
 
@@ -192,7 +192,7 @@ def test_sharegpt_layout_is_converted():
     roles = [m["role"] for m in rec["messages"]]
     assert roles == ["user", "assistant", "tool", "assistant"]
     assert rec["messages"][2]["tool_call_id"] == rec["messages"][1]["tool_calls"][0]["id"]
-    from hsa.verify import check_record
+    from hsa.invariants import check_record
 
     assert check_record(rec) == []
 

@@ -9,7 +9,7 @@ import pytest
 
 from hsa.cli import main
 from hsa.records import RecordError, normalize, read_harness_file
-from hsa.verify import check_record
+from hsa.invariants import check_record
 from tests.harness_cases import AIRLINE
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from hsa import records as R
 from hsa.records import RecordError, normalize
-from hsa.verify import check_record
+from hsa.invariants import check_record
 
 QUOTE_TOOL = '[{"name": "get_random_quote", "description": "Get a random quote", "parameters": {}}]'
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hsa import _patch, cache
 from hsa.records import clone, normalize
-from hsa.rewrite import apply_step, canonicalize, undo
+from hsa.renames import apply_step, canonicalize, undo
 
 
 def _slow_same(a, b) -> bool:
@@ -111,8 +111,8 @@ def test_undo_leaves_its_input_alone_and_equals_the_step_by_step_inverse():
 
 
 def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
-    """verify.added_names: a variant whose distractor is named like a source tool is rejected on a hit too."""
-    from hsa.verify import check_variant
+    """invariants.added_names: a variant whose distractor is named like a source tool is rejected on a hit too."""
+    from hsa.invariants import check_variant
 
     source = normalize({"id": "r", "messages": [
         {"role": "user", "content": "hi"},
@@ -128,15 +128,15 @@ def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
     variant["tools"].append(extra)
     bad = clone(variant)
     bad["tools"][-1]["name"] = "get"  # maps back onto source tool 'get'
-    cache.caches()["verify.added_names"].clear()
+    cache.caches()["invariants.added_names"].clear()
 
     def reasons(v):
         return [x.reason for x in check_variant(source, v, closure=False) if x.reason == "added name equals a source name"]
 
     first = [reasons(bad), reasons(variant)]
-    hits = cache.caches()["verify.added_names"].hits
+    hits = cache.caches()["invariants.added_names"].hits
     assert [reasons(bad), reasons(variant)] == first == [["added name equals a source name"], []]
-    assert cache.caches()["verify.added_names"].hits == hits + 2
+    assert cache.caches()["invariants.added_names"].hits == hits + 2
     monkeypatch.setenv("HSA_CACHE", "0")
     cache.clear()
     assert [reasons(bad), reasons(variant)] == first
@@ -146,7 +146,7 @@ def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
 
 def test_validators_told_apart_by_exact_schema():
     """Schemas equal in == but not in JSON (1 vs 1.0 vs True in a const) get their own validators."""
-    from hsa.verify import validator_for
+    from hsa.invariants import validator_for
 
     base = {"type": "object", "properties": {"n": {"const": 1}}}
     floats = {"type": "object", "properties": {"n": {"const": True}}}
@@ -160,7 +160,7 @@ def test_validators_told_apart_by_exact_schema():
 def test_string_edits_from_the_cache_are_the_edits_and_the_cache_is_bounded():
     """patch.str_edits (with_restore's cache of string edits): a hit gives the uncached edits (a copy: changing it
     leaves the cache alone), and a stream of distinct long strings stays within the byte budget."""
-    from hsa.rewrite import _str_edits
+    from hsa.renames import _str_edits
 
     a = "The viewer asks about the price of item 42 before the live room closes tonight.\n" * 3
     b = a.replace("price", "cost", 2)
@@ -180,7 +180,7 @@ def test_string_edits_from_the_cache_are_the_edits_and_the_cache_is_bounded():
 
 def test_restored_view_is_what_the_restore_step_gives():
     """with_restore keeps a shared view of the restored record for the check; it equals the applier's copy."""
-    from hsa.rewrite import _apply_restore, _as_written, _restored_view, content_of
+    from hsa.renames import _apply_restore, _as_written, _restored_view, content_of
 
     source, variant = _variant()
     restore = next(s for s in variant["mapping"] if s["op"] == "restore")
@@ -191,9 +191,9 @@ def test_restored_view_is_what_the_restore_step_gives():
 
 
 def test_param_paths_from_the_cache_are_the_walk_and_the_callers_own():
-    """rewrite.param_paths: the cached paths equal the walk's, a caller may change its list, 1 and 1.0 (which
+    """renames.param_paths: the cached paths equal the walk's, a caller may change its list, 1 and 1.0 (which
     name no path) share an entry, and key order (which orders the paths) does not."""
-    from hsa.rewrite import _param_paths, param_paths
+    from hsa.renames import _param_paths, param_paths
 
     schema = {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": {"default": 1}}},
                                                "a": {"type": "array", "items": {"properties": {"d": {}}}}}}
@@ -235,7 +235,7 @@ def test_content_patch_is_the_diff_of_the_whole_on_hits_too():
 
     from fixtures.livestream.generate import generate
     from hsa.recipes import load_recipe
-    from hsa.rewrite import _as_written, _content_patch, content_of
+    from hsa.renames import _as_written, _content_patch, content_of
     from hsa.transform import run
 
     recipe = load_recipe("default")

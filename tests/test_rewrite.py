@@ -1,9 +1,9 @@
-"""hsa.rewrite helpers: what counts as free text and as a hook literal."""
+"""hsa.renames helpers: what counts as free text and as a hook literal."""
 
 from __future__ import annotations
 
 from hsa.records import clone, normalize
-from hsa.rewrite import hook_literals, map_texts, text_fields
+from hsa.renames import hook_literals, map_texts, text_fields
 
 
 def test_text_fields_are_exactly_what_map_texts_rewrites(fixture_records):
@@ -35,7 +35,7 @@ class NoPlugins(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NoPlugins())
 from hsa.records import normalize
-from hsa.rewrite import apply_step, canonicalize, content_of
+from hsa.renames import apply_step, canonicalize, content_of
 
 args = {"city": "Paris", "days": 3, "units": "metric"}
 source = normalize({
@@ -73,7 +73,7 @@ print(json.dumps({"call": call, "same": content_of(back) == content_of(source),
 
 def test_canonicalize_undoes_structural_steps_with_no_plugin_imported():
     """The record-level appliers of regroup, permute, require and values steps are the core's (a fixed table):
-    in a fresh interpreter where the transform library cannot even be imported, hsa.rewrite applies them and
+    in a fresh interpreter where the transform library cannot even be imported, hsa.renames applies them and
     canonicalize gives the source back."""
     import json
     import os

@@ -1,4 +1,4 @@
-"""The fast paths of hsa.rewrite give what the plain ones did.
+"""The fast paths of hsa.renames give what the plain ones did.
 
 Oracles kept here: ``_old_record_tokens`` (every text's tokens, every ``param_paths`` leaf), the
 rebuilding ``_map_schema_descriptions``, ``replace_tokens`` called on every text, and
@@ -17,7 +17,7 @@ from hsa import _json
 from hsa.mapping import ARRAY
 from hsa.names import replace_tokens, text_tokens
 from hsa.records import clone, normalize
-from hsa.rewrite import (
+from hsa.renames import (
     _hook_harness,
     _map_hook_payloads,
     _map_schema_descriptions,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hsa.literals import c_string_tokens, plain_literals, plain_literals_tokenize
-from hsa.rewrite import hook_literals
+from hsa.renames import hook_literals
 
 FAST = sys.version_info[:2] == (3, 11)  # the C path is taken on 3.11 only
 

@@ -8,12 +8,12 @@ import random
 import pytest
 
 from hsa.names import find_tokens
-from hsa.prompt_import import check_sync, locate
+from hsa.prompt_model import check_sync, locate
 from hsa.records import normalize
-from hsa.rewrite import canonicalize, hook_literals, text_fields
+from hsa.renames import canonicalize, hook_literals, text_fields
 from hsa.skills_dir import is_legal_skill_name
 from hsa.transform import run
-from hsa.verify import calls_of, check_variant
+from hsa.invariants import calls_of, check_variant
 from transforms import skill as S
 from transforms import skill_functional
 from transforms.prompt import canonical_prompt

@@ -13,9 +13,9 @@ from hsa.mapping import Mapping
 from hsa.pipeline import augment_record, source_row
 from hsa.recipes import recipe_from_dict
 from hsa.records import normalize
-from hsa.rewrite import rename_params, rename_tools
+from hsa.renames import rename_params, rename_tools
 from hsa.validate import ValidationReport, validate_records
-from hsa.verify import check_variant
+from hsa.invariants import check_variant
 
 SEND_EMAIL = {
     "id": "e1",
@@ -234,7 +234,7 @@ def test_a_plain_word_tool_name_compared_in_a_hook_is_renamed_and_the_hook_follo
 
 def test_plain_word_references_and_words_in_prose_and_hooks():
     """Code, quotes, calls and tool-name positions are references; other uses of the word are ambiguous."""
-    from hsa.rewrite import word_uses
+    from hsa.renames import word_uses
 
     def uses(user: str, hook: str | None = BASH_GUARD) -> dict:
         return word_uses(normalize(_bash_record(hook, user)), ["Bash"])

@@ -13,7 +13,7 @@ from hsa.pipeline import augment
 from hsa.recipes import load_recipe
 from hsa.records import normalize
 from hsa.transform import registry, run
-from hsa.verify import check_variant
+from hsa.invariants import check_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ["hammer", "rotbench-slight", "rotbench-medium", "rotbench-heavy", "rotbench-union", "tools"]

@@ -108,7 +108,7 @@ def test_every_style_is_accepted_by_tool_rename():
 @pytest.mark.parametrize("style", ["verb", "noun", "prefix", "mask", "slight", "medium", "camel"])
 def test_new_tool_names_are_legal_and_collide_with_nothing(style):
     """For each style, renamed tools get names legal in their dialect, distinct, and not tokens of the record."""
-    from hsa.rewrite import record_tokens
+    from hsa.renames import record_tokens
 
     for case in ("shop", "strict", "anthropic", "mcp"):
         src = normalize(record(case))

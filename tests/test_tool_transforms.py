@@ -10,10 +10,10 @@ import pytest
 from hsa import _json
 from hsa.mapping import Mapping
 from hsa.records import normalize
-from hsa.rewrite import apply_step, canonicalize, with_restore
+from hsa.renames import apply_step, canonicalize, with_restore
 from hsa.testing import assert_task_preserving
 from hsa.transform import Skip
-from hsa.verify import calls_of, check_record, check_variant
+from hsa.invariants import calls_of, check_record, check_variant
 from tests.tool_cases import record
 from transforms import tool as T
 from transforms._toolschema import get_pointer, is_strict, strict_problems
@@ -468,7 +468,7 @@ def test_every_tool_transform_holds_every_invariant_on_hand_written_records(name
 
 
 def test_apply_step_dispatches_structural_kinds():
-    """hsa.rewrite.apply_step carries a kind-tagged params step across a record through its registered applier."""
+    """hsa.renames.apply_step carries a kind-tagged params step across a record through its registered applier."""
     src = _src("shop")
     step = {"op": "params", "tool": "get_order_status", "kind": "regroup",
             "paths": [[["order_id"], ["request", "order_id"]], [["detail"], ["request", "detail"]]],

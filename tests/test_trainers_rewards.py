@@ -198,7 +198,7 @@ def test_format_reward_parses_and_checks_schemas():
 def reply_harness(fixture_records):
     """A fixture record with the three reply-side hooks, and a variant of it with item_qa renamed."""
     from hsa.records import normalize
-    from hsa.rewrite import rename_skills
+    from hsa.renames import rename_skills
 
     source = next(r for r in fixture_records if {h["name"] for h in r["hooks"]} >=
                   {"require_reply_skill", "reply_format"})

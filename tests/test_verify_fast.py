@@ -1,4 +1,4 @@
-"""hsa.verify shortcuts (issue 8): the same validators and the same violations as the plain checks."""
+"""hsa.invariants shortcuts (issue 8): the same validators and the same violations as the plain checks."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import ClassVar
 import jsonschema
 import pytest
 
-from hsa import _json, verify
+from hsa import _json
+from hsa import invariants as verify
 from hsa.mapping import Mapping
 from hsa.names import find_tokens, is_identifier_like
 from hsa.records import normalize
-from hsa.rewrite import rename_skills, rename_tools, text_fields
+from hsa.renames import rename_skills, rename_tools, text_fields
 
 
 def _class_with_check(schema: dict) -> type:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hsa.verify import quick_valid
+from hsa.invariants import quick_valid
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from([0.0, 1.0, 2.5, -1.5, math.inf]),
                     st.sampled_from(["", "a", "ab", "abc", "x1", "Ünï"]))

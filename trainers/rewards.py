@@ -377,7 +377,7 @@ def format_reward(completions: Sequence[Any], *, parser: Callable[[str], Parsed]
     """The completion parses in the model's tool-call format: 1.0 when it parses and every call names a
     tool of the variant and validates against its schema, 0.5 when it parses but a call does not, 0.0
     when it does not parse. Without a ``tools`` column only parsing counts."""
-    from hsa.verify import validator_for
+    from hsa.invariants import validator_for
 
     n = len(completions)
     tools = _column(kwargs, "tools", "format", n, required=False)

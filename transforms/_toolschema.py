@@ -4,7 +4,7 @@ Schemas are standard JSON Schema (the internal form of :mod:`hsa.records`). Ever
 function returns new objects and never modifies its arguments. What the family's mapping
 steps do to a schema (``regroup``, ``permute``, ``require``, ``values``) is part of the
 mapping, in the core: :mod:`hsa.step_schemas` (re-exported here), with the record-level
-appliers in :data:`hsa.rewrite.STEP_APPLIERS`, so :func:`hsa.rewrite.canonicalize` undoes
+appliers in :data:`hsa.renames.STEP_APPLIERS`, so :func:`hsa.renames.canonicalize` undoes
 those steps with no plugin imported.
 """
 

@@ -1,7 +1,7 @@
 """Hook transforms: the ``hook`` family, and ``trajectory.strip_retries``.
 
 - ``hook.sync``: hooks follow every tool, parameter and skill rename automatically
-  (:mod:`hsa.rewrite` calls :func:`hsa.codemods.sync.sync_record_hooks`, which
+  (:mod:`hsa.renames` calls :func:`hsa.codemods.sync.sync_record_hooks`, which
   rewrites the literals that name a renamed thing or refuses the variant with a
   counted reason). As a transform it re-derives the recorded hook events from the
   hooks: each event's payload is replayed in the sandbox and its decision and
@@ -355,7 +355,7 @@ class HookMessageFormat(Transform):
         from hsa.codemods import Refusal
         from hsa.codemods.messages import message_sites, rewrite_messages
         from hsa.hooks_model import entry_of
-        from hsa.rewrite import record_tokens
+        from hsa.renames import record_tokens
         from hsa.sandbox import execution_enabled
 
         hooks = record.get("hooks") or []

@@ -8,7 +8,7 @@ delimiters (``prompt.delimiters``), titles (``prompt.titles``), instruction word
 
 Every transform works on the record's ``prompt`` (sections + jinja2 template). A
 record without one gets its system message split into sections first
-(:func:`hsa.prompt_import.split_system`); when that is not possible the record passes
+(:func:`hsa.prompt_model.split_system`); when that is not possible the record passes
 through unchanged with a skip reason. After each transform the system message is the
 template rendered with the sections again, and :func:`canonical_prompt` — the sections'
 content up to the declared equivalences — is unchanged. Tool calls are never touched.
@@ -24,7 +24,7 @@ import random
 import re
 from typing import Any, ClassVar
 
-from hsa.prompt_import import (
+from hsa.prompt_model import (
     DELIMITER_STYLES,
     PREAMBLE_ID,
     PromptSite,
@@ -357,7 +357,7 @@ class PromptDelimiters(Transform):
     """Re-render the prompt with other section delimiters: Markdown headings, XML tags, [BEGIN OF X] blocks, caps headers.
 
     Only templates that add nothing but delimiters are replaced (see
-    :func:`hsa.prompt_import.is_structural`); others pass through with a skip.
+    :func:`hsa.prompt_model.is_structural`); others pass through with a skip.
     """
 
     name: ClassVar[str] = "prompt.delimiters"

@@ -5,11 +5,11 @@ A model trained on one harness memorises their names, their descriptions, the la
 their bodies and of the catalogue that lists them; these transforms vary all four and
 keep everything that refers to a skill consistent:
 
-* ``skill.rename`` goes through :func:`hsa.rewrite.rename_skills` (definitions, skill-tool
+* ``skill.rename`` goes through :func:`hsa.renames.rename_skills` (definitions, skill-tool
   arguments and schema, texts as whole tokens — prompt catalogue, other skills, messages —
   hook literals and payloads) and records the ``skills`` mapping step;
 * ``skill.describe`` and ``skill.catalog`` re-render the catalogue section of the prompt and
-  the system message it is part of (:mod:`hsa.prompt_import`);
+  the system message it is part of (:mod:`hsa.prompt_model`);
 * ``skill.restructure`` rewrites the tool results that returned a skill's body.
 
 Tool calls are never touched, except the skill tool's argument under ``skill.rename``. The
@@ -27,9 +27,9 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from hsa.names import find_tokens, is_identifier_like, split_words
-from hsa.prompt_import import PromptSite, commit, locate
+from hsa.prompt_model import PromptSite, commit, locate
 from hsa.records import Record
-from hsa.rewrite import hook_literals, record_tokens, rename_skills, text_fields
+from hsa.renames import hook_literals, record_tokens, rename_skills, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
 from transforms import skill_functional as F

@@ -15,9 +15,9 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from hsa.names import find_tokens
-from hsa.prompt_import import PREAMBLE_ID, PromptSite
+from hsa.prompt_model import PREAMBLE_ID, PromptSite
 from hsa.records import Record
-from hsa.rewrite import param_paths
+from hsa.renames import param_paths
 from hsa.skills_dir import is_legal_skill_name
 from transforms._banks import BankError, read_bank
 from transforms.phrasebank import load_bank

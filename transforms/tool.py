@@ -3,10 +3,10 @@
 Every way a tool surface changes — names, parameter names, order, descriptions, nesting,
 distractors, values, dialect — each one kept in the record's mapping, so that every
 variant's calls map back to the source calls exactly, and verified by
-:func:`hsa.verify.check_variant`. Renames go through :mod:`hsa.rewrite`, so a name
+:func:`hsa.invariants.check_variant`. Renames go through :mod:`hsa.renames`, so a name
 changes everywhere it occurs (whole tokens) and nowhere else; structural changes are
-mapping steps whose record-level appliers are the core's (:data:`hsa.rewrite.STEP_APPLIERS`),
-so :func:`hsa.rewrite.canonicalize` undoes them.
+mapping steps whose record-level appliers are the core's (:data:`hsa.renames.STEP_APPLIERS`),
+so :func:`hsa.renames.canonicalize` undoes them.
 
 ``tool.irrelevance`` is the one task-changing transform here: it is opt-in, its mapping
 step is ``{"op": "opaque"}`` and the pipeline counts its variants separately.
@@ -24,7 +24,7 @@ from hsa import _json
 from hsa.mapping import Mapping
 from hsa.names import DIALECT_NAME_RULES, is_identifier_like, is_legal, is_legal_param
 from hsa.records import Record
-from hsa.rewrite import hook_literals, record_tokens, rename_tools, text_fields, word_uses
+from hsa.renames import hook_literals, record_tokens, rename_tools, text_fields, word_uses
 from hsa.transform import Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms._banks import load_banks
@@ -820,7 +820,7 @@ class Values(Transform):
 
     @staticmethod
     def _redraw(d: int | float, node: dict, rng: random.Random) -> int | float | None:
-        from hsa.verify import validator_for
+        from hsa.invariants import validator_for
 
         check = {k: v for k, v in node.items() if k in ("type", "minimum", "maximum", "exclusiveMinimum",
                                                           "exclusiveMaximum", "multipleOf")}
@@ -873,7 +873,7 @@ class Dialect(Transform):
             raise ValueError(f"targets must be some of {list(DIALECTS)} (got {list(self.targets)})")
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        from hsa.verify import check_record
+        from hsa.invariants import check_record
 
         if not record["tools"]:
             return Skip("no tools")

@@ -21,7 +21,7 @@ from hsa.mapping import ARRAY
 from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_legal_param, is_plain_token, split_words,
                        text_tokens)
 from hsa.records import Record, clone, iter_calls, normalize_schema
-from hsa.rewrite import STEP_APPLIERS, param_paths, rename_params
+from hsa.renames import STEP_APPLIERS, param_paths, rename_params
 from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
 from transforms._toolnames import detect_style
 from transforms._toolschema import (

@@ -39,7 +39,7 @@ from hsa.names import replace_tokens
 __all__ = ["Harness", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
            "refusal_note", "parse_refusal_note", "cache_info"]
 
-#: Notes that record a refused hook sync start with this; :func:`hsa.verify.check_variant` turns them into violations.
+#: Notes that record a refused hook sync start with this; :func:`hsa.invariants.check_variant` turns them into violations.
 REFUSAL_PREFIX = "hook sync refused: "
 
 

@@ -192,7 +192,7 @@ def score_turn(parsed: Parsed | None, gold: dict, mapping, schemas: dict, skill_
     ``format`` 1 when the completion parses; ``schema`` (predicted turns with calls) 1 when every call names a
     variant tool and its arguments validate against that tool's schema. Not applicable: ``None``.
     """
-    from hsa.verify import validator_for
+    from hsa.invariants import validator_for
 
     gold_calls = gold["calls"]
     has_calls = bool(gold_calls)

@@ -20,7 +20,7 @@ from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.transform import SlotRng, Transform, run
-from hsa.verify import check_record, check_variant
+from hsa.invariants import check_record, check_variant
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "Stats", "Result",
            "source_row", "CALL_ARGUMENTS", "augment_record", "canonicalize_record"]
@@ -326,7 +326,7 @@ def canonicalize_record(raw: dict) -> dict:
     prompt, skills, hooks, messages): for a task-preserving variant the result is its
     source record. A task-changing variant (``tool.irrelevance``) gets its names back only.
     """
-    from hsa.rewrite import canonicalize
+    from hsa.renames import canonicalize
 
     rec = canonicalize(normalize(raw))
     rec["transforms"] = []

@@ -20,7 +20,7 @@ Invariants checked (numbers as in docs/design.md):
    and the skill tool follow their tools, hook payloads map back, injected hook
    messages agree with their recorded decisions, the system message still renders
    from the prompt, the mapping undoes the record (``canonicalize``).
-7. hooks — when a hook checker is installed (``check_hooks`` in :mod:`hsa.verify` or
+7. hooks — when a hook checker is installed (``check_hooks`` in :mod:`hsa.invariants` or
    :mod:`hsa.sandbox`), rewritten hooks behave like the originals on mapped inputs.
 8. inversion — canonicalizing a task-preserving variant gives the source's content back exactly
    (names, descriptions, order, added tools and parameters, prompt, skills, hooks, messages).
@@ -37,7 +37,7 @@ from typing import Any
 from hsa import _json
 from hsa.names import is_legal_param
 from hsa.records import Record, denormalize, normalize
-from hsa.verify import Violation, check_record, check_variant, clip, error_detail, leaf_params
+from hsa.invariants import Violation, check_record, check_variant, clip, error_detail, leaf_params
 
 __all__ = ["Report", "check_transform", "assert_task_preserving", "hooks_checker", "INVARIANTS"]
 
@@ -108,7 +108,7 @@ def _first_difference(a: str, b: str, context: int = 120) -> str:
 
 def hooks_checker() -> Callable[[Record, Record], list[Violation]] | None:
     """The installed invariant-7 checker ``check_hooks(source, variant) -> violations``, or None."""
-    for module in ("hsa.verify", "hsa.sandbox", "hsa.hooks"):
+    for module in ("hsa.invariants", "hsa.sandbox", "hsa.hooks"):
         try:
             mod = importlib.import_module(module)
         except ImportError:

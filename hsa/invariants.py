@@ -1,0 +1,606 @@
+"""Verification of records and variants: docs/design.md invariants 1, 2, 3, 6 and 8.
+
+Checks return a list of :class:`Violation` values (empty when everything holds);
+they never raise on bad data.
+"""
+
+from __future__ import annotations
+
+import ast
+import traceback
+from typing import Any
+
+from hsa import _json
+from hsa import cache as _cache
+from hsa.mapping import ARRAY, Mapping
+from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
+from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
+from hsa.renames import text_fields
+from hsa.violations import Violation
+
+__all__ = ["Violation", "check_record", "check_variant", "check_consistency", "validator_for", "quick_valid", "calls_of",
+           "clip", "error_detail", "leaf_params"]
+
+
+_VALIDATORS = _cache.lru("invariants.validators", 32 << 20)  # compiled once per distinct schema, bounded by bytes
+
+
+def validator_for(schema: dict):
+    """A compiled jsonschema validator for ``schema``, cached by a digest of the schema's canonical JSON."""
+    import hashlib
+
+    cache = _VALIDATORS
+    exact = _cache.digest(schema)  # exact (key order too): cheaper than the canonical JSON, which a miss makes
+    v = cache.get(exact)
+    if v is not None:
+        return v
+    key = _json.canonical(schema)
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    v = cache.get(digest)
+    if v is not None:
+        return cache.put(exact, v, 3 * len(key) + 2000)
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if cls is not jsonschema.Draft202012Validator or not _check_schema_moot(key):
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError:
+            cls = jsonschema.Draft202012Validator
+    v = cls(schema, format_checker=None)
+    cache.put(digest, v, 3 * len(key) + 2000)  # the validator holds the schema and its lazy sub-validators
+    return cache.put(exact, v, 3 * len(key) + 2000)
+
+
+def _check_schema_moot(key: str) -> bool:
+    """True when ``check_schema`` can only raise ``SchemaError`` on the schema of canonical JSON ``key``.
+
+    With the 2020-12 validator already drawn, a ``SchemaError`` falls back to that same
+    class, so the check changes nothing. It could raise anything else only from the
+    ``regex`` format check (``pattern`` keys: ``re.compile`` may overflow) or from a
+    nesting deep enough to exhaust the stack (at most 40 objects deep here; 80 is fine).
+    """
+    return '"pattern' not in key and key.count("{") <= 40
+
+
+# --------------------------------------------------------------------------- a quick validator for common schemas
+#
+# Tool schemas are mostly objects of typed properties with required lists and enums. jsonschema
+# walks them through generators and a validator object per call; this walk gives the same verdict
+# for the keywords below (Draft 2020-12 semantics, as jsonschema implements them) and says "don't
+# know" (None) for everything else, which then goes to jsonschema. A False also goes to jsonschema,
+# which is the authority and writes the message: only "valid" is decided here.
+
+_UNSUPPORTED = frozenset({  # 2020-12 keywords with a validation effect that the quick walk does not implement
+    "$ref", "$dynamicRef", "$recursiveRef", "$schema", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "dependentSchemas", "dependentRequired", "dependencies", "prefixItems", "contains", "minContains", "maxContains",
+    "uniqueItems", "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+    "minProperties", "maxProperties", "multipleOf", "additionalItems", "$vocabulary", "$anchor", "$dynamicAnchor",
+    "$recursiveAnchor",
+})
+_TYPES = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+          "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+          "null": lambda v: v is None,
+          "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+          "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())}
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _schema_equal(a: Any, b: Any) -> bool:
+    """JSON equality as jsonschema's ``enum``/``const`` see it: ``1 == 1.0``, but ``True != 1``."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_schema_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_schema_equal(a[k], b[k]) for k in a)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def quick_valid(schema: Any, instance: Any) -> bool | None:
+    """Whether ``instance`` validates against ``schema`` (True/False) for schemas made of the common keywords, or
+    None when the schema uses anything else (a keyword above, an unknown type name, a malformed keyword)."""
+    if schema is True or schema == {}:
+        return True
+    if schema is False:
+        return False
+    if not isinstance(schema, dict) or not _UNSUPPORTED.isdisjoint(schema):
+        return None
+    ok = True
+    t = schema.get("type")
+    if t is not None:
+        names = t if isinstance(t, list) else [t]
+        checks = [_TYPES.get(n) if isinstance(n, str) else None for n in names]
+        if not names or None in checks:
+            return None
+        ok = any(c(instance) for c in checks)
+    if "enum" in schema:
+        if not isinstance(schema["enum"], list):
+            return None
+        ok = ok and any(_schema_equal(e, instance) for e in schema["enum"])
+    if "const" in schema:
+        ok = ok and _schema_equal(schema["const"], instance)
+    for key, fails in (("minimum", lambda v, m: v < m), ("maximum", lambda v, m: v > m),
+                       ("exclusiveMinimum", lambda v, m: v <= m), ("exclusiveMaximum", lambda v, m: v >= m)):
+        if key in schema:
+            if not _number(schema[key]):
+                return None
+            if _number(instance) and fails(instance, schema[key]):
+                ok = False
+    for key, kind, fails in (("minLength", str, lambda n, m: n < m), ("maxLength", str, lambda n, m: n > m),
+                             ("minItems", list, lambda n, m: n < m), ("maxItems", list, lambda n, m: n > m)):
+        if key in schema:
+            if not _number(schema[key]):
+                return None
+            if isinstance(instance, kind) and fails(len(instance), schema[key]):
+                ok = False
+    if "pattern" in schema:
+        import re
+
+        if not isinstance(schema["pattern"], str):
+            return None
+        try:
+            if isinstance(instance, str) and re.search(schema["pattern"], instance) is None:
+                ok = False
+        except re.error:
+            return None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    items = schema.get("items", True)
+    if not (isinstance(props, dict) and isinstance(required, list) and all(isinstance(r, str) for r in required)
+            and isinstance(extra, (bool, dict)) and isinstance(items, (bool, dict))):
+        return None
+    # subschemas count only where the instance reaches them, as in jsonschema
+    if isinstance(instance, dict):
+        if any(r not in instance for r in required):
+            ok = False
+        for k, v in instance.items():
+            verdict = quick_valid(props[k] if k in props else extra, v)
+            if verdict is None:
+                return None
+            ok = ok and verdict
+    elif isinstance(instance, list) and items is not True:
+        for v in instance:
+            verdict = quick_valid(items, v)
+            if verdict is None:
+                return None
+            ok = ok and verdict
+    return ok
+
+
+def calls_of(record: Record) -> list[dict]:
+    """The record's tool calls as ``{"name", "arguments"}`` in trajectory order."""
+    return [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for _, _, c in iter_calls(record)]
+
+
+def check_record(record: Record, *, check_names: bool = False) -> list[Violation]:
+    """Invariant 1 on one record: every call names a defined tool and validates against its schema."""
+    out: list[Violation] = []
+    tools = {t["name"]: t for t in record["tools"]}
+    if len(tools) != len(record["tools"]):
+        names = [t["name"] for t in record["tools"]]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        out.append(Violation("validity", "duplicate tool name", f"tools define {dup} more than once"))
+    for mi, ci, call in iter_calls(record):
+        fn = call["function"]
+        tool = tools.get(fn["name"])
+        where = f"messages[{mi}].tool_calls[{ci}]"
+        if tool is None:
+            out.append(Violation("validity", "undefined tool",
+                                 f"{where} calls {fn['name']!r}, which is not among the tools ({sorted(tools)})"))
+            continue
+        if quick_valid(tool["parameters"], fn["arguments"]) is True:
+            continue
+        try:
+            err = next(iter(validator_for(tool["parameters"]).iter_errors(fn["arguments"])), None)
+        except Exception as exc:  # a schema jsonschema cannot use (bad $ref, bad regex)
+            out.append(Violation("validity", "unusable schema", f"{where} {fn['name']!r}: {exc}"))
+            continue
+        if err is not None:
+            at = "/".join(str(p) for p in err.absolute_path) or "(arguments)"
+            out.append(Violation("validity", "arguments do not validate",
+                                 f"{where} {fn['name']!r} at {at}: {err.message}"))
+    if check_names:
+        for t in record["tools"]:
+            if not is_legal(t["name"], t["dialect"]):
+                out.append(Violation("validity", "illegal name",
+                                     f"tool name {t['name']!r} is not legal in the {t['dialect']} dialect"))
+    st = record["skill_tool"]
+    skills = {s["name"] for s in record.get("skills") or ()}
+    if skills:
+        for mi, ci, call in iter_calls(record):
+            fn = call["function"]
+            if fn["name"] == st["name"]:
+                value = fn["arguments"].get(st["argument"])
+                if isinstance(value, str) and value not in skills:
+                    out.append(Violation("validity", "undefined skill",
+                                         f"messages[{mi}].tool_calls[{ci}] loads skill {value!r}, not among {sorted(skills)}"))
+    return out
+
+
+def check_variant(source: Record, variant: Record, *, closure: bool = True, exec_hooks: bool = False,
+                  thorough: bool = False) -> list[Violation]:
+    """Invariants 1, 2, 6, 8, (``closure=True``) 3 and (``exec_hooks=True``) 7 for ``variant`` produced from ``source``.
+
+    The one per-variant check: ``hsa augment`` runs it on every variant before writing it, and
+    ``hsa validate`` on every row of a variant (against its source row, or, when the source is
+    not in the folder, against what canonicalize gives back). Added tools and parameters must
+    carry no name the source had (a distractor named like a renamed tool makes the canonical
+    call ambiguous). Invariant 7 replays hooks in the sandbox only when no other check failed.
+    ``thorough`` checks all of invariant 6 (:func:`check_consistency`), as :mod:`hsa.testing` does.
+    """
+    out = _hook_refusals(source, variant) + check_record(variant)
+    source_names = {t["name"] for t in source["tools"]}
+    for t in variant["tools"]:
+        if t["name"] not in source_names and not is_legal(t["name"], t["dialect"]):
+            out.append(Violation("validity", "illegal name",
+                                 f"new tool name {t['name']!r} is not legal in the {t['dialect']} dialect"))
+    mapping = Mapping(variant["mapping"][len(source["mapping"]):])
+    if mapping.task_preserving:
+        src_calls, var_calls = calls_of(source), calls_of(variant)
+        if len(src_calls) != len(var_calls):
+            out.append(Violation("round-trip", "call count changed",
+                                 f"source has {len(src_calls)} calls, variant {len(var_calls)}"))
+        else:
+            for i, (s, v) in enumerate(zip(src_calls, var_calls)):
+                back = mapping.to_canonical(v)
+                if not _json.strict_equal(back, s):
+                    out.append(Violation("round-trip", "call does not map back",
+                                         f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
+                                         f"source is {_json.dumps(s)}"))
+        out.extend(_added_names_cached(source, variant, mapping))
+        out.extend(check_consistency(source, variant, mapping, thorough=thorough))
+        out.extend(_check_inversion(source, variant, len(mapping.steps)))
+    elif thorough:
+        out.extend(check_consistency(source, variant, mapping, thorough=True))
+    if closure:
+        try:
+            normalize(_json.loads(_json.dumps(denormalize(variant))))
+        except RecordError as exc:
+            out.append(Violation("closure", exc.reason, exc.detail))
+    if not out and exec_hooks and (source.get("hooks") or variant.get("hooks")):
+        from hsa.sandbox import check_hooks
+
+        out = check_hooks(source, variant)
+    return out
+
+
+def _skeleton(schema: Any) -> Any:
+    """Arguments that pass every parameter ``schema`` declares, at any depth (``None`` at the leaves, one item in
+    each array): carried through a mapping, they show which variant parameters come from source ones."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and props:
+        return {k: _skeleton(v) for k, v in props.items()}
+    if isinstance(schema.get("items"), dict):
+        item = _skeleton(schema["items"])
+        return [item] if item is not None else None
+    return None
+
+
+def _reached(value: Any, prefix: tuple, out: set) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.add(prefix + (k,))
+            _reached(v, prefix + (k,), out)
+    elif isinstance(value, list):
+        for v in value:
+            _reached(v, prefix + ("[]",), out)
+
+
+def _nested(path: tuple) -> Any:
+    """Arguments holding one leaf at ``path`` (``"[]"``: a list of one item)."""
+    value: Any = None
+    for key in reversed(path):
+        value = [value] if key == "[]" else {key: value}
+    return value
+
+
+_ADDED_NAMES = _cache.lru("invariants.added_names", 8 << 20)
+
+
+def _added_names_cached(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+    """:func:`_check_added_names`, looked up by (source tools, variant tools, mapping steps but ``restore``): it
+    reads nothing else, and a ``restore`` step changes no name (records of one pool slot share the verdict)."""
+    key = _cache.digest(source["tools"], variant["tools"], [s for s in mapping.steps if s["op"] != "restore"])
+    hit = _ADDED_NAMES.get(key)
+    if hit is None:
+        hit = _ADDED_NAMES.put(key, tuple(_check_added_names(source, variant, mapping)),
+                               200 + 64 * len(source["tools"]))
+    return list(hit)
+
+
+def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+    """No tool or parameter the variant adds (distractors, required fillers) maps back onto a name the source has.
+
+    A tool or parameter is added when no source one maps to it. Mapped back through the mapping it must not
+    land on a source tool, or on a declared path of its tool's source schema: a distractor named like a renamed
+    tool would make the canonical calls ambiguous, and canonicalize would put two tools under one name.
+    """
+    from hsa.renames import param_paths
+
+    out: list[Violation] = []
+    src_tools = {t["name"]: t for t in source["tools"]}
+    mapped = {mapping.tool_to_variant(n): n for n in src_tools}
+    for t in variant["tools"]:
+        if t["name"] not in mapped and mapping.tool_to_canonical(t["name"]) in src_tools:
+            out.append(Violation("round-trip", "added name equals a source name",
+                                 f"added tool {t['name']!r} maps back to source tool "
+                                 f"{mapping.tool_to_canonical(t['name'])!r} (now {mapping.tool_to_variant(t['name'])!r}): "
+                                 "its calls would map back ambiguously"))
+    var_tools = {t["name"]: t for t in variant["tools"]}
+    for new, old in mapped.items():
+        if new not in var_tools:
+            continue
+        src_paths = set(param_paths(src_tools[old]["parameters"]))
+        fwd = mapping.to_variant({"name": old, "arguments": _skeleton(src_tools[old]["parameters"]) or {}})
+        reached: set = set()
+        _reached(fwd["arguments"], (), reached)
+        for path in param_paths(var_tools[new]["parameters"]):
+            if path in reached:  # a source parameter, or one a mapping step fills (and drops on the way back)
+                continue
+            back = mapping.to_canonical({"name": new, "arguments": _nested(path)})
+            landed: set = set()
+            _reached(back["arguments"], (), landed)
+            leaf = max(landed, key=len, default=())
+            if back["name"] == old and leaf in src_paths:
+                out.append(Violation("round-trip", "added name equals a source name",
+                                     f"tool {new!r} adds parameter {'.'.join(path)!r}, which maps back onto source "
+                                     f"parameter {'.'.join(leaf)!r}: canonicalize would rename another parameter "
+                                     "onto it"))
+    return out
+
+
+def _check_inversion(source: Record, variant: Record, n: int) -> list[Violation]:
+    """Invariant 8: undoing the variant's own ``n`` mapping steps gives the source's content back exactly."""
+    from hsa._patch import same
+    from hsa.renames import CONTENT_KEYS, content_of, undo_last
+
+    try:
+        back = undo_last(variant, n)
+    except ValueError as exc:
+        return [Violation("inversion", "cannot map back", str(exc))]
+    got, want = content_of(back), content_of(source)
+    if same(got, want):
+        return []
+    keys = [k for k in CONTENT_KEYS if not same(got.get(k), want.get(k))]
+    return [Violation("inversion", "canonicalize does not give the source back",
+                      f"canonicalize(variant) differs from the source in {keys}")]
+
+
+_HOOK_REFUSAL = "hook sync refused: "  # hsa.codemods.sync.REFUSAL_PREFIX (not imported: keeps libcst off this path)
+
+
+def _hook_refusals(source: Record, variant: Record) -> list[Violation]:
+    """Invariant 7, static part: a hook that a rename could not provably carry (noted by hsa.codemods.sync)."""
+    out = []
+    for note in variant["notes"][len(source["notes"]):]:
+        if note.startswith(_HOOK_REFUSAL):
+            reason, _, detail = note[len(_HOOK_REFUSAL):].partition(" | ")
+            out.append(Violation("hooks", f"sync refused: {reason}", detail))
+    return out
+
+
+def check_consistency(source: Record, variant: Record, mapping: Mapping, *, thorough: bool = False) -> list[Violation]:
+    """Invariant 6 (consistency) of ``variant`` made from ``source`` through ``mapping`` (the variant's own steps).
+
+    Always: a renamed identifier-like tool or skill name is left nowhere in the variant's texts (what
+    :func:`check_variant` runs on every variant the pipeline writes). With ``thorough`` (the property checks of
+    :mod:`hsa.testing`), also: tool results and the skill tool follow their tools (for every variant), and, for a
+    task-preserving one, hook payloads map back, injected hook messages agree with their recorded decisions, hook
+    source that parsed still parses, no renamed parameter is left as a hook literal, the system message still
+    renders from the prompt, and canonicalize gives the source's calls back.
+    """
+    out = _links_follow(source, variant) if thorough else []
+    if not mapping.task_preserving:
+        return out
+    out += _names_left_behind(variant, mapping)
+    if thorough:
+        out += _hooks_and_prompt_follow(source, variant, mapping)
+    return out
+
+
+def _names_left_behind(variant: Record, mapping: Mapping) -> list[Violation]:
+    """A renamed identifier-like tool or skill name is left nowhere in the variant."""
+    renamed = {**mapping.tool_names(), **mapping.skill_names()}
+    current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
+    stale = [old for old in renamed if is_identifier_like(old) and old not in current]
+    if not stale:
+        return []
+    out = []
+    # A plain name (a token or dotted chain) is found in a text only if it is one of the text's
+    # tokens: a cached set lookup rules most texts out before find_tokens splits them.
+    plain = {n for n in stale if is_plain_token(n)}
+    some_not_plain = len(plain) < len(stale)
+    for text in text_fields(variant):  # a dotted name ("shop.get_x") is one token: it holds no "get_x"
+        if not some_not_plain and plain.isdisjoint(text_tokens(text)):
+            continue
+        hits = find_tokens(text, stale)
+        if hits:
+            snippet = text[:80].replace("\n", " ")
+            out.append(Violation("consistency", "old name left behind",
+                                 f"{sorted(set(hits))} still occur in text {snippet!r}"))
+    return out
+
+
+# --------------------------------------------------------------------------- invariant 6, thorough
+
+
+def clip(text: str, n: int) -> str:
+    """``text`` cut to ``n`` characters, saying how many more there were (for a violation's detail)."""
+    return text if len(text) <= n else text[:n] + f"... ({len(text) - n} more characters)"
+
+
+def error_detail(exc: BaseException) -> str:
+    """An exception as a violation's detail: its type, message and where it was raised."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name}" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def leaf_params(record: Record) -> set[str]:
+    """The names of every parameter the record's tools declare, at any depth."""
+    from hsa.renames import param_paths
+
+    return {p[-1] for t in record["tools"] for p in param_paths(t["parameters"]) if p[-1] != ARRAY}
+
+
+def _call_names(record: Record) -> dict[str, str]:
+    out = {}
+    for m in record["messages"]:
+        for c in m.get("tool_calls") or ():
+            if isinstance(c.get("id"), str):
+                out[c["id"]] = c["function"]["name"]
+    return out
+
+
+def _system_message(record: Record) -> str | None:
+    for m in record["messages"]:
+        if m.get("role") == "system":
+            return m.get("content") if isinstance(m.get("content"), str) else None
+    return None
+
+
+def _render(prompt: Any) -> str | None:
+    if not isinstance(prompt, dict) or not isinstance(prompt.get("template"), str):
+        return None
+    try:
+        from jinja2.sandbox import SandboxedEnvironment
+
+        sections = [s for s in prompt.get("sections", []) if s.get("placement", "system") != "user"]  # prompt.placement
+        return SandboxedEnvironment().from_string(prompt["template"]).render(sections=sections)
+    except Exception:  # noqa: BLE001 - a template that does not render is not ours to judge here
+        return None
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _content_text(content: Any) -> Any:
+    """A message's text: the string, or the text parts of a content list joined (None for no text)."""
+    if isinstance(content, list):
+        texts = [p["text"] if isinstance(p, dict) else p for p in content
+                 if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        return "".join(texts) if texts else None
+    return content
+
+
+def _links_follow(source: Record, variant: Record) -> list[Violation]:
+    """Tool results name the tool of their call; the skill tool (and its argument) follows its tool."""
+    out: list[Violation] = []
+    src_calls, var_calls = _call_names(source), _call_names(variant)
+    src_results = {m.get("tool_call_id"): m.get("name") for m in source["messages"] if m.get("role") == "tool"}
+    for m in variant["messages"]:
+        cid = m.get("tool_call_id")
+        if m.get("role") != "tool" or cid not in var_calls or cid not in src_calls:
+            continue
+        if src_results.get(cid) == src_calls[cid] and m.get("name") != var_calls[cid]:
+            out.append(Violation("consistency", "tool result name not renamed",
+                                 f"result of {cid} is named {m.get('name')!r}, its call {var_calls[cid]!r}"))
+    src_tools = {t["name"]: t for t in source["tools"]}
+    var_tools = {t["name"]: t for t in variant["tools"]}
+    sst, vst = source["skill_tool"], variant["skill_tool"]
+    if sst["name"] in src_tools:
+        if vst["name"] not in var_tools:
+            out.append(Violation("consistency", "skill tool lost", f"skill_tool names {vst['name']!r}, which is no "
+                                 f"longer a tool (tools: {sorted(var_tools)})"))
+        elif sst["argument"] in (src_tools[sst["name"]]["parameters"].get("properties") or {}) and \
+                vst["argument"] not in (var_tools[vst["name"]]["parameters"].get("properties") or {}):
+            out.append(Violation("consistency", "skill tool argument lost",
+                                 f"skill_tool argument {vst['argument']!r} is not a parameter of {vst['name']!r}"))
+    return out
+
+
+def _hooks_and_prompt_follow(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+    """Hook payloads, injected messages, hook source and literals, the rendered prompt and the calls follow."""
+    from hsa.renames import canonicalize, hook_literals
+
+    out: list[Violation] = []
+    var_tools = {t["name"] for t in variant["tools"]}
+    # hook payloads map back; injected messages agree with their decisions
+    src_events, var_events = source.get("hook_events") or [], variant.get("hook_events") or []
+    if len(src_events) == len(var_events):
+        for i, (se, ve) in enumerate(zip(src_events, var_events)):
+            sp, vp = se.get("payload") or {}, ve.get("payload") or {}
+            if isinstance(sp.get("tool_name"), str) and isinstance(vp.get("tool_name"), str):
+                back = mapping.to_canonical({"name": vp["tool_name"], "arguments": vp.get("tool_input") or {}})
+                want = {"name": sp["tool_name"], "arguments": sp.get("tool_input") or {}}
+                if not _json.strict_equal(back, want):
+                    out.append(Violation("consistency", "hook payload does not map back",
+                                         f"hook_events[{i}] payload maps back to {_json.dumps(back)}, "
+                                         f"source has {_json.dumps(want)}"))
+            out.extend(_check_injected(source, se, variant, ve, i))
+    # hooks that parsed still parse
+    for sh, vh in zip(source.get("hooks") or (), variant.get("hooks") or ()):
+        if _parses(sh.get("source", "")) and not _parses(vh.get("source", "")):
+            out.append(Violation("consistency", "hook source no longer parses", f"hook {vh.get('name')!r}"))
+    # renamed parameters are left in no hook literal
+    renamed_params = {a[-1] for step in mapping.steps if step["op"] == "params"
+                      for a, b in step["paths"] if a and b and a[-1] != b[-1] and a[-1] != ARRAY
+                      and is_identifier_like(a[-1])}  # plain words ("message") may be hook-protocol keys
+    if renamed_params:
+        alive = leaf_params(variant) | var_tools | {s["name"] for s in variant.get("skills") or ()}
+        stale = sorted((renamed_params & hook_literals(variant)) - alive)
+        if stale:
+            out.append(Violation("consistency", "old parameter name left in hook source",
+                                 f"renamed parameter(s) {stale} still occur as string literals in hook source, "
+                                 "and no tool declares them any more"))
+    # the system message still renders from the prompt
+    rendered = _render(source.get("prompt"))
+    if rendered is not None and rendered == _system_message(source):
+        now = _render(variant.get("prompt"))
+        if now != _system_message(variant):
+            out.append(Violation("consistency", "system message differs from the rendered prompt",
+                                 f"the source's system message is its rendered prompt; the variant's is "
+                                 f"{clip(repr(_system_message(variant)), 200)}, the prompt renders "
+                                 f"{clip(repr(now), 200)}"))
+    # the mapping undoes the record
+    try:
+        canon = canonicalize(variant)
+        if not _json.strict_equal(calls_of(canon), calls_of(source)):
+            out.append(Violation("consistency", "canonicalize does not restore the calls",
+                                 f"hsa.renames.canonicalize(variant) has calls {clip(_json.dumps(calls_of(canon)), 400)}"))
+    except Exception as exc:  # noqa: BLE001
+        out.append(Violation("consistency", "canonicalize raised", error_detail(exc)))
+    return out
+
+
+def _check_injected(source: Record, se: dict, variant: Record, ve: dict, i: int) -> list[Violation]:
+    def injected(rec, ev):
+        idx = ev.get("message_index")
+        if isinstance(idx, int) and 0 <= idx < len(rec["messages"]):
+            return _content_text(rec["messages"][idx].get("content"))
+        return None
+
+    out = []
+    sd, vd = se.get("decision") or {}, ve.get("decision") or {}
+    if isinstance(sd.get("message"), str) and sd["message"] == injected(source, se):
+        if vd.get("message") != injected(variant, ve):
+            out.append(Violation("consistency", "injected message and decision disagree",
+                                 f"hook_events[{i}]: decision message {vd.get('message')!r}, injected message "
+                                 f"{injected(variant, ve)!r}"))
+    # a payload text that is the message the hook judged (the one before the injection) stays that message
+    sj, vj = se.get("message_index"), ve.get("message_index")
+    if isinstance(sj, int) and isinstance(vj, int) and 0 < sj <= len(source["messages"]) \
+            and 0 < vj <= len(variant["messages"]):
+        judged_src = _content_text(source["messages"][sj - 1].get("content"))
+        judged_var = _content_text(variant["messages"][vj - 1].get("content"))
+        sp, vp = se.get("payload") or {}, ve.get("payload") or {}
+        for key, value in sp.items():
+            if isinstance(value, str) and value and value == judged_src and vp.get(key) != judged_var:
+                out.append(Violation("consistency", "hook payload and judged message disagree",
+                                     f"hook_events[{i}].payload[{key!r}] is {clip(repr(vp.get(key)), 200)}, the "
+                                     f"message it judged is {clip(repr(judged_var), 200)}"))
+    return out

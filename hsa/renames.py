@@ -1,0 +1,972 @@
+"""Consistent renames across a whole record (docs/design.md invariant 6).
+
+Every renaming transform goes through these functions, so a renamed tool, parameter
+or skill is renamed everywhere it occurs — schemas, calls, tool results, skill-tool
+arguments, free text (whole tokens only), hook source — and nowhere else. Each
+function returns a new record and appends the matching step to ``record["mapping"]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from hsa.hooks_model import map_content
+from hsa.literals import plain_literals
+from hsa import _json, _patch
+from hsa.cache import lru as _lru
+from hsa.mapping import ARRAY, carry_call
+from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
+from hsa.records import Record, clone
+from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
+
+__all__ = [
+    "rename_tools",
+    "rename_params",
+    "rename_skills",
+    "map_texts",
+    "record_tokens",
+    "text_fields",
+    "param_paths",
+    "apply_step",
+    "canonicalize",
+    "undo",
+    "with_restore",
+    "content_of",
+    "CONTENT_KEYS",
+    "STEP_APPLIERS",
+    "hook_literals",
+    "word_uses",
+]
+
+_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+# --------------------------------------------------------------------------- free text
+
+
+def _map_schema_descriptions(schema: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out[k] = fn(v)
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                out[k] = {pk: _map_schema_descriptions(pv, fn) for pk, pv in v.items()}
+            elif k in ("enum", "const", "default", "examples", "required"):
+                out[k] = v
+            else:
+                out[k] = _map_schema_descriptions(v, fn)
+        return out
+    if isinstance(schema, list):
+        return [_map_schema_descriptions(v, fn) for v in schema]
+    return schema
+
+
+def _map_schema_descriptions_in_place(schema: Any, fn: Callable[[str], str]) -> None:
+    """:func:`_map_schema_descriptions` on a schema the caller owns: only the changed strings are set."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                new = fn(v)
+                if new != v:
+                    schema[k] = new  # an existing key: the dict keeps its size and order
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                for pv in v.values():
+                    _map_schema_descriptions_in_place(pv, fn)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                _map_schema_descriptions_in_place(v, fn)
+    elif isinstance(schema, list):
+        for v in schema:
+            _map_schema_descriptions_in_place(v, fn)
+
+
+def copy_for_texts(record: Record, names: Iterable[str] | None = None) -> Record:
+    """A copy of ``record`` that :func:`map_texts` (with the same ``names``) may edit in place: every dict and list
+    that holds a text it rewrites is the copy's own (parameter schemas only where a name occurs in them), and
+    everything else is shared with ``record``, which no transform modifies."""
+    skip = _schema_skipper(names)
+    out = dict(record)
+    out["messages"] = [dict(m) for m in record["messages"]]
+    out["tools"] = [{**t, "parameters": t["parameters"] if skip is not None and skip(t["parameters"])
+                     else _json.copy(t["parameters"])} for t in record["tools"]]
+    if record.get("skills"):
+        out["skills"] = [dict(sk) for sk in record["skills"]]
+    prompt = record.get("prompt")
+    if prompt:
+        out["prompt"] = {**prompt, "sections": [dict(sec) for sec in prompt.get("sections", ())]}
+    return out
+
+
+def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
+              tool_descriptions: bool = True, names: Iterable[str] | None = None) -> Record:
+    """Apply ``fn`` to every free-text field of ``record`` (in place on a record the caller owns).
+
+    Free text: message contents, tool and parameter descriptions, skill descriptions
+    and content, prompt section titles and bodies, and (``hooks=True``) the string
+    literals of hook source. Recorded hook events (payloads, decisions) follow each
+    rename step in :func:`_sync_hooks` / :func:`_map_hook_payloads`, not here.
+
+    ``names``: when given, ``fn`` leaves every text that contains none of them (as a
+    substring) unchanged, as a token rename does; a parameter schema whose JSON holds
+    none of them is then skipped without walking it.
+    """
+    return _map_texts(record, fn, _schema_skipper(names), tool_descriptions=tool_descriptions)
+
+
+def _map_texts(record: Record, fn: Callable[[str], str], skip: Callable[[Any], bool] | None, *,
+               tool_descriptions: bool = True) -> Record:
+    """:func:`map_texts`; ``skip(schema)`` true: ``fn`` changes no text of that parameter schema."""
+    for m in record["messages"]:
+        if "content" in m:
+            m["content"] = map_content(m["content"], fn)
+    if tool_descriptions:
+        for t in record["tools"]:
+            if isinstance(t.get("description"), str):
+                t["description"] = fn(t["description"])
+            if skip is None or not skip(t["parameters"]):
+                _map_schema_descriptions_in_place(t["parameters"], fn)
+    for s in record.get("skills") or ():
+        for key in ("description", "content"):
+            if isinstance(s.get(key), str):
+                s[key] = fn(s[key])
+    prompt = record.get("prompt")
+    if prompt:
+        for sec in prompt.get("sections", ()):
+            for key in ("title", "body"):
+                if isinstance(sec.get(key), str):
+                    sec[key] = fn(sec[key])
+    return record
+
+
+# JSON writes these characters as themselves (no escape): a name made of them that occurs in a string occurs in its JSON
+_JSON_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
+
+
+def _schema_skipper(names: Iterable[str] | None) -> Callable[[Any], bool] | None:
+    """A test that a schema's texts hold none of ``names``: one JSON encoding instead of a walk (None: no test)."""
+    if names is None:
+        return None
+    names = tuple(names)
+    if not all(_JSON_PLAIN.fullmatch(n) for n in names):
+        return None  # a name JSON would escape: its encoded form differs, walk every schema
+
+    def skip(schema: Any) -> bool:
+        try:
+            encoded = _json.dumps(schema)
+        except (TypeError, ValueError):  # not JSON (a record built in code): walk it
+            return False
+        return not any(n in encoded for n in names)
+
+    return skip
+
+
+def _schema_texts(schema: Any, out: list[str]) -> None:
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out.append(v)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                _schema_texts(v, out)
+    elif isinstance(schema, list):
+        for v in schema:
+            _schema_texts(v, out)
+
+
+def text_fields(record: Record) -> list[str]:
+    """Every free-text string of ``record`` (the fields :func:`map_texts` rewrites), hook source included."""
+    return _text_fields(record, schemas=True)
+
+
+def _text_fields(record: Record, *, schemas: bool) -> list[str]:
+    """:func:`text_fields`; without the texts of parameter schemas when ``schemas`` is false."""
+    out: list[str] = []
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(p["text"] if isinstance(p, dict) else p for p in c
+                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            out.append(t["description"])
+        if schemas:
+            _schema_texts(t["parameters"], out)
+    for s in record.get("skills") or ():
+        out.extend(s[k] for k in ("description", "content") if isinstance(s.get(k), str))
+    prompt = record.get("prompt")
+    if prompt:
+        for sec in prompt.get("sections", ()):
+            out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
+    for h in record.get("hooks") or ():
+        out.append(h.get("source", ""))
+    return out
+
+
+def _labelled_texts(record: Record):
+    """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose."""
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            parts = [c]
+        elif isinstance(c, list):
+            parts = [p["text"] if isinstance(p, dict) else p for p in c
+                     if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        else:
+            parts = []
+        for part in parts:
+            yield f"a {m.get('role', 'message')} message", part
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            yield "a tool description", t["description"]
+        texts: list[str] = []
+        _schema_texts(t["parameters"], texts)
+        for text in texts:
+            yield "a parameter description", text
+    for sk in record.get("skills") or ():
+        for k in ("description", "content"):
+            if isinstance(sk.get(k), str):
+                yield "a skill", sk[k]
+    prompt = record.get("prompt")
+    for sec in (prompt or {}).get("sections", ()):
+        for k in ("title", "body"):
+            if isinstance(sec.get(k), str):
+                yield "the prompt", sec[k]
+
+
+#: Roles of a hook literal that make it a tool name (compared with ``tool_name``, a matcher, a key of a dict
+#: looked up by tool name, a predicate over tool names): hsa.codemods.analysis.
+_TOOL_ROLES = frozenset({"tool", "tool_re", "tool_pred", "split"})
+
+
+def word_uses(record: Record, names: Iterable[str]) -> dict[str, str]:
+    """The plain-word names among ``names`` (Bash, Read, think) that some text of ``record`` uses where it may mean
+    the word, not the tool: name -> where (``"a user message"``, ``"hook 'guard'"``...). Renaming those is ambiguous.
+
+    In prose a use is a reference when :func:`hsa.names.prose_uses` says so (code, quotes, a call, a tool-name
+    position). In hook source the codemod analysis decides: a literal compared with the tool name, a matcher or
+    predicate over tool names, a dict key looked up by tool name is a reference; a message or a comment is prose;
+    any other literal holding the name (data) is ambiguous. Identifier-like names are never ambiguous.
+    """
+    plain = sorted({n for n in names if not is_identifier_like(n)})
+    out: dict[str, str] = {}
+    if not plain:
+        return out
+    for label, text in _labelled_texts(record):
+        for n in set(find_tokens(text, [p for p in plain if p not in out])):
+            if prose_uses(text, n)[1]:
+                out[n] = label
+    for h in record.get("hooks") or ():
+        source = h.get("source", "")
+        left = [n for n in plain if n not in out]
+        hits = set(find_tokens(source, left)) if left else set()
+        if hits:
+            for n in _hook_word_uses(h, source, hits):
+                out[n] = f"hook {h.get('name', '?')!r}"
+    return out
+
+
+def _hook_word_uses(hook: dict, source: str, names: set[str]) -> set[str]:
+    from hsa.codemods.analysis import analyze
+    from hsa.hooks_model import entry_of
+
+    an = analyze(source, entry_of(hook))
+    if not an.ok:  # no analysis: the source is text
+        return {n for n in names if prose_uses(source, n)[1]}
+    out: set[str] = set()
+    for site in an.sites:
+        hits = [n for n in names if n not in out and n in site.value and find_tokens(site.value, [n])]
+        if not hits:
+            continue
+        roles = site.role_names()
+        for n in hits:
+            if roles & _TOOL_ROLES and (site.value == n or roles & {"tool_re", "tool_pred", "split"}):
+                continue
+            if site.kind == "comment" or roles & {"message", "in_text"} or site.value != n:
+                if prose_uses(site.value, n)[1]:
+                    out.add(n)
+                continue
+            out.add(n)  # the bare name as data (not compared with a tool name): ambiguous
+    return out
+
+
+def record_tokens(record: Record) -> set[str]:
+    """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with."""
+    tokens: set[str] = set().union(*map(text_tokens, _text_fields(record, schemas=False)))
+    for t in record["tools"]:
+        tokens.add(t["name"])
+        tokens |= _schema_tokens(t["parameters"])
+    for s in record.get("skills") or ():
+        tokens.add(s["name"])
+    return tokens
+
+
+def _schema_tokens(schema: Any) -> frozenset[str]:
+    """The tokens of a parameter schema's texts and its declared property names (but ``"[]"``), cached per schema
+    JSON: variants of a record mostly keep their schemas."""
+    try:
+        encoded = _json.dumps(schema)
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        return _schema_tokens_of(schema)
+    return _schema_tokens_cached(encoded)
+
+
+@lru_cache(maxsize=8192)
+def _schema_tokens_cached(encoded: str) -> frozenset[str]:
+    return _schema_tokens_of(_json.loads(encoded))
+
+
+def _schema_tokens_of(schema: Any) -> frozenset[str]:
+    texts: list[str] = []
+    _schema_texts(schema, texts)
+    keys: set[str] = set()
+    _param_keys(schema, keys)
+    keys.discard(ARRAY)  # a property literally named "[]" is no name (param_paths' filter in record_tokens)
+    return frozenset(keys.union(*map(text_tokens, texts)))
+
+
+def _param_keys(schema: Any, out: set[str]) -> None:
+    """The last keys of :func:`param_paths` of ``schema`` (every declared property name), added to ``out``."""
+    if not isinstance(schema, dict):
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            out.add(k)
+            _param_keys(sub, out)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _param_keys(items, out)
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
+    """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``)."""
+    if prefix or not isinstance(schema, dict):
+        return _param_paths(schema, prefix)
+    try:  # the paths follow from the schema's JSON text (its keys and nesting): cached per text
+        key = _json.dumps_bytes(schema)
+    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits, a record built in code)
+        return _param_paths(schema, ())
+    hit = _PATHS.get(key)
+    if hit is None:
+        hit = _PATHS.put(key, tuple(_param_paths(schema, ())), 2 * len(key) + 200)
+    return list(hit)
+
+
+_PATHS = _lru("renames.param_paths", 8 << 20)
+
+
+def _param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
+    out: list[tuple] = []
+    if not isinstance(schema, dict):
+        return out
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            out.append(prefix + (k,))
+            out.extend(_param_paths(sub, prefix + (k,)))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        out.extend(_param_paths(items, prefix + (ARRAY,)))
+    return out
+
+
+def _rename_in_schema(schema: dict, path: tuple, new_key: str) -> dict:
+    """Rename the last key of ``path`` (a declared property) to ``new_key``, keeping property order."""
+    schema = dict(schema)
+    head = path[0]
+    if len(path) == 1:
+        props = schema["properties"]
+        schema["properties"] = {(new_key if k == head else k): v for k, v in props.items()}
+        if isinstance(schema.get("required"), list):
+            schema["required"] = [new_key if r == head else r for r in schema["required"]]
+        return schema
+    if head == ARRAY:
+        schema["items"] = _rename_in_schema(schema["items"], path[1:], new_key)
+    else:
+        props = dict(schema["properties"])
+        props[head] = _rename_in_schema(props[head], path[1:], new_key)
+        schema["properties"] = props
+    return schema
+
+
+# --------------------------------------------------------------------------- hook source
+
+
+def _hook_harness(record: Record):
+    """What a hook sync needs to know of the harness, taken before a step changes it (None without hooks)."""
+    if not record.get("hooks"):
+        return None
+    from hsa.codemods.sync import harness_of
+
+    return harness_of(record)
+
+
+def _sync_hooks(record: Record, step: dict, before) -> None:
+    """Make hooks, and the events they recorded, follow ``step`` (``before``: :func:`_hook_harness` of the input)."""
+    if before is not None:  # role-aware sync; refusals become notes (hsa.codemods.sync)
+        from hsa.codemods.sync import sync_record_hooks
+
+        sync_record_hooks(record, step, before, payloads=False)
+        return
+    if record.get("hook_events"):  # events without hook source follow as in sync_record_hooks
+        from hsa.codemods.sync import sync_record_events
+
+        sync_record_events(record, step, payloads=False)
+
+
+def _map_hook_payloads(record: Record, step: dict) -> None:
+    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names, names in text)."""
+    from hsa.hooks_model import map_payload
+
+    for ev in record.get("hook_events") or ():
+        if isinstance(ev.get("payload"), dict):
+            ev["payload"] = map_payload(ev["payload"], step)
+
+
+# --------------------------------------------------------------------------- renames
+
+
+def _rewrite_calls(record: Record, step: dict) -> None:
+    for m in record["messages"]:
+        for call in m.get("tool_calls") or ():
+            fn = call["function"]
+            new = carry_call(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
+            fn["name"], fn["arguments"] = new["name"], new["arguments"]
+
+
+def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) -> Record:
+    """Rename tools everywhere (schemas, calls, tool results, skill tool, texts, hooks) and record the step.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy)."""
+    renames = {k: v for k, v in renames.items() if k != v}
+    if not renames:
+        return clone(record) if copy else record
+    skip = _schema_skipper(renames)  # a schema that names no renamed tool is shared, not copied
+    before = _hook_harness(record)
+    if copy:
+        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and skip(t["parameters"]))
+        skip_texts = lambda schema: id(schema) in shared  # noqa: E731
+    else:  # the skip test holds on any state of a schema: no renamed name in its JSON, no text it changes
+        out, skip_texts = record, skip
+    step = {"op": "tools", "map": dict(renames)}
+    for t in out["tools"]:
+        t["name"] = renames.get(t["name"], t["name"])
+    _rewrite_calls(out, step)
+    for m in out["messages"]:
+        if m.get("role") == "tool" and isinstance(m.get("name"), str):
+            m["name"] = renames.get(m["name"], m["name"])
+    st = out["skill_tool"]
+    st["name"] = renames.get(st["name"], st["name"])
+    _map_texts(out, _token_renamer(renames), skip_texts)
+    _sync_hooks(out, step, before)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def _clone_sharing_schemas(record: Record, share: Callable[[dict], bool]) -> tuple[Record, set[int]]:
+    """A deep copy of ``record`` but for the parameter schemas of the tools ``share`` picks: those stay the
+    input's own objects, for a rename that provably leaves them as they are (transforms never modify their
+    input, and nothing modifies these in the copy). Returns the copy and the ids of the shared schemas."""
+    shared: set[int] = set()
+    tools = []
+    for t in record["tools"]:
+        keep = share(t)
+        tool = {}
+        for k, v in t.items():
+            if k == "parameters" and keep:
+                tool[k] = v
+                shared.add(id(v))
+            else:
+                tool[k] = _json.copy(v)
+        tools.append(tool)
+    return {k: (tools if k == "tools" else _json.copy(v)) for k, v in record.items()}, shared
+
+
+def _token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
+    """``lambda s: replace_tokens(s, renames)`` that first tests for each name as a substring (a whole token
+    is one): most texts name nothing renamed, and the test is cheaper than a token split."""
+    names = tuple(k for k, v in renames.items() if k != v)
+
+    def fn(text: str) -> str:
+        for n in names:
+            if n in text:
+                return replace_tokens(text, renames)
+        return text
+
+    return fn
+
+
+def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True) -> Record:
+    """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
+
+    The schema (properties, required), every call of the tool, the tool's own
+    descriptions (identifier-like names, whole tokens), hook literals and hook
+    payloads follow; the skill tool's argument name follows when it is renamed.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy).
+    """
+    out = clone(record) if copy else record
+    renames = {tuple(p): n for p, n in renames.items() if p[-1] != n}
+    if not renames:
+        return out
+    hooks_before = _hook_harness(out)
+    idx = next(i for i, t in enumerate(out["tools"]) if t["name"] == tool)
+    schema = out["tools"][idx]["parameters"]
+    declared_leaves = [p[-1] for p in param_paths(schema)]
+    # rename deepest first so that outer paths stay valid while inner keys change
+    pairs = []
+    for path in sorted(renames, key=len, reverse=True):
+        schema = _rename_in_schema(schema, path, renames[path])
+    for path, new in renames.items():
+        new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
+        pairs.append([list(path), list(new_path)])
+    out["tools"][idx]["parameters"] = schema
+    step = {"op": "params", "tool": tool, "paths": pairs}
+    _rewrite_calls(out, step)
+    # a leaf renamed wherever the tool declares it: identifier-like names as whole tokens, plain words
+    # ("author") where a description writes them as code (`author`)
+    unique = {p[-1]: n for p, n in renames.items()
+              if sum(1 for q in renames if q[-1] == p[-1]) == declared_leaves.count(p[-1])}
+    leaf_renames = {k: v for k, v in unique.items() if is_identifier_like(k)}
+    quoted = {k: v for k, v in unique.items() if k not in leaf_renames}
+    t = out["tools"][idx]
+    if leaf_renames or quoted:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
+        fn = _param_text_renamer(leaf_renames, quoted)
+        if isinstance(t.get("description"), str):
+            t["description"] = fn(t["description"])
+        skip = _schema_skipper(unique)  # fn changes only texts holding an old name: none in the JSON, no walk
+        if skip is None or not skip(t["parameters"]):
+            _map_schema_descriptions_in_place(t["parameters"], fn)
+    if out["skill_tool"]["name"] == tool:
+        arg = (out["skill_tool"]["argument"],)
+        if arg in renames:
+            out["skill_tool"]["argument"] = renames[arg]
+    _sync_hooks(out, step, hooks_before)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
+    """Rename parameters in a description: ``tokens`` as whole tokens, ``quoted`` only inside backticks."""
+    pattern = re.compile("`(" + "|".join(map(re.escape, sorted(quoted, key=len, reverse=True))) + ")`") if quoted else None
+
+    def fn(text: str) -> str:
+        if tokens:
+            text = replace_tokens(text, tokens)
+        if pattern is not None and "`" in text:
+            text = pattern.sub(lambda m: f"`{quoted[m.group(1)]}`", text)
+        return text
+
+    return fn
+
+
+def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
+    """Skill names listed as values in the skill tool's argument schema (enum, const, default, examples)."""
+    st = record["skill_tool"]
+    for t in record["tools"]:
+        sub = (t["parameters"].get("properties") or {}).get(st["argument"]) if t["name"] == st["name"] else None
+        if not isinstance(sub, dict):
+            continue
+        for key in ("enum", "examples"):
+            if isinstance(sub.get(key), list):
+                sub[key] = [renames.get(v, v) if isinstance(v, str) else v for v in sub[key]]
+        for key in ("const", "default"):
+            if isinstance(sub.get(key), str):
+                sub[key] = renames.get(sub[key], sub[key])
+
+
+def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True) -> Record:
+    """Rename skills everywhere (definitions, skill-tool arguments and schema values, texts, hooks) and record the step.
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy)."""
+    renames = {k: v for k, v in renames.items() if k != v}
+    if not renames:
+        return clone(record) if copy else record
+    skip = _schema_skipper(renames)  # shared: schemas that name no renamed skill, but the skill tool's (its values)
+    st_name = record["skill_tool"]["name"]
+    before = _hook_harness(record)
+    if copy:
+        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and t["name"] != st_name
+                                             and skip(t["parameters"]))
+        skip_texts = lambda schema: id(schema) in shared  # noqa: E731
+    else:  # the skip test holds on any state of a schema (the skill tool's after its values are renamed too)
+        out, skip_texts = record, skip
+    st = out["skill_tool"]
+    step = {"op": "skills", "map": dict(renames), "tool": st["name"], "argument": st["argument"]}
+    for s in out.get("skills") or ():
+        s["name"] = renames.get(s["name"], s["name"])
+    _rewrite_calls(out, step)
+    _rename_skill_values(out, renames)
+    _map_texts(out, _token_renamer(renames), skip_texts)
+    _sync_hooks(out, step, before)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+# --------------------------------------------------------------------------- structural and value steps
+
+
+def _tool_index(record: Record, name: str, what: str) -> int:
+    for i, t in enumerate(record["tools"]):
+        if t["name"] == name:
+            return i
+    raise ValueError(f"{what}: tool {name!r} is not in the record (tools: {[t['name'] for t in record['tools']]})")
+
+
+def _clone_for_step(record: Record, i: int) -> Record:
+    """A copy of ``record`` that :func:`_finish_step` may edit after the tool at index ``i`` changes: the tool list,
+    the tool itself, every message with tool calls down to each call's ``function`` (calls are reassigned there),
+    the hook events (payloads are reassigned) and the mapping are the copy's own; everything else (other
+    tools, texts, skills, hooks) is shared with ``record``, which no transform modifies."""
+    out = dict(record)
+    out["tools"] = list(record["tools"])
+    out["tools"][i] = _json.copy(record["tools"][i])
+    out["messages"] = [m if not m.get("tool_calls") else
+                       {**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
+                       for m in record["messages"]]
+    if record.get("hook_events"):
+        out["hook_events"] = [dict(ev) if isinstance(ev, dict) else ev for ev in record["hook_events"]]
+    out["mapping"] = list(record["mapping"])
+    return out
+
+
+def _finish_step(out: Record, step: dict) -> Record:
+    _rewrite_calls(out, step)
+    _map_hook_payloads(out, step)
+    out["mapping"].append(step)
+    return out
+
+
+def apply_regroup(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "params", "kind": "regroup", ...}`` (nest / flatten)."""
+    step = {**step, "op": "params"}
+    i = _tool_index(record, step["tool"], "regroup")
+    out = _clone_for_step(record, i)
+    out["tools"][i]["parameters"] = regroup_schema(out["tools"][i]["parameters"], step)
+    return _finish_step(out, step)
+
+
+def _rename_in_descriptions(tool: dict, names: dict[str, str], before: dict) -> None:
+    """Whole-token renames of identifier-like parameter names in the tool's own descriptions."""
+    counts: dict[str, int] = {}
+    for p in param_paths(before):
+        counts[p[-1]] = counts.get(p[-1], 0) + 1
+    table = {k: v for k, v in names.items() if is_identifier_like(k) and counts.get(k) == 1}
+    if not table:
+        return
+    if isinstance(tool.get("description"), str):
+        tool["description"] = replace_tokens(tool["description"], table)
+    tool["parameters"] = _map_schema_descriptions(tool["parameters"], lambda s: replace_tokens(s, table))
+
+
+def apply_permute(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "params", "kind": "permute", ...}`` (names swapped between siblings)."""
+    step = {**step, "op": "params"}
+    i = _tool_index(record, step["tool"], "permute")
+    out = _clone_for_step(record, i)
+    tool = out["tools"][i]
+    before = tool["parameters"]
+    tool["parameters"] = permute_schema(before, step)
+    _rename_in_descriptions(tool, {a[-1]: b[-1] for a, b in step["paths"]}, before)
+    return _finish_step(out, step)
+
+
+def apply_require(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "params", "kind": "require", ...}`` (a required one-value parameter)."""
+    step = {**step, "op": "params"}
+    i = _tool_index(record, step["tool"], "require")
+    out = _clone_for_step(record, i)
+    out["tools"][i]["parameters"] = require_schema(out["tools"][i]["parameters"], step)
+    return _finish_step(out, step)
+
+
+def apply_values(record: Record, step: dict) -> Record:
+    """Record-level applier of ``{"op": "values", ...}``: schema, calls, hook payloads and, when
+    the step says ``"texts": true``, whole-token mentions of the string values in every text but
+    tool results. A tool result is what the environment returned: parameter renames and value
+    changes never touch it (docs/design.md, "Tool results")."""
+    i = _tool_index(record, step["tool"], "values")
+    out = _clone_for_step(record, i)
+    out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
+    if step.get("texts"):
+        table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
+        out = copy_for_texts(out, table)  # every message is the copy's own: results can be put back as they were
+        results = {k: m["content"] for k, m in enumerate(out["messages"]) if m.get("role") == "tool" and "content" in m}
+        map_texts(out, lambda s: replace_tokens(s, table), names=table)
+        for k, content in results.items():
+            out["messages"][k]["content"] = content
+    return _finish_step(out, step)
+
+
+def _apply_params_step(record: Record, step: dict) -> Record:
+    if step.get("kind"):  # a structural step: its applier is "params:<kind>"
+        return apply_step(record, {**step, "op": f"params:{step['kind']}"})
+    pairs = step["paths"]
+    if all(len(a) == len(b) and a[-1] != ARRAY for a, b in pairs):
+        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in pairs})
+    raise ValueError(f"params step of {step['tool']!r} changes nesting without a kind; no applier undoes it")
+
+
+#: Record-level appliers of mapping steps, by op (a ``params`` step with a ``kind`` by ``params:<kind>``): a fixed
+#: table, part of the mapping's meaning, so canonicalize works with no transform family imported. A step kind is
+#: added here, with its call-level meaning in :func:`hsa.mapping.carry_call`, not by a plugin.
+STEP_APPLIERS: dict[str, Callable[[Record, dict], Record]] = {
+    "tools": lambda r, s: rename_tools(r, s["map"]),
+    "skills": lambda r, s: rename_skills(r, s["map"]),
+    "params": _apply_params_step,
+    "params:regroup": apply_regroup,
+    "params:permute": apply_permute,
+    "params:require": apply_require,
+    "values": apply_values,
+}
+
+
+def apply_step(record: Record, step: dict) -> Record:
+    """Apply one mapping step to a whole record (schemas, calls, texts, hooks); appends the step."""
+    try:
+        fn = STEP_APPLIERS[step["op"]]
+    except KeyError:
+        raise ValueError(f"no applier for mapping step op {step['op']!r}; known: {sorted(STEP_APPLIERS)}") from None
+    return fn(record, step)
+
+
+#: The parts of a record a variant may change and canonicalize gives back (the rest is bookkeeping: id,
+#: mapping, transforms, notes, format details).
+CONTENT_KEYS = ("messages", "tools", "skills", "skill_tool", "prompt", "hooks", "hook_events", "meta", "extra")
+
+
+def content_of(record: Record) -> dict:
+    """The record's :data:`CONTENT_KEYS` that it has, in that order: what invariant 8 compares."""
+    return {k: record[k] for k in CONTENT_KEYS if k in record}  # type: ignore[literal-required]
+
+
+def _check_mapping_names(record: Record, mapping) -> None:
+    if mapping.task_preserving:
+        tools = {t["name"] for t in record["tools"]} | {record["skill_tool"]["name"]}
+        skills = {s["name"] for s in record.get("skills") or ()}
+        for kind, names, have in (("tool", mapping.tool_names(), tools), ("skill", mapping.skill_names(), skills)):
+            for old, new in names.items():
+                if new not in have:
+                    raise ValueError(f"the mapping renames {kind} {old!r} to {new!r}, but the record has no {kind} "
+                                     f"{new!r}: the mapping does not belong to this record")
+
+
+def undo(record: Record, n: int) -> Record:
+    """``record`` with the last ``n`` steps of its mapping undone (their inverses applied, newest first), and those
+    steps removed from its mapping. A ``restore`` step puts back what the steps after it could not."""
+    return _undo(record, n, owned=False)
+
+
+def _undo(record: Record, n: int, *, owned: bool) -> Record:
+    """:func:`undo`; ``owned``: ``record`` is the caller's own copy, which this may rewrite and return.
+
+    The record is copied once (not at all when owned) and each inverse step rewrites that copy in place
+    where its applier can (tool, skill and parameter renames); the other appliers copy what they change."""
+    from hsa.mapping import Mapping
+
+    steps = record["mapping"][len(record["mapping"]) - n:] if n else []
+    _check_mapping_names(record, Mapping(steps))
+    kept = list(record["mapping"][:len(record["mapping"]) - n])
+    out = record if owned else clone(record)
+    for step in Mapping(steps).inverse().steps:
+        if step["op"] == "opaque":
+            continue
+        out = _apply_step_in_place(out, step)
+    out["mapping"] = kept
+    return out
+
+
+def _apply_step_in_place(record: Record, step: dict) -> Record:
+    """:func:`apply_step` on a record the caller owns: renames rewrite it in place, other steps copy what they change."""
+    op = step["op"]
+    if op == "tools":
+        return rename_tools(record, step["map"], copy=False)
+    if op == "skills":
+        return rename_skills(record, step["map"], copy=False)
+    if op == "params" and not step.get("kind") and all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
+        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in step["paths"]}, copy=False)
+    return apply_step(record, step)
+
+
+def canonicalize(record: Record) -> Record:
+    """Undo the record's whole mapping: the source record back (docs/design.md invariant 8).
+
+    Names, argument paths and values go back through each step's inverse; what no inverse
+    carries (descriptions, order, added tools and parameters, prompt layout, skills, hook style,
+    messages) is put back by the ``restore`` step that :func:`with_restore` adds, so for a
+    task-preserving variant the result has the source's :data:`CONTENT_KEYS` exactly. Raises
+    ``ValueError`` when a task-preserving mapping renames a tool or skill to a name the record does
+    not have (a mapping that does not belong to this record cannot be undone on it)."""
+    return undo(record, len(record["mapping"]))
+
+
+def with_restore(source: Record, variant: Record) -> Record:
+    """``variant`` (made from ``source``) with a ``restore`` step in its mapping when its other steps do not give
+    the source back: inserted before this variant's own steps, it holds the patch (:mod:`hsa._patch`) from what
+    undoing them gives, on the variant as its row reads back, to the source's content (``patch``), and how the
+    source was written when the variant cannot be written so (``fmt``). Task-changing variants get none (they do
+    not pose the same task).
+    """
+    from hsa.mapping import Mapping
+
+    k = len(source["mapping"])
+    steps = variant["mapping"][k:]
+    if not Mapping(steps).task_preserving:
+        return variant
+    try:
+        back = _undo(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
+    except ValueError:
+        return variant  # the mapping does not undo: the per-variant check says so
+    p = _content_patch(content_of(back), content_of(source))
+    fmt = _fmt_of(source)
+    if p is None and _fmt_of(back) == fmt:
+        _LAST_UNDO[:] = [variant, len(steps), back]
+        return variant
+    out = dict(variant)
+    step: dict = {"op": "restore"}
+    if p is not None:
+        step["patch"] = p
+    if _fmt_of(back) != fmt:  # how the source was written (a skill tool as a string, tools as a JSON string)
+        step["fmt"] = fmt
+    out["mapping"] = variant["mapping"][:k] + [step] + steps
+    _LAST_UNDO[:] = [out, len(steps) + 1, _restored_view(back, step)]
+    return out
+
+
+#: Content keys of the harness: their patches repeat across the records of a pool slot, so they are looked up.
+_HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
+
+
+def _content_patch(a: dict, b: dict) -> dict | None:
+    """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key looked up by (key, its
+    value in ``a``, in ``b``) (``patch.harness``): records of one harness and pool slot undo to the same harness,
+    whatever their trajectories. The same patch as the diff of the whole, key by key; a hit is the cached patch
+    itself, which the variants of the slot share in their ``restore`` steps (read only, like every mapping step)."""
+    from hsa import cache
+
+    c = cache.lru("patch.harness", 32 << 20)
+    changed = {}
+    for k, v in b.items():
+        if k not in a:
+            changed[k] = {"=": _json.copy(v)}
+            continue
+        if k in _HARNESS_KEYS:
+            key = cache.digest(k, a[k], v)
+            hit = c.get(key)
+            if hit is None:  # sized by its JSON text (a walk of the patch would cost as much as a miss saves)
+                sub = _patch.diff(a[k], v, str_edits=_str_edits)
+                hit = c.put(key, (sub,), 3 * len(_json.dumps(sub)) + 200)
+            sub = hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
+        else:
+            sub = _patch.diff(a[k], v, str_edits=_str_edits)
+        if sub is not None:
+            changed[k] = sub
+    reordered = list(a) != list(b)
+    if not changed and not reordered:
+        return None
+    out: dict = {"o": changed}
+    if reordered:
+        out["k"] = list(b)
+    return out
+
+
+def _str_edits(a: str, b: str) -> list | None:
+    """:func:`hsa._patch.str_edits`, looked up by the pair of strings (``patch.str_edits``, 16 MiB): a skill, a
+    prompt section or a hook source and its variant repeat across the records of a pool slot, and their line and
+    word diffs are the costly part of a patch. A hit is copied: the patch goes into the variant's mapping."""
+    from hsa import cache
+
+    c = cache.lru("patch.str_edits", 16 << 20)
+    key = cache.digest(a, b)
+    hit = c.get(key)
+    if hit is None:
+        edits = _patch.str_edits(a, b)
+        hit = c.put(key, (edits,), 200 + 2 * sum(len(e[2]) + 40 for e in edits or ()))
+    return None if hit[0] is None else [list(e) for e in hit[0]]
+
+
+def _as_written(record: Record) -> Record:
+    """``record`` as it reads back from its row (the input format and back, its mapping kept): what canonicalize will
+    be given. It can differ from the record in memory: a tool read without a schema keeps a marker that its row loses
+    once the tool has one, a skill tool given as a string is written as an object once its argument is renamed."""
+    from hsa.records import denormalize, normalize
+
+    again = normalize(_json.loads(_json.dumps(denormalize(record))))
+    again["mapping"] = list(record["mapping"])
+    again["transforms"] = list(record["transforms"])
+    again["notes"] = list(record["notes"])
+    return again
+
+
+def _fmt_of(record: Record) -> dict:
+    """How the record is written (its ``_fmt``), but where it came from."""
+    return {k: v for k, v in record["_fmt"].items() if k != "source_id"}
+
+
+#: The last variant :func:`with_restore` returned, its step count and what undoing them gives: the
+#: per-variant check that follows asks for exactly that (:func:`undo_last`), and need not undo twice.
+_LAST_UNDO: list = []
+
+
+def undo_last(record: Record, n: int) -> Record:
+    """:func:`undo` (``record``, ``n``), read from :func:`with_restore`'s last result when it is that record (the
+    same object, as the pipeline checks the variant it just made); do not modify what it returns."""
+    if _LAST_UNDO and _LAST_UNDO[0] is record and _LAST_UNDO[1] == n:
+        return _LAST_UNDO[2]
+    return undo(record, n)
+
+
+def _restored_view(record: Record, step: dict) -> Record:
+    """What :func:`_apply_restore` (``record``, ``step``) gives, but for its mapping (``record``'s), sharing what the
+    patch keeps with ``record`` and the step: for :func:`undo_last`, whose reader changes nothing."""
+    out = {k: v for k, v in record.items() if k not in CONTENT_KEYS}
+    if "patch" in step:
+        restored = _patch.patch(content_of(record), step["patch"], share=True)
+        for k in CONTENT_KEYS:
+            if k in restored:
+                out[k] = restored[k]
+    else:
+        out.update(content_of(record))
+    if "fmt" in step:
+        out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}), **step["fmt"]}
+    return out  # type: ignore[return-value]
+
+
+def _apply_restore(record: Record, step: dict) -> Record:
+    if "patch" in step:  # the content is made afresh by the patch: copy the rest only
+        out = {k: _json.copy(v) for k, v in record.items() if k not in CONTENT_KEYS}
+        restored = _patch.patch(content_of(record), step["patch"])
+        for k in CONTENT_KEYS:  # the keys in their usual place
+            if k in restored:
+                out[k] = restored[k]  # type: ignore[literal-required]
+    else:
+        out = clone(record)
+    if "fmt" in step:
+        out["_fmt"] = {**({"source_id": out["_fmt"]["source_id"]} if "source_id" in out["_fmt"] else {}),
+                       **_json.copy(step["fmt"])}
+    out["mapping"].append(step)
+    return out
+
+
+STEP_APPLIERS["restore"] = _apply_restore
+
+
+def hook_literals(record: Record) -> set[str]:
+    """Every string value that occurs as a literal in the record's hook source."""
+    out: set[str] = set()
+    for h in record.get("hooks") or ():
+        out |= _literals(h.get("source", ""))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _literals(source: str) -> frozenset[str]:
+    """The values of the plain string literals of ``source`` (and their ``|``-separated parts), cached."""
+    return plain_literals(source)
