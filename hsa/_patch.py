@@ -72,9 +72,11 @@ def _value(v: Any) -> dict:
     return {"=": _json.copy(v)}
 
 
-def diff(a: Any, b: Any, *, str_edits: Callable[[str, str], list | None] | None = None) -> dict | None:
+def diff(a: Any, b: Any, *, str_edits: Callable[[str, str], list | None] | None = None,
+         key_diff: Callable[[str, Any, Any], dict | None] | None = None) -> dict | None:
     """The patch that makes ``a`` into ``b`` (None when they are the same). ``str_edits(old, new)``: what
-    :func:`str_edits` gives (a caller's cache of it), for the long strings."""
+    :func:`str_edits` gives (a caller's cache of it), for the long strings. ``key_diff(key, old, new)``: the patch
+    of one key of a top-level dict present on both sides (a caller's lookup of it); nested values use ``diff``."""
     if type(a) is not type(b):
         return _value(b)
     if isinstance(a, (dict, list)) and _identical(a, b):
@@ -83,7 +85,7 @@ def diff(a: Any, b: Any, *, str_edits: Callable[[str, str], list | None] | None 
         changed = {}
         for k, v in b.items():
             if k in a:
-                sub = diff(a[k], v, str_edits=str_edits)
+                sub = (key_diff(k, a[k], v) if key_diff is not None else diff(a[k], v, str_edits=str_edits))
                 if sub is not None:
                     changed[k] = sub
             else:

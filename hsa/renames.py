@@ -852,29 +852,18 @@ def _content_patch(a: dict, b: dict) -> dict | None:
     from hsa import cache
 
     c = cache.lru("patch.harness", 32 << 20)
-    changed = {}
-    for k, v in b.items():
-        if k not in a:
-            changed[k] = {"=": _json.copy(v)}
-            continue
-        if k in _HARNESS_KEYS:
-            key = cache.digest(k, a[k], v)
-            hit = c.get(key)
-            if hit is None:  # sized by its JSON text (a walk of the patch would cost as much as a miss saves)
-                sub = _patch.diff(a[k], v, str_edits=_str_edits)
-                hit = c.put(key, (sub,), 3 * len(_json.dumps(sub)) + 200)
-            sub = hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
-        else:
-            sub = _patch.diff(a[k], v, str_edits=_str_edits)
-        if sub is not None:
-            changed[k] = sub
-    reordered = list(a) != list(b)
-    if not changed and not reordered:
-        return None
-    out: dict = {"o": changed}
-    if reordered:
-        out["k"] = list(b)
-    return out
+
+    def by_key(k: str, old: Any, new: Any) -> dict | None:
+        if k not in _HARNESS_KEYS:
+            return _patch.diff(old, new, str_edits=_str_edits)
+        key = cache.digest(k, old, new)
+        hit = c.get(key)
+        if hit is None:  # sized by its JSON text (a walk of the patch would cost as much as a miss saves)
+            sub = _patch.diff(old, new, str_edits=_str_edits)
+            hit = c.put(key, (sub,), 3 * len(_json.dumps(sub)) + 200)
+        return hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
+
+    return _patch.diff(a, b, str_edits=_str_edits, key_diff=by_key)
 
 
 def _str_edits(a: str, b: str) -> list | None:
