@@ -77,7 +77,7 @@ class Plan:
     rl_steps: int = 2
     rl_generations: int = 4
     rl_lr: float = 5e-6
-    rl_completion: int = 96
+    rl_completion: int = 384
     rl_turns: int = 3
     rl_prompts: int = 8
     eval_prompts: int | None = None
