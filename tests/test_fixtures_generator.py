@@ -190,3 +190,30 @@ def test_shared_harnesses_give_k_distinct_harnesses_and_valid_records():
         assert harness(r) == harness(recs[i % 4])
         assert check_record(normalize(r)) == []
     assert dumps(generate(24, 3, harnesses=4)) == dumps(recs)
+
+
+def test_compact_gold_actions_follow_from_the_prompt():
+    """--compact: no coin decides the order of a turn or an optional argument, so a small model can learn the
+    gold actions from what the prompt shows (the first turn is the question's tools; a skill first only when no
+    tool is needed; a return's policy after the order status has given the category)."""
+    records = generate(400, 5, compact=True)
+    scenarios = set()
+    for rec in records:
+        scenario = rec["meta"]["scenario"]
+        scenarios.add(scenario)
+        question = next(m["content"] for m in rec["messages"] if m["role"] == "user")
+        turns = [[(c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"]]
+                 for m in rec["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+        first = [name for name, _ in turns[0]]
+        assert ("load_skill" in first) == (scenario == "chitchat"), (rec["id"], first)
+        assert "get_return_policy" not in first and "get_live_room_info" not in first, (rec["id"], first)
+        for name, args in (call for turn in turns for call in turn):
+            args = json.loads(args) if isinstance(args, str) else args
+            assert set(args) <= {"get_reviews_summary": {"product_id"}, "search_products": {"query", "price_range"},
+                                 "check_inventory": {"product_id", "sku"},
+                                 "compare_products": {"product_ids"}}.get(name, set(args)), (rec["id"], name, args)
+            if name == "search_products":
+                assert set(args["price_range"]) == {"max"}
+            if name == "get_return_policy":
+                assert args.get("opened", False) == ("opened" in question), (rec["id"], question, args)
+    assert {"chitchat", "after_sales", "flash_sale", "search", "comparison", "item_qa", "inventory_size"} <= scenarios
