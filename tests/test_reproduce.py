@@ -109,6 +109,10 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     assert results["eval_n"]["canonical"] == 2
     assert results["layer_cut"]["conversations"] >= 1
     assert results["wall_seconds"] > 0 and results["command"].startswith("python -m trainers.reproduce")
+    assert len(results["invocations"]) == 1 and results["invocations"][0]["seconds"] == results["wall_seconds"]
+    # what SFT trained on: every conversation of each dataset counted (3 canonical; 3 originals + 3 variants)
+    assert results["sft_data"]["fixed_sft"]["rows"] == 3 and results["sft_data"]["hsa_sft"]["rows"] == 6
+    assert results["sft_data"]["hsa_sft"]["lost_fraction"] == 0.0  # max_length 4096: nothing cut
     md = (docs / "results.md").read_text()
     assert "| hsa_sft_opd_rl |" in md and results["commit"] in md
     assert (docs / "results.png").read_bytes()[:4] == b"\x89PNG"
@@ -129,6 +133,10 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     assert main(argv) == 0
     again = [json.loads(line) for line in (tmp_path / "run" / "commands.jsonl").read_text().splitlines()]
     assert all(c["skipped"] for c in again[len(commands):])
+    resumed = json.loads((docs / "results.json").read_text())
+    assert [i["started"] for i in resumed["invocations"][:1]] == [results["invocations"][0]["started"]]
+    assert len(resumed["invocations"]) == 2 and resumed["wall_seconds"] >= results["wall_seconds"]
+    assert "over 2 invocations" in (docs / "results.md").read_text()
     # ...but only the plan that made the folder: another budget is refused before any stage runs
     assert main([*argv, "--set", "sft_steps=3"]) == 2
     assert len((tmp_path / "run" / "commands.jsonl").read_text().splitlines()) == len(again)

@@ -116,6 +116,7 @@ class Runner:
         self.python = python
         self.log_path = out / "commands.jsonl"
         self.timings: dict[str, float] = {}
+        self.wall = Wall(out)
 
     def _record(self, name: str, argv: list[str], seconds: float, skipped: bool) -> None:
         with open(self.log_path, "a", encoding="utf-8") as f:
@@ -141,12 +142,42 @@ class Runner:
         seconds = time.perf_counter() - start
         self.timings[name] = self.timings.get(name, 0.0) + seconds
         self._record(name, argv, seconds, False)
+        self.wall.save()
         gc.collect()
         if rc:
             raise ReproduceError(f"stage {name} failed with exit status {rc}: {' '.join(argv)}")
         if not done.exists():
             raise ReproduceError(f"stage {name} finished but wrote no {done}")
         _log(f"{name}: {seconds:.0f} s")
+
+
+class Wall:
+    """Wall time of a run over its invocations (an interrupted run resumed is one run): ``DIR/wall.json``
+    lists each invocation's start and seconds, saved after every stage, so time spent before an interruption
+    still counts. A folder finished by an earlier version has only ``results.json``: its wall time is the first
+    invocation."""
+
+    def __init__(self, out: Path):
+        self.path = out / "wall.json"
+        self.started = time.time()
+        self.earlier: list[dict[str, Any]] = []
+        if self.path.exists():
+            self.earlier = json.loads(self.path.read_text(encoding="utf-8"))["invocations"]
+        elif (out / "results.json").exists():
+            old = json.loads((out / "results.json").read_text(encoding="utf-8"))
+            self.earlier = old.get("invocations") or [{"started": old.get("started"),
+                                                       "seconds": old.get("wall_seconds")}]
+
+    def invocations(self) -> list[dict[str, Any]]:
+        now = {"started": time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.started)),
+               "seconds": round(time.time() - self.started, 1)}
+        return [*self.earlier, now]
+
+    def seconds(self) -> float:
+        return round(sum(i["seconds"] or 0.0 for i in self.invocations()), 1)
+
+    def save(self) -> None:
+        self.path.write_text(json.dumps({"invocations": self.invocations()}, indent=1) + "\n", encoding="utf-8")
 
 
 def _git_commit() -> str:
@@ -234,6 +265,25 @@ def layer_cut_check(model_dir: str, records_path: Path, keep: int, n: int = 4) -
     model.model.layers = layers
     del model
     gc.collect()
+    return out
+
+
+def sft_data(base: str, dataset: Path, max_length: int) -> dict[str, Any]:
+    """What SFT trains on from ``dataset`` at ``max_length``: the counts of :class:`trainers.sft.LongRowStats`
+    (the same build as the SFT stage, tokenised again: a few seconds), so the results say how much of each
+    conversation fit."""
+    from transformers import AutoTokenizer
+
+    from trainers.common import iter_rows
+    from trainers.sft import LongRowStats, build_dataset
+
+    stats = LongRowStats()
+    built = build_dataset(iter_rows(str(dataset)), AutoTokenizer.from_pretrained(base), max_length=max_length,
+                          stats=stats)
+    out = {k: v for k, v in dataclasses.asdict(stats).items() if k != "adapted"}
+    out["tokens"] = sum(len(x) for x in built["input_ids"])
+    out["lost_fraction"] = round((stats.cut_tokens + stats.dropped_tokens) / stats.trained_tokens, 4) \
+        if stats.trained_tokens else 0.0
     return out
 
 
@@ -434,7 +484,7 @@ def _markdown(r: dict[str, Any]) -> str:
              f"- base model: {r['base_model']}",
              f"- commit: {r['commit']}",
              f"- wall time: {r['wall_seconds'] / 60:.1f} minutes ({r['wall_seconds']:.0f} s), "
-             f"started {r['started']} UTC",
+             f"started {r['started']} UTC" + _invocations_note(r.get("invocations")),
              f"- machine: {r['machine'].get('platform')}, {r['machine'].get('cpus')} CPUs, torch "
              f"{r['machine'].get('torch')} on {r['machine'].get('device')} with {r['machine'].get('torch_threads')} "
              f"threads; load average {r['machine'].get('load_average_start')} at the start, "
@@ -461,12 +511,15 @@ def _markdown(r: dict[str, Any]) -> str:
               "![results](results.png)", ""]
     lines += ["## What the run did", ""]
     lines += [f"- data: {plan['train_records']} train and {plan['eval_records']} eval records of the compact "
-              "live-commerce harness (`python -m fixtures.livestream.generate --compact`), disjoint by record; "
+              "live-commerce harness (`python -m fixtures.livestream.generate --compact`: 3-4 tools, short "
+              "descriptions and skills, a three-section prompt; gold actions that follow from what the prompt "
+              "shows), disjoint by record; "
               f"{plan['train_variants']} variants per train record (default recipe without the families "
               f"{', '.join(plan['held_out'])}) plus the original, {plan['eval_variants']} per eval record plus the "
               "original (each variant draws the training recipe or the full default one).",
               f"- base: {r['base_note']}",
               *_cut_line(r.get("layer_cut")),
+              *_sft_data_line(r.get("sft_data"), plan),
               f"- SFT (`fixed_sft`, `hsa_sft`): full fine-tuning, {plan['sft_steps']} steps x batch "
               f"{plan['sft_batch']}, learning rate {plan['sft_lr']}, conversations truncated to "
               f"{plan['sft_max_length']} tokens: the same steps and sequences for both "
@@ -500,6 +553,24 @@ def _markdown(r: dict[str, Any]) -> str:
               "python -m trainers.reproduce --out runs/repro --model YOUR_MODEL_DIR --keep-layers 0 --device cuda",
               "```", "", "The commands each stage ran are in `OUT/commands.jsonl`.", ""]
     return "\n".join(lines)
+
+
+def _invocations_note(invocations: list[dict[str, Any]] | None) -> str:
+    if not invocations or len(invocations) < 2:
+        return ""
+    parts = ", ".join(f"{i['started']} UTC {i['seconds']:.0f} s" for i in invocations)
+    return (f", over {len(invocations)} invocations of the command (a resumed run skips the stages it finished; "
+            f"the gaps between them are not counted): {parts}")
+
+
+def _sft_data_line(data: dict[str, Any] | None, plan: dict[str, Any]) -> list[str]:
+    if not data:
+        return []
+    parts = [f"`{name}` {d['rows']} conversations -> {d['rows_out']} training rows, {100 * d['lost_fraction']:.0f}% "
+             f"of the assistant tokens left out" for name, d in data.items()]
+    return [f"- what SFT trained on at {plan['sft_max_length']} tokens (`--long_rows split`: every window keeps the "
+            "system prompt and tools, so a later turn whose tool results do not fit beside them is left out, and "
+            "training is mostly the first assistant turns, the turns the eval scores): " + "; ".join(parts) + "."]
 
 
 def _rl_line(plan: dict[str, Any]) -> str:
@@ -555,8 +626,8 @@ def findings(models: dict[str, dict[str, list]], plan: dict[str, Any] | None = N
         out.append(f"HSA-SFT does not hold here: each SFT model saw {plan['sft_steps'] * plan['sft_batch']} "
                    f"conversations; drawn from {1 + plan['train_variants']} harnesses per record, they taught "
                    f"hsa_sft the call format less well than fixed_sft's canonical rows taught it ({_pct(h_c)} against "
-                   f"{_pct(f_c)} canonical). The budget, not the method, is what this run measures; rerun with more "
-                   "SFT steps (`--set sft_steps=N`, `--device cuda`) to test the claim.")
+                   f"{_pct(f_c)} canonical). This run does not say whether it would hold with more training; "
+                   "`--set sft_steps=N` (with `--device cuda`) is the test of that.")
     same = [n for n in ("hsa_sft_opd", "hsa_sft_opd_rl")
             if all(models.get(n, {}).get(m) == models.get("hsa_sft", {}).get(m)
                    for m in ("canonical", "seen_variants", "held_out"))]
@@ -632,7 +703,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.out:
         parser.error("--out is required (the work folder)")
-    started = time.time()
     plan = QUICK if args.quick else FULL
     if args.keep_layers is not None:
         plan = dataclasses.replace(plan, keep_layers=args.keep_layers or None)
@@ -682,6 +752,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runner.timings["layer cut check"] = time.perf_counter() - start
             cut = json.loads(cut_path.read_text())
         trained = train_models(out, plan, base, data, runner, device)
+        trained_on = {name: sft_data(base, data[key], plan.sft_max_length)
+                      for name, key in (("fixed_sft", "train_fixed"), ("hsa_sft", "train_shards"))}
         reports: dict[str, dict[str, Any]] = {"base": {"-": _scores(evaluate(out, plan, "base", None, base, data,
                                                                               runner, device))}}
         for name in MODELS[1:]:
@@ -708,10 +780,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         base_note = f"{args.model}" + (f", first {plan.keep_layers} decoder layers kept" if plan.keep_layers else "")
         base_model = args.model
+    runner.wall.save()
+    invocations = runner.wall.invocations()
     results = {
         "command": "python -m trainers.reproduce " + " ".join(shlex.quote(a) for a in argv),
-        "wall_seconds": round(time.time() - started, 1),
-        "started": time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
+        "wall_seconds": runner.wall.seconds(),
+        "invocations": invocations,
+        "started": invocations[0]["started"],
         "commit": _git_commit(),
         "machine": machine,
         "base_model": base_model,
@@ -722,6 +797,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "per_seed": reports,
         "eval_n": first["n"],
         "layer_cut": cut,
+        "sft_data": trained_on,
         "stage_seconds": {k: round(v, 1) for k, v in runner.timings.items()},
         "notes": ["base is not trained: it is evaluated once, so its lists have one value"],
     }
