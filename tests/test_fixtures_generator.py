@@ -192,9 +192,20 @@ def test_shared_harnesses_give_k_distinct_harnesses_and_valid_records():
     assert dumps(generate(24, 3, harnesses=4)) == dumps(recs)
 
 
+def _leaves(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
 def test_compact_gold_actions_follow_from_the_prompt():
-    """--compact: no coin decides the order of a turn or an optional argument, so a small model can learn the
-    gold actions from what the prompt shows (the first turn is the question's tools; a skill first only when no
+    """--compact: no coin decides the order of a turn or an optional argument and every value of a first call is
+    shown, so a small model can learn the gold actions from the prompt (the first turn is the question's tools; a skill first only when no
     tool is needed; a return's policy after the order status has given the category)."""
     records = generate(400, 5, compact=True)
     scenarios = set()
@@ -205,6 +216,10 @@ def test_compact_gold_actions_follow_from_the_prompt():
         turns = [[(c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"]]
                  for m in rec["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
         first = [name for name, _ in turns[0]]
+        shown = (rec["messages"][0]["content"] + "\n" + question).casefold()
+        for _, args in turns[0]:  # every value of a first call is in the prompt or the question
+            for value in _leaves(json.loads(args) if isinstance(args, str) else args):
+                assert str(value).casefold() in shown, (rec["id"], value, question)
         assert ("load_skill" in first) == (scenario == "chitchat"), (rec["id"], first)
         assert "get_return_policy" not in first and "get_live_room_info" not in first, (rec["id"], first)
         for name, args in (call for turn in turns for call in turn):

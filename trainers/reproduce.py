@@ -548,6 +548,15 @@ def _markdown(r: dict[str, Any]) -> str:
     findings = r.get("findings") or []
     if findings:
         lines += ["## What the numbers say", ""] + [f"- {f}" for f in findings] + [""]
+    lines += ["## On a GPU", "",
+              "This budget is sized for a 2-core CPU (the wall time is above). On a GPU the same command scales the "
+              "parts that limit it here: more SFT steps per model (each model here sees "
+              f"{plan['sft_steps'] * plan['sft_batch']} conversations), longer windows so later turns train too "
+              f"(here {plan['sft_max_length']} tokens), more eval records for intervals a few points wide (here "
+              f"{plan['eval_records']}), and RL long enough to move a greedy call:", "", "```bash",
+              "python -m trainers.reproduce --out runs/repro-gpu --device cuda --set train_records=400 \\",
+              "    --set sft_steps=400 --set sft_batch=8 --set sft_max_length=1024 --set eval_records=64 \\",
+              "    --set opd_steps=50 --set rl_steps=50 --set rl_prompts=64", "```", ""]
     lines += ["## Run it yourself", "", "```bash", "make reproduce                      # this table (docs/results.*)",
               "python -m trainers.reproduce --out runs/repro --quick     # a smoke run in minutes",
               "python -m trainers.reproduce --out runs/repro --model YOUR_MODEL_DIR --keep-layers 0 --device cuda",
