@@ -118,16 +118,27 @@ class Runner:
         self.timings: dict[str, float] = {}
         self.wall = Wall(out)
 
-    def _record(self, name: str, argv: list[str], seconds: float, skipped: bool) -> None:
+    def record(self, name: str, argv: list[str], seconds: float, skipped: bool) -> None:
         with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"stage": name, "command": " ".join(shlex.quote(a) for a in argv),
                                 "seconds": round(seconds, 1), "skipped": skipped}) + "\n")
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Seconds per stage from ``commands.jsonl``: every stage run in this folder, by any invocation or any
+        other process that ran one of its stages (a stage run twice, after an interruption, counts twice)."""
+        seconds: dict[str, float] = {}
+        if self.log_path.exists():
+            for line in self.log_path.read_text(encoding="utf-8").splitlines():
+                entry = json.loads(line)
+                if not entry["skipped"]:
+                    seconds[entry["stage"]] = round(seconds.get(entry["stage"], 0.0) + entry["seconds"], 1)
+        return seconds
 
     def run(self, name: str, argv: list[str], done: Path) -> None:
         """Run ``argv`` (``hsa ...`` or ``python -m trainers.X ...``) unless ``done`` exists."""
         if done.exists():
             _log(f"{name}: done already ({done})")
-            self._record(name, argv, 0.0, True)
+            self.record(name, argv, 0.0, True)
             return
         _log(f"{name}: {' '.join(shlex.quote(a) for a in argv)}")
         start = time.perf_counter()
@@ -141,7 +152,7 @@ class Runner:
             rc = module.main(argv[3:])
         seconds = time.perf_counter() - start
         self.timings[name] = self.timings.get(name, 0.0) + seconds
-        self._record(name, argv, seconds, False)
+        self.record(name, argv, seconds, False)
         self.wall.save()
         gc.collect()
         if rc:
@@ -535,7 +546,9 @@ def _markdown(r: dict[str, Any]) -> str:
               "once.", ""]
     stages = r.get("stage_seconds") or {}
     if stages:
-        lines += ["Time per stage (s): " + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()), ""]
+        lines += ["Time per stage (s; from `OUT/commands.jsonl`, so a stage another process ran in the folder "
+                  "counts, and stages that ran side by side overlap in the wall time): "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()), ""]
     lines += ["## Against the paper", "",
               "The paper (HAT, arXiv:2608.15763) reports, for a fixed-harness SFT model against HAT: Harness-Variant "
               f"QA {PAPER['harness_variant_qa']['fixed_sft']} -> {PAPER['harness_variant_qa']['hat']}, Live-Stream QA "
@@ -759,6 +772,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 start = time.perf_counter()
                 cut_path.write_text(json.dumps(layer_cut_check(base, data["eval"], plan.layer_check)) + "\n")
                 runner.timings["layer cut check"] = time.perf_counter() - start
+                runner.record("layer cut check", ["trainers.reproduce.layer_cut_check", base, str(data["eval"])],
+                               runner.timings["layer cut check"], False)
             cut = json.loads(cut_path.read_text())
         trained = train_models(out, plan, base, data, runner, device)
         trained_on = {name: sft_data(base, data[key], plan.sft_max_length)
@@ -807,7 +822,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "eval_n": first["n"],
         "layer_cut": cut,
         "sft_data": trained_on,
-        "stage_seconds": {k: round(v, 1) for k, v in runner.timings.items()},
+        "stage_seconds": runner.stage_seconds(),
         "notes": ["base is not trained: it is evaluated once, so its lists have one value"],
     }
     results["findings"] = findings(models, results["plan"])
