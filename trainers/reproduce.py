@@ -171,17 +171,19 @@ class Wall:
     def __init__(self, out: Path):
         self.path = out / "wall.json"
         self.started = time.time()
+        self.commit = _git_commit()
         self.earlier: list[dict[str, Any]] = []
         if self.path.exists():
             self.earlier = json.loads(self.path.read_text(encoding="utf-8"))["invocations"]
         elif (out / "results.json").exists():
             old = json.loads((out / "results.json").read_text(encoding="utf-8"))
             self.earlier = old.get("invocations") or [{"started": old.get("started"),
-                                                       "seconds": old.get("wall_seconds")}]
+                                                       "seconds": old.get("wall_seconds"),
+                                                       "commit": old.get("commit")}]
 
     def invocations(self) -> list[dict[str, Any]]:
         now = {"started": time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.started)),
-               "seconds": round(time.time() - self.started, 1)}
+               "seconds": round(time.time() - self.started, 1), "commit": self.commit}
         return [*self.earlier, now]
 
     def seconds(self) -> float:
@@ -493,7 +495,8 @@ def _markdown(r: dict[str, Any]) -> str:
              + (f" This text was rendered again from that run's results.json by `{r['rendered_by']}` (same numbers, "
                 "the wording of a later commit)." if r.get("rendered_by") else ""), "",
              f"- base model: {r['base_model']}",
-             f"- commit: {r['commit']}",
+             f"- commit: {r['commit']}" + (" (of the first invocation; each invocation's commit is listed with the "
+                                           "wall time)" if len(r.get("invocations") or ()) > 1 else ""),
              f"- wall time: {r['wall_seconds'] / 60:.1f} minutes ({r['wall_seconds']:.0f} s), "
              f"started {r['started']} UTC" + _invocations_note(r.get("invocations")),
              f"- machine: {r['machine'].get('platform')}, {r['machine'].get('cpus')} CPUs, torch "
@@ -580,7 +583,8 @@ def _markdown(r: dict[str, Any]) -> str:
 def _invocations_note(invocations: list[dict[str, Any]] | None) -> str:
     if not invocations or len(invocations) < 2:
         return ""
-    parts = ", ".join(f"{i['started']} UTC {i['seconds']:.0f} s" for i in invocations)
+    parts = ", ".join(f"{i['started']} UTC {i['seconds']:.0f} s" + (f" at {i['commit']}" if i.get("commit") else "")
+                      for i in invocations)
     return (f", over {len(invocations)} invocations of the command (a resumed run skips the stages it finished; "
             f"the gaps between them are not counted): {parts}")
 
@@ -811,7 +815,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "wall_seconds": runner.wall.seconds(),
         "invocations": invocations,
         "started": invocations[0]["started"],
-        "commit": _git_commit(),
+        "commit": invocations[0].get("commit") or _git_commit(),
         "machine": machine,
         "base_model": base_model,
         "base_note": base_note,
