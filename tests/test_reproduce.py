@@ -136,6 +136,8 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     resumed = json.loads((docs / "results.json").read_text())
     assert [i["started"] for i in resumed["invocations"][:1]] == [results["invocations"][0]["started"]]
     assert len(resumed["invocations"]) == 2 and resumed["wall_seconds"] >= results["wall_seconds"]
+    assert resumed["commit"] == results["commit"] == resumed["invocations"][0]["commit"]  # the first invocation's
+    assert all(len(i["load_average"]) == 2 for i in resumed["invocations"])
     assert "over 2 invocations" in (docs / "results.md").read_text()
     # ...but only the plan that made the folder: another budget is refused before any stage runs
     assert main([*argv, "--set", "sft_steps=3"]) == 2

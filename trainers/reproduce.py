@@ -172,18 +172,23 @@ class Wall:
         self.path = out / "wall.json"
         self.started = time.time()
         self.commit = _git_commit()
+        self.load_start = _load()
         self.earlier: list[dict[str, Any]] = []
         if self.path.exists():
             self.earlier = json.loads(self.path.read_text(encoding="utf-8"))["invocations"]
         elif (out / "results.json").exists():
             old = json.loads((out / "results.json").read_text(encoding="utf-8"))
+            machine = old.get("machine") or {}
             self.earlier = old.get("invocations") or [{"started": old.get("started"),
-                                                       "seconds": old.get("wall_seconds"),
-                                                       "commit": old.get("commit")}]
+                                                       "seconds": old.get("wall_seconds")}]
+            last = self.earlier[-1]  # an earlier version kept the commit and the load of the last invocation only
+            last.setdefault("commit", old.get("commit"))
+            last.setdefault("load_average", [machine.get("load_average_start"), machine.get("load_average_end")])
 
     def invocations(self) -> list[dict[str, Any]]:
         now = {"started": time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.started)),
-               "seconds": round(time.time() - self.started, 1), "commit": self.commit}
+               "seconds": round(time.time() - self.started, 1), "commit": self.commit,
+               "load_average": [self.load_start, _load()]}
         return [*self.earlier, now]
 
     def seconds(self) -> float:
@@ -191,6 +196,13 @@ class Wall:
 
     def save(self) -> None:
         self.path.write_text(json.dumps({"invocations": self.invocations()}, indent=1) + "\n", encoding="utf-8")
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def _git_commit() -> str:
@@ -501,8 +513,9 @@ def _markdown(r: dict[str, Any]) -> str:
              f"started {r['started']} UTC" + _invocations_note(r.get("invocations")),
              f"- machine: {r['machine'].get('platform')}, {r['machine'].get('cpus')} CPUs, torch "
              f"{r['machine'].get('torch')} on {r['machine'].get('device')} with {r['machine'].get('torch_threads')} "
-             f"threads; load average {r['machine'].get('load_average_start')} at the start, "
-             f"{r['machine'].get('load_average_end')} at the end",
+             + (f"threads; load average {r['machine'].get('load_average_start')} at the start, "
+                f"{r['machine'].get('load_average_end')} at the end" if len(r.get("invocations") or ()) < 2 else
+                "threads (the load average of each invocation is listed with the wall time)"),
              f"- training seeds: {r['seeds']} (the eval set is fixed: eval seed {plan['eval_seed']})", "",
              "Accuracy in % (mean over training seeds ± sample standard deviation; per-seed values in results.json). "
              "`canonical`: call accuracy under the harness the records were written in (the Live-Stream QA "
@@ -584,7 +597,8 @@ def _invocations_note(invocations: list[dict[str, Any]] | None) -> str:
     if not invocations or len(invocations) < 2:
         return ""
     parts = ", ".join(f"{i['started']} UTC {i['seconds']:.0f} s" + (f" at {i['commit']}" if i.get("commit") else "")
-                      for i in invocations)
+                      + (f" (load average {i['load_average'][0]} -> {i['load_average'][1]})"
+                         if i.get("load_average") else "") for i in invocations)
     return (f", over {len(invocations)} invocations of the command (a resumed run skips the stages it finished; "
             f"the gaps between them are not counted): {parts}")
 
