@@ -775,11 +775,10 @@ class Values(Transform):
 
         steps = []
         for t in record["tools"]:
-            for path in F.value_paths(t["parameters"]):
-                node = node_at(t["parameters"], path)
-                if node is None or (t["name"] == skill["name"] and path == (skill["argument"],)):
+            for path, enum, _ in F.value_nodes(t["parameters"]):  # every path has a node
+                if t["name"] == skill["name"] and path == (skill["argument"],):
                     continue
-                enum = F.string_enum(node)
+                enum = list(enum) if enum is not None else None
                 if "enum" in self.modes and enum:
                     table = []
                     used = set(enum)
@@ -800,7 +799,8 @@ class Values(Transform):
                     if table:
                         steps.append({"op": "values", "tool": t["name"], "path": list(path), "map": table,
                                       "texts": True})
-                elif "default" in self.modes and "default" in node and not enum and "const" not in node:
+                elif "default" in self.modes and not enum and "default" in (node := node_at(t["parameters"], path)) \
+                        and "const" not in node:
                     d = node["default"]
                     if isinstance(d, bool) or not isinstance(d, (int, float)) or "$ref" in _json.dumps(node):
                         continue
