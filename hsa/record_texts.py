@@ -17,7 +17,7 @@ from hsa import _json
 from hsa.cache import lru as _lru
 from hsa.hooks_model import map_content
 from hsa.mapping import ARRAY
-from hsa.names import text_tokens
+from hsa.names import is_plain_token, text_tokens
 from hsa.records import Record
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "labelled_texts",
     "record_tokens",
     "texts_hold",
+    "rewritten_texts",
 ]
 
 
@@ -186,7 +187,7 @@ def texts_of(record: Record, *, schemas: bool) -> list[str]:
         if isinstance(t.get("description"), str):
             out.append(t["description"])
         if schemas:
-            schema_texts(t["parameters"], out)
+            out.extend(_schema_texts_by_json(t["parameters"], rewritten=False))
     for s in record.get("skills") or ():
         out.extend(s[k] for k in ("description", "content") if isinstance(s.get(k), str))
     prompt = record.get("prompt")
@@ -214,9 +215,7 @@ def labelled_texts(record: Record):
     for t in record["tools"]:
         if isinstance(t.get("description"), str):
             yield "a tool description", t["description"]
-        texts: list[str] = []
-        schema_texts(t["parameters"], texts)
-        for text in texts:
+        for text in _schema_texts_by_json(t["parameters"], rewritten=False):
             yield "a parameter description", text
     for sk in record.get("skills") or ():
         for k in ("description", "content"):
@@ -305,38 +304,86 @@ def _param_keys(schema: Any, out: set[str]) -> None:
 
 
 def texts_hold(record: Record, names: list[str]) -> bool:
-    """Whether some text that :func:`map_texts` rewrites holds one of ``names`` as a substring (a whole token is
-    one), or the test cannot tell (a prompt without a section list, which :func:`copy_for_texts` would add): False
-    means a token rename of ``names`` changes nothing, and no copy is needed."""
+    """Whether a token rename of ``names`` by :func:`map_texts` could change a text of ``record``, or the test
+    cannot tell (a prompt without a section list, which :func:`copy_for_texts` would add): False means it changes
+    nothing, and no copy is needed. Plain names (:func:`hsa.names.is_plain_token`) are looked up in the tokens of
+    the texts map_texts rewrites (kept per tuple of texts, ``record_texts.rewritten_tokens``: the value steps of
+    one ``tool.values`` ask one after the other); other names are searched for as substrings."""
     if not names:
         return False
     prompt = record.get("prompt")
     if prompt and not isinstance(prompt.get("sections"), list):
         return True
+    texts = rewritten_texts(record)
+    if all(is_plain_token(n) for n in names):
+        hit = _REWRITTEN_TOKENS.get(texts)
+        if hit is None:
+            hit = _REWRITTEN_TOKENS.put(texts, frozenset().union(*map(text_tokens, texts)),
+                                        3 * sum(map(len, texts)) + 8 * len(texts) + 200)
+        return not hit.isdisjoint(names)
+    return any(n in text for text in texts for n in names)
 
-    def holds(text: Any) -> bool:
-        return isinstance(text, str) and any(n in text for n in names)
 
+_REWRITTEN_TOKENS = _lru("record_texts.rewritten_tokens", 16 << 20)
+
+
+def rewritten_texts(record: Record) -> tuple[str, ...]:
+    """Every text :func:`map_texts` (tool descriptions included) hands to its function, in its order: message
+    contents and text parts, tool descriptions and the descriptions and titles of parameter schemas (the walk of
+    :func:`map_schema_descriptions`, kept per schema JSON), skill descriptions and content, prompt section titles
+    and bodies."""
+    out: list[str] = []
     for m in record["messages"]:
         c = m.get("content")
-        if isinstance(c, list):
-            if any(holds(p.get("text")) if isinstance(p, dict) else holds(p) for p in c):
-                return True
-        elif holds(c):
-            return True
-    skip = schema_skipper(names)
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(p["text"] if isinstance(p, dict) else p for p in c
+                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
     for t in record["tools"]:
-        if holds(t.get("description")):
-            return True
-        if skip is None or not skip(t["parameters"]):
-            texts: list[str] = []
-            schema_texts(t["parameters"], texts)
-            if any(map(holds, texts)):
-                return True
+        if isinstance(t.get("description"), str):
+            out.append(t["description"])
+        out.extend(_schema_texts_by_json(t["parameters"], rewritten=True))
     for sk in record.get("skills") or ():
-        if holds(sk.get("description")) or holds(sk.get("content")):
-            return True
+        out.extend(sk[k] for k in ("description", "content") if isinstance(sk.get(k), str))
+    prompt = record.get("prompt")
     for sec in (prompt or {}).get("sections", ()):
-        if holds(sec.get("title")) or holds(sec.get("body")):
-            return True
-    return False
+        out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
+    return tuple(out)
+
+
+def _rewritten_schema_texts(schema: Any, out: list[str]) -> None:
+    """The strings :func:`map_schema_descriptions_in_place` hands to its function, in its order."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out.append(v)
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                for pv in v.values():
+                    _rewritten_schema_texts(pv, out)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                _rewritten_schema_texts(v, out)
+    elif isinstance(schema, list):
+        for v in schema:
+            _rewritten_schema_texts(v, out)
+
+
+def _schema_texts_by_json(schema: Any, *, rewritten: bool) -> tuple[str, ...]:
+    """:func:`schema_texts` (``rewritten``: :func:`_rewritten_schema_texts`) of ``schema``, kept per its JSON text
+    (``record_texts.schema_texts``; the texts follow from the keys and strings it writes exactly)."""
+    walk = _rewritten_schema_texts if rewritten else schema_texts
+    try:
+        key = (rewritten, _json.dumps_bytes(schema))
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        out: list[str] = []
+        walk(schema, out)
+        return tuple(out)
+    hit = _SCHEMA_TEXTS.get(key)
+    if hit is None:
+        out = []
+        walk(schema, out)
+        hit = _SCHEMA_TEXTS.put(key, tuple(out), len(key[1]) + 2 * sum(map(len, out)) + 8 * len(out) + 200)
+    return hit
+
+
+_SCHEMA_TEXTS = _lru("record_texts.schema_texts", 16 << 20)

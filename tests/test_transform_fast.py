@@ -16,7 +16,7 @@ from hypothesis import given, settings
 
 from hsa import _json, cache
 from hsa.mapping import carry_call
-from hsa.names import replace_tokens, split_words, is_legal
+from hsa.names import is_legal, is_plain_token, replace_tokens, split_words
 from hsa.records import clone, iter_calls, normalize, normalize_schema
 from hsa.renames import _rewrite_calls, apply_values, copy_for_texts, map_texts, owned_copy, rename_params
 from hsa.testing import records
@@ -312,3 +312,68 @@ def test_owned_copy_lets_the_renames_work_in_place_without_touching_the_input():
                        if u["name"] == t["name"])
             done += 1
     assert done > 20
+
+
+def _seen_by_map_texts(record) -> list[str]:
+    """The texts map_texts hands to its function, in order (the oracle of rewritten_texts)."""
+    seen: list[str] = []
+
+    def fn(s):
+        seen.append(s)
+        return s
+
+    map_texts(copy_for_texts(record), fn)
+    return seen
+
+
+_ODD_SCHEMA = {"type": "object", "properties": {
+    "default": {"type": "string", "description": "the default zq_marker"},
+    "enum": {"type": "object", "title": "zq_title", "properties": {"required": {"type": "string", "description": "r"}}},
+    "examples": {"type": "array", "items": {"type": "string", "description": "an item"}}},
+    "$defs": {"x": {"description": "in defs"}}, "anyOf": [{"description": "a branch"}]}
+
+
+def test_rewritten_texts_are_the_texts_map_texts_rewrites(caches):
+    """In order, on the fixtures, their variants, and a schema whose properties are named default, enum, required
+    and examples (map_texts rewrites their descriptions; text_fields' schema walk does not read them)."""
+    from hsa.record_texts import rewritten_texts
+
+    recs = _variants(1)
+    odd = clone(FIXTURE[0])
+    odd["tools"][0]["parameters"] = _json.copy(_ODD_SCHEMA)
+    for rec in recs + [odd]:
+        assert list(rewritten_texts(rec)) == _seen_by_map_texts(rec)
+    assert "the default zq_marker" in rewritten_texts(odd) and "zq_title" in rewritten_texts(odd)
+
+
+@settings(max_examples=40, deadline=None)
+@given(records(max_tools=3, hooks=True))
+def test_rewritten_texts_on_generated_records(raw):
+    from hsa.record_texts import rewritten_texts
+
+    rec = normalize(raw)
+    assert list(rewritten_texts(rec)) == _seen_by_map_texts(rec)
+
+
+def test_texts_hold_is_exact_for_plain_names_and_safe_for_others(caches):
+    """For plain names: texts_hold is true exactly when the token rename changes a text; for other names (a space,
+    a quote) false still means nothing changes."""
+    from hsa.record_texts import texts_hold, rewritten_texts
+
+    odd = clone(FIXTURE[0])
+    odd["tools"][0]["parameters"] = _json.copy(_ODD_SCHEMA)
+    checked = {True: 0, False: 0}
+    for rec in _variants(1) + [odd]:
+        words = sorted({w.strip(".,:;()`'\"") for t in rewritten_texts(rec) for w in t.split()[:3]} - {""})[:12]
+        for names in [["zq_marker"], ["zq_title"], ["zz_absent"]] + [[w] for w in words] + [["two words"], ['"q"']]:
+            table = {n: n + "_new" for n in names}
+            after = copy_for_texts(rec)
+            map_texts(after, lambda s: replace_tokens(s, table))
+            changed = _json.dumps(after) != _json.dumps(rec)
+            held = texts_hold(rec, names)
+            if all(is_plain_token(n) for n in names):
+                assert held == changed, names
+            elif not held:
+                assert not changed, names
+            checked[held] += 1
+    assert checked[True] > 10 and checked[False] > 10
