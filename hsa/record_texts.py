@@ -314,7 +314,9 @@ def texts_hold(record: Record, names: list[str]) -> bool:
     prompt = record.get("prompt")
     if prompt and not isinstance(prompt.get("sections"), list):
         return True
-    texts = rewritten_texts(record)
+    # the schemas' texts count only when the JSON of all the schemas holds a name (one encoding, not one per schema)
+    skip = schema_skipper(names)
+    texts = rewritten_texts(record, schemas=skip is None or not skip([t["parameters"] for t in record["tools"]]))
     if all(is_plain_token(n) for n in names):
         hit = _REWRITTEN_TOKENS.get(texts)
         if hit is None:
@@ -327,11 +329,11 @@ def texts_hold(record: Record, names: list[str]) -> bool:
 _REWRITTEN_TOKENS = _lru("record_texts.rewritten_tokens", 16 << 20)
 
 
-def rewritten_texts(record: Record) -> tuple[str, ...]:
+def rewritten_texts(record: Record, *, schemas: bool = True) -> tuple[str, ...]:
     """Every text :func:`map_texts` (tool descriptions included) hands to its function, in its order: message
-    contents and text parts, tool descriptions and the descriptions and titles of parameter schemas (the walk of
-    :func:`map_schema_descriptions`, kept per schema JSON), skill descriptions and content, prompt section titles
-    and bodies."""
+    contents and text parts, tool descriptions and (``schemas``) the descriptions and titles of parameter schemas
+    (the walk of :func:`map_schema_descriptions`, kept per schema JSON), skill descriptions and content, prompt
+    section titles and bodies."""
     out: list[str] = []
     for m in record["messages"]:
         c = m.get("content")
@@ -343,7 +345,8 @@ def rewritten_texts(record: Record) -> tuple[str, ...]:
     for t in record["tools"]:
         if isinstance(t.get("description"), str):
             out.append(t["description"])
-        out.extend(_schema_texts_by_json(t["parameters"], rewritten=True))
+        if schemas:
+            out.extend(_schema_texts_by_json(t["parameters"], rewritten=True))
     for sk in record.get("skills") or ():
         out.extend(sk[k] for k in ("description", "content") if isinstance(sk.get(k), str))
     prompt = record.get("prompt")

@@ -212,7 +212,7 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
         return clone(record) if copy else record
-    skip = schema_skipper(renames)  # a schema that names no renamed tool is shared, not copied
+    skip = _skip_all_or(schema_skipper(renames), record)  # a schema that names no renamed tool is shared, not copied
     before = _hook_harness(record)
     if copy:
         out, shared = owned_copy(record, lambda t: skip is not None and skip(t["parameters"]))
@@ -233,6 +233,14 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
+
+
+def _skip_all_or(skip: Callable[[Any], bool] | None, record: Record) -> Callable[[Any], bool] | None:
+    """``skip`` (a :func:`hsa.record_texts.schema_skipper` test), or a test that skips every schema when the JSON of
+    all of the record's schemas together holds none of the names (one encoding instead of one per schema)."""
+    if skip is not None and skip([t["parameters"] for t in record["tools"]]):
+        return lambda schema: True
+    return skip
 
 
 def owned_copy(record: Record, share: Callable[[dict], bool]) -> tuple[Record, set[int]]:
@@ -288,19 +296,23 @@ def _token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
     return fn
 
 
-def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True) -> Record:
+def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True,
+                  shared_schemas: bool = False) -> Record:
     """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
 
     The schema (properties, required), every call of the tool, the tool's own
     descriptions (identifier-like names, whole tokens), hook literals and hook
     payloads follow; the skill tool's argument name follows when it is renamed.
-    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy).
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy); with ``shared_schemas``
+    the caller owns it as :func:`owned_copy` makes it with every schema shared: the tool's schema is then
+    replaced, never edited.
     """
     renames = {tuple(p): n for p, n in renames.items() if p[-1] != n}
     if not renames:
         return clone(record) if copy else record
     if copy:
-        out, _ = owned_copy(record, lambda t: t["name"] != tool)
+        out, _ = owned_copy(record, lambda t: True)
+        shared_schemas = True
     else:
         out = record
     hooks_before = _hook_harness(out)
@@ -324,12 +336,14 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     leaf_renames = {k: v for k, v in unique.items() if is_identifier_like(k)}
     quoted = {k: v for k, v in unique.items() if k not in leaf_renames}
     t = out["tools"][idx]
-    if leaf_renames or quoted:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
+    if leaf_renames or quoted:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
         fn = _param_text_renamer(leaf_renames, quoted)
         if isinstance(t.get("description"), str):
             t["description"] = fn(t["description"])
         skip = schema_skipper(unique)  # fn changes only texts holding an old name: none in the JSON, no walk
-        if skip is None or not skip(t["parameters"]):
+        if (skip is None or not skip(t["parameters"])) and shared_schemas:
+            t["parameters"] = map_schema_descriptions(t["parameters"], fn)
+        elif skip is None or not skip(t["parameters"]):
             map_schema_descriptions_in_place(t["parameters"], fn)
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
@@ -343,7 +357,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
 
 def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
     """Rename parameters in a description: ``tokens`` as whole tokens, ``quoted`` only inside backticks."""
-    pattern = re.compile("`(" + "|".join(map(re.escape, sorted(quoted, key=len, reverse=True))) + ")`") if quoted else None
+    pattern = _quoted_pattern(tuple(sorted(quoted, key=len, reverse=True))) if quoted else None
 
     def fn(text: str) -> str:
         if tokens:
@@ -353,6 +367,11 @@ def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Calla
         return text
 
     return fn
+
+
+@lru_cache(maxsize=1024)
+def _quoted_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("`(" + "|".join(map(re.escape, names)) + ")`")
 
 
 def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
@@ -376,7 +395,7 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
         return clone(record) if copy else record
-    skip = schema_skipper(renames)  # shared: schemas that name no renamed skill, but the skill tool's (its values)
+    skip = _skip_all_or(schema_skipper(renames), record)  # shared: schemas naming no renamed skill, but the skill tool's
     st_name = record["skill_tool"]["name"]
     before = _hook_harness(record)
     if copy:

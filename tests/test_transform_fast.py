@@ -201,8 +201,8 @@ def test_value_nodes_tell_apart_schemas_that_compare_equal():
     texts = set()
     for d in (1, 1.0, True, float("nan"), None):
         schema = {"type": "object", "properties": {"a": {"type": "number", "default": d}}}
-        ((path, enum, listed),) = F.value_nodes(schema)
-        assert path == ("a",) and enum is None
+        ((path, enum, listed, has_default),) = F.value_nodes(schema)
+        assert path == ("a",) and enum is None and has_default
         texts.add(listed)
     assert len(texts) == 5
 
@@ -251,7 +251,7 @@ def test_apply_values_equals_the_copying_applier_and_leaves_its_input_alone(cach
     done = {"skip": 0, "texts": 0}
     for rec in _variants(2):
         for t in rec["tools"]:
-            for path, enum, _ in F.value_nodes(t["parameters"]):
+            for path, enum, _, _ in F.value_nodes(t["parameters"]):
                 if not enum:
                     continue
                 step = {"op": "values", "tool": t["name"], "path": list(path),
@@ -292,7 +292,8 @@ def test_texts_hold_sees_every_text_map_texts_rewrites():
 
 
 def test_owned_copy_lets_the_renames_work_in_place_without_touching_the_input():
-    """rename_params on the owned copy (in place) equals the deep-copying rename, and leaves the input as it was."""
+    """rename_params on the owned copy (in place; or with every schema shared, replaced) equals the deep-copying
+    rename, and leaves the input as it was."""
     done = 0
     for rec in _variants(1):
         for t in rec["tools"]:
@@ -308,6 +309,10 @@ def test_owned_copy_lets_the_renames_work_in_place_without_touching_the_input():
             assert _json.dumps(rec) == before
             assert _json.dumps(rename_params(rec, t["name"], table)) == _json.dumps(want)
             assert _json.dumps(rec) == before
+            out, shared = owned_copy(rec, lambda u: True)  # every schema shared: the renamed one is replaced
+            got = rename_params(out, t["name"], table, copy=False, shared_schemas=True)
+            assert _json.dumps(got) == _json.dumps(want)
+            assert _json.dumps(rec) == before and len(shared) == len(rec["tools"])
             assert all(u["parameters"] is not v["parameters"] for u, v in zip(rec["tools"], out["tools"])
                        if u["name"] == t["name"])
             done += 1

@@ -725,6 +725,7 @@ class AddRequired(Transform):
 # --------------------------------------------------------------------------- values
 
 
+_VALUE_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
 _VALUE_STYLES = ("snake", "camel", "pascal", "kebab", "screaming", "noun", "mask")
 
 
@@ -775,7 +776,7 @@ class Values(Transform):
 
         steps = []
         for t in record["tools"]:
-            for path, enum, _ in F.value_nodes(t["parameters"]):  # every path has a node
+            for path, enum, _, has_default in F.value_nodes(t["parameters"]):  # every path has a node
                 if t["name"] == skill["name"] and path == (skill["argument"],):
                     continue
                 enum = list(enum) if enum is not None else None
@@ -790,7 +791,7 @@ class Values(Transform):
                             continue
                         new = _fresh(lambda: new_name(v, style, rng, mask_len=(4, 8), banks=self.banks),
                                      lambda n: n != v and n not in used and n not in taken
-                                     and re.fullmatch(r"[A-Za-z0-9_\-]+", n) is not None,
+                                     and _VALUE_TOKEN.fullmatch(n) is not None,
                                      retry=style in RANDOM_STYLES)
                         if new is None:
                             continue
@@ -799,8 +800,8 @@ class Values(Transform):
                     if table:
                         steps.append({"op": "values", "tool": t["name"], "path": list(path), "map": table,
                                       "texts": True})
-                elif "default" in self.modes and not enum and "default" in (node := node_at(t["parameters"], path)) \
-                        and "const" not in node:
+                elif "default" in self.modes and not enum and has_default:
+                    node = node_at(t["parameters"], path)
                     d = node["default"]
                     if isinstance(d, bool) or not isinstance(d, (int, float)) or "$ref" in _json.dumps(node):
                         continue

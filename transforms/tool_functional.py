@@ -220,9 +220,9 @@ def rename_declared_params(record: Record, renames: list[dict], what: str = "too
         missing = [list(p) for p in table if p not in declared]
         if missing:
             raise ValueError(f"{what}: {tool!r} declares no parameter at {missing}")
-    out, _ = owned_copy(record, lambda t: t["name"] not in by_tool)  # one copy, then each rename in place
+    out, _ = owned_copy(record, lambda t: True)  # one copy, then each rename in place (schemas replaced)
     for tool, table in by_tool.items():
-        out = rename_params(out, tool, table, copy=False)
+        out = rename_params(out, tool, table, copy=False, shared_schemas=True)
     return out
 
 
@@ -574,9 +574,10 @@ def number_texts(value: Any) -> list[str]:
     return forms
 
 
-def value_nodes(schema: dict) -> tuple[tuple[tuple, tuple[str, ...] | None, tuple[str, ...]], ...]:
-    """``(path, string enum or None, canonical texts of the values the node lists)`` for every path of
-    :func:`value_paths` (each has a node): the enum (:func:`string_enum`) and its ``default`` / ``const``. A function
+def value_nodes(schema: dict) -> tuple[tuple[tuple, tuple[str, ...] | None, tuple[str, ...], bool], ...]:
+    """``(path, string enum or None, canonical texts of the values the node lists, whether it has a default and no
+    const)`` for every path of :func:`value_paths` (each has a node): the enum (:func:`string_enum`) and its
+    ``default`` / ``const``. A function
     of the schema alone, kept per its exact JSON (``tool.value_nodes``): the records of a harness share it."""
     from hsa.cache import exact_key
 
@@ -599,7 +600,8 @@ def _value_nodes(schema: dict) -> tuple:
         node = node_at(schema, path) or {}
         enum = string_enum(node)
         listed = (enum or []) + [node[k] for k in ("default", "const") if k in node]
-        out.append((path, None if enum is None else tuple(enum), tuple(_json.canonical(v) for v in listed)))
+        out.append((path, None if enum is None else tuple(enum), tuple(_json.canonical(v) for v in listed),
+                    "default" in node and "const" not in node))
     return tuple(out)
 
 
@@ -611,11 +613,11 @@ def value_sites(record: Record) -> dict[str, set]:
         calls.setdefault(c["function"]["name"], []).append(c["function"]["arguments"])
     for t in record["tools"]:
         nodes = value_nodes(t["parameters"])
-        for path, _, listed in nodes:
+        for path, _, listed, _ in nodes:
             for v in listed:
                 where.setdefault(v, set()).add((t["name"], path))
         for args in calls.get(t["name"], ()):
-            for path, _, _ in nodes:
+            for path, _, _, _ in nodes:
                 for v in values_at(args, path):
                     if not isinstance(v, (dict, list)):
                         where.setdefault(_json.canonical(v), set()).add((t["name"], path))
