@@ -8,6 +8,7 @@ variants and generated records, with the caches on and off.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 
@@ -41,6 +42,7 @@ def caches(request, monkeypatch):
     cache.clear()
 
 
+@functools.lru_cache(maxsize=4)
 def _variants(n_per: int = 2):
     """The fixtures and some default-recipe variants of them (renamed tools, new schemas, changed texts)."""
     from hsa.recipes import load_recipe
@@ -217,11 +219,10 @@ def test_values_sample_equals_with_caches_on_and_off(monkeypatch):
     for mode in ("1", "0"):
         monkeypatch.setenv("HSA_CACHE", mode)
         cache.clear()
-        got[mode] = [_json.dumps(t.sample(r, random.Random(i)).__dict__ if not isinstance(t.sample(r, random.Random(i)), dict)
-                                 else t.sample(r, random.Random(i))) for i, r in enumerate(recs)]
+        got[mode] = [repr(t.sample(r, random.Random(i))) for i, r in enumerate(recs) for _ in range(2)]
     cache.clear()
     assert got["1"] == got["0"]
-    assert sum(s.startswith('{"steps"') for s in got["1"]) > 5
+    assert sum(s.startswith("{'steps'") for s in got["1"]) > 5
 
 
 # --------------------------------------------------------------------------- appliers
@@ -382,3 +383,32 @@ def test_texts_hold_is_exact_for_plain_names_and_safe_for_others(caches):
                 assert not changed, names
             checked[held] += 1
     assert checked[True] > 10 and checked[False] > 10
+
+
+def test_tools_named_paths_equal_param_owners_and_named_paths(caches):
+    """Owners and per-tool paths and siblings as the plain functions give them; the sets are the caller's own."""
+    for rec in _variants(1):
+        for _ in range(2):
+            owners, per_tool = F.tools_named_paths(rec["tools"])
+            assert owners == F.param_owners(rec)
+            assert per_tool == [F.named_paths(t["parameters"]) for t in rec["tools"]]
+            for _, siblings in per_tool:
+                for v in siblings.values():
+                    v.add("spoiled_name")
+    owners, per_tool = F.tools_named_paths(FIXTURE[0]["tools"])
+    assert all("spoiled_name" not in v for _, sib in per_tool for v in sib.values())
+
+
+def test_param_rename_sample_equals_with_caches_on_and_off(monkeypatch):
+    """tool.param_rename draws the same params from the same rng with and without its caches."""
+    from transforms.tool import ParamRename
+
+    t = ParamRename(p=0.7, styles=("snake", "camel", "mask", "verb"))
+    recs = _variants(1)
+    got = {}
+    for mode in ("1", "0"):
+        monkeypatch.setenv("HSA_CACHE", mode)
+        cache.clear()
+        got[mode] = [repr(t.sample(r, random.Random(i))) for i, r in enumerate(recs) for _ in range(2)]
+    cache.clear()
+    assert got["1"] == got["0"] and sum("renames" in g for g in got["1"]) > 10

@@ -216,11 +216,10 @@ class ParamRename(Transform):
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         literals = hook_literals(record)
-        owners = F.param_owners(record)
+        owners, per_tool = F.tools_named_paths(record["tools"])
         taken = record_tokens(record)
         out = []
-        for t in record["tools"]:
-            paths, siblings = F.named_paths(t["parameters"])
+        for t, (paths, siblings) in zip(record["tools"], per_tool):
             for path in paths:
                 if rng.random() >= self.p:
                     continue

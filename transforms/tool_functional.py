@@ -50,6 +50,7 @@ __all__ = [
     "mention_finder",
     "param_owners",
     "named_paths",
+    "tools_named_paths",
     "swappable_keys",
     "rename_declared_params",
     "reorder",
@@ -188,6 +189,26 @@ def param_owners(record: Record) -> dict[str, int]:
             if path[-1] != ARRAY:
                 owners[path[-1]] = owners.get(path[-1], 0) + 1
     return owners
+
+
+def tools_named_paths(tools: list[dict]) -> tuple[dict[str, int], list[tuple[list[tuple], dict[tuple, set[str]]]]]:
+    """:func:`param_owners` of a record with these tools, and :func:`named_paths` of each tool's schema (fresh
+    sets: the caller may add to them). Kept per the tool list's JSON (``tool.named_paths``): a function of the tools
+    alone, which the records of a harness and slot share."""
+    try:
+        key = _json.dumps_bytes(tools)
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        return param_owners({"tools": tools}), [named_paths(t["parameters"]) for t in tools]
+    hit = _NAMED_PATHS.get(key)
+    if hit is None:
+        per_tool = tuple((tuple(paths), {k: frozenset(v) for k, v in siblings.items()})
+                         for paths, siblings in (named_paths(t["parameters"]) for t in tools))
+        hit = _NAMED_PATHS.put(key, (param_owners({"tools": tools}), per_tool), 3 * len(key) + 200)
+    owners, per_tool = hit
+    return dict(owners), [(list(paths), {k: set(v) for k, v in siblings.items()}) for paths, siblings in per_tool]
+
+
+_NAMED_PATHS = _lru("tool.named_paths", 8 << 20)
 
 
 def named_paths(schema: dict) -> tuple[list[tuple], dict[tuple, set[str]]]:
