@@ -119,7 +119,10 @@ def render_style(name: str, style: str) -> str:
 
 def is_identifier_like(name: str) -> bool:
     """Names that cannot be an ordinary word of prose: they contain ``_``, ``-``, ``.``, a digit or an inner capital."""
-    return bool(re.search(r"[_\-.0-9]|[a-z][A-Z]", name))
+    return _IDENTIFIER_LIKE.search(name) is not None
+
+
+_IDENTIFIER_LIKE = re.compile(r"[_\-.0-9]|[a-z][A-Z]")
 
 
 # A token is a run of [A-Za-z0-9_-], and a dotted chain of such runs is one token too

@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa import _json, _patch
 from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY, carry_call
-from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens, text_tokens
+from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens
+from hsa.record_texts import (copy_for_texts, labelled_texts, map_schema_descriptions,
+                              map_schema_descriptions_in_place, map_texts, map_texts_skipping, record_tokens,
+                              schema_skipper, text_fields, texts_hold)
 from hsa.records import Record, clone
 from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
 
@@ -39,203 +41,8 @@ __all__ = [
     "STEP_APPLIERS",
     "hook_literals",
     "word_uses",
+    "owned_copy",
 ]
-
-_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
-
-
-# --------------------------------------------------------------------------- free text
-
-
-def _map_schema_descriptions(schema: Any, fn: Callable[[str], str]) -> Any:
-    if isinstance(schema, dict):
-        out = {}
-        for k, v in schema.items():
-            if k in ("description", "title") and isinstance(v, str):
-                out[k] = fn(v)
-            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
-                out[k] = {pk: _map_schema_descriptions(pv, fn) for pk, pv in v.items()}
-            elif k in ("enum", "const", "default", "examples", "required"):
-                out[k] = v
-            else:
-                out[k] = _map_schema_descriptions(v, fn)
-        return out
-    if isinstance(schema, list):
-        return [_map_schema_descriptions(v, fn) for v in schema]
-    return schema
-
-
-def _map_schema_descriptions_in_place(schema: Any, fn: Callable[[str], str]) -> None:
-    """:func:`_map_schema_descriptions` on a schema the caller owns: only the changed strings are set."""
-    if isinstance(schema, dict):
-        for k, v in schema.items():
-            if k in ("description", "title") and isinstance(v, str):
-                new = fn(v)
-                if new != v:
-                    schema[k] = new  # an existing key: the dict keeps its size and order
-            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
-                for pv in v.values():
-                    _map_schema_descriptions_in_place(pv, fn)
-            elif k not in ("enum", "const", "default", "examples", "required"):
-                _map_schema_descriptions_in_place(v, fn)
-    elif isinstance(schema, list):
-        for v in schema:
-            _map_schema_descriptions_in_place(v, fn)
-
-
-def copy_for_texts(record: Record, names: Iterable[str] | None = None) -> Record:
-    """A copy of ``record`` that :func:`map_texts` (with the same ``names``) may edit in place: every dict and list
-    that holds a text it rewrites is the copy's own (parameter schemas only where a name occurs in them), and
-    everything else is shared with ``record``, which no transform modifies."""
-    skip = _schema_skipper(names)
-    out = dict(record)
-    out["messages"] = [dict(m) for m in record["messages"]]
-    out["tools"] = [{**t, "parameters": t["parameters"] if skip is not None and skip(t["parameters"])
-                     else _json.copy(t["parameters"])} for t in record["tools"]]
-    if record.get("skills"):
-        out["skills"] = [dict(sk) for sk in record["skills"]]
-    prompt = record.get("prompt")
-    if prompt:
-        out["prompt"] = {**prompt, "sections": [dict(sec) for sec in prompt.get("sections", ())]}
-    return out
-
-
-def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
-              tool_descriptions: bool = True, names: Iterable[str] | None = None) -> Record:
-    """Apply ``fn`` to every free-text field of ``record`` (in place on a record the caller owns).
-
-    Free text: message contents, tool and parameter descriptions, skill descriptions
-    and content, prompt section titles and bodies, and (``hooks=True``) the string
-    literals of hook source. Recorded hook events (payloads, decisions) follow each
-    rename step in :func:`_sync_hooks` / :func:`_map_hook_payloads`, not here.
-
-    ``names``: when given, ``fn`` leaves every text that contains none of them (as a
-    substring) unchanged, as a token rename does; a parameter schema whose JSON holds
-    none of them is then skipped without walking it.
-    """
-    return _map_texts(record, fn, _schema_skipper(names), tool_descriptions=tool_descriptions)
-
-
-def _map_texts(record: Record, fn: Callable[[str], str], skip: Callable[[Any], bool] | None, *,
-               tool_descriptions: bool = True) -> Record:
-    """:func:`map_texts`; ``skip(schema)`` true: ``fn`` changes no text of that parameter schema."""
-    for m in record["messages"]:
-        if "content" in m:
-            m["content"] = map_content(m["content"], fn)
-    if tool_descriptions:
-        for t in record["tools"]:
-            if isinstance(t.get("description"), str):
-                t["description"] = fn(t["description"])
-            if skip is None or not skip(t["parameters"]):
-                _map_schema_descriptions_in_place(t["parameters"], fn)
-    for s in record.get("skills") or ():
-        for key in ("description", "content"):
-            if isinstance(s.get(key), str):
-                s[key] = fn(s[key])
-    prompt = record.get("prompt")
-    if prompt:
-        for sec in prompt.get("sections", ()):
-            for key in ("title", "body"):
-                if isinstance(sec.get(key), str):
-                    sec[key] = fn(sec[key])
-    return record
-
-
-# JSON writes these characters as themselves (no escape): a name made of them that occurs in a string occurs in its JSON
-_JSON_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
-
-
-def _schema_skipper(names: Iterable[str] | None) -> Callable[[Any], bool] | None:
-    """A test that a schema's texts hold none of ``names``: one JSON encoding instead of a walk (None: no test)."""
-    if names is None:
-        return None
-    names = tuple(names)
-    if not all(_JSON_PLAIN.fullmatch(n) for n in names):
-        return None  # a name JSON would escape: its encoded form differs, walk every schema
-
-    def skip(schema: Any) -> bool:
-        try:
-            encoded = _json.dumps(schema)
-        except (TypeError, ValueError):  # not JSON (a record built in code): walk it
-            return False
-        return not any(n in encoded for n in names)
-
-    return skip
-
-
-def _schema_texts(schema: Any, out: list[str]) -> None:
-    if isinstance(schema, dict):
-        for k, v in schema.items():
-            if k in ("description", "title") and isinstance(v, str):
-                out.append(v)
-            elif k not in ("enum", "const", "default", "examples", "required"):
-                _schema_texts(v, out)
-    elif isinstance(schema, list):
-        for v in schema:
-            _schema_texts(v, out)
-
-
-def text_fields(record: Record) -> list[str]:
-    """Every free-text string of ``record`` (the fields :func:`map_texts` rewrites), hook source included."""
-    return _text_fields(record, schemas=True)
-
-
-def _text_fields(record: Record, *, schemas: bool) -> list[str]:
-    """:func:`text_fields`; without the texts of parameter schemas when ``schemas`` is false."""
-    out: list[str] = []
-    for m in record["messages"]:
-        c = m.get("content")
-        if isinstance(c, str):
-            out.append(c)
-        elif isinstance(c, list):
-            out.extend(p["text"] if isinstance(p, dict) else p for p in c
-                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
-    for t in record["tools"]:
-        if isinstance(t.get("description"), str):
-            out.append(t["description"])
-        if schemas:
-            _schema_texts(t["parameters"], out)
-    for s in record.get("skills") or ():
-        out.extend(s[k] for k in ("description", "content") if isinstance(s.get(k), str))
-    prompt = record.get("prompt")
-    if prompt:
-        for sec in prompt.get("sections", ()):
-            out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
-    for h in record.get("hooks") or ():
-        out.append(h.get("source", ""))
-    return out
-
-
-def _labelled_texts(record: Record):
-    """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose."""
-    for m in record["messages"]:
-        c = m.get("content")
-        if isinstance(c, str):
-            parts = [c]
-        elif isinstance(c, list):
-            parts = [p["text"] if isinstance(p, dict) else p for p in c
-                     if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
-        else:
-            parts = []
-        for part in parts:
-            yield f"a {m.get('role', 'message')} message", part
-    for t in record["tools"]:
-        if isinstance(t.get("description"), str):
-            yield "a tool description", t["description"]
-        texts: list[str] = []
-        _schema_texts(t["parameters"], texts)
-        for text in texts:
-            yield "a parameter description", text
-    for sk in record.get("skills") or ():
-        for k in ("description", "content"):
-            if isinstance(sk.get(k), str):
-                yield "a skill", sk[k]
-    prompt = record.get("prompt")
-    for sec in (prompt or {}).get("sections", ()):
-        for k in ("title", "body"):
-            if isinstance(sec.get(k), str):
-                yield "the prompt", sec[k]
-
 
 #: Roles of a hook literal that make it a tool name (compared with ``tool_name``, a matcher, a key of a dict
 #: looked up by tool name, a predicate over tool names): hsa.codemods.analysis.
@@ -255,7 +62,7 @@ def word_uses(record: Record, names: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     if not plain:
         return out
-    for label, text in _labelled_texts(record):
+    for label, text in labelled_texts(record):
         for n in set(find_tokens(text, [p for p in plain if p not in out])):
             if prose_uses(text, n)[1]:
                 out[n] = label
@@ -291,55 +98,6 @@ def _hook_word_uses(hook: dict, source: str, names: set[str]) -> set[str]:
                 continue
             out.add(n)  # the bare name as data (not compared with a tool name): ambiguous
     return out
-
-
-def record_tokens(record: Record) -> set[str]:
-    """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with."""
-    tokens: set[str] = set().union(*map(text_tokens, _text_fields(record, schemas=False)))
-    for t in record["tools"]:
-        tokens.add(t["name"])
-        tokens |= _schema_tokens(t["parameters"])
-    for s in record.get("skills") or ():
-        tokens.add(s["name"])
-    return tokens
-
-
-def _schema_tokens(schema: Any) -> frozenset[str]:
-    """The tokens of a parameter schema's texts and its declared property names (but ``"[]"``), cached per schema
-    JSON: variants of a record mostly keep their schemas."""
-    try:
-        encoded = _json.dumps(schema)
-    except (TypeError, ValueError):  # not JSON (a record built in code)
-        return _schema_tokens_of(schema)
-    return _schema_tokens_cached(encoded)
-
-
-@lru_cache(maxsize=8192)
-def _schema_tokens_cached(encoded: str) -> frozenset[str]:
-    return _schema_tokens_of(_json.loads(encoded))
-
-
-def _schema_tokens_of(schema: Any) -> frozenset[str]:
-    texts: list[str] = []
-    _schema_texts(schema, texts)
-    keys: set[str] = set()
-    _param_keys(schema, keys)
-    keys.discard(ARRAY)  # a property literally named "[]" is no name (param_paths' filter in record_tokens)
-    return frozenset(keys.union(*map(text_tokens, texts)))
-
-
-def _param_keys(schema: Any, out: set[str]) -> None:
-    """The last keys of :func:`param_paths` of ``schema`` (every declared property name), added to ``out``."""
-    if not isinstance(schema, dict):
-        return
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for k, sub in props.items():
-            out.add(k)
-            _param_keys(sub, out)
-    items = schema.get("items")
-    if isinstance(items, dict):
-        _param_keys(items, out)
 
 
 # --------------------------------------------------------------------------- schemas
@@ -434,9 +192,16 @@ def _map_hook_payloads(record: Record, step: dict) -> None:
 
 
 def _rewrite_calls(record: Record, step: dict) -> None:
+    op = step["op"]
+    # the calls a step can change: those of its tool, or (a tool rename) of a renamed tool; carry_call gives every
+    # other call back as it is
+    only = step["tool"] if op in ("params", "values", "skills") else None
+    renamed = step["map"] if op == "tools" else None
     for m in record["messages"]:
         for call in m.get("tool_calls") or ():
             fn = call["function"]
+            if (only is not None and fn["name"] != only) or (renamed is not None and fn["name"] not in renamed):
+                continue
             new = carry_call(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
             fn["name"], fn["arguments"] = new["name"], new["arguments"]
 
@@ -447,10 +212,10 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
         return clone(record) if copy else record
-    skip = _schema_skipper(renames)  # a schema that names no renamed tool is shared, not copied
+    skip = _skip_all_or(schema_skipper(renames), record)  # a schema that names no renamed tool is shared, not copied
     before = _hook_harness(record)
     if copy:
-        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and skip(t["parameters"]))
+        out, shared = owned_copy(record, lambda t: skip is not None and skip(t["parameters"]))
         skip_texts = lambda schema: id(schema) in shared  # noqa: E731
     else:  # the skip test holds on any state of a schema: no renamed name in its JSON, no text it changes
         out, skip_texts = record, skip
@@ -463,30 +228,58 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    _map_texts(out, _token_renamer(renames), skip_texts)
+    map_texts_skipping(out, _token_renamer(renames), skip_texts)
     _sync_hooks(out, step, before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
 
 
-def _clone_sharing_schemas(record: Record, share: Callable[[dict], bool]) -> tuple[Record, set[int]]:
-    """A deep copy of ``record`` but for the parameter schemas of the tools ``share`` picks: those stay the
-    input's own objects, for a rename that provably leaves them as they are (transforms never modify their
-    input, and nothing modifies these in the copy). Returns the copy and the ids of the shared schemas."""
+def _skip_all_or(skip: Callable[[Any], bool] | None, record: Record) -> Callable[[Any], bool] | None:
+    """``skip`` (a :func:`hsa.record_texts.schema_skipper` test), or a test that skips every schema when the JSON of
+    all of the record's schemas together holds none of the names (one encoding instead of one per schema)."""
+    if skip is not None and skip([t["parameters"] for t in record["tools"]]):
+        return lambda schema: True
+    return skip
+
+
+def owned_copy(record: Record, share: Callable[[dict], bool]) -> tuple[Record, set[int]]:
+    """A copy of ``record`` that a rename (:func:`rename_tools`, :func:`rename_skills`, :func:`rename_params` with
+    ``copy=False``) may rewrite in place, sharing with ``record`` what none of them changes in place. Its own: the
+    tool list and every tool dict, the parameter schemas of the tools ``share`` does not pick (deep), every message
+    down to each call's ``function``, the skill tool, every skill, the prompt and its sections, every hook, every
+    hook event, the notes and the mapping. Shared: the schemas ``share`` picks (a rename that provably leaves them
+    as they are), call arguments (replaced, never edited), text parts, payloads and whatever else the renames
+    replace rather than edit. ``record`` itself is never modified (transforms never modify their input). Returns
+    the copy and the ids of the shared schemas."""
     shared: set[int] = set()
     tools = []
     for t in record["tools"]:
-        keep = share(t)
-        tool = {}
-        for k, v in t.items():
-            if k == "parameters" and keep:
-                tool[k] = v
-                shared.add(id(v))
-            else:
-                tool[k] = _json.copy(v)
+        tool = dict(t)
+        if share(t):
+            shared.add(id(t["parameters"]))
+        else:
+            tool["parameters"] = _json.copy(t["parameters"])
         tools.append(tool)
-    return {k: (tools if k == "tools" else _json.copy(v)) for k, v in record.items()}, shared
+    out = dict(record)
+    out["tools"] = tools
+    out["messages"] = [{**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
+                       if m.get("tool_calls") else dict(m) for m in record["messages"]]
+    out["skill_tool"] = dict(record["skill_tool"])
+    if record.get("skills"):
+        out["skills"] = [dict(sk) for sk in record["skills"]]
+    prompt = record.get("prompt")
+    if isinstance(prompt, dict):
+        out["prompt"] = dict(prompt)
+        if isinstance(prompt.get("sections"), list):
+            out["prompt"]["sections"] = [dict(sec) if isinstance(sec, dict) else sec for sec in prompt["sections"]]
+    if record.get("hooks"):
+        out["hooks"] = [dict(h) if isinstance(h, dict) else h for h in record["hooks"]]
+    if record.get("hook_events"):
+        out["hook_events"] = [dict(ev) if isinstance(ev, dict) else ev for ev in record["hook_events"]]
+    out["notes"] = list(record["notes"])
+    out["mapping"] = list(record["mapping"])
+    return out, shared
 
 
 def _token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
@@ -503,18 +296,25 @@ def _token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
     return fn
 
 
-def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True) -> Record:
+def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True,
+                  shared_schemas: bool = False) -> Record:
     """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
 
     The schema (properties, required), every call of the tool, the tool's own
     descriptions (identifier-like names, whole tokens), hook literals and hook
     payloads follow; the skill tool's argument name follows when it is renamed.
-    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy).
+    ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy); with ``shared_schemas``
+    the caller owns it as :func:`owned_copy` makes it with every schema shared: the tool's schema is then
+    replaced, never edited.
     """
-    out = clone(record) if copy else record
     renames = {tuple(p): n for p, n in renames.items() if p[-1] != n}
     if not renames:
-        return out
+        return clone(record) if copy else record
+    if copy:
+        out, _ = owned_copy(record, lambda t: True)
+        shared_schemas = True
+    else:
+        out = record
     hooks_before = _hook_harness(out)
     idx = next(i for i, t in enumerate(out["tools"]) if t["name"] == tool)
     schema = out["tools"][idx]["parameters"]
@@ -536,13 +336,15 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     leaf_renames = {k: v for k, v in unique.items() if is_identifier_like(k)}
     quoted = {k: v for k, v in unique.items() if k not in leaf_renames}
     t = out["tools"][idx]
-    if leaf_renames or quoted:  # the schema's dicts are this record's own (clone, or fresh along the renamed paths)
+    if leaf_renames or quoted:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
         fn = _param_text_renamer(leaf_renames, quoted)
         if isinstance(t.get("description"), str):
             t["description"] = fn(t["description"])
-        skip = _schema_skipper(unique)  # fn changes only texts holding an old name: none in the JSON, no walk
-        if skip is None or not skip(t["parameters"]):
-            _map_schema_descriptions_in_place(t["parameters"], fn)
+        skip = schema_skipper(unique)  # fn changes only texts holding an old name: none in the JSON, no walk
+        if (skip is None or not skip(t["parameters"])) and shared_schemas:
+            t["parameters"] = map_schema_descriptions(t["parameters"], fn)
+        elif skip is None or not skip(t["parameters"]):
+            map_schema_descriptions_in_place(t["parameters"], fn)
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
         if arg in renames:
@@ -555,7 +357,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
 
 def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
     """Rename parameters in a description: ``tokens`` as whole tokens, ``quoted`` only inside backticks."""
-    pattern = re.compile("`(" + "|".join(map(re.escape, sorted(quoted, key=len, reverse=True))) + ")`") if quoted else None
+    pattern = _quoted_pattern(tuple(sorted(quoted, key=len, reverse=True))) if quoted else None
 
     def fn(text: str) -> str:
         if tokens:
@@ -565,6 +367,11 @@ def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Calla
         return text
 
     return fn
+
+
+@lru_cache(maxsize=1024)
+def _quoted_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("`(" + "|".join(map(re.escape, names)) + ")`")
 
 
 def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
@@ -588,12 +395,11 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
     renames = {k: v for k, v in renames.items() if k != v}
     if not renames:
         return clone(record) if copy else record
-    skip = _schema_skipper(renames)  # shared: schemas that name no renamed skill, but the skill tool's (its values)
+    skip = _skip_all_or(schema_skipper(renames), record)  # shared: schemas naming no renamed skill, but the skill tool's
     st_name = record["skill_tool"]["name"]
     before = _hook_harness(record)
     if copy:
-        out, shared = _clone_sharing_schemas(record, lambda t: skip is not None and t["name"] != st_name
-                                             and skip(t["parameters"]))
+        out, shared = owned_copy(record, lambda t: skip is not None and t["name"] != st_name and skip(t["parameters"]))
         skip_texts = lambda schema: id(schema) in shared  # noqa: E731
     else:  # the skip test holds on any state of a schema (the skill tool's after its values are renamed too)
         out, skip_texts = record, skip
@@ -603,7 +409,7 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    _map_texts(out, _token_renamer(renames), skip_texts)
+    map_texts_skipping(out, _token_renamer(renames), skip_texts)
     _sync_hooks(out, step, before)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
@@ -663,7 +469,7 @@ def _rename_in_descriptions(tool: dict, names: dict[str, str], before: dict) -> 
         return
     if isinstance(tool.get("description"), str):
         tool["description"] = replace_tokens(tool["description"], table)
-    tool["parameters"] = _map_schema_descriptions(tool["parameters"], lambda s: replace_tokens(s, table))
+    tool["parameters"] = map_schema_descriptions(tool["parameters"], lambda s: replace_tokens(s, table))
 
 
 def apply_permute(record: Record, step: dict) -> Record:
@@ -697,6 +503,8 @@ def apply_values(record: Record, step: dict) -> Record:
     out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
     if step.get("texts"):
         table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
+        if not texts_hold(out, [k for k, v in table.items() if k != v]):
+            return _finish_step(out, step)  # no text holds an old value: the token rename changes none
         out = copy_for_texts(out, table)  # every message is the copy's own: results can be put back as they were
         results = {k: m["content"] for k, m in enumerate(out["messages"]) if m.get("role") == "tool" and "content" in m}
         map_texts(out, lambda s: replace_tokens(s, table), names=table)

@@ -1,7 +1,7 @@
 """The fast paths of hsa.renames give what the plain ones did.
 
 Oracles kept here: ``_old_record_tokens`` (every text's tokens, every ``param_paths`` leaf), the
-rebuilding ``_map_schema_descriptions``, ``replace_tokens`` called on every text, and
+rebuilding ``map_schema_descriptions``, ``replace_tokens`` called on every text, and
 ``tool.param_rename`` applied one ``rename_params`` copy per tool.
 """
 
@@ -17,14 +17,12 @@ from hsa import _json
 from hsa.mapping import ARRAY
 from hsa.names import replace_tokens, text_tokens
 from hsa.records import clone, normalize
+from hsa.record_texts import map_schema_descriptions, map_schema_descriptions_in_place, schema_skipper
 from hsa.renames import (
     _hook_harness,
     _map_hook_payloads,
-    _map_schema_descriptions,
-    _map_schema_descriptions_in_place,
     _rename_skill_values,
     _rewrite_calls,
-    _schema_skipper,
     _sync_hooks,
     _token_renamer,
     map_texts,
@@ -162,20 +160,20 @@ def test_in_place_schema_descriptions_equal_the_rebuilt_ones(schema):
         seen_b.append(s)
         return s.upper() + "!"
 
-    want = _map_schema_descriptions(_json.copy(schema), fn_a)
+    want = map_schema_descriptions(_json.copy(schema), fn_a)
     got = _json.copy(schema)
-    _map_schema_descriptions_in_place(got, fn_b)
+    map_schema_descriptions_in_place(got, fn_b)
     assert got == want and seen_a == seen_b
 
 
 def test_schema_skipper_only_skips_schemas_that_hold_no_name():
     """A schema is skipped only when no name occurs in its JSON; names JSON escapes turn the test off."""
-    skip = _schema_skipper(["get_item"])
+    skip = schema_skipper(["get_item"])
     assert skip({"description": "nothing here", "properties": {"a": {"title": "x"}}})
     assert not skip({"properties": {"a": {"description": 'use "get_item".'}}})
     assert not skip({"properties": {"get_item": {"type": "string"}}})  # a key: walked (conservative)
-    assert _schema_skipper(['say "hi"']) is None and _schema_skipper(["a\\b"]) is None
-    assert _schema_skipper(["tab\there"]) is None and _schema_skipper(None) is None
+    assert schema_skipper(['say "hi"']) is None and schema_skipper(["a\\b"]) is None
+    assert schema_skipper(["tab\there"]) is None and schema_skipper(None) is None
 
 
 def test_token_renamer_equals_replace_tokens():

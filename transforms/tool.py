@@ -216,11 +216,10 @@ class ParamRename(Transform):
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         literals = hook_literals(record)
-        owners = F.param_owners(record)
+        owners, per_tool = F.tools_named_paths(record["tools"])
         taken = record_tokens(record)
         out = []
-        for t in record["tools"]:
-            paths, siblings = F.named_paths(t["parameters"])
+        for t, (paths, siblings) in zip(record["tools"], per_tool):
             for path in paths:
                 if rng.random() >= self.p:
                     continue
@@ -725,6 +724,7 @@ class AddRequired(Transform):
 # --------------------------------------------------------------------------- values
 
 
+_VALUE_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
 _VALUE_STYLES = ("snake", "camel", "pascal", "kebab", "screaming", "noun", "mask")
 
 
@@ -775,11 +775,10 @@ class Values(Transform):
 
         steps = []
         for t in record["tools"]:
-            for path in F.value_paths(t["parameters"]):
-                node = node_at(t["parameters"], path)
-                if node is None or (t["name"] == skill["name"] and path == (skill["argument"],)):
+            for path, enum, _, has_default in F.value_nodes(t["parameters"]):  # every path has a node
+                if t["name"] == skill["name"] and path == (skill["argument"],):
                     continue
-                enum = F.string_enum(node)
+                enum = list(enum) if enum is not None else None
                 if "enum" in self.modes and enum:
                     table = []
                     used = set(enum)
@@ -791,7 +790,7 @@ class Values(Transform):
                             continue
                         new = _fresh(lambda: new_name(v, style, rng, mask_len=(4, 8), banks=self.banks),
                                      lambda n: n != v and n not in used and n not in taken
-                                     and re.fullmatch(r"[A-Za-z0-9_\-]+", n) is not None,
+                                     and _VALUE_TOKEN.fullmatch(n) is not None,
                                      retry=style in RANDOM_STYLES)
                         if new is None:
                             continue
@@ -800,7 +799,8 @@ class Values(Transform):
                     if table:
                         steps.append({"op": "values", "tool": t["name"], "path": list(path), "map": table,
                                       "texts": True})
-                elif "default" in self.modes and "default" in node and not enum and "const" not in node:
+                elif "default" in self.modes and not enum and has_default:
+                    node = node_at(t["parameters"], path)
                     d = node["default"]
                     if isinstance(d, bool) or not isinstance(d, (int, float)) or "$ref" in _json.dumps(node):
                         continue

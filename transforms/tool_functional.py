@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
+from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY
 from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_legal_param, is_plain_token, split_words,
                        text_tokens)
 from hsa.records import Record, clone, iter_calls, normalize_schema
-from hsa.renames import STEP_APPLIERS, param_paths, rename_params
+from hsa.renames import STEP_APPLIERS, owned_copy, param_paths, rename_params
 from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
 from transforms._toolnames import detect_style
 from transforms._toolschema import (
@@ -49,6 +50,7 @@ __all__ = [
     "mention_finder",
     "param_owners",
     "named_paths",
+    "tools_named_paths",
     "swappable_keys",
     "rename_declared_params",
     "reorder",
@@ -65,6 +67,7 @@ __all__ = [
     "internal_tool",
     "pool_tool_domain",
     "distractor_candidates",
+    "near_candidates",
     "add_distractors",
     "takes_new_params",
     "free_param_name",
@@ -74,6 +77,7 @@ __all__ = [
     "string_enum",
     "number_texts",
     "value_sites",
+    "value_nodes",
     "enum_value_changeable",
     "convert_tools",
     "gold_turns",
@@ -187,6 +191,26 @@ def param_owners(record: Record) -> dict[str, int]:
     return owners
 
 
+def tools_named_paths(tools: list[dict]) -> tuple[dict[str, int], list[tuple[list[tuple], dict[tuple, set[str]]]]]:
+    """:func:`param_owners` of a record with these tools, and :func:`named_paths` of each tool's schema (fresh
+    sets: the caller may add to them). Kept per the tool list's JSON (``tool.named_paths``): a function of the tools
+    alone, which the records of a harness and slot share."""
+    try:
+        key = _json.dumps_bytes(tools)
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        return param_owners({"tools": tools}), [named_paths(t["parameters"]) for t in tools]
+    hit = _NAMED_PATHS.get(key)
+    if hit is None:
+        per_tool = tuple((tuple(paths), {k: frozenset(v) for k, v in siblings.items()})
+                         for paths, siblings in (named_paths(t["parameters"]) for t in tools))
+        hit = _NAMED_PATHS.put(key, (param_owners({"tools": tools}), per_tool), 3 * len(key) + 200)
+    owners, per_tool = hit
+    return dict(owners), [(list(paths), {k: set(v) for k, v in siblings.items()}) for paths, siblings in per_tool]
+
+
+_NAMED_PATHS = _lru("tool.named_paths", 8 << 20)
+
+
 def named_paths(schema: dict) -> tuple[list[tuple], dict[tuple, set[str]]]:
     """The paths of ``schema``'s named parameters (array steps left out), and the names of each level's members."""
     paths = [p for p in param_paths(schema) if p[-1] != ARRAY]
@@ -210,15 +234,17 @@ def rename_declared_params(record: Record, renames: list[dict], what: str = "too
     for entry in renames:
         by_tool.setdefault(entry["tool"], {})[tuple(entry["path"])] = entry["new"]
     known = {t["name"]: t for t in record["tools"]}
-    for i, (tool, table) in enumerate(by_tool.items()):
+    for tool, table in by_tool.items():
         if tool not in known:
             raise ValueError(f"{what}: tool {tool!r} is not in the record")
         declared = set(param_paths(known[tool]["parameters"]))
         missing = [list(p) for p in table if p not in declared]
         if missing:
             raise ValueError(f"{what}: {tool!r} declares no parameter at {missing}")
-        record = rename_params(record, tool, table, copy=i == 0)  # one copy, then in place
-    return record
+    out, _ = owned_copy(record, lambda t: True)  # one copy, then each rename in place (schemas replaced)
+    for tool, table in by_tool.items():
+        out = rename_params(out, tool, table, copy=False, shared_schemas=True)
+    return out
 
 
 # --------------------------------------------------------------------------- order and descriptions
@@ -411,6 +437,20 @@ def pool_tools(path: str) -> tuple[dict, ...]:
 
 
 def internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
+    """Pool tool ``raw`` in the internal form, in ``dialect`` (strict form when ``strict``): a fresh copy of what
+    :func:`_internal_tool` makes, which is kept per (pool tool, dialect, strict) (``tool.distractor_tool``):
+    pool tools are long-lived and the same few are drawn for every record of a harness."""
+    key = (id(raw), dialect, strict)
+    hit = _INTERNAL.get(key)
+    if hit is None or hit[0] is not raw:  # the pool tool itself is kept, so its id is not reused
+        hit = _INTERNAL.put(key, (raw, _internal_tool(raw, dialect, strict)), 4 * len(_json.dumps(raw)) + 200)
+    return _json.copy(hit[1])
+
+
+_INTERNAL = _lru("tool.distractor_tool", 4 << 20)
+
+
+def _internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
     params = normalize_schema(_json.copy(raw.get("parameters") or {"type": "object", "properties": {}}), raw["name"], [])
     if isinstance(params, dict) and "type" not in params:
         params = {"type": "object", **params}
@@ -438,15 +478,38 @@ def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set
     harness's (drawn first) / of the same or no domain."""
     tools = record["tools"]
     words = {tuple(split_words(t["name"])) for t in tools}
-    legal = [t for t in candidates
-             if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
-    real = [tool_words(t) for t in tools]
-    pool = [t for t in legal
-            if max((words_relevance(pool_tool_words(t), r) for r in real), default=0.0) < max_relevance]
+    legal_at = [i for i, t in enumerate(candidates)
+                if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
+    near = near_candidates(candidates, tools, max_relevance)
+    legal = [candidates[i] for i in legal_at]
+    pool = [candidates[i] for i in legal_at if not near[i]]
     domain = harness_domain(record)
     other = [i for i, t in enumerate(pool) if not domain_applies(pool_tool_domain(t), domain)]
     rest = [i for i in range(len(pool)) if i not in set(other)]
     return legal, pool, other, rest
+
+
+def near_candidates(candidates: Sequence[dict], tools: list[dict], max_relevance: float) -> tuple[bool, ...]:
+    """For each of ``candidates`` (pool tools), whether it is near one of ``tools`` (its
+    :func:`transforms._domains.relevance` to one reaches ``max_relevance``): a function of the tools alone, kept per
+    (pool, tools, threshold) (``tool.distractor_near``), so the records of a harness share it."""
+    try:
+        key = (id(candidates), max_relevance, _json.dumps_bytes(tools))
+    except (TypeError, ValueError):  # not JSON (a record built in code): no cache
+        return _near(candidates, tools, max_relevance)
+    hit = _NEAR.get(key)
+    if hit is None or hit[0] is not candidates:  # the pool itself is kept, so its id is not reused
+        hit = _NEAR.put(key, (candidates, _near(candidates, tools, max_relevance)), len(key[2]) + 8 * len(candidates) + 200)
+    return hit[1]
+
+
+_NEAR = _lru("tool.distractor_near", 8 << 20)
+
+
+def _near(candidates: Sequence[dict], tools: list[dict], max_relevance: float) -> tuple[bool, ...]:
+    real = [tool_words(t) for t in tools]
+    return tuple(max((words_relevance(pool_tool_words(t), r) for r in real), default=0.0) >= max_relevance
+                 for t in candidates)
 
 
 def add_distractors(record: Record, params: dict, what: str = "tool.distractors") -> Record:
@@ -532,16 +595,50 @@ def number_texts(value: Any) -> list[str]:
     return forms
 
 
+def value_nodes(schema: dict) -> tuple[tuple[tuple, tuple[str, ...] | None, tuple[str, ...], bool], ...]:
+    """``(path, string enum or None, canonical texts of the values the node lists, whether it has a default and no
+    const)`` for every path of :func:`value_paths` (each has a node): the enum (:func:`string_enum`) and its
+    ``default`` / ``const``. A function
+    of the schema alone, kept per its exact JSON (``tool.value_nodes``): the records of a harness share it."""
+    from hsa.cache import exact_key
+
+    try:
+        key = exact_key(schema)
+    except (TypeError, ValueError):  # pragma: no cover - exact_key falls back to repr
+        return _value_nodes(schema)
+    hit = _VALUE_NODES.get(key)
+    if hit is None:
+        hit = _VALUE_NODES.put(key, _value_nodes(schema), 3 * len(key) + 200)
+    return hit
+
+
+_VALUE_NODES = _lru("tool.value_nodes", 8 << 20)
+
+
+def _value_nodes(schema: dict) -> tuple:
+    out = []
+    for path in value_paths(schema):
+        node = node_at(schema, path) or {}
+        enum = string_enum(node)
+        listed = (enum or []) + [node[k] for k in ("default", "const") if k in node]
+        out.append((path, None if enum is None else tuple(enum), tuple(_json.canonical(v) for v in listed),
+                    "default" in node and "const" not in node))
+    return tuple(out)
+
+
 def value_sites(record: Record) -> dict[str, set]:
     """Every (tool, path) each JSON value (by its canonical text) occurs at, in schemas and in calls."""
     where: dict[str, set] = {}
+    calls: dict[str, list] = {}
+    for _, _, c in iter_calls(record):
+        calls.setdefault(c["function"]["name"], []).append(c["function"]["arguments"])
     for t in record["tools"]:
-        for path in value_paths(t["parameters"]):
-            node = node_at(t["parameters"], path) or {}
-            for v in (string_enum(node) or []) + [node[k] for k in ("default", "const") if k in node]:
-                where.setdefault(_json.canonical(v), set()).add((t["name"], path))
-        for args in calls_of_tool(record, t["name"]):
-            for path in value_paths(t["parameters"]):
+        nodes = value_nodes(t["parameters"])
+        for path, _, listed, _ in nodes:
+            for v in listed:
+                where.setdefault(v, set()).add((t["name"], path))
+        for args in calls.get(t["name"], ()):
+            for path, _, _, _ in nodes:
                 for v in values_at(args, path):
                     if not isinstance(v, (dict, list)):
                         where.setdefault(_json.canonical(v), set()).add((t["name"], path))

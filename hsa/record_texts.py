@@ -1,0 +1,392 @@
+"""The free text of a record: where it is, its tokens, and rewriting it in place.
+
+Free text: message contents (text parts too), tool and parameter descriptions, skill descriptions and content,
+prompt section titles and bodies, and, for reading only, hook source. :mod:`hsa.renames` rewrites these texts
+(whole tokens) when a name changes; the samplers of the transforms read them (:func:`record_tokens`: what a new
+name must not collide with).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from hsa import _json
+from hsa.cache import lru as _lru
+from hsa.hooks_model import map_content
+from hsa.mapping import ARRAY
+from hsa.names import is_plain_token, text_tokens
+from hsa.records import Record
+
+__all__ = [
+    "map_schema_descriptions",
+    "map_schema_descriptions_in_place",
+    "copy_for_texts",
+    "map_texts",
+    "map_texts_skipping",
+    "schema_skipper",
+    "schema_texts",
+    "text_fields",
+    "texts_of",
+    "labelled_texts",
+    "record_tokens",
+    "texts_hold",
+    "rewritten_texts",
+]
+
+
+# --------------------------------------------------------------------------- free text
+
+
+def map_schema_descriptions(schema: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out[k] = fn(v)
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                out[k] = {pk: map_schema_descriptions(pv, fn) for pk, pv in v.items()}
+            elif k in ("enum", "const", "default", "examples", "required"):
+                out[k] = v
+            else:
+                out[k] = map_schema_descriptions(v, fn)
+        return out
+    if isinstance(schema, list):
+        return [map_schema_descriptions(v, fn) for v in schema]
+    return schema
+
+
+def map_schema_descriptions_in_place(schema: Any, fn: Callable[[str], str]) -> None:
+    """:func:`map_schema_descriptions` on a schema the caller owns: only the changed strings are set."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                new = fn(v)
+                if new != v:
+                    schema[k] = new  # an existing key: the dict keeps its size and order
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                for pv in v.values():
+                    map_schema_descriptions_in_place(pv, fn)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                map_schema_descriptions_in_place(v, fn)
+    elif isinstance(schema, list):
+        for v in schema:
+            map_schema_descriptions_in_place(v, fn)
+
+
+def copy_for_texts(record: Record, names: Iterable[str] | None = None) -> Record:
+    """A copy of ``record`` that :func:`map_texts` (with the same ``names``) may edit in place: every dict and list
+    that holds a text it rewrites is the copy's own (parameter schemas only where a name occurs in them), and
+    everything else is shared with ``record``, which no transform modifies."""
+    skip = schema_skipper(names)
+    out = dict(record)
+    out["messages"] = [dict(m) for m in record["messages"]]
+    out["tools"] = [{**t, "parameters": t["parameters"] if skip is not None and skip(t["parameters"])
+                     else _json.copy(t["parameters"])} for t in record["tools"]]
+    if record.get("skills"):
+        out["skills"] = [dict(sk) for sk in record["skills"]]
+    prompt = record.get("prompt")
+    if prompt:
+        out["prompt"] = {**prompt, "sections": [dict(sec) for sec in prompt.get("sections", ())]}
+    return out
+
+
+def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
+              tool_descriptions: bool = True, names: Iterable[str] | None = None) -> Record:
+    """Apply ``fn`` to every free-text field of ``record`` (in place on a record the caller owns).
+
+    Free text: message contents, tool and parameter descriptions, skill descriptions
+    and content, prompt section titles and bodies, and (``hooks=True``) the string
+    literals of hook source. Recorded hook events (payloads, decisions) follow each
+    rename step in :func:`_sync_hooks` / :func:`_map_hook_payloads`, not here.
+
+    ``names``: when given, ``fn`` leaves every text that contains none of them (as a
+    substring) unchanged, as a token rename does; a parameter schema whose JSON holds
+    none of them is then skipped without walking it.
+    """
+    return map_texts_skipping(record, fn, schema_skipper(names), tool_descriptions=tool_descriptions)
+
+
+def map_texts_skipping(record: Record, fn: Callable[[str], str], skip: Callable[[Any], bool] | None, *,
+               tool_descriptions: bool = True) -> Record:
+    """:func:`map_texts`; ``skip(schema)`` true: ``fn`` changes no text of that parameter schema."""
+    for m in record["messages"]:
+        if "content" in m:
+            m["content"] = map_content(m["content"], fn)
+    if tool_descriptions:
+        for t in record["tools"]:
+            if isinstance(t.get("description"), str):
+                t["description"] = fn(t["description"])
+            if skip is None or not skip(t["parameters"]):
+                map_schema_descriptions_in_place(t["parameters"], fn)
+    for s in record.get("skills") or ():
+        for key in ("description", "content"):
+            if isinstance(s.get(key), str):
+                s[key] = fn(s[key])
+    prompt = record.get("prompt")
+    if prompt:
+        for sec in prompt.get("sections", ()):
+            for key in ("title", "body"):
+                if isinstance(sec.get(key), str):
+                    sec[key] = fn(sec[key])
+    return record
+
+
+# JSON writes these characters as themselves (no escape): a name made of them that occurs in a string occurs in its JSON
+_JSON_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
+
+
+def schema_skipper(names: Iterable[str] | None) -> Callable[[Any], bool] | None:
+    """A test that a schema's texts hold none of ``names``: one JSON encoding instead of a walk (None: no test)."""
+    if names is None:
+        return None
+    names = tuple(names)
+    if not all(_JSON_PLAIN.fullmatch(n) for n in names):
+        return None  # a name JSON would escape: its encoded form differs, walk every schema
+
+    def skip(schema: Any) -> bool:
+        try:
+            encoded = _json.dumps(schema)
+        except (TypeError, ValueError):  # not JSON (a record built in code): walk it
+            return False
+        return not any(n in encoded for n in names)
+
+    return skip
+
+
+def schema_texts(schema: Any, out: list[str]) -> None:
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out.append(v)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                schema_texts(v, out)
+    elif isinstance(schema, list):
+        for v in schema:
+            schema_texts(v, out)
+
+
+def text_fields(record: Record) -> list[str]:
+    """Every free-text string of ``record`` (the fields :func:`map_texts` rewrites), hook source included."""
+    return texts_of(record, schemas=True)
+
+
+def texts_of(record: Record, *, schemas: bool) -> list[str]:
+    """:func:`text_fields`; without the texts of parameter schemas when ``schemas`` is false."""
+    out: list[str] = []
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(p["text"] if isinstance(p, dict) else p for p in c
+                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            out.append(t["description"])
+        if schemas:
+            out.extend(_schema_texts_by_json(t["parameters"], rewritten=False))
+    for s in record.get("skills") or ():
+        out.extend(s[k] for k in ("description", "content") if isinstance(s.get(k), str))
+    prompt = record.get("prompt")
+    if prompt:
+        for sec in prompt.get("sections", ()):
+            out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
+    for h in record.get("hooks") or ():
+        out.append(h.get("source", ""))
+    return out
+
+
+def labelled_texts(record: Record):
+    """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose."""
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            parts = [c]
+        elif isinstance(c, list):
+            parts = [p["text"] if isinstance(p, dict) else p for p in c
+                     if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        else:
+            parts = []
+        for part in parts:
+            yield f"a {m.get('role', 'message')} message", part
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            yield "a tool description", t["description"]
+        for text in _schema_texts_by_json(t["parameters"], rewritten=False):
+            yield "a parameter description", text
+    for sk in record.get("skills") or ():
+        for k in ("description", "content"):
+            if isinstance(sk.get(k), str):
+                yield "a skill", sk[k]
+    prompt = record.get("prompt")
+    for sec in (prompt or {}).get("sections", ()):
+        for k in ("title", "body"):
+            if isinstance(sec.get(k), str):
+                yield "the prompt", sec[k]
+
+
+def record_tokens(record: Record) -> set[str]:
+    """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with.
+
+    The tokens of the texts are kept per tuple of texts (``renames.text_tokens``): every sampler of every variant
+    asks, and the texts stay the same strings from one variant to the next until a rename rewrites them."""
+    texts = tuple(texts_of(record, schemas=False))
+    hit = _TEXT_TOKENS.get(texts)
+    if hit is None:
+        hit = _TEXT_TOKENS.put(texts, frozenset().union(*map(text_tokens, texts)),
+                               3 * sum(map(len, texts)) + 8 * len(texts) + 200)
+    tokens = set(hit)
+    tokens |= _tools_tokens(record["tools"])
+    for s in record.get("skills") or ():
+        tokens.add(s["name"])
+    return tokens
+
+
+_TEXT_TOKENS = _lru("renames.text_tokens", 16 << 20)
+
+
+def _tools_tokens(tools: list[dict]) -> frozenset[str]:
+    """The tools' names and the tokens of their schemas (:func:`_schema_tokens`), kept per the tool list's JSON
+    (``renames.tools_tokens``): the samplers of a variant mostly see the same tools one after the other."""
+    try:
+        key = _json.dumps_bytes(tools)
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        return frozenset({t["name"] for t in tools}).union(*(_schema_tokens(t["parameters"]) for t in tools))
+    hit = _TOOLS_TOKENS.get(key)
+    if hit is None:
+        hit = frozenset({t["name"] for t in tools}).union(*(_schema_tokens(t["parameters"]) for t in tools))
+        hit = _TOOLS_TOKENS.put(key, hit, len(key) + 80 * len(hit) + 200)
+    return hit
+
+
+_TOOLS_TOKENS = _lru("renames.tools_tokens", 16 << 20)
+
+
+def _schema_tokens(schema: Any) -> frozenset[str]:
+    """The tokens of a parameter schema's texts and its declared property names (but ``"[]"``), cached per schema
+    JSON: variants of a record mostly keep their schemas."""
+    try:
+        encoded = _json.dumps(schema)
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        return _schema_tokens_of(schema)
+    return _schema_tokens_cached(encoded)
+
+
+@lru_cache(maxsize=8192)
+def _schema_tokens_cached(encoded: str) -> frozenset[str]:
+    return _schema_tokens_of(_json.loads(encoded))
+
+
+def _schema_tokens_of(schema: Any) -> frozenset[str]:
+    texts: list[str] = []
+    schema_texts(schema, texts)
+    keys: set[str] = set()
+    _param_keys(schema, keys)
+    keys.discard(ARRAY)  # a property literally named "[]" is no name (param_paths' filter in record_tokens)
+    return frozenset(keys.union(*map(text_tokens, texts)))
+
+
+def _param_keys(schema: Any, out: set[str]) -> None:
+    """The last keys of :func:`param_paths` of ``schema`` (every declared property name), added to ``out``."""
+    if not isinstance(schema, dict):
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            out.add(k)
+            _param_keys(sub, out)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _param_keys(items, out)
+
+
+def texts_hold(record: Record, names: list[str]) -> bool:
+    """Whether a token rename of ``names`` by :func:`map_texts` could change a text of ``record``, or the test
+    cannot tell (a prompt without a section list, which :func:`copy_for_texts` would add): False means it changes
+    nothing, and no copy is needed. Plain names (:func:`hsa.names.is_plain_token`) are looked up in the tokens of
+    the texts map_texts rewrites (kept per tuple of texts, ``record_texts.rewritten_tokens``: the value steps of
+    one ``tool.values`` ask one after the other); other names are searched for as substrings."""
+    if not names:
+        return False
+    prompt = record.get("prompt")
+    if prompt and not isinstance(prompt.get("sections"), list):
+        return True
+    # the schemas' texts count only when the JSON of all the schemas holds a name (one encoding, not one per schema)
+    skip = schema_skipper(names)
+    texts = rewritten_texts(record, schemas=skip is None or not skip([t["parameters"] for t in record["tools"]]))
+    if all(is_plain_token(n) for n in names):
+        hit = _REWRITTEN_TOKENS.get(texts)
+        if hit is None:
+            hit = _REWRITTEN_TOKENS.put(texts, frozenset().union(*map(text_tokens, texts)),
+                                        3 * sum(map(len, texts)) + 8 * len(texts) + 200)
+        return not hit.isdisjoint(names)
+    return any(n in text for text in texts for n in names)
+
+
+_REWRITTEN_TOKENS = _lru("record_texts.rewritten_tokens", 16 << 20)
+
+
+def rewritten_texts(record: Record, *, schemas: bool = True) -> tuple[str, ...]:
+    """Every text :func:`map_texts` (tool descriptions included) hands to its function, in its order: message
+    contents and text parts, tool descriptions and (``schemas``) the descriptions and titles of parameter schemas
+    (the walk of :func:`map_schema_descriptions`, kept per schema JSON), skill descriptions and content, prompt
+    section titles and bodies."""
+    out: list[str] = []
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(p["text"] if isinstance(p, dict) else p for p in c
+                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+    for t in record["tools"]:
+        if isinstance(t.get("description"), str):
+            out.append(t["description"])
+        if schemas:
+            out.extend(_schema_texts_by_json(t["parameters"], rewritten=True))
+    for sk in record.get("skills") or ():
+        out.extend(sk[k] for k in ("description", "content") if isinstance(sk.get(k), str))
+    prompt = record.get("prompt")
+    for sec in (prompt or {}).get("sections", ()):
+        out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
+    return tuple(out)
+
+
+def _rewritten_schema_texts(schema: Any, out: list[str]) -> None:
+    """The strings :func:`map_schema_descriptions_in_place` hands to its function, in its order."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("description", "title") and isinstance(v, str):
+                out.append(v)
+            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+                for pv in v.values():
+                    _rewritten_schema_texts(pv, out)
+            elif k not in ("enum", "const", "default", "examples", "required"):
+                _rewritten_schema_texts(v, out)
+    elif isinstance(schema, list):
+        for v in schema:
+            _rewritten_schema_texts(v, out)
+
+
+def _schema_texts_by_json(schema: Any, *, rewritten: bool) -> tuple[str, ...]:
+    """:func:`schema_texts` (``rewritten``: :func:`_rewritten_schema_texts`) of ``schema``, kept per its JSON text
+    (``record_texts.schema_texts``; the texts follow from the keys and strings it writes exactly)."""
+    walk = _rewritten_schema_texts if rewritten else schema_texts
+    try:
+        key = (rewritten, _json.dumps_bytes(schema))
+    except (TypeError, ValueError):  # not JSON (a record built in code)
+        out: list[str] = []
+        walk(schema, out)
+        return tuple(out)
+    hit = _SCHEMA_TEXTS.get(key)
+    if hit is None:
+        out = []
+        walk(schema, out)
+        hit = _SCHEMA_TEXTS.put(key, tuple(out), len(key[1]) + 2 * sum(map(len, out)) + 8 * len(out) + 200)
+    return hit
+
+
+_SCHEMA_TEXTS = _lru("record_texts.schema_texts", 16 << 20)
