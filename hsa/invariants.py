@@ -14,7 +14,7 @@ from hsa import _json
 from hsa import cache as _cache
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
-from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
+from hsa.records import Record, RecordError, denormalize, iter_calls, read_row
 from hsa.renames import text_fields
 from hsa.violations import Violation
 
@@ -261,7 +261,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
         out.extend(check_consistency(source, variant, mapping, thorough=True))
     if closure:
         try:
-            normalize(_json.loads(_json.dumps(denormalize(variant))))
+            read_row(_json.dumps(denormalize(variant)))
         except RecordError as exc:
             out.append(Violation("closure", exc.reason, exc.detail))
     if not out and exec_hooks and (source.get("hooks") or variant.get("hooks")):

@@ -1,0 +1,141 @@
+"""The fast paths of reading a variant back as its row reads (issue 18) give what the plain code gives."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from hsa import _json, cache
+from hsa.records import RecordError, denormalize, normalize, read_row
+from hsa.tool_dialects import normalize_tool, read_tool
+
+
+def _exact(a, b) -> bool:
+    """Equal with the same types at every level and the same key order (NaN equal to NaN)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_exact(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _tool(params, name="get_price"):
+    return {"type": "function", "function": {"name": name, "description": "d", "parameters": params}}
+
+
+ODD_TOOLS = [  # values a repr tells apart and JSON bytes do not, or cannot write
+    _tool({"type": "object", "properties": {"n": {"type": "int", "default": 1}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "int", "default": 1.0}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "int", "default": True}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "number", "default": float("nan")}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "number", "default": None}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "number", "default": float("inf")}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "integer", "maximum": 2 ** 70}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "string", "enum": ("a", "b")}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "string", "enum": ["a", "b"]}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "string", "default": "\ud800"}}}),
+    _tool({"properties": {"b": {"type": "str, optional"}, "a": {"type": "List[int]"}}}),
+    _tool({"properties": {"a": {"type": "List[int]"}, "b": {"type": "str, optional"}}}),
+    {"name": "no_schema", "description": "x"},
+    {"name": "bare", "parameters": {"city": {"type": "str"}, "days": {"type": "int, optional", "default": 3}}},
+]
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_a_cached_tool_is_the_read_tool_afresh(loaded):
+    """normalize_tool, on a miss and on every hit (keyed by repr or by JSON bytes), gives read_tool's tool and
+    notes with the same types (1 / 1.0 / True, NaN / None, tuple / list, big ints, key order), and each call's
+    own objects: changing one leaves the next hit alone."""
+    cache.caches().get("records.tools") and cache.caches()["records.tools"].clear()
+    for rounds in range(3):
+        for i, raw in enumerate(ODD_TOOLS):
+            want_notes: list[str] = []
+            want = read_tool(_json.copy(raw) if not loaded else raw, i, want_notes)
+            notes: list[str] = ["before"]
+            got = normalize_tool(raw, i, notes, loaded=loaded and _plain_json(raw))
+            assert _exact(got, want), (i, got, want)
+            assert notes == ["before", *want_notes]
+            got["parameters"]["mutated"] = True
+            got["name"] = "changed"
+    assert cache.caches()["records.tools"].hits >= 2 * len(ODD_TOOLS)
+
+
+def _plain_json(raw) -> bool:
+    """True when ``raw`` is what a JSON parser can make (``loaded`` promises that)."""
+    try:
+        return _exact(json.loads(json.dumps(raw)), raw)
+    except (ValueError, TypeError):
+        return False
+
+
+def test_tools_at_two_positions_keep_their_own_notes():
+    """The position is part of the key: the notes name it."""
+    raw = _tool({"properties": {"a": {"type": "int"}}})
+    first, second = [], []
+    normalize_tool(raw, 0, first, loaded=True)
+    normalize_tool(raw, 3, second, loaded=True)
+    assert first and all("tools[0]" in n or "tools[0]" not in n for n in first)
+    assert [n.replace("tools[3]", "tools[0]") for n in second] == first
+
+
+def test_the_tool_cache_is_bounded_by_bytes_and_off_with_hsa_cache_0(monkeypatch):
+    c = cache.lru("records.tools", 16 << 20)
+    for k in range(6000):
+        normalize_tool(_tool({"type": "object", "properties": {f"p{k}": {"type": "string", "description": "x" * 4000}}},
+                             name=f"t{k}"), 0, [], loaded=True)
+    assert 0 < c.bytes <= c.max_bytes and c.evictions > 0
+    monkeypatch.setenv("HSA_CACHE", "0")
+    cache.clear()
+    raw = ODD_TOOLS[0]
+    assert _exact(normalize_tool(raw, 0, []), read_tool(raw, 0, []))
+    assert len(cache.caches()["records.tools"]) == 0
+    monkeypatch.delenv("HSA_CACHE")
+    cache.clear()
+
+
+def _records():
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    out = []
+    for raw in generate(8, seed=11, harnesses=2):
+        src = normalize(raw)
+        out.append(src)
+        for k in range(3):
+            out.append(run(recipe, src, random.Random(k))[0])
+    return out
+
+
+def test_read_row_is_normalize_of_the_parsed_text():
+    """read_row (tools looked up by JSON bytes) gives normalize(loads(text)) exactly, on sources and variants of
+    records that share harnesses, cold and warm, and on hand-made rows in other dialects."""
+    rows = [_json.dumps(denormalize(r)) for r in _records()]
+    rows += [json.dumps({"id": "odd", "messages": [{"role": "user", "content": "x"}],
+                         "tools": [{"name": "f", "input_schema": {"properties": {"a": {"type": "float"}}}}],
+                         "skill_tool": "Skill"}),
+             json.dumps({"id": "str", "messages": [{"role": "user", "content": "x"}],
+                         "tools": json.dumps([_tool({"type": "object", "properties": {"v": {"default": None}}})])}),
+             '{"id": "big", "messages": [{"role": "user", "content": "x"}], "tools": [{"name": "f", "parameters": '
+             '{"type": "object", "properties": {"n": {"maximum": 123456789012345678901234567890}}}}]}']
+    cache.caches().get("records.tools") and cache.caches()["records.tools"].clear()
+    for rounds in range(2):
+        for text in rows:
+            assert _exact(read_row(text), normalize(_json.loads(text)))
+
+
+def test_read_row_rejects_what_normalize_rejects():
+    for text in ('[1, 2]', '{"id": "x", "messages": [{"role": "user"}], "tools": [{"parameters": {}}]}'):
+        with pytest.raises(RecordError) as got:
+            read_row(text)
+        with pytest.raises(RecordError) as want:
+            normalize(_json.loads(text))
+        assert (got.value.reason, got.value.detail) == (want.value.reason, want.value.detail)
