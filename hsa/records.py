@@ -235,7 +235,7 @@ def parse_skill_tool(value: Any) -> dict[str, str]:
             "argument": value.get("argument", DEFAULT_SKILL_TOOL["argument"])}
 
 
-def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None = None) -> Record:
+def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None = None, loaded: bool = False) -> Record:
     """Read one input object into the internal form, or raise :class:`RecordError`.
 
     Checks the structure against the shipped JSON Schema, parses string arguments
@@ -243,12 +243,14 @@ def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None =
     (each change is listed in ``record["notes"]``). It does not check calls against
     schemas; :func:`hsa.invariants.check_record` does that. ``harness`` (from
     :func:`read_harness_file`, ``--tools FILE``) supplies the harness of a row without one
-    (:func:`supply_harness`).
+    (:func:`supply_harness`). ``loaded``: ``raw`` is what a JSON parser made (dicts, lists, strings, numbers,
+    booleans and None only), so its tools are looked up by their JSON bytes (:func:`normalize_tool`); the record
+    is the same either way.
     """
     if not isinstance(raw, dict):
         raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
     try:
-        return _normalize(raw, default_id, harness)
+        return _normalize(raw, default_id, harness, loaded=loaded)
     except RecordError:
         raise
     except Exception as exc:  # a layout the readers do not foresee must cost one reject, never the run

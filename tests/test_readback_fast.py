@@ -139,3 +139,50 @@ def test_read_row_rejects_what_normalize_rejects():
         with pytest.raises(RecordError) as want:
             normalize(_json.loads(text))
         assert (got.value.reason, got.value.detail) == (want.value.reason, want.value.detail)
+
+
+def _results(lines, recipe, **kw):
+    from hsa.io import InputLine
+    from hsa.pipeline import augment_record
+
+    out = []
+    for i, line in enumerate(lines):
+        res = augment_record(InputLine("in.jsonl", i + 1, line.encode()), recipe, seed=3, variants=3,
+                             keep_original=True, **kw)
+        out.append((res.rows, res.rejects, res.stats.to_json()))
+    return out
+
+
+@pytest.mark.parametrize("pool", [0, 8])
+def test_a_recipe_without_a_leaf_gives_what_run_gives(monkeypatch, fixture_lines, pool):
+    """The identity recipe's shortcut (no rng made, run not called) writes the rows and stats that running it
+    writes, with and without a pool (the slot column); a tree with a leaf is not taken for one."""
+    import hsa.pipeline.record as P
+    from hsa.recipes import load_recipe, recipe_from_dict
+
+    identity = load_recipe("identity")
+    nested = recipe_from_dict({"transform": "meta.sequence", "transforms": [
+        {"transform": "meta.sequence", "transforms": []}]})
+    assert P._draws_nothing(identity) and P._draws_nothing(nested)
+    assert not P._draws_nothing(load_recipe("default"))
+    assert not P._draws_nothing(recipe_from_dict({"transform": "meta.sequence",
+                                                  "transforms": [{"transform": "tool.reorder"}]}))
+    assert not P._draws_nothing(recipe_from_dict({"transform": "meta.sometimes", "p": 0.5,
+                                                  "child": {"transform": "meta.sequence", "transforms": []}}))
+    lines = fixture_lines[:6]
+    fast = _results(lines, identity, harness_pool=pool)
+    monkeypatch.setattr(P, "_draws_nothing", lambda recipe: False)
+    assert _results(lines, identity, harness_pool=pool) == fast
+    assert all(rows and not rejects for rows, rejects, _ in fast)
+
+
+def test_sources_read_by_json_bytes_are_the_sources_read_by_repr(fixture_lines):
+    """augment_record reads a line's tools keyed by their JSON bytes (``loaded``): the same source record as the
+    repr-keyed read, cold and warm."""
+    from hsa.io import InputLine, parse_line
+
+    cache.caches().get("records.tools") and cache.caches()["records.tools"].clear()
+    for rounds in range(2):
+        for i, line in enumerate(fixture_lines[:10]):
+            raw = parse_line(InputLine("in.jsonl", i + 1, line.encode()))
+            assert _exact(normalize(raw, loaded=True), normalize(_json.loads(line)))

@@ -19,7 +19,7 @@ from hsa import _json
 from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
-from hsa.transform import SlotRng, Transform, run
+from hsa.transform import Sequence, SlotRng, Transform, run
 from hsa.invariants import check_record, check_variant
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "Stats", "Result",
@@ -218,7 +218,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     stats = Stats(input_records=1)
     try:
         raw = parse_line(item)
-        source = normalize(raw, harness=harness)
+        source = normalize(raw, harness=harness, loaded=isinstance(item.data, (bytes, bytearray)))
         if call_arguments != "keep":
             source["_fmt"]["args"] = call_arguments
     except RecordError as exc:
@@ -253,15 +253,21 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rows.append(_marked(source_row(source, 0, []), marks))
         if harness_pool:
             rows[-1]["slot"] = None
-    digest = harness_digest(source) if harness_pool else None
+    noop = _draws_nothing(recipe)
+    digest = harness_digest(source) if harness_pool and not noop else None
     unchanged = None
     for k in range(1, variants + 1):
-        rng = rng_for(seed, source["id"], k)
         if harness_pool:
             slot = slot_for(seed, source["id"], k, harness_pool)
-            rng = slot_rng(seed, digest, slot, rng)
+        if noop:  # what run gives for a tree of sequences without a leaf, with no rng made
+            variant, applied, skipped = source, [], []
+        else:
+            rng = rng_for(seed, source["id"], k)
+            if harness_pool:
+                rng = slot_rng(seed, digest, slot, rng)
         try:
-            variant, applied, skipped = run(recipe, source, rng)
+            if not noop:
+                variant, applied, skipped = run(recipe, source, rng)
         except Exception as exc:  # a transform bug must not take the run down: count it
             reason = f"transform error: {type(exc).__name__}"
             stats.variants_failed += 1
@@ -308,6 +314,12 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
     return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+
+
+def _draws_nothing(recipe: Transform) -> bool:
+    """True for a tree of :class:`hsa.transform.Sequence` combinators without a leaf (the ``identity`` recipe):
+    :func:`hsa.transform.run` gives the record itself for any rng, so none is made."""
+    return type(recipe) is Sequence and all(_draws_nothing(c) for c in recipe.children())
 
 
 def _marked(row: dict, notes: list[str]) -> dict:
