@@ -64,6 +64,21 @@ def main() -> None:
     st = pstats.Stats(prof)
     print(f"{len(items)} records, {rows} rows: {st.total_calls:,} function calls, {t:.2f} s wall, {c:.2f} s CPU "
           "(this process; under the profiler)")
+    import resource
+
+    from hsa import cache, sandbox
+
+    box, worker = sandbox._STATE.get("box"), 0.0
+    if box is not None and box.proc is not None:  # the running sandbox worker's CPU (Linux /proc)
+        try:
+            fields = open(f"/proc/{box.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+            worker = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"hook replay: {sandbox.stats()}; sandbox worker CPU {worker:.2f} s, ended children "
+          f"{child.ru_utime + child.ru_stime:.2f} s")
+    print("caches:", {k: (v["hits"], v["misses"]) for k, v in cache.stats().items()})
     st.sort_stats(args.sort)
     if args.grep:
         st.print_stats(args.grep, args.top)
