@@ -186,3 +186,27 @@ def test_sources_read_by_json_bytes_are_the_sources_read_by_repr(fixture_lines):
         for i, line in enumerate(fixture_lines[:10]):
             raw = parse_line(InputLine("in.jsonl", i + 1, line.encode()))
             assert _exact(normalize(raw, loaded=True), normalize(_json.loads(line)))
+
+
+def test_a_worker_without_hooks_to_run_does_not_import_the_sandbox():
+    """init_worker leaves hsa.sandbox unimported when execution stays on (its default), and still turns execution
+    off, and on again, where asked."""
+    import subprocess
+    import sys
+
+    from hsa import sandbox
+    from hsa.pipeline.executor import init_worker
+    from hsa.recipes import load_recipe, recipe_to_dict
+
+    config = recipe_to_dict(load_recipe("identity"))
+    code = ("import sys; from hsa.pipeline.executor import init_worker; "
+            f"init_worker({config!r}, {{'exec_hooks': True}}); print('hsa.sandbox' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    try:
+        init_worker(config, {"exec_hooks": False})
+        assert not sandbox.execution_enabled()
+        init_worker(config, {"exec_hooks": True})
+        assert sandbox.execution_enabled()
+    finally:
+        sandbox.set_execution(True)
