@@ -884,9 +884,10 @@ def _payloads_for(source: dict, hook: dict, source_digest: bytes, limit: int) ->
     # (all in the digest) and the hook's event, name and style
     key = (source_digest, hook.get("event", ""), hook.get("name"), hook_style(hook), limit)
     hit = _PAYLOADS.get(key)
-    if hit is None:
-        payloads = _json.copy(generated_payloads(source, hook, limit=limit))
-        keys = [_key(p) for p in payloads]  # sized by these: a walk of the payloads would cost as much as a miss
+    if hit is None:  # each payload's key is its exact JSON where it can be: parsed, it is the private copy
+        made = generated_payloads(source, hook, limit=limit)
+        keys = [_key(p) for p in made]  # sized by these: a walk of the payloads would cost as much as a miss
+        payloads = [_orjson.loads(k) if k[:1] != b"\x00" else _json.copy(p) for k, p in zip(keys, made)]
         hit = _PAYLOADS.put(key, (payloads, [hashlib.blake2b(k, digest_size=16).digest() for k in keys]),
                             300 + sum(3 * len(k) + 120 for k in keys))
     return hit

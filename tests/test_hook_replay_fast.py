@@ -104,3 +104,78 @@ def test_replay_with_the_callers_digests_is_replay_many(with_digests):
     want = sb.replay_many(items)
     sb._RESULTS.clear()
     assert sb._replay(items, digests if with_digests else None) == want
+
+
+def _canonical_unique(values, limit):
+    """What hooks_model._unique did before its orjson key: dedupe by _json.canonical."""
+    from hsa import _json
+
+    seen, out = set(), []
+    for v in values:
+        k = _json.canonical(v)
+        if k not in seen:
+            seen.add(k)
+            out.append(v)
+    return out[:limit]
+
+
+_NAN = float("nan")
+_ODD = [{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": 1.0, "b": 2}, {"a": True, "b": 2}, {"a": None}, {"a": _NAN},
+        {"a": float("inf")}, {"a": -0.0}, {"a": 0.0}, {"a": 2 ** 70}, {"a": 2 ** 70 + 1}, {"a": "\ud800"},
+        {"a": "null"}, {"a": [1, {"y": 1, "x": 2}]}, {"a": [1, {"x": 2, "y": 1}]}, {"a": (1, 2)}, {"a": [1, 2]},
+        {"reply": "OK.", "loaded_skills": []}, {"loaded_skills": [], "reply": "OK."}, {}]
+
+
+def test_payload_dedupe_keys_agree_with_canonical_json():
+    """hooks_model._unique (orjson key-sorted bytes, canonical JSON where orjson cannot say) keeps exactly the values
+    the canonical-JSON dedupe keeps: key order, 1 / 1.0 / True, NaN / None / infinity, -0.0, big ints, tuples."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from hsa.hooks_model import _unique
+
+    for limit in (3, 96):
+        got = _unique(_ODD + _ODD[::-1], limit)
+        want = _canonical_unique(_ODD + _ODD[::-1], limit)
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
+
+    values = st.recursive(st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([0.0, -0.0, 1.0, _NAN]) |
+                          st.sampled_from(["", "a", "null"]),
+                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner,
+                                                                                      max_size=3), max_leaves=8)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(values, max_size=8))
+    def check(vs):
+        got, want = _unique(vs + vs, 96), _canonical_unique(vs + vs, 96)
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
+
+    check()
+
+
+def test_schema_examples_from_the_cache_are_the_examples_and_the_callers_own():
+    from hsa.hooks_model import _schema_examples, schema_examples
+
+    schemas = [t["parameters"] for s, _ in _variants(n_records=3, harnesses=1, k=1) for t in s["tools"]]
+    schemas += [{"type": "object", "properties": {"n": {"type": "number", "minimum": _NAN}}},
+                {"type": "object", "properties": {"n": {"type": "integer", "default": 2 ** 70}}},
+                {"type": "object", "properties": {"k": {"enum": [1, 1.0, True]}, "o": {"type": "null"}}}]
+    for rounds in range(2):
+        for sch in schemas:
+            want = _schema_examples(sch, 6)
+            got = schema_examples(sch)
+            assert repr(got) == repr(want)
+            if got and got[0]:
+                got[0]["mutated"] = 1
+    assert cache.caches()["hook.schema_examples"].hits > 0
+
+
+def test_payloads_for_gives_private_exact_copies():
+    from hsa.hooks_model import generated_payloads
+
+    src, _ = _variants(n_records=2, harnesses=1, k=1)[0]
+    for h in src["hooks"]:
+        payloads, _ = sb._payloads_for(src, h, b"y" * 32, 96)
+        want = generated_payloads(src, h, limit=96)
+        assert repr(payloads) == repr(want)
+        assert all(a is not b for a, b in zip(payloads, want))
