@@ -922,7 +922,8 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
             if _EQUIVALENT.get(key):
                 continue  # checked equivalent on this payload before (another record of the harness variant)
             mapped, tools = carrier.payload(p, d)
-            if same and mapped == p:
+            if same and mapped == p:  # the same hook on the same payload: equivalent, and a function of the key
+                _EQUIVALENT.put(key, True, 120)
                 continue
             checks.append(("equiv", hi, p, tools, None))
             known.append(key)
