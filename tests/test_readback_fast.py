@@ -141,14 +141,14 @@ def test_read_row_rejects_what_normalize_rejects():
         assert (got.value.reason, got.value.detail) == (want.value.reason, want.value.detail)
 
 
-def _results(lines, recipe, **kw):
+def _results(lines, recipe, keep_original=True, **kw):
     from hsa.io import InputLine
     from hsa.pipeline import augment_record
 
     out = []
     for i, line in enumerate(lines):
         res = augment_record(InputLine("in.jsonl", i + 1, line.encode()), recipe, seed=3, variants=3,
-                             keep_original=True, **kw)
+                             keep_original=keep_original, **kw)
         out.append((res.rows, res.rejects, res.stats.to_json()))
     return out
 
@@ -171,9 +171,13 @@ def test_a_recipe_without_a_leaf_gives_what_run_gives(monkeypatch, fixture_lines
                                                   "child": {"transform": "meta.sequence", "transforms": []}}))
     lines = fixture_lines[:6]
     fast = _results(lines, identity, harness_pool=pool)
+    alone = _results(lines, identity, keep_original=False, harness_pool=pool)  # variant rows not made from row 0
+    assert [rows[1:] for rows, _, _ in fast] == [rows for rows, _, _ in alone]
     monkeypatch.setattr(P, "_draws_nothing", lambda recipe: False)
     assert _results(lines, identity, harness_pool=pool) == fast
     assert all(rows and not rejects for rows, rejects, _ in fast)
+    assert [[r.get("slot") for r in rows[1:]] for rows, _, _ in fast] == [
+        [P.slot_for(3, rows[0]["source_id"], k, pool) if pool else None for k in (1, 2, 3)] for rows, _, _ in fast]
 
 
 def test_sources_read_by_json_bytes_are_the_sources_read_by_repr(fixture_lines):

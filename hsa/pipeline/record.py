@@ -42,10 +42,15 @@ def slot_for(seed: int, record_id: str, variant: int, pool: int) -> int:
     only. A record's variants take the slots of one permutation of the pool drawn from (seed, record id), so its
     first ``pool`` variants are distinct harness variants (drawn independently, 4 variants of a pool of 8 would
     repeat a slot in 59% of the records) and later ones cycle through them again."""
+    return _slot_order(seed, record_id, pool)[(variant - 1) % pool]
+
+
+def _slot_order(seed: int, record_id: str, pool: int) -> list[int]:
+    """The permutation of the pool that the variants of record ``record_id`` walk (:func:`slot_for`)."""
     digest = hashlib.sha256(f"hsa-slot\x00{seed}\x00{record_id}".encode()).digest()
     order = list(range(pool))
     random.Random(int.from_bytes(digest[:16], "big")).shuffle(order)
-    return order[(variant - 1) % pool]
+    return order
 
 
 def harness_digest(record: Record) -> str:
@@ -249,16 +254,20 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     marks = [f"{NOT_REPLAYED_NOTE}{n!r}: {w}" for n, w in stuck.items()] if stuck else []
     rows: list[dict] = []
     rejects: list[dict] = []
+    unchanged = None
     if keep_original:
-        rows.append(_marked(source_row(source, 0, []), marks))
+        first = source_row(source, 0, [])
+        if not source["transforms"]:  # written like an unchanged variant's row but for its id and variant
+            unchanged = first
+        rows.append(_marked(dict(first), marks))
         if harness_pool:
             rows[-1]["slot"] = None
     noop = _draws_nothing(recipe)
     digest = harness_digest(source) if harness_pool and not noop else None
-    unchanged = None
+    order = _slot_order(seed, source["id"], harness_pool) if harness_pool else None
     for k in range(1, variants + 1):
         if harness_pool:
-            slot = slot_for(seed, source["id"], k, harness_pool)
+            slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
         if noop:  # what run gives for a tree of sequences without a leaf, with no rng made
             variant, applied, skipped = source, [], []
         else:
