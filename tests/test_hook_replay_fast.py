@@ -179,3 +179,15 @@ def test_payloads_for_gives_private_exact_copies():
         want = generated_payloads(src, h, limit=96)
         assert repr(payloads) == repr(want)
         assert all(a is not b for a, b in zip(payloads, want))
+
+
+def test_schema_examples_cache_stays_within_its_byte_budget():
+    """A stream of distinct schemas (a long input with its own tools per record) fills hook.schema_examples up to
+    its budget and no further."""
+    from hsa.hooks_model import schema_examples
+
+    c = cache.lru("hook.schema_examples", 4 << 20)
+    for k in range(3000):
+        schema_examples({"type": "object", "properties": {f"p{k}": {"type": "string", "enum": ["x" * 500, "y"]},
+                                                          "q": {"type": "integer", "minimum": k}}})
+    assert 0 < c.bytes <= c.max_bytes and c.evictions > 0
