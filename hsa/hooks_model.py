@@ -32,6 +32,11 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
 from hsa import _json
 from hsa.mapping import carry_call
 from hsa.names import is_identifier_like, replace_tokens
@@ -513,7 +518,25 @@ def import_agents_hooks(source: str) -> list[dict]:
 
 
 def schema_examples(schema: dict, *, limit: int = 6) -> list[dict]:
-    """A few argument objects for a tool schema: all properties, required only, each enum value, empty."""
+    """A few argument objects for a tool schema: all properties, required only, each enum value, empty.
+
+    Looked up by the schema's JSON bytes (``hook.schema_examples``: the records of a harness repeat their schemas;
+    a schema as a JSON parser makes it, so a tuple reads as the list it is written as); each call gets its own
+    objects."""
+    from hsa import cache
+
+    key = cache.exact_key(schema)
+    if not isinstance(key, bytes):  # NaN, a big int, a None...: made afresh
+        return _schema_examples(schema, limit)
+    c = cache.lru("hook.schema_examples", 4 << 20)
+    hit = c.get((key, limit))
+    if hit is None:  # the schema holds no NaN, infinity or big int, so neither does what is made from it
+        hit = _orjson.dumps(_schema_examples(schema, limit))
+        c.put((key, limit), hit, len(key) + len(hit) + 200)
+    return _orjson.loads(hit)
+
+
+def _schema_examples(schema: dict, limit: int) -> list[dict]:
     out: list[dict] = []
 
     def sample(s: Any, depth: int = 0) -> Any:
@@ -560,15 +583,32 @@ def schema_examples(schema: dict, *, limit: int = 6) -> list[dict]:
 
 
 def _unique(values: list, limit: int) -> list:
-    """The first ``limit`` distinct JSON values of ``values``, in order."""
-    seen: set[str] = set()
+    """The first ``limit`` distinct JSON values of ``values`` (equal up to key order: the same canonical JSON), in
+    order."""
+    seen: set[str | bytes] = set()
     unique = []
     for v in values:
-        key = _json.canonical(v)
+        key = _sorted_key(v)
         if key not in seen:
             seen.add(key)
             unique.append(v)
     return unique[:limit]
+
+
+def _sorted_key(value: Any) -> str | bytes:
+    """A key that two JSON values share exactly when their ``_json.canonical`` texts are equal: orjson's key-sorted
+    bytes (C speed) where they say as much, else the canonical text. orjson writes NaN and infinities as null, and
+    refuses ints beyond 64 bits, keys that are not strings and lone surrogates: a value with any of them (or any
+    null) gets the canonical text, and so does every value equal to it up to key order."""
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in data:
+                return data
+    return _json.canonical(value)
 
 
 def _calls(record: dict) -> Iterable[tuple[str, dict, Any]]:

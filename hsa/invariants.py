@@ -14,7 +14,7 @@ from hsa import _json
 from hsa import cache as _cache
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
-from hsa.records import Record, RecordError, denormalize, iter_calls, normalize
+from hsa.records import Record, RecordError, denormalize, iter_calls, read_row
 from hsa.renames import text_fields
 from hsa.violations import Violation
 
@@ -74,7 +74,7 @@ def _check_schema_moot(key: str) -> bool:
 _UNSUPPORTED = frozenset({  # 2020-12 keywords with a validation effect that the quick walk does not implement
     "$ref", "$dynamicRef", "$recursiveRef", "$schema", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
     "dependentSchemas", "dependentRequired", "dependencies", "prefixItems", "contains", "minContains", "maxContains",
-    "uniqueItems", "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+    "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
     "minProperties", "maxProperties", "multipleOf", "additionalItems", "$vocabulary", "$anchor", "$dynamicAnchor",
     "$recursiveAnchor",
 })
@@ -100,6 +100,15 @@ def _schema_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     return a == b
+
+
+def _distinct(items: list) -> bool | None:
+    """Whether no two of ``items`` are equal as jsonschema's ``uniqueItems`` sees them, for a list of strings only or
+    of numbers only (no bool, no NaN, which its sort-based check sees differently); None for any other list."""
+    if all(isinstance(v, str) for v in items) or all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v == v for v in items):
+        return len(set(items)) == len(items)
+    return None
 
 
 def quick_valid(schema: Any, instance: Any) -> bool | None:
@@ -139,6 +148,15 @@ def quick_valid(schema: Any, instance: Any) -> bool | None:
                 return None
             if isinstance(instance, kind) and fails(len(instance), schema[key]):
                 ok = False
+    if "uniqueItems" in schema:
+        unique = schema["uniqueItems"]
+        if not isinstance(unique, bool):
+            return None
+        if unique and isinstance(instance, list):
+            distinct = _distinct(instance)
+            if distinct is None:
+                return None
+            ok = ok and distinct
     if "pattern" in schema:
         import re
 
@@ -261,7 +279,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
         out.extend(check_consistency(source, variant, mapping, thorough=True))
     if closure:
         try:
-            normalize(_json.loads(_json.dumps(denormalize(variant))))
+            read_row(_json.dumps(denormalize(variant)))
         except RecordError as exc:
             out.append(Violation("closure", exc.reason, exc.detail))
     if not out and exec_hooks and (source.get("hooks") or variant.get("hooks")):

@@ -57,6 +57,7 @@ __all__ = [
     "ToolCall",
     "RecordError",
     "normalize",
+    "read_row",
     "read_harness_file",
     "supply_harness",
     "parse_skill_tool",
@@ -234,7 +235,7 @@ def parse_skill_tool(value: Any) -> dict[str, str]:
             "argument": value.get("argument", DEFAULT_SKILL_TOOL["argument"])}
 
 
-def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None = None) -> Record:
+def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None = None, loaded: bool = False) -> Record:
     """Read one input object into the internal form, or raise :class:`RecordError`.
 
     Checks the structure against the shipped JSON Schema, parses string arguments
@@ -242,15 +243,33 @@ def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None =
     (each change is listed in ``record["notes"]``). It does not check calls against
     schemas; :func:`hsa.invariants.check_record` does that. ``harness`` (from
     :func:`read_harness_file`, ``--tools FILE``) supplies the harness of a row without one
-    (:func:`supply_harness`).
+    (:func:`supply_harness`). ``loaded``: ``raw`` is what a JSON parser made (dicts, lists, strings, numbers,
+    booleans and None only), so its tools are looked up by their JSON bytes (:func:`normalize_tool`); the record
+    is the same either way.
     """
     if not isinstance(raw, dict):
         raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
     try:
-        return _normalize(raw, default_id, harness)
+        return _normalize(raw, default_id, harness, loaded=loaded)
     except RecordError:
         raise
     except Exception as exc:  # a layout the readers do not foresee must cost one reject, never the run
+        raise RecordError("unreadable record", f"{type(exc).__name__}: {str(exc)[:200]} (hsa could not read this "
+                          f"layout; please report it with the line)") from exc
+
+
+def read_row(text: str | bytes) -> Record:
+    """:func:`normalize` of the JSON ``text`` (a record as its row writes it: what :func:`denormalize` gives, as
+    JSON), or raise :class:`RecordError`. The same record as ``normalize(_json.loads(text))``; what a parser made
+    holds JSON types only, so its tools are looked up by their JSON bytes (:func:`normalize_tool` ``loaded``)."""
+    raw = _json.loads(text)
+    if not isinstance(raw, dict):
+        raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
+    try:
+        return _normalize(raw, None, None, loaded=True)
+    except RecordError:
+        raise
+    except Exception as exc:
         raise RecordError("unreadable record", f"{type(exc).__name__}: {str(exc)[:200]} (hsa could not read this "
                           f"layout; please report it with the line)") from exc
 
@@ -354,7 +373,7 @@ def converted_layouts(notes: list[str]) -> list[str]:
     return list(dict.fromkeys(n.split(":", 1)[0] for n in notes if n.startswith("converted ")))
 
 
-def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -> Record:
+def _normalize(raw: dict, default_id: str | None, harness: dict | None = None, *, loaded: bool = False) -> Record:
     raw = to_messages_layout(raw)
     if harness:
         raw = supply_harness(raw, harness)
@@ -373,7 +392,7 @@ def _normalize(raw: dict, default_id: str | None, harness: dict | None = None) -
         at = "/".join(str(p) for p in e.absolute_path) or "(top level)"
         raise RecordError("schema", f"at {at}: {e.message}")
 
-    tools = [normalize_tool(t, i, notes) for i, t in enumerate(raw["tools"])]
+    tools = [normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raw["tools"])]
     messages: list[Message] = []
     for mi, m in enumerate(raw["messages"]):
         msg = dict(m)

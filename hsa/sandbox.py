@@ -609,6 +609,12 @@ def _matches(hook: dict, payload: dict) -> bool:
 
 def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
     """Outcomes of running each ``(hook, payload)``; cached, and the misses run as one batch."""
+    return _replay(items, None)
+
+
+def _replay(items: Sequence[tuple[dict, dict]], digests: Sequence[bytes | None] | None) -> list[dict]:
+    """:func:`replay_many`; ``digests[i]``, where not None, is ``_digest`` of item i's payload, made once by the
+    caller for payloads that many checks read (:func:`_payloads_for`)."""
     from hsa.hooks_model import entry_of, hook_style
 
     out: list[dict | None] = [None] * len(items)
@@ -635,7 +641,8 @@ def replay_many(items: Sequence[tuple[dict, dict]]) -> list[dict]:
             out[i] = {"ok": False, "error": "no entry", "detail": "the hook has no entry and none can be inferred",
                       "limit": True}
             continue
-        key = hook_key.encode() + _digest(payload)
+        d = digests[i] if digests is not None else None
+        key = hook_key.encode() + (d if d is not None else _digest(payload))
         hit = _RESULTS.get(key)
         if hit is not None:
             _STATS["cache_hits"] += 1
@@ -709,14 +716,15 @@ class _Carrier:
 
         self.steps = steps
         self.tables = [text_map(step) for step in steps]
-        self.payloads: dict[bytes | str, tuple[dict, tuple]] = {}
+        self.payloads: dict[bytes | str | tuple, tuple[dict, tuple]] = {}
         self.outputs: dict[tuple, dict] = {}
 
-    def payload(self, payload: dict) -> tuple[dict, tuple]:
-        """``payload`` after every step, and the tool it names before each step."""
+    def payload(self, payload: dict, digest: bytes | None = None) -> tuple[dict, tuple]:
+        """``payload`` after every step, and the tool it names before each step; ``digest``: its :func:`_digest`,
+        where the caller has it (a key as exact as the payload's own)."""
         from hsa.hooks_model import map_payload
 
-        key = exact_key(payload)
+        key = ("d", digest) if digest is not None else exact_key(payload)
         hit = self.payloads.get(key)
         if hit is not None:
             return hit
@@ -843,14 +851,16 @@ def not_replayed(record: dict, *, max_payloads: int = 96) -> dict[str, str]:
     out: dict[str, str] = {}
     items: list[tuple[dict, dict]] = []
     spans: list[tuple[dict, int, int]] = []
+    digests: list[bytes] = []
     for h in hooks:
-        payloads = _payloads_for(record, h, digest, max_payloads)
+        payloads, keys = _payloads_for(record, h, digest, max_payloads)
         if not payloads:
             out[h.get("name", "?")] = f"no payloads (none recorded, none generated for event {h.get('event', '')!r})"
             continue
         spans.append((h, len(items), len(items) + len(payloads)))
         items.extend((h, p) for p in payloads)
-    outcomes = replay_many(items) if items else []
+        digests.extend(keys)
+    outcomes = _replay(items, digests) if items else []
     for h, a, b in spans:
         ran = [o for o in outcomes[a:b] if o.get("matched", True)]
         if not ran:
@@ -865,17 +875,21 @@ def not_replayed(record: dict, *, max_payloads: int = 96) -> dict[str, str]:
 _PAYLOADS = _cache.lru("hook.payloads", 32 << 20)  # generated payloads, by source digest and hook
 
 
-def _payloads_for(source: dict, hook: dict, source_digest: bytes, limit: int) -> list[dict]:
-    """``generated_payloads(source, hook, limit=limit)``, made once per source and hook (a private copy: read only)."""
+def _payloads_for(source: dict, hook: dict, source_digest: bytes, limit: int) -> tuple[list[dict], list[bytes]]:
+    """``generated_payloads(source, hook, limit=limit)``, made once per source and hook (a private copy: read only),
+    and the :func:`_digest` of each: the source's variants and :func:`not_replayed` key their checks with it."""
     from hsa.hooks_model import generated_payloads, hook_style
 
     # generated_payloads reads the source's hook_events, skills, skill_tool, tools and messages
     # (all in the digest) and the hook's event, name and style
     key = (source_digest, hook.get("event", ""), hook.get("name"), hook_style(hook), limit)
     hit = _PAYLOADS.get(key)
-    if hit is None:
-        hit = _json.copy(generated_payloads(source, hook, limit=limit))
-        _PAYLOADS.put(key, hit)
+    if hit is None:  # each payload's key is its exact JSON where it can be: parsed, it is the private copy
+        made = generated_payloads(source, hook, limit=limit)
+        keys = [_key(p) for p in made]  # sized by these: a walk of the payloads would cost as much as a miss
+        payloads = [_orjson.loads(k) if k[:1] != b"\x00" else _json.copy(p) for k, p in zip(keys, made)]
+        hit = _PAYLOADS.put(key, (payloads, [hashlib.blake2b(k, digest_size=16).digest() for k in keys]),
+                            300 + sum(3 * len(k) + 120 for k in keys))
     return hit
 
 
@@ -891,27 +905,32 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
     work: list[tuple[dict, dict]] = []
     checks: list[tuple[str, int, dict, tuple | None, dict | None]] = []  # (kind, hook index, payload, tools, event)
     known: list[bytes | None] = []  # per check: its key in _EQUIVALENT (equivalence checks)
+    keys: list[bytes | None] = []  # per work item: its payload's digest, where made already
     steps_key = None
     for hi, (a, b) in enumerate(zip(src_hooks, var_hooks)):
         same = a.get("source") == b.get("source") and a.get("entry") == b.get("entry") and \
             a.get("matcher") == b.get("matcher")
         if same and not steps:
             continue
-        if steps_key is None:
-            steps_key = _key(steps)
+        if steps_key is None:  # a restore step's patch is read by neither the payload nor the output mapping
+            steps_key = _key([{"op": "restore"} if s.get("op") == "restore" else s for s in steps])
         # everything the comparison of a and b on one payload reads, but the payload
         pair = hashlib.blake2b(_key([a, b, a.get("name") in reworded]) + steps_key, digest_size=16).digest()
-        for p in _payloads_for(source, a, source_digest, max_payloads):
-            key = pair + _digest(p)
+        payloads, digests = _payloads_for(source, a, source_digest, max_payloads)
+        for p, d in zip(payloads, digests):
+            key = pair + d
             if _EQUIVALENT.get(key):
                 continue  # checked equivalent on this payload before (another record of the harness variant)
-            mapped, tools = carrier.payload(p)
-            if same and mapped == p:
+            mapped, tools = carrier.payload(p, d)
+            if same and mapped == p:  # the same hook on the same payload: equivalent, and a function of the key
+                _EQUIVALENT.put(key, True, 120)
                 continue
             checks.append(("equiv", hi, p, tools, None))
             known.append(key)
             work.append((a, p))
             work.append((b, mapped))
+            keys.append(d)
+            keys.append(None)
     events = [(i, ev) for i, ev in enumerate(variant.get("hook_events") or ())]
     src_events = source.get("hook_events") or []
     names_v = {h.get("name"): h for h in var_hooks}
@@ -927,9 +946,11 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
         known.append(None)
         work.append((hs, sev["payload"]))
         work.append((hv, ev["payload"]))
+        keys.append(None)
+        keys.append(None)
     if not work:
         return []
-    outcomes = replay_many(work)
+    outcomes = _replay(work, keys)
     out: list = []
     bad_hooks: set = set()
     for k, (kind, idx, p, tools, ev) in enumerate(checks):

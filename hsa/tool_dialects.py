@@ -13,10 +13,13 @@ to record.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+from hashlib import blake2b as _blake2b
 from typing import Any
 
+import orjson as _orjson
+
 from hsa import _json
+from hsa import cache as _cache
 from hsa.record_model import RecordError, Tool
 
 __all__ = ["normalize_schema", "normalize_tool", "read_tool", "denormalize_tool", "read_tool_list"]
@@ -246,29 +249,42 @@ _SCHEMA_KEY = {"openai": "parameters", "plain": "parameters", "gemini": "paramet
                "anthropic": "input_schema", "mcp": "inputSchema"}
 #: Other keys that datasets give a tool's parameter schema under (when the dialect's own key is absent).
 _SCHEMA_ALIASES = ("input_parameters", "params")
-_TOOL_CACHE: OrderedDict[tuple[str, int], tuple[Tool, tuple[str, ...]]] = OrderedDict()
-_TOOL_CACHE_SIZE = 4096
+#: The tools read so far, by a digest of (the raw tool, its position): a dataset's tools repeat from record to
+#: record, and so do a pool slot's variant tools when rows are read back. Bounded by bytes (``hsa.cache``).
+_TOOLS = _cache.lru("records.tools", 16 << 20)
 
 
-def normalize_tool(raw: Any, i: int, notes: list[str]) -> Tool:
+def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) -> Tool:
     """:func:`read_tool`, cached per (tool, position): a dataset's tools repeat from record to record.
 
-    The key is ``repr(raw)``, which tells apart every pair of JSON values that differ (``1``
-    from ``1.0`` and ``True``, ``nan`` from ``None``, key order); a hit returns a deep copy.
+    The key is a digest of ``repr(raw)``, which tells apart every pair of values that differ (``1`` from
+    ``1.0`` and ``True``, ``nan`` from ``None``, key order, a tuple from a list); ``loaded``: ``raw`` is what a
+    JSON parser made (dicts, lists, strings, numbers, booleans, None only), for which its JSON bytes
+    (:func:`hsa.cache.exact_key`) tell apart as much, at C speed. A hit is the read tool afresh: parsed from
+    its JSON bytes where they give it back exactly (checked when it is stored), else a deep copy.
     """
-    key = (repr(raw), i)
-    hit = _TOOL_CACHE.get(key)
+    exact = _cache.exact_key(raw) if loaded else repr(raw)
+    key = (_blake2b(exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass"),
+                    digest_size=16).digest(), i)
+    hit = _TOOLS.get(key)
     if hit is None:
         added: list[str] = []
         tool = read_tool(raw, i, added)
-        hit = (_json.copy(tool), tuple(added))
-        _TOOL_CACHE[key] = hit
-        if len(_TOOL_CACHE) > _TOOL_CACHE_SIZE:
-            _TOOL_CACHE.popitem(last=False)
-    else:
-        _TOOL_CACHE.move_to_end(key)
-    notes.extend(hit[1])
-    return _json.copy(hit[0])  # type: ignore[return-value]
+        data = _frozen(tool)
+        hit = _TOOLS.put(key, (data if data is not None else _json.copy(tool), tuple(added)),
+                         (len(data) if data is not None else 3 * len(repr(tool))) + sum(len(n) + 50 for n in added) + 150)
+    notes.extend(hit[1])  # the tool afresh, sharing nothing with ``raw`` or the cache (as on a hit)
+    return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])  # type: ignore[return-value]
+
+
+def _frozen(tool: Tool) -> bytes | None:
+    """The JSON bytes of ``tool`` when parsing them gives ``tool`` back exactly (the same types at every level:
+    no NaN or infinity, which JSON writes as null, no tuple, no int beyond 64 bits), else None."""
+    try:
+        data = _orjson.dumps(tool)
+    except TypeError:
+        return None
+    return data if _json.strict_equal(_orjson.loads(data), tool) else None
 
 
 def _is_param_spec(value: Any) -> bool:

@@ -33,6 +33,7 @@ def _schemas(inner):
         st.tuples(st.just("additionalProperties"), st.one_of(st.booleans(), inner)),
         st.tuples(st.just("items"), st.one_of(st.booleans(), inner)),
         st.tuples(st.sampled_from(["description", "default", "format", "nullable", "x-note"]), SCALARS),
+        st.tuples(st.just("uniqueItems"), st.one_of(st.booleans(), st.just(1))),
         st.tuples(st.sampled_from(["anyOf", "uniqueItems", "$ref", "multipleOf", "patternProperties"]),
                   st.sampled_from([[{"type": "string"}], True, "#/$defs/x", 2, {"^a": {}}])),
     )
@@ -71,6 +72,15 @@ def test_quick_verdicts_agree_with_jsonschema(schema, instance):
     ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}, 1.0, None),
     ({"type": "number", "exclusiveMaximum": True}, 1, None),  # a draft-4 boolean: jsonschema compares with 1
     ({"type": "string", "pattern": "("}, "x", None),
+    ({"type": "array", "uniqueItems": True}, ["a", "b"], True),
+    ({"type": "array", "uniqueItems": True}, ["a", "b", "a"], False),
+    ({"type": "array", "uniqueItems": True}, [1, 2.5, 1.0], False),  # 1 == 1.0 for jsonschema
+    ({"type": "array", "uniqueItems": True}, [1, True], None),  # bools: not decided here
+    ({"type": "array", "uniqueItems": True}, [1, math.nan, 1], None),  # NaN: jsonschema's sort sees no pair
+    ({"type": "array", "uniqueItems": True}, [{"a": 1}, {"a": 1}], None),
+    ({"type": "array", "uniqueItems": False}, ["a", "a"], True),
+    ({"type": "array", "uniqueItems": 1}, ["a"], None),
+    ({"uniqueItems": True}, "aa", True),  # not an array: no constraint
 ])
 def test_quick_cases(schema, instance, expected):
     """Hand-picked corners: integer floats, bools, enum equality, reach, drafts and bad keywords."""

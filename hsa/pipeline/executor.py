@@ -46,8 +46,8 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
     gc.set_threshold(*GC_THRESHOLDS)
     _WORKER["recipe"] = recipe_from_dict(recipe_config)
     _WORKER["options"] = options
-    if "exec_hooks" in options:
-        from hsa.sandbox import set_execution
+    if "exec_hooks" in options and (not options["exec_hooks"] or "hsa.sandbox" in sys.modules):
+        from hsa.sandbox import set_execution  # on by default: a run without hooks need not import the sandbox
 
         set_execution(options["exec_hooks"])
 

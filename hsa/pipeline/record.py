@@ -19,7 +19,7 @@ from hsa import _json
 from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
-from hsa.transform import SlotRng, Transform, run
+from hsa.transform import Sequence, SlotRng, Transform, run
 from hsa.invariants import check_record, check_variant
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "Stats", "Result",
@@ -42,10 +42,15 @@ def slot_for(seed: int, record_id: str, variant: int, pool: int) -> int:
     only. A record's variants take the slots of one permutation of the pool drawn from (seed, record id), so its
     first ``pool`` variants are distinct harness variants (drawn independently, 4 variants of a pool of 8 would
     repeat a slot in 59% of the records) and later ones cycle through them again."""
+    return _slot_order(seed, record_id, pool)[(variant - 1) % pool]
+
+
+def _slot_order(seed: int, record_id: str, pool: int) -> list[int]:
+    """The permutation of the pool that the variants of record ``record_id`` walk (:func:`slot_for`)."""
     digest = hashlib.sha256(f"hsa-slot\x00{seed}\x00{record_id}".encode()).digest()
     order = list(range(pool))
     random.Random(int.from_bytes(digest[:16], "big")).shuffle(order)
-    return order[(variant - 1) % pool]
+    return order
 
 
 def harness_digest(record: Record) -> str:
@@ -218,7 +223,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     stats = Stats(input_records=1)
     try:
         raw = parse_line(item)
-        source = normalize(raw, harness=harness)
+        source = normalize(raw, harness=harness, loaded=isinstance(item.data, (bytes, bytearray)))
         if call_arguments != "keep":
             source["_fmt"]["args"] = call_arguments
     except RecordError as exc:
@@ -249,19 +254,29 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     marks = [f"{NOT_REPLAYED_NOTE}{n!r}: {w}" for n, w in stuck.items()] if stuck else []
     rows: list[dict] = []
     rejects: list[dict] = []
+    unchanged = None
     if keep_original:
-        rows.append(_marked(source_row(source, 0, []), marks))
+        first = source_row(source, 0, [])
+        if not source["transforms"]:  # written like an unchanged variant's row but for its id and variant
+            unchanged = first
+        rows.append(_marked(dict(first), marks))
         if harness_pool:
             rows[-1]["slot"] = None
-    digest = harness_digest(source) if harness_pool else None
-    unchanged = None
+    noop = _draws_nothing(recipe)
+    digest = harness_digest(source) if harness_pool and not noop else None
+    order = _slot_order(seed, source["id"], harness_pool) if harness_pool else None
     for k in range(1, variants + 1):
-        rng = rng_for(seed, source["id"], k)
         if harness_pool:
-            slot = slot_for(seed, source["id"], k, harness_pool)
-            rng = slot_rng(seed, digest, slot, rng)
+            slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
+        if noop:  # what run gives for a tree of sequences without a leaf, with no rng made
+            variant, applied, skipped = source, [], []
+        else:
+            rng = rng_for(seed, source["id"], k)
+            if harness_pool:
+                rng = slot_rng(seed, digest, slot, rng)
         try:
-            variant, applied, skipped = run(recipe, source, rng)
+            if not noop:
+                variant, applied, skipped = run(recipe, source, rng)
         except Exception as exc:  # a transform bug must not take the run down: count it
             reason = f"transform error: {type(exc).__name__}"
             stats.variants_failed += 1
@@ -308,6 +323,12 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
     return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+
+
+def _draws_nothing(recipe: Transform) -> bool:
+    """True for a tree of :class:`hsa.transform.Sequence` combinators without a leaf (the ``identity`` recipe):
+    :func:`hsa.transform.run` gives the record itself for any rng, so none is made."""
+    return type(recipe) is Sequence and all(_draws_nothing(c) for c in recipe.children())
 
 
 def _marked(row: dict, notes: list[str]) -> dict:

@@ -1,0 +1,90 @@
+"""Where one record's time goes: ``augment_record`` + row encoding in one process, under cProfile.
+
+    PYTHONPATH=. python benchmarks/profile_record.py INPUT.jsonl [--records 200] [--recipe default] \
+        [--variants 4] [--pool 8] [--top 40] [--sort tottime] [--grep PATTERN]
+
+INPUT is a benchmark input (``bench_augment.py --work DIR`` leaves them there: ``in-300-tool-h8.jsonl`` and the
+like). Prints the total function calls (a count the machine's load cannot move), the seconds under the
+profiler and the top functions. ``--grep`` keeps the rows whose function matches (e.g. ``normalize``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import os
+import pstats
+import time
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input")
+    p.add_argument("--records", type=int, default=200)
+    p.add_argument("--recipe", default="default")
+    p.add_argument("--variants", type=int, default=4)
+    p.add_argument("--pool", type=int, default=8)
+    p.add_argument("--top", type=int, default=40)
+    p.add_argument("--sort", default="tottime")
+    p.add_argument("--grep", default=None)
+    p.add_argument("--no-exec-hooks", action="store_true")
+    args = p.parse_args()
+
+    from hsa.io import InputLine, encode_row
+    from hsa.pipeline import augment_record
+    from hsa.pipeline.executor import GC_THRESHOLDS
+    from hsa.recipes import load_recipe
+    from hsa.transform import import_modules, modules_of
+
+    recipe = load_recipe(args.recipe)
+    import_modules(modules_of(recipe))
+    with open(args.input, "rb") as fh:
+        items = [InputLine(args.input, i + 1, line, i) for i, line in zip(range(args.records), fh)]
+    gc.set_threshold(*GC_THRESHOLDS)
+
+    def run() -> int:
+        rows = 0
+        for it in items:
+            res = augment_record(it, recipe, seed=0, variants=args.variants, keep_original=True,
+                                 exec_hooks=not args.no_exec_hooks, harness_pool=args.pool)
+            memo: dict = {}
+            rows += len([encode_row(r, memo) for r in res.rows])
+        return rows
+
+    prof = cProfile.Profile()
+    dump = os.environ.get("HSA_PROFILE_OUT")
+    t, c = time.perf_counter(), time.process_time()
+    prof.enable()
+    rows = run()
+    prof.disable()
+    t, c = time.perf_counter() - t, time.process_time() - c
+    if dump:
+        prof.dump_stats(dump)
+    st = pstats.Stats(prof)
+    print(f"{len(items)} records, {rows} rows: {st.total_calls:,} function calls, {t:.2f} s wall, {c:.2f} s CPU "
+          "(this process; under the profiler)")
+    import resource
+
+    from hsa import cache, sandbox
+
+    box, worker = sandbox._STATE.get("box"), 0.0
+    if box is not None and box.proc is not None:  # the running sandbox worker's CPU (Linux /proc)
+        try:
+            fields = open(f"/proc/{box.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+            worker = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"hook replay: {sandbox.stats()}; sandbox worker CPU {worker:.2f} s, ended children "
+          f"{child.ru_utime + child.ru_stime:.2f} s")
+    print("caches:", {k: (v["hits"], v["misses"]) for k, v in cache.stats().items()})
+    st.sort_stats(args.sort)
+    if args.grep:
+        st.print_stats(args.grep, args.top)
+    else:
+        st.print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()

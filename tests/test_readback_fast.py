@@ -1,0 +1,216 @@
+"""The fast paths of reading a variant back as its row reads (issue 18) give what the plain code gives."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from hsa import _json, cache
+from hsa.records import RecordError, denormalize, normalize, read_row
+from hsa.tool_dialects import normalize_tool, read_tool
+
+
+def _exact(a, b) -> bool:
+    """Equal with the same types at every level and the same key order (NaN equal to NaN)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_exact(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _tool(params, name="get_price"):
+    return {"type": "function", "function": {"name": name, "description": "d", "parameters": params}}
+
+
+ODD_TOOLS = [  # values a repr tells apart and JSON bytes do not, or cannot write
+    _tool({"type": "object", "properties": {"n": {"type": "int", "default": 1}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "int", "default": 1.0}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "int", "default": True}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "number", "default": float("nan")}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "number", "default": None}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "number", "default": float("inf")}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "integer", "maximum": 2 ** 70}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "string", "enum": ("a", "b")}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "string", "enum": ["a", "b"]}}}),
+    _tool({"type": "object", "properties": {"n": {"type": "string", "default": "\ud800"}}}),
+    _tool({"properties": {"b": {"type": "str, optional"}, "a": {"type": "List[int]"}}}),
+    _tool({"properties": {"a": {"type": "List[int]"}, "b": {"type": "str, optional"}}}),
+    {"name": "no_schema", "description": "x"},
+    {"name": "bare", "parameters": {"city": {"type": "str"}, "days": {"type": "int, optional", "default": 3}}},
+]
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_a_cached_tool_is_the_read_tool_afresh(loaded):
+    """normalize_tool, on a miss and on every hit (keyed by repr or by JSON bytes), gives read_tool's tool and
+    notes with the same types (1 / 1.0 / True, NaN / None, tuple / list, big ints, key order), and each call's
+    own objects: changing one leaves the next hit alone."""
+    cache.caches().get("records.tools") and cache.caches()["records.tools"].clear()
+    for rounds in range(3):
+        for i, raw in enumerate(ODD_TOOLS):
+            want_notes: list[str] = []
+            want = read_tool(_json.copy(raw) if not loaded else raw, i, want_notes)
+            notes: list[str] = ["before"]
+            got = normalize_tool(raw, i, notes, loaded=loaded and _plain_json(raw))
+            assert _exact(got, want), (i, got, want)
+            assert notes == ["before", *want_notes]
+            got["parameters"]["mutated"] = True
+            got["name"] = "changed"
+    assert cache.caches()["records.tools"].hits >= 2 * len(ODD_TOOLS)
+
+
+def _plain_json(raw) -> bool:
+    """True when ``raw`` is what a JSON parser can make (``loaded`` promises that)."""
+    try:
+        return _exact(json.loads(json.dumps(raw)), raw)
+    except (ValueError, TypeError):
+        return False
+
+
+def test_tools_at_two_positions_keep_their_own_notes():
+    """The position is part of the key: the notes name it."""
+    raw = _tool({"properties": {"a": {"type": "int"}}})
+    first, second = [], []
+    normalize_tool(raw, 0, first, loaded=True)
+    normalize_tool(raw, 3, second, loaded=True)
+    assert first and all("tools[0]" in n or "tools[0]" not in n for n in first)
+    assert [n.replace("tools[3]", "tools[0]") for n in second] == first
+
+
+def test_the_tool_cache_is_bounded_by_bytes_and_off_with_hsa_cache_0(monkeypatch):
+    c = cache.lru("records.tools", 16 << 20)
+    for k in range(6000):
+        normalize_tool(_tool({"type": "object", "properties": {f"p{k}": {"type": "string", "description": "x" * 4000}}},
+                             name=f"t{k}"), 0, [], loaded=True)
+    assert 0 < c.bytes <= c.max_bytes and c.evictions > 0
+    monkeypatch.setenv("HSA_CACHE", "0")
+    cache.clear()
+    raw = ODD_TOOLS[0]
+    assert _exact(normalize_tool(raw, 0, []), read_tool(raw, 0, []))
+    assert len(cache.caches()["records.tools"]) == 0
+    monkeypatch.delenv("HSA_CACHE")
+    cache.clear()
+
+
+def _records():
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    out = []
+    for raw in generate(8, seed=11, harnesses=2):
+        src = normalize(raw)
+        out.append(src)
+        for k in range(3):
+            out.append(run(recipe, src, random.Random(k))[0])
+    return out
+
+
+def test_read_row_is_normalize_of_the_parsed_text():
+    """read_row (tools looked up by JSON bytes) gives normalize(loads(text)) exactly, on sources and variants of
+    records that share harnesses, cold and warm, and on hand-made rows in other dialects."""
+    rows = [_json.dumps(denormalize(r)) for r in _records()]
+    rows += [json.dumps({"id": "odd", "messages": [{"role": "user", "content": "x"}],
+                         "tools": [{"name": "f", "input_schema": {"properties": {"a": {"type": "float"}}}}],
+                         "skill_tool": "Skill"}),
+             json.dumps({"id": "str", "messages": [{"role": "user", "content": "x"}],
+                         "tools": json.dumps([_tool({"type": "object", "properties": {"v": {"default": None}}})])}),
+             '{"id": "big", "messages": [{"role": "user", "content": "x"}], "tools": [{"name": "f", "parameters": '
+             '{"type": "object", "properties": {"n": {"maximum": 123456789012345678901234567890}}}}]}']
+    cache.caches().get("records.tools") and cache.caches()["records.tools"].clear()
+    for rounds in range(2):
+        for text in rows:
+            assert _exact(read_row(text), normalize(_json.loads(text)))
+
+
+def test_read_row_rejects_what_normalize_rejects():
+    for text in ('[1, 2]', '{"id": "x", "messages": [{"role": "user"}], "tools": [{"parameters": {}}]}'):
+        with pytest.raises(RecordError) as got:
+            read_row(text)
+        with pytest.raises(RecordError) as want:
+            normalize(_json.loads(text))
+        assert (got.value.reason, got.value.detail) == (want.value.reason, want.value.detail)
+
+
+def _results(lines, recipe, keep_original=True, **kw):
+    from hsa.io import InputLine
+    from hsa.pipeline import augment_record
+
+    out = []
+    for i, line in enumerate(lines):
+        res = augment_record(InputLine("in.jsonl", i + 1, line.encode()), recipe, seed=3, variants=3,
+                             keep_original=keep_original, **kw)
+        out.append((res.rows, res.rejects, res.stats.to_json()))
+    return out
+
+
+@pytest.mark.parametrize("pool", [0, 8])
+def test_a_recipe_without_a_leaf_gives_what_run_gives(monkeypatch, fixture_lines, pool):
+    """The identity recipe's shortcut (no rng made, run not called) writes the rows and stats that running it
+    writes, with and without a pool (the slot column); a tree with a leaf is not taken for one."""
+    import hsa.pipeline.record as P
+    from hsa.recipes import load_recipe, recipe_from_dict
+
+    identity = load_recipe("identity")
+    nested = recipe_from_dict({"transform": "meta.sequence", "transforms": [
+        {"transform": "meta.sequence", "transforms": []}]})
+    assert P._draws_nothing(identity) and P._draws_nothing(nested)
+    assert not P._draws_nothing(load_recipe("default"))
+    assert not P._draws_nothing(recipe_from_dict({"transform": "meta.sequence",
+                                                  "transforms": [{"transform": "tool.reorder"}]}))
+    assert not P._draws_nothing(recipe_from_dict({"transform": "meta.sometimes", "p": 0.5,
+                                                  "child": {"transform": "meta.sequence", "transforms": []}}))
+    lines = fixture_lines[:6]
+    fast = _results(lines, identity, harness_pool=pool)
+    alone = _results(lines, identity, keep_original=False, harness_pool=pool)  # variant rows not made from row 0
+    assert [rows[1:] for rows, _, _ in fast] == [rows for rows, _, _ in alone]
+    monkeypatch.setattr(P, "_draws_nothing", lambda recipe: False)
+    assert _results(lines, identity, harness_pool=pool) == fast
+    assert all(rows and not rejects for rows, rejects, _ in fast)
+    assert [[r.get("slot") for r in rows[1:]] for rows, _, _ in fast] == [
+        [P.slot_for(3, rows[0]["source_id"], k, pool) if pool else None for k in (1, 2, 3)] for rows, _, _ in fast]
+
+
+def test_sources_read_by_json_bytes_are_the_sources_read_by_repr(fixture_lines):
+    """augment_record reads a line's tools keyed by their JSON bytes (``loaded``): the same source record as the
+    repr-keyed read, cold and warm."""
+    from hsa.io import InputLine, parse_line
+
+    cache.caches().get("records.tools") and cache.caches()["records.tools"].clear()
+    for rounds in range(2):
+        for i, line in enumerate(fixture_lines[:10]):
+            raw = parse_line(InputLine("in.jsonl", i + 1, line.encode()))
+            assert _exact(normalize(raw, loaded=True), normalize(_json.loads(line)))
+
+
+def test_a_worker_without_hooks_to_run_does_not_import_the_sandbox():
+    """init_worker leaves hsa.sandbox unimported when execution stays on (its default), and still turns execution
+    off, and on again, where asked."""
+    import subprocess
+    import sys
+
+    from hsa import sandbox
+    from hsa.pipeline.executor import init_worker
+    from hsa.recipes import load_recipe, recipe_to_dict
+
+    config = recipe_to_dict(load_recipe("identity"))
+    code = ("import sys; from hsa.pipeline.executor import init_worker; "
+            f"init_worker({config!r}, {{'exec_hooks': True}}); print('hsa.sandbox' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    try:
+        init_worker(config, {"exec_hooks": False})
+        assert not sandbox.execution_enabled()
+        init_worker(config, {"exec_hooks": True})
+        assert sandbox.execution_enabled()
+    finally:
+        sandbox.set_execution(True)
