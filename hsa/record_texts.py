@@ -175,6 +175,14 @@ def text_fields(record: Record) -> list[str]:
 
 def texts_of(record: Record, *, schemas: bool) -> list[str]:
     """:func:`text_fields`; without the texts of parameter schemas when ``schemas`` is false."""
+    return _texts(record, schemas=schemas, rewritten=False, hooks=True)
+
+
+def _texts(record: Record, *, schemas: bool, rewritten: bool, hooks: bool) -> list[str]:
+    """The free texts of ``record`` in :func:`map_texts`' order: message contents and text parts, tool
+    descriptions and (``schemas``) the texts of their parameter schemas (``rewritten``: the walk of
+    :func:`map_schema_descriptions`, else that of :func:`text_fields`), skill descriptions and content, prompt
+    section titles and bodies, and (``hooks``) hook sources."""
     out: list[str] = []
     for m in record["messages"]:
         c = m.get("content")
@@ -187,15 +195,13 @@ def texts_of(record: Record, *, schemas: bool) -> list[str]:
         if isinstance(t.get("description"), str):
             out.append(t["description"])
         if schemas:
-            out.extend(_schema_texts_by_json(t["parameters"], rewritten=False))
+            out.extend(_schema_texts_by_json(t["parameters"], rewritten=rewritten))
     for s in record.get("skills") or ():
         out.extend(s[k] for k in ("description", "content") if isinstance(s.get(k), str))
-    prompt = record.get("prompt")
-    if prompt:
-        for sec in prompt.get("sections", ()):
-            out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
-    for h in record.get("hooks") or ():
-        out.append(h.get("source", ""))
+    for sec in (record.get("prompt") or {}).get("sections", ()):
+        out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
+    if hooks:
+        out.extend(h.get("source", "") for h in record.get("hooks") or ())
     return out
 
 
@@ -334,25 +340,7 @@ def rewritten_texts(record: Record, *, schemas: bool = True) -> tuple[str, ...]:
     contents and text parts, tool descriptions and (``schemas``) the descriptions and titles of parameter schemas
     (the walk of :func:`map_schema_descriptions`, kept per schema JSON), skill descriptions and content, prompt
     section titles and bodies."""
-    out: list[str] = []
-    for m in record["messages"]:
-        c = m.get("content")
-        if isinstance(c, str):
-            out.append(c)
-        elif isinstance(c, list):
-            out.extend(p["text"] if isinstance(p, dict) else p for p in c
-                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
-    for t in record["tools"]:
-        if isinstance(t.get("description"), str):
-            out.append(t["description"])
-        if schemas:
-            out.extend(_schema_texts_by_json(t["parameters"], rewritten=True))
-    for sk in record.get("skills") or ():
-        out.extend(sk[k] for k in ("description", "content") if isinstance(sk.get(k), str))
-    prompt = record.get("prompt")
-    for sec in (prompt or {}).get("sections", ()):
-        out.extend(sec[k] for k in ("title", "body") if isinstance(sec.get(k), str))
-    return tuple(out)
+    return tuple(_texts(record, schemas=schemas, rewritten=True, hooks=False))
 
 
 def _rewritten_schema_texts(schema: Any, out: list[str]) -> None:
