@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import random
 
 import pytest
@@ -11,19 +10,12 @@ import pytest
 from hsa import _json, cache
 from hsa.records import RecordError, denormalize, normalize, read_row
 from hsa.tool_dialects import normalize_tool, read_tool
+from tests.exact_support import exact
 
 
 def _exact(a, b) -> bool:
     """Equal with the same types at every level and the same key order (NaN equal to NaN)."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_exact(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b))
-    return a == b
+    return exact(a, b, nan_equal=True)
 
 
 def _tool(params, name="get_price"):

@@ -11,17 +11,12 @@ from hypothesis import strategies as st
 from hsa import _patch, cache
 from hsa.records import clone, normalize
 from hsa.renames import apply_step, canonicalize, undo
+from tests.exact_support import exact
 
 
 def _slow_same(a, b) -> bool:
     """The exact walk, without the fast path: what :func:`hsa._patch.same` promises."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_slow_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_slow_same(x, y) for x, y in zip(a, b))
-    return a == b
+    return exact(a, b)
 
 
 NAN = float("nan")
@@ -68,15 +63,7 @@ def test_diff_then_patch_gives_the_target_and_same_matches_the_walk(a, b):
 
 def _same_or_nan(a, b) -> bool:
     """The exact walk, but NaN equal to NaN (never the same to the walk, so always patched)."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same_or_nan(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same_or_nan(x, y) for x, y in zip(a, b))
-    return a == b
+    return exact(a, b, nan_equal=True)
 
 
 def _variant():
