@@ -209,11 +209,8 @@ def test_value_nodes_tell_apart_schemas_that_compare_equal():
     assert len(texts) == 5
 
 
-def test_values_sample_equals_with_caches_on_and_off(monkeypatch):
-    """tool.values draws the same params from the same rng with and without its caches."""
-    from transforms.tool import Values
-
-    t = Values(p=1.0, modes=("enum", "default"))
+def _samples_caches_on_and_off(t, monkeypatch) -> dict[str, list[str]]:
+    """``t``'s params (repr) drawn twice per default-recipe variant, with the caches on ("1") and off ("0")."""
     recs = _variants(1)
     got = {}
     for mode in ("1", "0"):
@@ -221,6 +218,15 @@ def test_values_sample_equals_with_caches_on_and_off(monkeypatch):
         cache.clear()
         got[mode] = [repr(t.sample(r, random.Random(i))) for i, r in enumerate(recs) for _ in range(2)]
     cache.clear()
+    return got
+
+
+def test_values_sample_equals_with_caches_on_and_off(monkeypatch):
+    """tool.values draws the same params from the same rng with and without its caches."""
+    from transforms.tool import Values
+
+    t = Values(p=1.0, modes=("enum", "default"))
+    got = _samples_caches_on_and_off(t, monkeypatch)
     assert got["1"] == got["0"]
     assert sum(s.startswith("{'steps'") for s in got["1"]) > 5
 
@@ -404,11 +410,5 @@ def test_param_rename_sample_equals_with_caches_on_and_off(monkeypatch):
     from transforms.tool import ParamRename
 
     t = ParamRename(p=0.7, styles=("snake", "camel", "mask", "verb"))
-    recs = _variants(1)
-    got = {}
-    for mode in ("1", "0"):
-        monkeypatch.setenv("HSA_CACHE", mode)
-        cache.clear()
-        got[mode] = [repr(t.sample(r, random.Random(i))) for i, r in enumerate(recs) for _ in range(2)]
-    cache.clear()
+    got = _samples_caches_on_and_off(t, monkeypatch)
     assert got["1"] == got["0"] and sum("renames" in g for g in got["1"]) > 10
