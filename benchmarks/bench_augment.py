@@ -20,6 +20,9 @@ Measures, in one run on this machine (every number is the median of ``--repeats`
   and the ratio of each to its own input's floor, measured in the same run, in wall seconds and in CPU seconds
   (user + system of the child and every process it waited for: the sandbox, the workers), which move much
   less than wall seconds on a machine shared with other work; the load average is saved with each row;
+- with ``--scale-records N``, every row and floor again at N records, and from the two sizes the start-up and
+  per-record CPU of each: a ratio at a few hundred records is mostly interpreter start and imports on both
+  sides, the per-record ratio is what the ratio tends to on a long input;
 - 1 vs 2 workers with the default recipe on the full-harness shared input;
 - peak memory (max RSS of the largest process) at each of --memory-sizes records.
 
@@ -160,6 +163,22 @@ def median_of(n: int, fn, cpu: list | None = None) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
+def _scale_row(a, big: Path, cpu_small: float, floor_small: float, augment_args, recipe: str,
+               name: str, work: Path) -> dict:
+    """A row timed again at ``--scale-records`` (one run each, CPU seconds): with the ``--records`` run, the
+    start-up and per-record CPU of ``hsa augment`` and of its floor, and their per-record ratio."""
+    n0, n1 = a.records, a.scale_records
+    floor_big = (io_floor(big, work / f"floor-scale-{name}", a.variants), LAST_CPU[0])[1]
+    run_cli(augment_args(big, recipe, f"out-scale-{name}"))
+    cpu_big = LAST_CPU[0]
+    per, fper = (cpu_big - cpu_small) / (n1 - n0), (floor_big - floor_small) / (n1 - n0)
+    return {"records": n1, "cpu_seconds": round(cpu_big, 3), "floor_cpu_seconds": round(floor_big, 3),
+            "ms_per_record": round(1000 * per, 4), "floor_ms_per_record": round(1000 * fper, 4),
+            "x_floor_per_record": round(per / fper, 2) if fper > 0 else None,
+            "start_s": round(cpu_small - n0 * per, 3), "floor_start_s": round(floor_small - n0 * fper, 3),
+            "load_average": round(_load(), 2)}
+
+
 def _load() -> float:
     try:
         return os.getloadavg()[0]
@@ -183,6 +202,10 @@ def main() -> None:
         return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=1000, help="records for the throughput runs")
+    p.add_argument("--scale-records", type=int, default=0,
+                   help="also time every row and floor at this many records (once each) and report, from the two "
+                        "sizes, the start-up and per-record CPU of each and the per-record ratio: what the ratio "
+                        "tends to on a long input, where start-up no longer counts (0: skip)")
     p.add_argument("--variants", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3, help="runs of each measurement; the median is reported")
     p.add_argument("--harnesses", type=int, default=8, help="shared harnesses of the shared inputs")
@@ -251,6 +274,13 @@ def main() -> None:
         print(f"{name:22s} {dt:7.2f}s  {rows / dt:7.0f} variants/s  {dt / floors[kind]:5.2f}x floor  "
               f"cpu {c:6.2f}s {c / floor_cpu[kind]:5.2f}x  runs {[round(t, 2) for t in times]}  "
               f"load {_load():.1f}", flush=True)
+        if a.scale_records and a.scale_records != a.records:
+            results["rows"][name]["scale"] = scale = _scale_row(a, input_of(kind, a.scale_records), c,
+                                                               floor_cpu[kind], augment_args, recipe, name, work)
+            print(f"{'':22s} at {a.scale_records} records: cpu {scale['cpu_seconds']:.2f}s (floor "
+                  f"{scale['floor_cpu_seconds']:.2f}s); per record {scale['ms_per_record']:.3f} ms (floor "
+                  f"{scale['floor_ms_per_record']:.3f} ms): {scale['x_floor_per_record']:.1f}x; start-up "
+                  f"{scale['start_s']:.2f}s (floor {scale['floor_start_s']:.2f}s)", flush=True)
     if a.workers_row:
         kind, recipe = ROWS[a.workers_row]
         inp = input_of(kind, a.records)

@@ -1,0 +1,117 @@
+"""Where a record's time goes, without a profiler: the phases of ``augment_record`` timed in one process.
+
+    PYTHONPATH=. python benchmarks/phases.py INPUT.jsonl [--records 300] [--recipe default] [--variants 4] \
+        [--pool 8] [--repeats 3] [--no-exec-hooks]
+
+INPUT is a benchmark input (``bench_augment.py --work DIR`` leaves them there). cProfile inflates many small
+Python calls, so its shares mislead; this wraps the phases of :func:`hsa.pipeline.augment_record` in
+``time.process_time`` counters instead (a few thousand wrapped calls, so the overhead is small) and prints CPU
+milliseconds per record and per variant for each phase:
+
+- ``read``: parse the line and normalise it (:func:`hsa.records.normalize`), ``check source``: invariants on the
+  source (:func:`hsa.invariants.check_record`, and the hook check of the source);
+- ``transforms``: sampling and applying the recipe (:func:`hsa.transform.run` less its restore step);
+- ``restore``: the ``restore`` step (:func:`hsa.transform.restorable`: the variant read back as its row reads,
+  its steps undone, the patch to the source);
+- ``check variant``: :func:`hsa.invariants.check_variant` (invariants 1, 2, 6, 7, 8 on each variant);
+- ``rows``: :func:`hsa.pipeline.record.source_row`; ``encode``: :func:`hsa.io.encode_row`;
+
+and, on the same records in the same process, the work of the I/O floor of ``bench_augment.py`` (parse each line
+and encode ``variants`` rows of it), which is what every ratio of docs/performance.md divides by. Each figure is
+the fastest of ``--repeats`` passes (caches emptied before each pass). It asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from collections import defaultdict
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input")
+    p.add_argument("--records", type=int, default=300)
+    p.add_argument("--recipe", default="default")
+    p.add_argument("--variants", type=int, default=4)
+    p.add_argument("--pool", type=int, default=8)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-exec-hooks", action="store_true")
+    args = p.parse_args()
+
+    from hsa import _json, cache, io, transform
+    from hsa.io import InputLine, encode_row
+    from hsa.pipeline import record as rec
+    from hsa.pipeline.executor import GC_THRESHOLDS
+    from hsa.recipes import load_recipe
+    from hsa.transform import import_modules, modules_of
+
+    recipe = load_recipe(args.recipe)
+    import_modules(modules_of(recipe))
+    with open(args.input, "rb") as fh:
+        items = [InputLine(args.input, i + 1, line, i) for i, line in zip(range(args.records), fh)]
+    gc.set_threshold(*GC_THRESHOLDS)
+
+    spent: dict[str, float] = defaultdict(float)
+
+    def timed(name, fn):
+        def wrapper(*a, **kw):
+            t = time.process_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[name] += time.process_time() - t
+        return wrapper
+
+    rec.parse_line = timed("read", rec.parse_line)
+    rec.normalize = timed("read", rec.normalize)
+    rec.check_record = timed("check source", rec.check_record)
+    rec.run = timed("run", rec.run)
+    transform.restorable = timed("restore", transform.restorable)
+    rec.check_variant = timed("check variant", rec.check_variant)
+    rec.source_row = timed("rows", rec.source_row)
+    encode = timed("encode", encode_row)
+
+    def one_pass() -> tuple[dict, float, float, int]:
+        cache.clear()
+        spent.clear()
+        rows = 0
+        t = time.process_time()
+        for it in items:
+            res = rec.augment_record(it, recipe, seed=0, variants=args.variants, keep_original=True,
+                                     exec_hooks=not args.no_exec_hooks, harness_pool=args.pool)
+            memo: dict = {}
+            rows += len([encode(r, memo) for r in res.rows])
+        total = time.process_time() - t
+        t = time.process_time()
+        for it in items:  # the floor's work: bench_augment._floor_run without the shard writes
+            raw = _json.loads(it.data)
+            for v in range(1, args.variants + 1):
+                io.encode_row({"id": f"{raw['id']}/{v}", "source_id": raw["id"], "variant": v, **raw,
+                               "transforms": [], "mapping": {"version": 1, "steps": []}, "notes": []})
+        floor = time.process_time() - t
+        out = dict(spent)
+        out["transforms"] = out.pop("run", 0.0) - out.get("restore", 0.0)
+        return out, total, floor, rows
+
+    best = None
+    for _ in range(args.repeats):
+        got = one_pass()
+        if best is None or got[1] < best[1]:
+            best = got
+    parts, total, floor, rows = best
+    n, nv = len(items), len(items) * args.variants
+    parts["other"] = total - sum(parts.values())
+    print(f"{n} records, {rows} rows, recipe {args.recipe}, pool {args.pool}: {total:.3f} CPU s "
+          f"({1000 * total / n:.2f} ms a record); the floor's work on the same records {floor:.3f} s "
+          f"({1000 * floor / n:.2f} ms a record, without the shard writes)")
+    print(f"{'phase':<15} {'ms/record':>10} {'ms/variant':>11} {'share':>6} {'x floor':>8}")
+    order = ["read", "check source", "transforms", "restore", "check variant", "rows", "encode", "other"]
+    for k in order + sorted(set(parts) - set(order)):
+        v = parts.get(k, 0.0)
+        print(f"{k:<15} {1000 * v / n:>10.3f} {1000 * v / nv:>11.3f} {v / total:>6.1%} {v / floor:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
