@@ -35,6 +35,17 @@ _TYPE_ALIASES = {
     "null": "null", "none": "null", "nonetype": "null",
 }
 _ANY_TYPES = {"any", "anytype", "mixed", "unknown", "*"}
+#: The JSON-Schema type names: :func:`_normalize_type` gives each back as it is, without a note, and
+#: :func:`_generic_keywords` nothing for it (read-back tools and most sources hold only these).
+_STANDARD_TYPES = {t: t for t in ("string", "integer", "number", "boolean", "object", "array", "null")}
+_OPTIONAL_SUFFIX = re.compile(r"(?i)(.*?)\s*,\s*(optional|required)")
+_OPTIONAL_OF = re.compile(r"(?i)optional\[(.*)\]")
+_GENERIC = re.compile(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]")
+_UNION = re.compile(r"(?i)union\s*\[(.*)\]")
+_SUBSCRIPT = re.compile(r"\[.*\]$")
+_OPTIONAL_SUFFIX_END = re.compile(r"(?i)\s*,\s*(optional|required)$")
+_OPTIONAL_OF_SPACED = re.compile(r"(?i)optional\s*\[(.*)\]")
+_GENERIC_ARGS = re.compile(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]")
 _SUBSCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
 _SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
@@ -42,6 +53,10 @@ _SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties"
 
 def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool | None]:
     """Standard JSON-Schema type for ``value``; second item says optional (True), required (False) or unknown."""
+    if type(value) is str:
+        std = _STANDARD_TYPES.get(value)
+        if std is not None:
+            return std, None
     optional = None
     if isinstance(value, list):
         out = []
@@ -56,17 +71,17 @@ def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool
         notes.append(f"{where}: type {value!r} is not a string; dropped")
         return None, None
     raw = value.strip()
-    m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
+    m = _OPTIONAL_SUFFIX.fullmatch(raw)
     if m:
         raw, optional = m.group(1), m.group(2).lower() == "optional"
-    m = re.fullmatch(r"(?i)optional\[(.*)\]", raw)
+    m = _OPTIONAL_OF.fullmatch(raw)
     if m:
         raw, optional = m.group(1), True
     union = _union_types(raw)
     if union is not None and None not in union:
         notes.append(f"{where}: type {value!r} -> {union!r}")
         return (union[0] if len(union) == 1 else union), optional
-    generic = re.fullmatch(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]", raw)
+    generic = _GENERIC.fullmatch(raw)
     if generic:
         raw = generic.group(1)
     key = raw.lower()
@@ -98,14 +113,14 @@ def _split_args(text: str) -> list[str]:
 
 def _union_types(raw: str) -> list[str | None] | None:
     """The standard types of ``Union[A, B]`` / ``A | B`` (None for an unknown member), or None when not a union."""
-    m = re.fullmatch(r"(?i)union\s*\[(.*)\]", raw)
+    m = _UNION.fullmatch(raw)
     members = _split_args(m.group(1)) if m else ([p.strip() for p in raw.split("|")] if "|" in raw and "[" not in raw
                                                  else None)
     if not members:
         return None
     out: list[str | None] = []
     for mem in members:
-        std = _TYPE_ALIASES.get(re.sub(r"\[.*\]$", "", mem).strip().lower())
+        std = _TYPE_ALIASES.get(_SUBSCRIPT.sub("", mem).strip().lower())
         if std not in out:
             out.append(std)
     return out
@@ -114,13 +129,13 @@ def _union_types(raw: str) -> list[str | None] | None:
 def _generic_keywords(value: Any) -> dict[str, Any]:
     """Element schemas that a generic type string states: ``List[int]`` -> ``items``, ``Dict[str, float]`` ->
     ``additionalProperties``, ``Tuple[float, float]`` -> ``prefixItems``; empty when there is nothing certain."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or (type(value) is str and value in _STANDARD_TYPES):
         return {}
-    raw = re.sub(r"(?i)\s*,\s*(optional|required)$", "", value.strip())
-    m = re.fullmatch(r"(?i)optional\s*\[(.*)\]", raw)
+    raw = _OPTIONAL_SUFFIX_END.sub("", value.strip())
+    m = _OPTIONAL_OF_SPACED.fullmatch(raw)
     if m:
         raw = m.group(1).strip()
-    m = re.fullmatch(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]", raw)
+    m = _GENERIC_ARGS.fullmatch(raw)
     if not m:
         return {}
     kind, args = m.group(1).lower(), _split_args(m.group(2))
@@ -270,20 +285,27 @@ def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) 
     if hit is None:
         added: list[str] = []
         tool = read_tool(raw, i, added)
-        data = _frozen(tool)
+        data = _frozen(tool, loaded)
         hit = _TOOLS.put(key, (data if data is not None else _json.copy(tool), tuple(added)),
                          (len(data) if data is not None else 3 * len(repr(tool))) + sum(len(n) + 50 for n in added) + 150)
     notes.extend(hit[1])  # the tool afresh, sharing nothing with ``raw`` or the cache (as on a hit)
     return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])  # type: ignore[return-value]
 
 
-def _frozen(tool: Tool) -> bytes | None:
+def _frozen(tool: Tool, loaded: bool = False) -> bytes | None:
     """The JSON bytes of ``tool`` when parsing them gives ``tool`` back exactly (the same types at every level:
-    no NaN or infinity, which JSON writes as null, no tuple, no int beyond 64 bits), else None."""
+    no NaN or infinity, which JSON writes as null, no tuple, no int beyond 64 bits), else None.
+
+    ``loaded``: ``tool`` was read from what a JSON parser made, so it holds JSON types only (:func:`read_tool`
+    makes dicts, lists, strings and booleans); the only ones that do not come back are ints beyond 64 bits, which
+    orjson refuses, and NaN and infinities (``json``'s fallback parses them), which it writes as null: text
+    without a null comes back exactly, and is not walked."""
     try:
         data = _orjson.dumps(tool)
     except TypeError:
         return None
+    if loaded and b"null" not in data:
+        return data
     return data if _json.strict_equal(_orjson.loads(data), tool) else None
 
 

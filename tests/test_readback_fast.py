@@ -206,3 +206,21 @@ def test_a_worker_without_hooks_to_run_does_not_import_the_sandbox():
         assert sandbox.execution_enabled()
     finally:
         sandbox.set_execution(True)
+
+
+class _Str(str):
+    """A str that is not exactly ``str``: it takes the plain path of _normalize_type and _generic_keywords."""
+
+
+@pytest.mark.parametrize("name", ["string", "integer", "number", "boolean", "object", "array", "null", "String",
+                                  " string", "string, optional", "int", "List[int]", "Optional[str]", "str | None",
+                                  "Union[int, float]", "any", "tuple", "Dict[str, float]", "date"])
+def test_the_standard_type_shortcut_gives_what_the_plain_path_gives(name):
+    """A JSON-Schema type name is given back as is, without a note or an element schema: the same as the plain
+    path (taken by a str subclass) gives, and every other spelling still takes the plain path."""
+    from hsa.tool_dialects import _STANDARD_TYPES, _generic_keywords, _normalize_type
+
+    fast, plain = [], []
+    assert _normalize_type(name, "w", fast) == _normalize_type(_Str(name), "w", plain)
+    assert fast == plain and (fast == [] or name not in _STANDARD_TYPES)
+    assert _generic_keywords(name) == _generic_keywords(_Str(name))
