@@ -176,9 +176,86 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
     Handles the dialects seen in public function-calling data: Python and Java type
     names (``dict``, ``float``, ``tuple``, ``Integer``, ``any``), ``"string, optional"``,
     ``optional: true`` and draft-3 ``required: true`` on properties. Never raises.
+
+    A schema that is standard already (every tool read back from a row, most sources) is copied by
+    :func:`_standard_copy` without the rewriting walk: the same value, made of new objects in the same places.
     """
-    if notes is None:
-        notes = []
+    fast = _standard_copy(schema)
+    if fast is not None:
+        return fast
+    return _normalize_schema(schema, where, [] if notes is None else notes)
+
+
+def _standard_copy(schema: Any) -> Any:
+    """What :func:`_normalize_schema` gives for ``schema`` when it changes nothing and notes nothing (a copy with
+    new objects where it makes new ones: schema objects, ``type`` and ``required`` lists), else None.
+
+    It mirrors each rewrite of :func:`_normalize_schema` and gives up (None) where one would apply: a type name
+    that is not a JSON-Schema one or a repeated one in a type list, parameter lists, tuple-form items,
+    ``optional`` / boolean ``required`` on properties, a ``required`` that is not a list, properties without a
+    type, and anything not exactly a dict, list or str where the rewrite looks at its type."""
+    if schema is True or schema is False:
+        return schema
+    if type(schema) is not dict:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type":
+            if type(value) is str:
+                if value not in _STANDARD_TYPES:
+                    return None
+                out[key] = value
+            elif type(value) is list:
+                if not all(type(v) is str and v in _STANDARD_TYPES for v in value) or len(set(value)) != len(value):
+                    return None
+                out[key] = list(value)
+            else:
+                return None
+        elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, (dict, list)):
+            if type(value) is not dict:  # a list of parameter objects, or a dict subclass: the rewrite decides
+                return None
+            subs = {}
+            for k, v in value.items():
+                sub = _standard_copy(v)
+                if sub is None:
+                    return None
+                subs[k] = sub
+            out[key] = subs
+        elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
+            if type(value) is not list:
+                return None
+            items = []
+            for v in value:
+                sub = _standard_copy(v)
+                if sub is None:
+                    return None
+                items.append(sub)
+            out[key] = items
+        elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
+            sub = _standard_copy(value)
+            if sub is None:
+                return None
+            out[key] = sub
+        elif key == "items" and isinstance(value, list):
+            return None
+        else:
+            out[key] = value
+    props = out.get("properties")
+    if isinstance(props, dict):
+        if "required" in out:
+            if type(out["required"]) is not list:
+                return None
+            out["required"] = list(out["required"])
+        for sub in props.values():
+            if isinstance(sub, dict) and (isinstance(sub.get("optional"), bool) or isinstance(sub.get("required"), bool)):
+                return None
+        if "type" not in out:
+            return None
+    return out
+
+
+def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
+    """:func:`normalize_schema` by the rewriting walk (sub-schemas by this walk too)."""
     if isinstance(schema, list) and _param_list(schema) is not None:
         notes.append(f"{where}: a list of parameter objects read as an object schema's properties")
         schema = {"type": "object", "properties": _param_list(schema)}
@@ -191,7 +268,7 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
     for key, value in schema.items():
         if key == "properties" and isinstance(value, list) and _param_list(value) is not None:
             notes.append(f"{where}: properties given as a list of parameter objects; read by name")
-            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in _param_list(value).items()}
+            out[key] = {k: _normalize_schema(v, f"{where}.{k}", notes) for k, v in _param_list(value).items()}
         elif key == "type":
             std, _ = _normalize_type(value, where, notes)
             if std is not None:
@@ -201,13 +278,13 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
                         out[k] = sub
                         notes.append(f"{where}: {k} {_json.dumps(sub)} from the type {value!r}")
         elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, dict):
-            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
+            out[key] = {k: _normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
         elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
-            out[key] = [normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
+            out[key] = [_normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
         elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
-            out[key] = normalize_schema(value, f"{where}.{key}", notes)
+            out[key] = _normalize_schema(value, f"{where}.{key}", notes)
         elif key == "items" and isinstance(value, list):  # draft-4 tuple form
-            out["prefixItems"] = [normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
+            out["prefixItems"] = [_normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
             notes.append(f"{where}: tuple-form items -> prefixItems")
         else:
             out[key] = value

@@ -224,3 +224,91 @@ def test_the_standard_type_shortcut_gives_what_the_plain_path_gives(name):
     assert _normalize_type(name, "w", fast) == _normalize_type(_Str(name), "w", plain)
     assert fast == plain and (fast == [] or name not in _STANDARD_TYPES)
     assert _generic_keywords(name) == _generic_keywords(_Str(name))
+
+
+# --------------------------------------------------------------------------- normalize_schema's standard copy
+
+from collections import OrderedDict  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAMES = st.sampled_from(["city", "type", "properties", "required", "items", "optional", "enum", "default", "a b", ""])
+_TYPES = st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null", "str",
+                                    "int", "List[int]", "string, optional", "Optional[str]", "any", "String"]),
+                   st.lists(st.sampled_from(["string", "null", "integer", "int"]), max_size=3), st.none(),
+                   st.integers(0, 2))
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just(2 ** 70), st.floats(allow_nan=True),
+                    st.text(max_size=4), st.tuples(st.text(max_size=2)), st.lists(st.text(max_size=2), max_size=2))
+
+
+def _schemas(depth: int = 3):
+    sub = st.deferred(lambda: _schemas(depth - 1)) if depth else st.just({"type": "string"})
+    node = st.fixed_dictionaries({}, optional={
+        "type": _TYPES, "description": st.text(max_size=5), "enum": _LEAVES, "default": _LEAVES,
+        "properties": st.one_of(st.dictionaries(_NAMES, st.one_of(sub, st.booleans(), st.just("x")), max_size=3),
+                                st.lists(st.fixed_dictionaries({"name": _NAMES, "type": _TYPES}), max_size=2)),
+        "required": st.one_of(st.lists(_NAMES, max_size=3), st.just("city, type"), st.booleans(), st.none()),
+        "optional": st.booleans(), "items": st.one_of(sub, st.lists(sub, max_size=2), st.booleans()),
+        "anyOf": st.lists(st.one_of(sub, st.just(3)), max_size=2), "additionalProperties": st.one_of(sub, st.booleans()),
+        "$defs": st.dictionaries(_NAMES, sub, max_size=2)})
+    return st.one_of(node, node.map(OrderedDict), st.booleans(), st.lists(
+        st.fixed_dictionaries({"name": _NAMES, "type": _TYPES}), max_size=2))
+
+
+def _placement(out, src) -> list:
+    """Where ``out`` shares objects with ``src`` (``is``), walked in step: the copy must make new objects where
+    the rewrite makes them, and share what it shares."""
+    marks = [out is src and isinstance(out, (dict, list))]
+    if isinstance(out, dict) and isinstance(src, dict):
+        for k in out:
+            if k in src:
+                marks += [k] + _placement(out[k], src[k])
+    elif isinstance(out, list) and isinstance(src, list) and len(out) == len(src):
+        for a, b in zip(out, src):
+            marks += _placement(a, b)
+    return marks
+
+
+def _check_standard_copy(schema) -> bool:
+    from hsa.tool_dialects import _normalize_schema, _standard_copy, normalize_schema
+
+    before = repr(schema)
+    got_notes, want_notes = [], []
+    got = normalize_schema(schema, "w", got_notes)
+    want = _normalize_schema(schema, "w", want_notes)
+    assert repr(schema) == before  # neither changes its input
+    assert _exact(got, want) and got_notes == want_notes, (schema, got, want)
+    assert _placement(got, schema) == _placement(want, schema)
+    fast = _standard_copy(schema)
+    assert fast is None or (not want_notes and _exact(fast, schema)), schema  # only what the rewrite keeps as is
+    return fast is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(_schemas())
+def test_the_standard_copy_of_a_schema_is_what_the_rewrite_gives(schema):
+    """normalize_schema's shortcut for standard schemas gives the rewriting walk's schema and notes exactly
+    (types, key order, which objects are new), on schemas with keyword-named parameters, type lists with repeats,
+    string and boolean ``required``, ``optional`` flags, tuple-form items, parameter lists, dict subclasses,
+    tuples, NaN and big ints; and it is taken only where the rewrite changes nothing."""
+    _check_standard_copy(schema)
+
+
+def test_the_standard_copy_is_taken_for_the_tools_of_the_fixtures():
+    """Every schema of the fixtures' tools, read and read back, takes the shortcut (it is what makes reading rows
+    back cheap) and gives the rewrite's result; a schema one rewrite would touch does not."""
+    taken = 0
+    for rec in _records():
+        for t in rec["tools"]:
+            taken += _check_standard_copy(t["parameters"])
+    assert taken > 50
+    for odd in ({"type": "object", "properties": {"a": {"type": "string", "optional": True}}},
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": "a"},
+                {"properties": {"a": {"type": "string"}}}, {"type": ["string", "string"]},
+                {"type": "object", "properties": {"a": {"type": "str"}}}, {"type": "array", "items": [{"type": "null"}]},
+                {"type": "object", "properties": [{"name": "a", "type": "string"}]}):
+        assert not _check_standard_copy(odd)
+    for tool in ODD_TOOLS:
+        raw = tool.get("function", tool)
+        _check_standard_copy(raw.get("parameters", {}))
