@@ -22,7 +22,7 @@ from hsa import _json
 from hsa import cache as _cache
 from hsa.record_model import RecordError, Tool
 
-__all__ = ["normalize_schema", "normalize_tool", "read_tool", "denormalize_tool", "read_tool_list"]
+__all__ = ["normalize_schema", "normalize_tool", "normalize_tools", "read_tool", "denormalize_tool", "read_tool_list"]
 
 
 _TYPE_ALIASES = {
@@ -355,6 +355,13 @@ def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) 
     (:func:`hsa.cache.exact_key`) tell apart as much, at C speed. A hit is the read tool afresh: parsed from
     its JSON bytes where they give it back exactly (checked when it is stored), else a deep copy.
     """
+    entry = _tool_entry(raw, i, loaded)
+    notes.extend(entry[1])  # the tool afresh, sharing nothing with ``raw`` or the cache (as on a hit)
+    return _orjson.loads(entry[0]) if isinstance(entry[0], bytes) else _json.copy(entry[0])  # type: ignore[return-value]
+
+
+def _tool_entry(raw: Any, i: int, loaded: bool) -> tuple:
+    """The cache entry of :func:`normalize_tool`: (the read tool's exact JSON bytes, or a copy of it; its notes)."""
     exact = _cache.exact_key(raw) if loaded else repr(raw)
     key = (_blake2b(exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass"),
                     digest_size=16).digest(), i)
@@ -365,8 +372,35 @@ def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) 
         data = _frozen(tool, loaded)
         hit = _TOOLS.put(key, (data if data is not None else _json.copy(tool), tuple(added)),
                          (len(data) if data is not None else 3 * len(repr(tool))) + sum(len(n) + 50 for n in added) + 150)
-    notes.extend(hit[1])  # the tool afresh, sharing nothing with ``raw`` or the cache (as on a hit)
-    return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])  # type: ignore[return-value]
+    return hit
+
+
+#: Whole tool lists read so far, by their JSON bytes: the rows of a shared harness, and a pool slot's variants
+#: read back, repeat their whole list (one look-up instead of one a tool).
+_TOOL_LISTS = _cache.lru("records.tool_lists", 16 << 20)
+
+
+def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> list[Tool]:
+    """``[normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raws)]``, the whole list looked up at
+    once where ``loaded`` (``raws`` is what a JSON parser made: its JSON bytes, or its repr where they hold a null,
+    tell apart every pair of lists that differ). A hit is the read list afresh, and its notes."""
+    if not loaded:
+        return [normalize_tool(t, i, notes) for i, t in enumerate(raws)]
+    exact = _cache.exact_key(raws)
+    key = exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass")
+    hit = _TOOL_LISTS.get(key)
+    if hit is None:
+        entries = [_tool_entry(t, i, True) for i, t in enumerate(raws)]
+        added = tuple(n for e in entries for n in e[1])
+        if all(isinstance(e[0], bytes) for e in entries):  # the list's JSON bytes: its tools' bytes, joined
+            data: Any = b"[" + b",".join(e[0] for e in entries) + b"]"
+            size = len(data)
+        else:
+            data = [e[0] if not isinstance(e[0], bytes) else _orjson.loads(e[0]) for e in entries]
+            size = 3 * len(repr(data))
+        hit = _TOOL_LISTS.put(key, (data, added), len(key) + size + sum(len(n) + 50 for n in added) + 150)
+    notes.extend(hit[1])
+    return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])
 
 
 def _frozen(tool: Tool, loaded: bool = False) -> bytes | None:

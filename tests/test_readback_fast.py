@@ -312,3 +312,26 @@ def test_the_standard_copy_is_taken_for_the_tools_of_the_fixtures():
     for tool in ODD_TOOLS:
         raw = tool.get("function", tool)
         _check_standard_copy(raw.get("parameters", {}))
+
+
+def test_a_cached_tool_list_is_the_list_read_tool_by_tool():
+    """normalize_tools (the whole list looked up by its JSON bytes, or its repr where they hold a null) gives, on
+    misses and hits, the tools and notes of normalize_tool one by one, with the same types (NaN / None, big ints,
+    key order), each call its own objects; lists that differ only where JSON bytes would not tell are told apart."""
+    from hsa.tool_dialects import normalize_tools
+
+    lists = [[json.loads(json.dumps(t)) for t in ODD_TOOLS if _plain_json(t)]]
+    lists += [lists[0][::-1], lists[0][:3], [lists[0][3]], [lists[0][4]], [lists[0][5]], []]  # NaN, None, inf alone
+    for c in ("records.tools", "records.tool_lists"):
+        cache.caches().get(c) and cache.caches()[c].clear()
+    for rounds in range(3):
+        for raws in lists:
+            want_notes: list[str] = []
+            want = [read_tool(_json.copy(t), i, want_notes) for i, t in enumerate(raws)]
+            notes: list[str] = ["before"]
+            got = normalize_tools(raws, notes, loaded=True)
+            assert _exact(got, want) and notes == ["before", *want_notes]
+            for t in got:
+                t["parameters"]["mutated"] = True
+            got.append("changed")
+    assert cache.caches()["records.tool_lists"].hits >= 2 * len(lists)
