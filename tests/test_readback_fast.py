@@ -335,3 +335,83 @@ def test_a_cached_tool_list_is_the_list_read_tool_by_tool():
                 t["parameters"]["mutated"] = True
             got.append("changed")
     assert cache.caches()["records.tool_lists"].hits >= 2 * len(lists)
+
+
+def _plain_frozen(tool, loaded=False):
+    """tool_dialects._frozen without its shortcut: the strict walk decides whether the bytes give the tool back."""
+    import orjson
+
+    try:
+        data = orjson.dumps(tool)
+    except TypeError:
+        return None
+    return data if _json.strict_equal(orjson.loads(data), tool) else None
+
+
+def _odd_lines() -> list[str]:
+    """Rows whose tools read back oddly: keyword-named parameters, a bare xLAM map, a tool without a schema, NaN
+    and a big int (written by json, read by its fallback), a null default, Anthropic and MCP dialects, a string
+    required list and optional flags, tools given as a JSON string."""
+    def call(name, args):
+        return {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+    user = {"role": "user", "content": "please help with the order"}
+    kw = {"type": "object", "properties": {"type": {"type": "string", "description": "the type"},
+                                           "properties": {"type": "object", "properties": {"items": {
+                                               "type": "integer"}}},
+                                           "required": {"type": "boolean", "default": None},
+                                           "optional": {"type": "string", "enum": ["a", "b"]}},
+          "required": ["type", "required"]}
+    rows = [
+        {"id": "kw", "tools": [_tool(kw, "lookup_order"), _tool({"type": "object", "properties": {
+            "q": {"type": "str, optional"}, "n": {"type": "int", "required": True}}}, "search_items")],
+         "messages": [user, call("lookup_order", {"type": "x", "properties": {"items": 2}, "required": True})]},
+        {"id": "bare", "tools": [{"name": "get_rate", "description": "rates", "parameters": {
+            "base": {"type": "str", "description": "base"}, "days": {"type": "int, optional", "default": 3},
+            "type": {"type": "str"}}}, {"name": "no_schema_tool", "description": "no schema"}],
+         "messages": [user, call("get_rate", {"base": "EUR", "type": "spot"})]},
+        {"id": "dialects", "tools": json.dumps([
+            {"name": "fetch", "description": "f", "input_schema": {"type": "object", "properties": {
+                "url": {"type": "string"}, "items": {"type": "array", "items": [{"type": "string"}]}}}},
+            {"name": "list.files", "inputSchema": {"properties": {"path": {"type": "string", "optional": True}},
+                                                  "required": "path"}}]),
+         "messages": [user, call("fetch", {"url": "http://x"})]},
+    ]
+    lines = [json.dumps(r) for r in rows]
+    rows = [  # NaN, and a big int: json writes them, orjson cannot read them
+        {"id": "nan", "tools": [_tool({"type": "object", "properties": {"x": {"type": "number", "default": float(
+            "nan")}}}, "calc"), _tool({"type": "object", "properties": {"y": {"type": "string", "optional": True},
+                                                                         "z": {"type": "string"}}}, "flags")],
+         "messages": [user, call("calc", {"x": 1.5})]},
+        {"id": "big", "tools": [_tool({"type": "object", "properties": {"n": {"type": "integer", "maximum": 2 ** 70},
+                                                                         "m": {"type": "string"}}}, "count_items")],
+         "messages": [user, call("count_items", {"n": 3})]}]
+    return lines + [json.dumps(r) for r in rows]
+
+
+@pytest.mark.parametrize("pool", [0, 8])
+def test_odd_rows_augment_as_with_every_shortcut_and_cache_off(monkeypatch, pool):
+    """The default recipe on rows with odd tools writes the same rows, rejects and counts as with the read-back
+    shortcuts replaced by their plain code (the rewriting walk, tool-by-tool reads, the strict walk of frozen
+    tools, the skeleton carried through to_variant) and every cache off."""
+    import hsa.invariants as inv
+    import hsa.tool_dialects as td
+    from hsa.recipes import load_recipe
+
+    recipe = load_recipe("default")
+    lines = _odd_lines()
+    fast = _results(lines, recipe, harness_pool=pool)
+    assert sum(len(rows) for rows, _, _ in fast) > len(lines)  # variants were written
+    with monkeypatch.context() as m:
+        m.setattr(td, "_standard_copy", lambda schema: None)
+        m.setattr(td, "normalize_tools", lambda raws, notes, loaded=False: [
+            td.normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raws)])
+        m.setattr("hsa.records.normalize_tools", td.normalize_tools)
+        m.setattr(td, "_frozen", _plain_frozen)
+        m.setattr(inv, "_carried_as_is", lambda mapping, name: False)
+        m.setenv("HSA_CACHE", "0")
+        cache.clear()
+        plain = _results(lines, recipe, harness_pool=pool)
+    cache.clear()
+    assert plain == fast
