@@ -313,6 +313,42 @@ def _reached(value: Any, prefix: tuple, out: set) -> None:
             _reached(v, prefix + ("[]",), out)
 
 
+_SKELETON_PATHS = _cache.lru("invariants.skeleton_paths", 4 << 20)
+
+
+def _skeleton_paths(schema: Any) -> frozenset:
+    """The paths :func:`_reached` finds in ``_skeleton(schema) or {}``, looked up by the schema's JSON text (the
+    skeleton follows from its keys and nesting); read only."""
+    try:
+        key = _json.dumps_bytes(schema)
+    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits): walked
+        key = None
+    hit = _SKELETON_PATHS.get(key) if key is not None else None
+    if hit is None:
+        found: set = set()
+        _reached(_skeleton(schema) or {}, (), found)
+        hit = frozenset(found)
+        if key is not None:
+            _SKELETON_PATHS.put(key, hit, len(key) + 120 * len(hit) + 200)
+    return hit
+
+
+def _carried_as_is(mapping: Mapping, name: str) -> bool:
+    """True when ``mapping.to_variant`` gives a call of tool ``name`` its arguments object as it is: every step
+    renames tools only, puts back or changes no call (``restore``, ``opaque``), or is a ``params``, ``values`` or
+    ``skills`` step of another tool (by the name the call has at that step)."""
+    for step in mapping.steps:
+        op = step["op"]
+        if op == "tools":
+            name = step["map"].get(name, name)
+        elif op in ("params", "values", "skills"):
+            if step["tool"] == name:
+                return False
+        elif op not in ("opaque", "restore"):
+            return False  # an unknown op: to_variant says what is wrong with it
+    return True
+
+
 def _nested(path: tuple) -> Any:
     """Arguments holding one leaf at ``path`` (``"[]"``: a list of one item)."""
     value: Any = None
@@ -357,13 +393,19 @@ def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> lis
     for new, old in mapped.items():
         if new not in var_tools:
             continue
-        src_paths = set(param_paths(src_tools[old]["parameters"]))
-        fwd = mapping.to_variant({"name": old, "arguments": _skeleton(src_tools[old]["parameters"]) or {}})
-        reached: set = set()
-        _reached(fwd["arguments"], (), reached)
+        src_params = src_tools[old]["parameters"]
+        src_paths = None
+        if _carried_as_is(mapping, old):  # no step changes its calls' arguments: they reach the variant as they are
+            reached: set | frozenset = _skeleton_paths(src_params)
+        else:
+            fwd = mapping.to_variant({"name": old, "arguments": _skeleton(src_params) or {}})
+            reached = set()
+            _reached(fwd["arguments"], (), reached)
         for path in param_paths(var_tools[new]["parameters"]):
             if path in reached:  # a source parameter, or one a mapping step fills (and drops on the way back)
                 continue
+            if src_paths is None:
+                src_paths = set(param_paths(src_params))
             back = mapping.to_canonical({"name": new, "arguments": _nested(path)})
             landed: set = set()
             _reached(back["arguments"], (), landed)

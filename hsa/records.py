@@ -22,7 +22,7 @@ from typing import Any
 from hsa import _json
 from hsa.formats import to_messages_layout
 from hsa.formats.common import noted
-from hsa.tool_dialects import denormalize_tool, normalize_schema, normalize_tool, read_tool_list
+from hsa.tool_dialects import denormalize_tool, normalize_schema, normalize_tool, normalize_tools, read_tool_list
 from hsa.record_model import (
     DEFAULT_SKILL_TOOL,
     HSA_KEYS,
@@ -392,7 +392,7 @@ def _normalize(raw: dict, default_id: str | None, harness: dict | None = None, *
         at = "/".join(str(p) for p in e.absolute_path) or "(top level)"
         raise RecordError("schema", f"at {at}: {e.message}")
 
-    tools = [normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raw["tools"])]
+    tools = normalize_tools(raw["tools"], notes, loaded=loaded)
     messages: list[Message] = []
     for mi, m in enumerate(raw["messages"]):
         msg = dict(m)

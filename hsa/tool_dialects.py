@@ -22,7 +22,7 @@ from hsa import _json
 from hsa import cache as _cache
 from hsa.record_model import RecordError, Tool
 
-__all__ = ["normalize_schema", "normalize_tool", "read_tool", "denormalize_tool", "read_tool_list"]
+__all__ = ["normalize_schema", "normalize_tool", "normalize_tools", "read_tool", "denormalize_tool", "read_tool_list"]
 
 
 _TYPE_ALIASES = {
@@ -35,6 +35,17 @@ _TYPE_ALIASES = {
     "null": "null", "none": "null", "nonetype": "null",
 }
 _ANY_TYPES = {"any", "anytype", "mixed", "unknown", "*"}
+#: The JSON-Schema type names: :func:`_normalize_type` gives each back as it is, without a note, and
+#: :func:`_generic_keywords` nothing for it (read-back tools and most sources hold only these).
+_STANDARD_TYPES = {t: t for t in ("string", "integer", "number", "boolean", "object", "array", "null")}
+_OPTIONAL_SUFFIX = re.compile(r"(?i)(.*?)\s*,\s*(optional|required)")
+_OPTIONAL_OF = re.compile(r"(?i)optional\[(.*)\]")
+_GENERIC = re.compile(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]")
+_UNION = re.compile(r"(?i)union\s*\[(.*)\]")
+_SUBSCRIPT = re.compile(r"\[.*\]$")
+_OPTIONAL_SUFFIX_END = re.compile(r"(?i)\s*,\s*(optional|required)$")
+_OPTIONAL_OF_SPACED = re.compile(r"(?i)optional\s*\[(.*)\]")
+_GENERIC_ARGS = re.compile(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]")
 _SUBSCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
 _SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
@@ -42,6 +53,10 @@ _SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties"
 
 def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool | None]:
     """Standard JSON-Schema type for ``value``; second item says optional (True), required (False) or unknown."""
+    if type(value) is str:
+        std = _STANDARD_TYPES.get(value)
+        if std is not None:
+            return std, None
     optional = None
     if isinstance(value, list):
         out = []
@@ -56,17 +71,17 @@ def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool
         notes.append(f"{where}: type {value!r} is not a string; dropped")
         return None, None
     raw = value.strip()
-    m = re.fullmatch(r"(?i)(.*?)\s*,\s*(optional|required)", raw)
+    m = _OPTIONAL_SUFFIX.fullmatch(raw)
     if m:
         raw, optional = m.group(1), m.group(2).lower() == "optional"
-    m = re.fullmatch(r"(?i)optional\[(.*)\]", raw)
+    m = _OPTIONAL_OF.fullmatch(raw)
     if m:
         raw, optional = m.group(1), True
     union = _union_types(raw)
     if union is not None and None not in union:
         notes.append(f"{where}: type {value!r} -> {union!r}")
         return (union[0] if len(union) == 1 else union), optional
-    generic = re.fullmatch(r"(?i)(list|array|tuple|set|dict|map)\s*\[.*\]", raw)
+    generic = _GENERIC.fullmatch(raw)
     if generic:
         raw = generic.group(1)
     key = raw.lower()
@@ -98,14 +113,14 @@ def _split_args(text: str) -> list[str]:
 
 def _union_types(raw: str) -> list[str | None] | None:
     """The standard types of ``Union[A, B]`` / ``A | B`` (None for an unknown member), or None when not a union."""
-    m = re.fullmatch(r"(?i)union\s*\[(.*)\]", raw)
+    m = _UNION.fullmatch(raw)
     members = _split_args(m.group(1)) if m else ([p.strip() for p in raw.split("|")] if "|" in raw and "[" not in raw
                                                  else None)
     if not members:
         return None
     out: list[str | None] = []
     for mem in members:
-        std = _TYPE_ALIASES.get(re.sub(r"\[.*\]$", "", mem).strip().lower())
+        std = _TYPE_ALIASES.get(_SUBSCRIPT.sub("", mem).strip().lower())
         if std not in out:
             out.append(std)
     return out
@@ -114,13 +129,13 @@ def _union_types(raw: str) -> list[str | None] | None:
 def _generic_keywords(value: Any) -> dict[str, Any]:
     """Element schemas that a generic type string states: ``List[int]`` -> ``items``, ``Dict[str, float]`` ->
     ``additionalProperties``, ``Tuple[float, float]`` -> ``prefixItems``; empty when there is nothing certain."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or (type(value) is str and value in _STANDARD_TYPES):
         return {}
-    raw = re.sub(r"(?i)\s*,\s*(optional|required)$", "", value.strip())
-    m = re.fullmatch(r"(?i)optional\s*\[(.*)\]", raw)
+    raw = _OPTIONAL_SUFFIX_END.sub("", value.strip())
+    m = _OPTIONAL_OF_SPACED.fullmatch(raw)
     if m:
         raw = m.group(1).strip()
-    m = re.fullmatch(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]", raw)
+    m = _GENERIC_ARGS.fullmatch(raw)
     if not m:
         return {}
     kind, args = m.group(1).lower(), _split_args(m.group(2))
@@ -161,9 +176,86 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
     Handles the dialects seen in public function-calling data: Python and Java type
     names (``dict``, ``float``, ``tuple``, ``Integer``, ``any``), ``"string, optional"``,
     ``optional: true`` and draft-3 ``required: true`` on properties. Never raises.
+
+    A schema that is standard already (every tool read back from a row, most sources) is copied by
+    :func:`_standard_copy` without the rewriting walk: the same value, made of new objects in the same places.
     """
-    if notes is None:
-        notes = []
+    fast = _standard_copy(schema)
+    if fast is not None:
+        return fast
+    return _normalize_schema(schema, where, [] if notes is None else notes)
+
+
+def _standard_copy(schema: Any) -> Any:
+    """What :func:`_normalize_schema` gives for ``schema`` when it changes nothing and notes nothing (a copy with
+    new objects where it makes new ones: schema objects, ``type`` and ``required`` lists), else None.
+
+    It mirrors each rewrite of :func:`_normalize_schema` and gives up (None) where one would apply: a type name
+    that is not a JSON-Schema one or a repeated one in a type list, parameter lists, tuple-form items,
+    ``optional`` / boolean ``required`` on properties, a ``required`` that is not a list, properties without a
+    type, and anything not exactly a dict, list or str where the rewrite looks at its type."""
+    if schema is True or schema is False:
+        return schema
+    if type(schema) is not dict:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type":
+            if type(value) is str:
+                if value not in _STANDARD_TYPES:
+                    return None
+                out[key] = value
+            elif type(value) is list:
+                if not all(type(v) is str and v in _STANDARD_TYPES for v in value) or len(set(value)) != len(value):
+                    return None
+                out[key] = list(value)
+            else:
+                return None
+        elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, (dict, list)):
+            if type(value) is not dict:  # a list of parameter objects, or a dict subclass: the rewrite decides
+                return None
+            subs = {}
+            for k, v in value.items():
+                sub = _standard_copy(v)
+                if sub is None:
+                    return None
+                subs[k] = sub
+            out[key] = subs
+        elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
+            if type(value) is not list:
+                return None
+            items = []
+            for v in value:
+                sub = _standard_copy(v)
+                if sub is None:
+                    return None
+                items.append(sub)
+            out[key] = items
+        elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
+            sub = _standard_copy(value)
+            if sub is None:
+                return None
+            out[key] = sub
+        elif key == "items" and isinstance(value, list):
+            return None
+        else:
+            out[key] = value
+    props = out.get("properties")
+    if isinstance(props, dict):
+        if "required" in out:
+            if type(out["required"]) is not list:
+                return None
+            out["required"] = list(out["required"])
+        for sub in props.values():
+            if isinstance(sub, dict) and (isinstance(sub.get("optional"), bool) or isinstance(sub.get("required"), bool)):
+                return None
+        if "type" not in out:
+            return None
+    return out
+
+
+def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
+    """:func:`normalize_schema` by the rewriting walk (sub-schemas by this walk too)."""
     if isinstance(schema, list) and _param_list(schema) is not None:
         notes.append(f"{where}: a list of parameter objects read as an object schema's properties")
         schema = {"type": "object", "properties": _param_list(schema)}
@@ -176,7 +268,7 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
     for key, value in schema.items():
         if key == "properties" and isinstance(value, list) and _param_list(value) is not None:
             notes.append(f"{where}: properties given as a list of parameter objects; read by name")
-            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in _param_list(value).items()}
+            out[key] = {k: _normalize_schema(v, f"{where}.{k}", notes) for k, v in _param_list(value).items()}
         elif key == "type":
             std, _ = _normalize_type(value, where, notes)
             if std is not None:
@@ -186,13 +278,13 @@ def normalize_schema(schema: Any, where: str = "parameters", notes: list[str] | 
                         out[k] = sub
                         notes.append(f"{where}: {k} {_json.dumps(sub)} from the type {value!r}")
         elif key in _SUBSCHEMA_MAP_KEYS and isinstance(value, dict):
-            out[key] = {k: normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
+            out[key] = {k: _normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
         elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
-            out[key] = [normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
+            out[key] = [_normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
         elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
-            out[key] = normalize_schema(value, f"{where}.{key}", notes)
+            out[key] = _normalize_schema(value, f"{where}.{key}", notes)
         elif key == "items" and isinstance(value, list):  # draft-4 tuple form
-            out["prefixItems"] = [normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
+            out["prefixItems"] = [_normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
             notes.append(f"{where}: tuple-form items -> prefixItems")
         else:
             out[key] = value
@@ -263,6 +355,13 @@ def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) 
     (:func:`hsa.cache.exact_key`) tell apart as much, at C speed. A hit is the read tool afresh: parsed from
     its JSON bytes where they give it back exactly (checked when it is stored), else a deep copy.
     """
+    entry = _tool_entry(raw, i, loaded)
+    notes.extend(entry[1])  # the tool afresh, sharing nothing with ``raw`` or the cache (as on a hit)
+    return _orjson.loads(entry[0]) if isinstance(entry[0], bytes) else _json.copy(entry[0])  # type: ignore[return-value]
+
+
+def _tool_entry(raw: Any, i: int, loaded: bool) -> tuple:
+    """The cache entry of :func:`normalize_tool`: (the read tool's exact JSON bytes, or a copy of it; its notes)."""
     exact = _cache.exact_key(raw) if loaded else repr(raw)
     key = (_blake2b(exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass"),
                     digest_size=16).digest(), i)
@@ -270,20 +369,54 @@ def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) 
     if hit is None:
         added: list[str] = []
         tool = read_tool(raw, i, added)
-        data = _frozen(tool)
+        data = _frozen(tool, loaded)
         hit = _TOOLS.put(key, (data if data is not None else _json.copy(tool), tuple(added)),
                          (len(data) if data is not None else 3 * len(repr(tool))) + sum(len(n) + 50 for n in added) + 150)
-    notes.extend(hit[1])  # the tool afresh, sharing nothing with ``raw`` or the cache (as on a hit)
-    return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])  # type: ignore[return-value]
+    return hit
 
 
-def _frozen(tool: Tool) -> bytes | None:
+#: Whole tool lists read so far, by their JSON bytes: the rows of a shared harness, and a pool slot's variants
+#: read back, repeat their whole list (one look-up instead of one a tool).
+_TOOL_LISTS = _cache.lru("records.tool_lists", 16 << 20)
+
+
+def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> list[Tool]:
+    """``[normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raws)]``, the whole list looked up at
+    once where ``loaded`` (``raws`` is what a JSON parser made: its JSON bytes, or its repr where they hold a null,
+    tell apart every pair of lists that differ). A hit is the read list afresh, and its notes."""
+    if not loaded:
+        return [normalize_tool(t, i, notes) for i, t in enumerate(raws)]
+    exact = _cache.exact_key(raws)
+    key = exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass")
+    hit = _TOOL_LISTS.get(key)
+    if hit is None:
+        entries = [_tool_entry(t, i, True) for i, t in enumerate(raws)]
+        added = tuple(n for e in entries for n in e[1])
+        if all(isinstance(e[0], bytes) for e in entries):  # the list's JSON bytes: its tools' bytes, joined
+            data: Any = b"[" + b",".join(e[0] for e in entries) + b"]"
+            size = len(data)
+        else:
+            data = [e[0] if not isinstance(e[0], bytes) else _orjson.loads(e[0]) for e in entries]
+            size = 3 * len(repr(data))
+        hit = _TOOL_LISTS.put(key, (data, added), len(key) + size + sum(len(n) + 50 for n in added) + 150)
+    notes.extend(hit[1])
+    return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])
+
+
+def _frozen(tool: Tool, loaded: bool = False) -> bytes | None:
     """The JSON bytes of ``tool`` when parsing them gives ``tool`` back exactly (the same types at every level:
-    no NaN or infinity, which JSON writes as null, no tuple, no int beyond 64 bits), else None."""
+    no NaN or infinity, which JSON writes as null, no tuple, no int beyond 64 bits), else None.
+
+    ``loaded``: ``tool`` was read from what a JSON parser made, so it holds JSON types only (:func:`read_tool`
+    makes dicts, lists, strings and booleans); the only ones that do not come back are ints beyond 64 bits, which
+    orjson refuses, and NaN and infinities (``json``'s fallback parses them), which it writes as null: text
+    without a null comes back exactly, and is not walked."""
     try:
         data = _orjson.dumps(tool)
     except TypeError:
         return None
+    if loaded and b"null" not in data:
+        return data
     return data if _json.strict_equal(_orjson.loads(data), tool) else None
 
 

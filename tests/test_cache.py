@@ -84,6 +84,31 @@ def test_sizeof_counts_nested_json():
     assert sizeof(big) > sizeof(small) + 10_000
 
 
+def test_sizeof_of_containers_is_close_to_a_walk_of_their_parts():
+    """sizeof measures containers by their JSON text; on tool lists, schemas and odd values it stays within a
+    factor of 2 of the walk that sums every part's sys.getsizeof, and what orjson cannot write is walked."""
+    from hsa.cache import _walk_size
+
+    tool = {"name": "get_weather", "description": "Weather for a city " * 3, "parameters": {
+        "type": "object", "properties": {f"p{i}": {"type": "string", "description": f"param {i}", "enum": ["a", "b"]}
+                                         for i in range(12)}, "required": ["p0", "p3"]}, "dialect": "openai",
+            "extra": {}, "outer": {}}
+    values = [[tool] * 5, (tool, {"op": "tools", "map": {"a": "b"}}), {"value": [1, "11" * 3, 2.5, None, True]},
+              {1: {"x", "y"}, 2.0: frozenset({"z"})}, [float("nan"), float("inf")]]
+    for v in values:
+        assert 0.5 < sizeof(v) / _walk_size(v) < 2, v
+    odd = [{"big": 2 ** 70, "k": ["x" * 500]}, {(1, 2): "tuple key " * 50}]  # orjson cannot write these: walked
+    for v in odd:
+        assert sizeof(v) == _walk_size(v)
+    assert sizeof("x" * 1000) == sys.getsizeof("x" * 1000) and sizeof(b"ab") == sys.getsizeof(b"ab")
+
+    class Opaque:
+        pass
+
+    o = Opaque()
+    assert sizeof([o, o]) >= 2 * sys.getsizeof(o)  # other objects count their own size
+
+
 def _run(args: list[str], env: dict) -> None:
     subprocess.run([sys.executable, "-m", "hsa.cli", *args, "--quiet"], check=True, cwd=ROOT,
                    env={**os.environ, "PYTHONPATH": str(ROOT), **env})

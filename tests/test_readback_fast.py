@@ -206,3 +206,212 @@ def test_a_worker_without_hooks_to_run_does_not_import_the_sandbox():
         assert sandbox.execution_enabled()
     finally:
         sandbox.set_execution(True)
+
+
+class _Str(str):
+    """A str that is not exactly ``str``: it takes the plain path of _normalize_type and _generic_keywords."""
+
+
+@pytest.mark.parametrize("name", ["string", "integer", "number", "boolean", "object", "array", "null", "String",
+                                  " string", "string, optional", "int", "List[int]", "Optional[str]", "str | None",
+                                  "Union[int, float]", "any", "tuple", "Dict[str, float]", "date"])
+def test_the_standard_type_shortcut_gives_what_the_plain_path_gives(name):
+    """A JSON-Schema type name is given back as is, without a note or an element schema: the same as the plain
+    path (taken by a str subclass) gives, and every other spelling still takes the plain path."""
+    from hsa.tool_dialects import _STANDARD_TYPES, _generic_keywords, _normalize_type
+
+    fast, plain = [], []
+    assert _normalize_type(name, "w", fast) == _normalize_type(_Str(name), "w", plain)
+    assert fast == plain and (fast == [] or name not in _STANDARD_TYPES)
+    assert _generic_keywords(name) == _generic_keywords(_Str(name))
+
+
+# --------------------------------------------------------------------------- normalize_schema's standard copy
+
+from collections import OrderedDict  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAMES = st.sampled_from(["city", "type", "properties", "required", "items", "optional", "enum", "default", "a b", ""])
+_TYPES = st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null", "str",
+                                    "int", "List[int]", "string, optional", "Optional[str]", "any", "String"]),
+                   st.lists(st.sampled_from(["string", "null", "integer", "int"]), max_size=3), st.none(),
+                   st.integers(0, 2))
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just(2 ** 70), st.floats(allow_nan=True),
+                    st.text(max_size=4), st.tuples(st.text(max_size=2)), st.lists(st.text(max_size=2), max_size=2))
+
+
+def _schemas(depth: int = 3):
+    sub = st.deferred(lambda: _schemas(depth - 1)) if depth else st.just({"type": "string"})
+    node = st.fixed_dictionaries({}, optional={
+        "type": _TYPES, "description": st.text(max_size=5), "enum": _LEAVES, "default": _LEAVES,
+        "properties": st.one_of(st.dictionaries(_NAMES, st.one_of(sub, st.booleans(), st.just("x")), max_size=3),
+                                st.lists(st.fixed_dictionaries({"name": _NAMES, "type": _TYPES}), max_size=2)),
+        "required": st.one_of(st.lists(_NAMES, max_size=3), st.just("city, type"), st.booleans(), st.none()),
+        "optional": st.booleans(), "items": st.one_of(sub, st.lists(sub, max_size=2), st.booleans()),
+        "anyOf": st.lists(st.one_of(sub, st.just(3)), max_size=2), "additionalProperties": st.one_of(sub, st.booleans()),
+        "$defs": st.dictionaries(_NAMES, sub, max_size=2)})
+    return st.one_of(node, node.map(OrderedDict), st.booleans(), st.lists(
+        st.fixed_dictionaries({"name": _NAMES, "type": _TYPES}), max_size=2))
+
+
+def _placement(out, src) -> list:
+    """Where ``out`` shares objects with ``src`` (``is``), walked in step: the copy must make new objects where
+    the rewrite makes them, and share what it shares."""
+    marks = [out is src and isinstance(out, (dict, list))]
+    if isinstance(out, dict) and isinstance(src, dict):
+        for k in out:
+            if k in src:
+                marks += [k] + _placement(out[k], src[k])
+    elif isinstance(out, list) and isinstance(src, list) and len(out) == len(src):
+        for a, b in zip(out, src):
+            marks += _placement(a, b)
+    return marks
+
+
+def _check_standard_copy(schema) -> bool:
+    from hsa.tool_dialects import _normalize_schema, _standard_copy, normalize_schema
+
+    before = repr(schema)
+    got_notes, want_notes = [], []
+    got = normalize_schema(schema, "w", got_notes)
+    want = _normalize_schema(schema, "w", want_notes)
+    assert repr(schema) == before  # neither changes its input
+    assert _exact(got, want) and got_notes == want_notes, (schema, got, want)
+    assert _placement(got, schema) == _placement(want, schema)
+    fast = _standard_copy(schema)
+    assert fast is None or (not want_notes and _exact(fast, schema)), schema  # only what the rewrite keeps as is
+    return fast is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(_schemas())
+def test_the_standard_copy_of_a_schema_is_what_the_rewrite_gives(schema):
+    """normalize_schema's shortcut for standard schemas gives the rewriting walk's schema and notes exactly
+    (types, key order, which objects are new), on schemas with keyword-named parameters, type lists with repeats,
+    string and boolean ``required``, ``optional`` flags, tuple-form items, parameter lists, dict subclasses,
+    tuples, NaN and big ints; and it is taken only where the rewrite changes nothing."""
+    _check_standard_copy(schema)
+
+
+def test_the_standard_copy_is_taken_for_the_tools_of_the_fixtures():
+    """Every schema of the fixtures' tools, read and read back, takes the shortcut (it is what makes reading rows
+    back cheap) and gives the rewrite's result; a schema one rewrite would touch does not."""
+    taken = 0
+    for rec in _records():
+        for t in rec["tools"]:
+            taken += _check_standard_copy(t["parameters"])
+    assert taken > 50
+    for odd in ({"type": "object", "properties": {"a": {"type": "string", "optional": True}}},
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": "a"},
+                {"properties": {"a": {"type": "string"}}}, {"type": ["string", "string"]},
+                {"type": "object", "properties": {"a": {"type": "str"}}}, {"type": "array", "items": [{"type": "null"}]},
+                {"type": "object", "properties": [{"name": "a", "type": "string"}]}):
+        assert not _check_standard_copy(odd)
+    for tool in ODD_TOOLS:
+        raw = tool.get("function", tool)
+        _check_standard_copy(raw.get("parameters", {}))
+
+
+def test_a_cached_tool_list_is_the_list_read_tool_by_tool():
+    """normalize_tools (the whole list looked up by its JSON bytes, or its repr where they hold a null) gives, on
+    misses and hits, the tools and notes of normalize_tool one by one, with the same types (NaN / None, big ints,
+    key order), each call its own objects; lists that differ only where JSON bytes would not tell are told apart."""
+    from hsa.tool_dialects import normalize_tools
+
+    lists = [[json.loads(json.dumps(t)) for t in ODD_TOOLS if _plain_json(t)]]
+    lists += [lists[0][::-1], lists[0][:3], [lists[0][3]], [lists[0][4]], [lists[0][5]], []]  # NaN, None, inf alone
+    for c in ("records.tools", "records.tool_lists"):
+        cache.caches().get(c) and cache.caches()[c].clear()
+    for rounds in range(3):
+        for raws in lists:
+            want_notes: list[str] = []
+            want = [read_tool(_json.copy(t), i, want_notes) for i, t in enumerate(raws)]
+            notes: list[str] = ["before"]
+            got = normalize_tools(raws, notes, loaded=True)
+            assert _exact(got, want) and notes == ["before", *want_notes]
+            for t in got:
+                t["parameters"]["mutated"] = True
+            got.append("changed")
+    assert cache.caches()["records.tool_lists"].hits >= 2 * len(lists)
+
+
+def _plain_frozen(tool, loaded=False):
+    """tool_dialects._frozen without its shortcut: the strict walk decides whether the bytes give the tool back."""
+    import orjson
+
+    try:
+        data = orjson.dumps(tool)
+    except TypeError:
+        return None
+    return data if _json.strict_equal(orjson.loads(data), tool) else None
+
+
+def _odd_lines() -> list[str]:
+    """Rows whose tools read back oddly: keyword-named parameters, a bare xLAM map, a tool without a schema, NaN
+    and a big int (written by json, read by its fallback), a null default, Anthropic and MCP dialects, a string
+    required list and optional flags, tools given as a JSON string."""
+    def call(name, args):
+        return {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+    user = {"role": "user", "content": "please help with the order"}
+    kw = {"type": "object", "properties": {"type": {"type": "string", "description": "the type"},
+                                           "properties": {"type": "object", "properties": {"items": {
+                                               "type": "integer"}}},
+                                           "required": {"type": "boolean", "default": None},
+                                           "optional": {"type": "string", "enum": ["a", "b"]}},
+          "required": ["type", "required"]}
+    rows = [
+        {"id": "kw", "tools": [_tool(kw, "lookup_order"), _tool({"type": "object", "properties": {
+            "q": {"type": "str, optional"}, "n": {"type": "int", "required": True}}}, "search_items")],
+         "messages": [user, call("lookup_order", {"type": "x", "properties": {"items": 2}, "required": True})]},
+        {"id": "bare", "tools": [{"name": "get_rate", "description": "rates", "parameters": {
+            "base": {"type": "str", "description": "base"}, "days": {"type": "int, optional", "default": 3},
+            "type": {"type": "str"}}}, {"name": "no_schema_tool", "description": "no schema"}],
+         "messages": [user, call("get_rate", {"base": "EUR", "type": "spot"})]},
+        {"id": "dialects", "tools": json.dumps([
+            {"name": "fetch", "description": "f", "input_schema": {"type": "object", "properties": {
+                "url": {"type": "string"}, "items": {"type": "array", "items": [{"type": "string"}]}}}},
+            {"name": "list.files", "inputSchema": {"properties": {"path": {"type": "string", "optional": True}},
+                                                  "required": "path"}}]),
+         "messages": [user, call("fetch", {"url": "http://x"})]},
+    ]
+    lines = [json.dumps(r) for r in rows]
+    rows = [  # NaN, and a big int: json writes them, orjson cannot read them
+        {"id": "nan", "tools": [_tool({"type": "object", "properties": {"x": {"type": "number", "default": float(
+            "nan")}}}, "calc"), _tool({"type": "object", "properties": {"y": {"type": "string", "optional": True},
+                                                                         "z": {"type": "string"}}}, "flags")],
+         "messages": [user, call("calc", {"x": 1.5})]},
+        {"id": "big", "tools": [_tool({"type": "object", "properties": {"n": {"type": "integer", "maximum": 2 ** 70},
+                                                                         "m": {"type": "string"}}}, "count_items")],
+         "messages": [user, call("count_items", {"n": 3})]}]
+    return lines + [json.dumps(r) for r in rows]
+
+
+@pytest.mark.parametrize("pool", [0, 8])
+def test_odd_rows_augment_as_with_every_shortcut_and_cache_off(monkeypatch, pool):
+    """The default recipe on rows with odd tools writes the same rows, rejects and counts as with the read-back
+    shortcuts replaced by their plain code (the rewriting walk, tool-by-tool reads, the strict walk of frozen
+    tools, the skeleton carried through to_variant) and every cache off."""
+    import hsa.invariants as inv
+    import hsa.tool_dialects as td
+    from hsa.recipes import load_recipe
+
+    recipe = load_recipe("default")
+    lines = _odd_lines()
+    fast = _results(lines, recipe, harness_pool=pool)
+    assert sum(len(rows) for rows, _, _ in fast) > len(lines)  # variants were written
+    with monkeypatch.context() as m:
+        m.setattr(td, "_standard_copy", lambda schema: None)
+        m.setattr(td, "normalize_tools", lambda raws, notes, loaded=False: [
+            td.normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raws)])
+        m.setattr("hsa.records.normalize_tools", td.normalize_tools)
+        m.setattr(td, "_frozen", _plain_frozen)
+        m.setattr(inv, "_carried_as_is", lambda mapping, name: False)
+        m.setenv("HSA_CACHE", "0")
+        cache.clear()
+        plain = _results(lines, recipe, harness_pool=pool)
+    cache.clear()
+    assert plain == fast

@@ -176,3 +176,81 @@ def test_thorough_consistency_covers_task_changing_variants():
     assert [v.reason for v in verify.check_consistency(source, variant, mapping, thorough=True)] == ["skill tool lost"]
     assert verify.check_consistency(source, variant, mapping) == []
     assert "skill tool lost" in {v.reason for v in verify.check_variant(source, variant, thorough=True)}
+
+
+# --------------------------------------------------------------------------- the added-names check's shortcut
+
+
+def _tool(name: str, props: dict, **schema) -> dict:
+    return {"name": name, "parameters": {"type": "object", "properties": props, **schema}, "dialect": "openai",
+            "extra": {}, "outer": {}}
+
+
+def _added_names_both(source: dict, variant: dict, mapping: Mapping, monkeypatch) -> list:
+    """_check_added_names with its shortcut, after checking that it equals the walk through to_variant."""
+    got = verify._check_added_names(source, variant, mapping)
+    with monkeypatch.context() as m:
+        m.setattr(verify, "_carried_as_is", lambda mapping, name: False)
+        want = verify._check_added_names(source, variant, mapping)
+    assert got == want
+    return got
+
+
+S = {"type": "string"}
+ADDED_NAME_CASES = [  # (source tools, variant tools, mapping steps, violations expected)
+    ([_tool("f", {"a": S})], [_tool("g", {"b": S, "a": S})],  # renamed, then its parameter: the step names g
+     [{"op": "tools", "map": {"f": "g"}}, {"op": "params", "tool": "g", "paths": [[["a"], ["b"]]]}], 1),
+    ([_tool("f", {"a": S})], [_tool("g", {"a": S, "x": S})],  # an added parameter with a name of its own
+     [{"op": "tools", "map": {"f": "g"}}, {"op": "params", "tool": "f", "paths": [[["a"], ["b"]]]}], 0),
+    ([_tool("f", {"a": S}), _tool("h", {"a": S})], [_tool("f", {"a": S}), _tool("h2", {"c": S, "a": S})],
+     [{"op": "tools", "map": {"h": "h2"}}, {"op": "params", "tool": "h2", "paths": [[["a"], ["c"]]]},
+      {"op": "restore", "patch": {}}], 1),
+    ([_tool("f", {"o": {"type": "object", "properties": {"type": S}}, "items": S}, items={"type": "object",
+                                                                                        "properties": {"z": S}})],
+     [_tool("f", {"o": {"type": "object", "properties": {"type": S}}, "items": S}, items={"type": "object",
+                                                                                         "properties": {"z": S}})],
+     [{"op": "opaque"}], 1),  # properties and items: the items' paths are not in the skeleton (both say so)
+    ([_tool("f", {"n": {"type": "integer", "maximum": 2 ** 70}})], [_tool("f", {"n": {"type": "integer"}, "m": S})],
+     [{"op": "values", "tool": "g", "path": ["n"], "map": [[1, 2]]}], 0),
+    ([_tool("f", {"a": {"type": "array", "items": {"type": "object", "properties": {"k": S}}}})],
+     [_tool("f", {"a": {"type": "array", "items": {"type": "object", "properties": {"k": S, "k2": S}}}})],
+     [{"op": "skills", "tool": "f", "argument": "a", "map": {"x": "y"}}], 0),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ADDED_NAME_CASES)))
+def test_the_added_names_shortcut_gives_the_walks_violations(case, monkeypatch):
+    """Where no step carries a tool's calls (tool renames, restore, opaque, steps of other tools), its source
+    parameters reach the variant as the skeleton's paths: the same violations as carrying the skeleton through
+    to_variant, on renamed-then-changed tools, keyword-named parameters, schemas with properties and items,
+    big ints, and the plain path where a step names the tool."""
+    src_tools, var_tools, steps, n = ADDED_NAME_CASES[case]
+    source = {"tools": src_tools}
+    variant = {"tools": var_tools}
+    assert len(_added_names_both(source, variant, Mapping(steps), monkeypatch)) == n
+
+
+def test_the_added_names_shortcut_on_the_default_recipes_variants(fixture_records, monkeypatch):
+    """The shortcut gives the walk's verdict on every variant the default recipe makes of the fixtures."""
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    shortcut = 0
+    for raw in fixture_records[:40]:
+        source = normalize(raw)
+        for k in range(3):
+            variant = run(recipe, source, random.Random(k))[0]
+            mapping = Mapping(variant["mapping"][len(source["mapping"]):])
+            if mapping.task_preserving:
+                _added_names_both(source, variant, mapping, monkeypatch)
+                shortcut += any(verify._carried_as_is(mapping, t["name"]) for t in source["tools"])
+    assert shortcut > 20
+
+
+def test_the_added_names_shortcut_leaves_an_unknown_step_to_to_variant():
+    """A step of an op no carrier knows is not taken for one that changes nothing: to_variant rejects it."""
+    source, variant = {"tools": [_tool("f", {"a": S})]}, {"tools": [_tool("f", {"a": S})]}
+    assert not verify._carried_as_is(Mapping([{"op": "merge"}]), "f")
+    with pytest.raises(ValueError, match="unknown mapping step op"):
+        verify._check_added_names(source, variant, Mapping([{"op": "merge"}]))
