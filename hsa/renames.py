@@ -15,8 +15,10 @@ from typing import Any
 
 from hsa.literals import plain_literals
 from hsa import _json, _patch
+from hsa import cache as _cache
 from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY, carry_call
+from hsa.hooks_model import map_content
 from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens
 from hsa.record_texts import (copy_for_texts, labelled_texts, map_schema_descriptions,
                               map_schema_descriptions_in_place, map_texts, map_texts_skipping, record_tokens,
@@ -320,14 +322,10 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     schema = out["tools"][idx]["parameters"]
     declared_leaves = [p[-1] for p in param_paths(schema)]
     # rename deepest first so that outer paths stay valid while inner keys change
-    pairs = []
     for path in sorted(renames, key=len, reverse=True):
         schema = _rename_in_schema(schema, path, renames[path])
-    for path, new in renames.items():
-        new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
-        pairs.append([list(path), list(new_path)])
     out["tools"][idx]["parameters"] = schema
-    step = {"op": "params", "tool": tool, "paths": pairs}
+    step = {"op": "params", "tool": tool, "paths": _rename_pairs(renames)}
     _rewrite_calls(out, step)
     # a leaf renamed wherever the tool declares it: identifier-like names as whole tokens, plain words
     # ("author") where a description writes them as code (`author`)
@@ -353,6 +351,15 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
+
+
+def _rename_pairs(renames: dict[tuple, str]) -> list[list[list]]:
+    """The ``paths`` of the params step of :func:`rename_params` (``renames`` without the unchanged names)."""
+    pairs = []
+    for path in renames:
+        new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
+        pairs.append([list(path), list(new_path)])
+    return pairs
 
 
 def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
@@ -583,12 +590,97 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     _check_mapping_names(record, Mapping(steps))
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
-    for step in Mapping(steps).inverse().steps:
-        if step["op"] == "opaque":
-            continue
-        out = _apply_step_in_place(out, step)
+    inverse = [step for step in Mapping(steps).inverse().steps if step["op"] != "opaque"]
+    if _splits(out, inverse):
+        _undo_split(out, inverse)
+    else:
+        for step in inverse:
+            out = _apply_step_in_place(out, step)
     out["mapping"] = kept
     return out
+
+
+#: The parts of a record that the inverse steps of :func:`_splits` records change apart from the messages: each
+#: step changes them as a function of themselves and the step alone, and the messages as a function of the
+#: messages and the step alone (no hooks: a hook sync ties the two).
+_HARNESS_PARTS = ("tools", "skill_tool", "skills", "prompt")
+#: The step kinds :func:`_undo_messages` carries (a ``params`` step with or without a kind).
+_SPLIT_OPS = frozenset({"tools", "params", "values"})
+_UNDONE = _lru("renames.undone_harness", 16 << 20)
+
+
+def _splits(record: Record, steps: list[dict]) -> bool:
+    """Whether :func:`_undo_split` undoes ``steps`` on ``record``: no hooks or hook events, only tool, parameter
+    and value steps (a skill step takes the skill tool from the harness, a restore step patches everything)."""
+    return bool(steps) and not record.get("hooks") and not record.get("hook_events") and \
+        all(step["op"] in _SPLIT_OPS for step in steps)
+
+
+def _undo_split(record: Record, steps: list[dict]) -> None:
+    """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
+    applies them, in two halves: the harness parts (:data:`_HARNESS_PARTS`) by the plain appliers on the record
+    without its messages, kept per (steps, parts) as JSON (``renames.undone_harness``: the records of a harness
+    and pool slot undo the same steps on the same harness, whatever their trajectories), and the messages step by
+    step (:func:`_undo_messages`: calls, tool-result names, texts). Where the plain loop would raise, the harness
+    half raises the same (it runs every applier); the messages half raises nothing of its own."""
+    parts = {k: record[k] for k in _HARNESS_PARTS if k in record}
+    try:
+        key = _cache.digest(steps, parts)
+    except (TypeError, ValueError):  # not JSON: no cache
+        key = None
+    hit = _UNDONE.get(key) if key is not None else None
+    if hit is not None:
+        undone = _json.loads(hit)
+    else:
+        bare = {**record, "messages": [], "mapping": list(record["mapping"])}
+        for step in steps:
+            bare = _apply_step_in_place(bare, step)
+        undone = {k: bare[k] for k in _HARNESS_PARTS if k in bare}
+        if key is not None:
+            try:
+                data = _json.dumps_bytes(undone)
+            except (TypeError, ValueError):
+                data = None
+            if data is not None and _json.strict_equal(_json.loads(data), undone):  # JSON gives it back exactly
+                _UNDONE.put(key, data, 2 * len(data) + 200)
+    messages = record["messages"]
+    for step in steps:
+        _undo_messages(messages, step)
+    record.update(undone)
+
+
+def _undo_messages(messages: list[dict], step: dict) -> None:
+    """What :func:`_apply_step_in_place` (``step``) does to the messages of a record without hooks: calls carried,
+    tool-result names and texts renamed as :func:`rename_tools` renames them, value renames in every text but tool
+    results as :func:`apply_values` makes them (``step``: a tools, params or values step)."""
+    op = step["op"]
+    holder = {"messages": messages}
+    if op == "tools":
+        renames = {k: v for k, v in step["map"].items() if k != v}
+        if not renames:
+            return
+        _rewrite_calls(holder, {"op": "tools", "map": renames})
+        fn = _token_renamer(renames)
+        for m in messages:
+            if m.get("role") == "tool" and isinstance(m.get("name"), str):
+                m["name"] = renames.get(m["name"], m["name"])
+            if "content" in m:
+                m["content"] = map_content(m["content"], fn)
+    elif op == "params" and not step.get("kind"):  # rename_params: the step it makes from the renames it keeps
+        renames = {tuple(p): n for p, n in {tuple(a): b[-1] for a, b in step["paths"]}.items() if p[-1] != n}
+        if renames:
+            _rewrite_calls(holder, {"op": "params", "tool": step["tool"], "paths": _rename_pairs(renames)})
+    elif op == "params":
+        _rewrite_calls(holder, step)
+    else:  # values
+        _rewrite_calls(holder, step)
+        if step.get("texts"):
+            table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
+            if not [k for k, v in table.items() if k != v]:
+                return
+            for m in messages:
+                if "content" in m and m.get("role") != "tool":
+                    m["content"] = map_content(m["content"], lambda s: replace_tokens(s, table))
 
 
 def _apply_step_in_place(record: Record, step: dict) -> Record:
