@@ -13,6 +13,7 @@ whole recipe replays from one list.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from typing import Any, ClassVar
 
@@ -179,6 +180,13 @@ class Transform:
     #: leaf is sampled and applied once per (its parts, its config, its slot draw) and then looked up
     #: (:func:`hsa.cache.lru` ``transform.harness_leaf``). Leave it empty when in doubt: it is only a speed-up.
     harness_parts: ClassVar[tuple[str, ...]] = ()
+    #: True when ``apply`` changes a record only as the mapping steps it appends do (:data:`hsa.renames.STEP_APPLIERS`:
+    #: a rename of tools or parameters, a value or structural step), so that on a record without hooks the harness
+    #: parts it gives (:data:`hsa.renames.STEP_PARTS`) are a function of those parts and the params, and the messages
+    #: are the input's carried through the steps (:func:`hsa.renames.carry_messages`). Under a harness-variant pool
+    #: such a leaf's apply is then made once per (params, parts) and looked up (``transform.step_leaf``), what a miss
+    #: gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
+    carries_steps: ClassVar[bool] = False
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform for ``record`` (all randomness lives here)."""
@@ -289,6 +297,7 @@ class SlotRng(random.Random):
 
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
     key = None
+    rng_in = rng
     if isinstance(rng, SlotRng):
         if t.family == "trajectory":
             rng = rng.trajectory
@@ -298,7 +307,7 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
                 from hsa.cache import digest, lru
 
                 cache = lru("transform.harness_leaf", 32 << 20)
-                key = digest(t.name, t.config(), seed, [record.get(k, _ABSENT) for k in t.harness_parts])
+                key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.harness_parts])
                 hit = cache.get(key)
                 if hit is not None:
                     params, parts = hit
@@ -317,7 +326,8 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             if key is not None:
                 cache.put(key, (params, None), 200)
             return record
-        out = t.apply(record, params)
+        out = _apply_carried(t, record, params) if isinstance(rng_in, SlotRng) and t.carries_steps else \
+            t.apply(record, params)
         if key is not None and all(k in out for k in t.harness_parts) and \
                 all(out.get(k) is record.get(k) for k in out.keys() | record.keys() if k not in t.harness_parts):
             cache.put(key, (params, {k: out[k] for k in t.harness_parts}))
@@ -330,6 +340,67 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
         raise
     applied.append(Applied(t.name, t.config(), params))
     return out
+
+
+def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
+    """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`: the harness parts and the new
+    mapping steps looked up by (leaf, config, params, parts) (``transform.step_leaf``) and the messages carried
+    through those steps. A miss applies ``t`` and keeps what it gave only when it is that: the other keys as they
+    were (same order), the mapping the input's plus steps :func:`hsa.renames.carries`, and the messages exactly
+    what :func:`hsa.renames.carry_messages` makes of the input's. A hit's parts and steps are shared, read only
+    (transforms never modify their input, and no mapping step is changed in place)."""
+    from hsa import _json
+    from hsa.cache import digest, lru
+    from hsa.renames import STEP_PARTS, carries, carry_messages
+
+    if not carries(record, ()):
+        return t.apply(record, params)
+    cache = lru("transform.step_leaf", 32 << 20)
+    try:
+        key = digest(_leaf_key(t), params, [record.get(k, _ABSENT) for k in STEP_PARTS])
+    except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
+        return t.apply(record, params)
+    hit = cache.get(key)
+    if hit is not None:
+        parts, steps = hit
+        out = dict(record)
+        out.update(parts)
+        out["messages"] = carry_messages(record["messages"], steps)
+        out["mapping"] = record["mapping"] + list(steps)
+        return out
+    out = t.apply(record, params)
+    n = len(record["mapping"])
+    steps = out["mapping"][n:]
+    if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps) and \
+            all(a is b for a, b in zip(out["mapping"], record["mapping"])) and \
+            all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
+                for k in out if k not in STEP_PARTS and k not in ("messages", "mapping")) and \
+            _same_messages(carry_messages(record["messages"], steps), out["messages"]):
+        cache.put(key, ({k: out[k] for k in STEP_PARTS if k in out}, tuple(steps)),
+                  3 * len(_json.dumps_bytes([out.get(k) for k in STEP_PARTS])) + 400)
+    return out
+
+
+def _same_messages(a: list, b: list) -> bool:
+    """``a`` and ``b`` the same exactly: types, values and key order (their reprs: C speed)."""
+    return repr(a) == repr(b)
+
+
+def _leaf_key(t: Transform) -> bytes:
+    """A digest of the leaf's name and config, kept per transform (frozen dataclasses: equal configs, one key)."""
+    try:
+        return _leaf_key_cached(t)
+    except TypeError:  # a field that is not hashable (a dict option): no memo
+        from hsa.cache import digest
+
+        return digest(t.name, t.config())
+
+
+@functools.lru_cache(maxsize=1024)
+def _leaf_key_cached(t: Transform) -> bytes:
+    from hsa.cache import digest
+
+    return digest(t.name, t.config())
 
 
 def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Record, list[Applied], list[tuple[str, str]]]:

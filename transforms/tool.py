@@ -125,6 +125,7 @@ class ToolRename(Transform):
 
     name: ClassVar[str] = "tool.rename"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
     p: float = 1.0
@@ -200,6 +201,7 @@ class ParamRename(Transform):
 
     name: ClassVar[str] = "tool.param_rename"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
     p: float = 0.67
@@ -270,6 +272,7 @@ class SwapNames(Transform):
 
     name: ClassVar[str] = "tool.swap_names"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     tools: bool = True
     p: float = 1.0
@@ -493,6 +496,7 @@ class Nest(Transform):
 
     name: ClassVar[str] = "tool.nest"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 0.5
     size: tuple[int, int] = (2, 3)
@@ -558,6 +562,7 @@ class Flatten(Transform):
 
     name: ClassVar[str] = "tool.flatten"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 1.0
 
@@ -686,6 +691,7 @@ class AddRequired(Transform):
 
     name: ClassVar[str] = "tool.add_required"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 0.5
     banks: tuple[str, ...] = ()
@@ -749,6 +755,7 @@ class Values(Transform):
 
     name: ClassVar[str] = "tool.values"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     modes: tuple[str, ...] = ("enum", "default")
     p: float = 0.5
