@@ -12,9 +12,11 @@ whole recipe replays from one list.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import random
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hsa.records import Record
@@ -44,6 +46,8 @@ __all__ = [
     "FAMILIES",
     "check_probability",
     "check_choices",
+    "asked",
+    "asked_set",
 ]
 
 FAMILIES = ("tool", "skill", "prompt", "hook", "trajectory", "meta")
@@ -187,10 +191,20 @@ class Transform:
     #: such a leaf's apply is then made once per (params, parts) and looked up (``transform.step_leaf``), what a miss
     #: gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
     carries_steps: ClassVar[bool] = False
+    #: The record keys ``sample`` reads, when it reads nothing else of the record but through :func:`asked` and
+    #: :func:`asked_set` (``("tools", "skill_tool")`` for one that draws new tool names and asks whether they are
+    #: taken). Under a harness-variant pool such a leaf's params are drawn once per (its parts, its config, its
+    #: slot draw) and the answers it got kept with them (``transform.slot_params``); a record that gives the same
+    #: answers gets the same params without a draw. Leave it empty when in doubt: it is only a speed-up.
+    sample_parts: ClassVar[tuple[str, ...]] = ()
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform for ``record`` (all randomness lives here)."""
         raise NotImplementedError
+
+    def reuses_params(self) -> bool:
+        """Whether :attr:`sample_parts` holds for this configuration (an option can make ``sample`` read more)."""
+        return bool(self.sample_parts)
 
     def apply(self, record: Record, params: dict) -> Record:
         """Apply ``params`` to ``record``; pure: returns a new record, never modifies its input."""
@@ -303,6 +317,8 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             rng = rng.trajectory
         else:
             seed = rng.leaf_seed()
+            if not t.harness_parts and t.reuses_params():
+                return _run_reusing(t, record, seed, rng, applied, skipped)
             if t.harness_parts:
                 from hsa.cache import digest, lru
 
@@ -340,6 +356,107 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
         raise
     applied.append(Applied(t.name, t.config(), params))
     return out
+
+
+def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied: list, skipped: list) -> Record:
+    """:func:`_run_leaf` of a leaf with :attr:`Transform.sample_parts` under a pool: its params looked up by (leaf,
+    slot draw, parts) among those drawn before whose answers this record gives too (``transform.slot_params``),
+    else drawn with the questions recorded; then applied as usual. The same params as a draw, without it: the draw
+    is a function of the seed, the parts and the answers."""
+    from hsa.cache import digest, lru
+
+    try:
+        params = _sample_reusing(t, record, seed, digest, lru("transform.slot_params", 16 << 20))
+        if isinstance(params, Skip):
+            skipped.append((t.name, params.reason))
+            return record
+        out = _apply_carried(t, record, params) if t.carries_steps else t.apply(record, params)
+    except Exception as exc:
+        if not hasattr(exc, "hsa_transform"):
+            try:
+                exc.hsa_transform = t.name  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        raise
+    applied.append(Applied(t.name, t.config(), params))
+    return out
+
+
+def _sample_reusing(t: Transform, record: Record, seed: int, digest, cache) -> dict | Skip:
+    try:
+        key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.sample_parts])
+    except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
+        return t.sample(record, random.Random(seed))
+    drawn = cache.get(key) or ()
+    for questions, params in drawn:
+        if _same_answers(record, questions):
+            return params  # shared, read only (as every cached params: applies never modify their params)
+    log: list = []
+    token = _ASKING.set(log)
+    try:
+        params = t.sample(record, random.Random(seed))
+    finally:
+        _ASKING.reset(token)
+    questions = tuple((is_set, fn, args, dict(answer) if is_set else answer) for is_set, fn, args, answer in log)
+    size = 200 if isinstance(params, Skip) else 3 * len(repr(params)) + 200
+    size += sum(80 * (len(q[3]) if q[0] else 1) for q in questions)
+    cache.put(key, (drawn + ((questions, params),))[-_ALTERNATIVES:], size * (len(drawn) + 1))
+    return params
+
+
+#: How many (answers, params) pairs :func:`_sample_reusing` keeps per (leaf, slot draw, parts).
+_ALTERNATIVES = 4
+_ASKING: contextvars.ContextVar[list | None] = contextvars.ContextVar("hsa_transform_asking", default=None)
+
+
+def _same_answers(record: Record, questions: tuple) -> bool:
+    for is_set, fn, args, answer in questions:
+        value = fn(record, *args)
+        if is_set:
+            if any((x in value) != was for x, was in answer.items()):
+                return False
+        elif value != answer:
+            return False
+    return True
+
+
+def asked(fn: Callable[..., Any], record: Record, *args: Any) -> Any:
+    """``fn(record, *args)``: a question that a sampler with :attr:`Transform.sample_parts` puts to the rest of the
+    record, recorded with its answer while the pool draws its params, so that they are reused for a record that
+    gives the same answer. ``fn`` is a module-level pure function; answers compare with ``==``."""
+    answer = fn(record, *args)
+    log = _ASKING.get()
+    if log is not None:
+        log.append((False, fn, args, answer))
+    return answer
+
+
+def asked_set(fn: Callable[..., Any], record: Record, *args: Any) -> Any:
+    """``fn(record, *args)``, a set that the sampler only asks membership of (``name in taken``): each test is
+    recorded with its answer, as :func:`asked` records one, and a record answers alike when every name asked is in
+    its set exactly when it was in this one."""
+    items = fn(record, *args)
+    log = _ASKING.get()
+    if log is None:
+        return items
+    out = _AskedSet(items)
+    log.append((True, fn, args, out.answers))
+    return out
+
+
+class _AskedSet:
+    """A set's membership tests, recorded (``answers``: item -> whether it was in)."""
+
+    __slots__ = ("items", "answers")
+
+    def __init__(self, items):
+        self.items = items
+        self.answers: dict = {}
+
+    def __contains__(self, x) -> bool:
+        found = x in self.items
+        self.answers[x] = found
+        return found
 
 
 def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
