@@ -346,7 +346,8 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             t.apply(record, params)
         if key is not None and all(k in out for k in t.harness_parts) and \
                 all(out.get(k) is record.get(k) for k in out.keys() | record.keys() if k not in t.harness_parts):
-            cache.put(key, (params, {k: out[k] for k in t.harness_parts}))
+            parts = {k: out[k] for k in t.harness_parts}
+            cache.put(key, (params, parts), _json_size(params) + _json_size(parts))
     except Exception as exc:
         if not hasattr(exc, "hsa_transform"):  # which transform raised: the run's summary reports it
             try:
@@ -398,8 +399,7 @@ def _sample_reusing(t: Transform, record: Record, seed: int, digest, cache) -> d
     finally:
         _ASKING.reset(token)
     questions = tuple((is_set, fn, args, dict(answer) if is_set else answer) for is_set, fn, args, answer in log)
-    size = 200 if isinstance(params, Skip) else 3 * len(repr(params)) + 200
-    size += sum(80 * (len(q[3]) if q[0] else 1) for q in questions)
+    size = _json_size(params) + sum(80 * (len(q[3]) if q[0] else 1) for q in questions)
     cache.put(key, (drawn + ((questions, params),))[-_ALTERNATIVES:], size * (len(drawn) + 1))
     return params
 
@@ -493,9 +493,19 @@ def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
             all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
                 for k in out if k not in STEP_PARTS and k not in ("messages", "mapping")) and \
             _same_messages(carry_messages(record["messages"], steps), out["messages"]):
-        cache.put(key, ({k: out[k] for k in STEP_PARTS if k in out}, tuple(steps)),
-                  3 * len(_json.dumps_bytes([out.get(k) for k in STEP_PARTS])) + 400)
+        parts = {k: out[k] for k in STEP_PARTS if k in out}
+        cache.put(key, (parts, tuple(steps)), _json_size(parts) + _json_size(steps))
     return out
+
+
+def _json_size(value: Any) -> int:
+    """About the bytes ``value`` holds in memory, from its JSON text (C speed: :func:`hsa.cache.sizeof` walks it)."""
+    from hsa import _json
+
+    try:
+        return 3 * len(_json.dumps_bytes(value)) + 200
+    except (TypeError, ValueError):  # not JSON (a Skip, a record built in code)
+        return 3 * len(repr(value)) + 200
 
 
 def _same_messages(a: list, b: list) -> bool:

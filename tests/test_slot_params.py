@@ -206,3 +206,15 @@ def test_pool_runs_give_the_same_rows_with_the_caches_on_and_off(monkeypatch):
     monkeypatch.delenv("HSA_CACHE")
     cache.clear()
     assert on == off
+
+
+def test_cache_entries_are_sized_from_their_json_within_a_factor_of_the_walk():
+    """The leaf caches size their entries from the JSON text (no walk): close to what hsa.cache.sizeof counts."""
+    from hsa.cache import sizeof
+    from hsa.transform import _json_size
+
+    for rec in FIXTURE[:10]:
+        for value in (rec["tools"], {"tools": rec["tools"], "skill_tool": rec["skill_tool"]}, rec["mapping"]):
+            walked = sizeof(value)
+            assert walked / 4 <= _json_size(value) <= walked * 4
+    assert _json_size(Skip("why")) > 0  # not JSON: its repr
