@@ -595,8 +595,8 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
     inverse = [step for step in Mapping(steps).inverse().steps if step["op"] != "opaque"]
-    if _splits(out, inverse):
-        _undo_split(out, inverse)
+    if _splits(out, inverse) and _undo_split(out, inverse):
+        pass
     else:
         for step in inverse:
             out = _apply_step_in_place(out, step)
@@ -611,6 +611,7 @@ STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
 #: The step kinds :func:`carry_messages` carries (a ``params`` step with or without a kind).
 _SPLIT_OPS = frozenset({"tools", "params", "values"})
 _UNDONE = _lru("renames.undone_harness", 16 << 20)
+_UNDONE_SEEN = _lru("renames.undone_harness_seen", 1 << 20)
 
 
 def carries(record: Record, steps: Iterable[dict]) -> bool:
@@ -625,37 +626,42 @@ def _splits(record: Record, steps: list[dict]) -> bool:
     return bool(steps) and carries(record, steps)
 
 
-def _undo_split(record: Record, steps: list[dict]) -> None:
+def _undo_split(record: Record, steps: list[dict]) -> bool:
     """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
     applies them, in two halves: the harness parts (:data:`STEP_PARTS`) by the plain appliers on the record
     without its messages, kept per (steps, parts) as JSON (``renames.undone_harness``: the records of a harness
     and pool slot undo the same steps on the same harness, whatever their trajectories), and the messages step by
     step (:func:`_carry`: calls, tool-result names, texts). Where the plain loop would raise, the harness
-    half raises the same (it runs every applier); the messages half raises nothing of its own."""
+    half raises the same (it runs every applier); the messages half raises nothing of its own. False (``record`` as
+    it was): the first sighting of these steps and parts, which the plain loop undoes (a harness seen once, a
+    record's own, costs no split)."""
     parts = {k: record[k] for k in STEP_PARTS if k in record}
     try:
         key = _cache.digest(steps, parts)
     except (TypeError, ValueError):  # not JSON: no cache
-        key = None
-    hit = _UNDONE.get(key) if key is not None else None
+        return False
+    hit = _UNDONE.get(key)
     if hit is not None:
         undone, plan = _json.loads(hit[0]), hit[1]
+    elif _UNDONE_SEEN.get(key) is None:
+        _UNDONE_SEEN.put(key, True, 100)
+        return False
     else:
         plan = None
         bare = {**record, "messages": [], "mapping": list(record["mapping"])}
         for step in steps:
             bare = _apply_step_in_place(bare, step)
         undone = {k: bare[k] for k in STEP_PARTS if k in bare}
-        if key is not None:
-            try:
-                data = _json.dumps_bytes(undone)
-            except (TypeError, ValueError):
-                data = None
-            if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
-                plan = _carry_plan(steps)
-                _UNDONE.put(key, (data, plan), 3 * len(data) + 200)
+        try:
+            data = _json.dumps_bytes(undone)
+        except (TypeError, ValueError):
+            data = None
+        if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
+            plan = _carry_plan(steps)
+            _UNDONE.put(key, (data, plan), 3 * len(data) + 200)
     _carry(record["messages"], plan if plan is not None else _carry_plan(steps))
     record.update(undone)
+    return True
 
 
 def carry_messages(messages: list[dict], steps: Iterable[dict]) -> list[dict]:

@@ -462,7 +462,8 @@ class _AskedSet:
 def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
     """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`: the harness parts and the new
     mapping steps looked up by (leaf, config, params, parts) (``transform.step_leaf``) and the messages carried
-    through those steps. A miss applies ``t`` and keeps what it gave only when it is that: the other keys as they
+    through those steps. A miss applies ``t``; from the second miss of a key on, it keeps what it gave only when it is
+    that: the other keys as they
     were (same order), the mapping the input's plus steps :func:`hsa.renames.carries`, and the messages exactly
     what :func:`hsa.renames.carry_messages` makes of the input's. A hit's parts and steps are shared, read only
     (transforms never modify their input, and no mapping step is changed in place)."""
@@ -486,6 +487,10 @@ def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
         out["mapping"] = record["mapping"] + list(steps)
         return out
     out = t.apply(record, params)
+    seen = lru("transform.step_leaf_seen", 1 << 20)
+    if seen.get(key) is None:  # kept from its second sighting on: a key seen once (a record's own harness) costs no check
+        seen.put(key, True, 100)
+        return out
     n = len(record["mapping"])
     steps = out["mapping"][n:]
     if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps) and \
