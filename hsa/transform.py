@@ -180,7 +180,7 @@ class Transform:
     family: ClassVar[str] = ""
     task_preserving: ClassVar[bool] = True
     #: The record keys that ``sample`` reads and ``apply`` changes, when a transform reads and changes nothing
-    #: else (``("tools",)`` for one that only reorders or rewords tools). Under a harness-variant pool such a
+    #: else but what :meth:`harness_facts` gives (``("tools",)`` for one that only reorders or rewords tools). Under a harness-variant pool such a
     #: leaf is sampled and applied once per (its parts, its config, its slot draw) and then looked up
     #: (:func:`hsa.cache.lru` ``transform.harness_leaf``). Leave it empty when in doubt: it is only a speed-up.
     harness_parts: ClassVar[tuple[str, ...]] = ()
@@ -201,6 +201,12 @@ class Transform:
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform for ``record`` (all randomness lives here)."""
         raise NotImplementedError
+
+    def harness_facts(self, record: Record) -> Any:
+        """What ``sample`` of a leaf with :attr:`harness_parts` reads of the rest of the record, as a JSON value (the
+        harness's domain for one whose draws depend on it): part of the ``transform.harness_leaf`` key, so that a
+        record of the same parts but another answer gets its own draw. None when it reads nothing else."""
+        return None
 
     def reuses_params(self) -> bool:
         """Whether :attr:`sample_parts` holds for this configuration (an option can make ``sample`` read more)."""
@@ -323,7 +329,8 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
                 from hsa.cache import digest, lru
 
                 cache = lru("transform.harness_leaf", 32 << 20)
-                key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.harness_parts])
+                key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.harness_parts],
+                             t.harness_facts(record))
                 hit = cache.get(key)
                 if hit is not None:
                     params, parts = hit

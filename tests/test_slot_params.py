@@ -218,3 +218,34 @@ def test_cache_entries_are_sized_from_their_json_within_a_factor_of_the_walk():
             walked = sizeof(value)
             assert walked / 4 <= _json_size(value) <= walked * 4
     assert _json_size(Skip("why")) > 0  # not JSON: its repr
+
+
+def test_describe_under_a_pool_draws_per_domain(monkeypatch):
+    """Regression: tool.describe's pool lookup was keyed by the tools alone, but its paraphrases depend on the
+    harness's domain (meta.domain, the system prompt): records sharing tools in other domains got each other's
+    draws, so output depended on record order and on HSA_CACHE. The lookup key now holds the domain."""
+    import transforms.tool as TT
+    from hsa.transform import SlotRng, _run_leaf
+
+    t = TT.Describe(modes=("paraphrase",), p=1.0)
+    differ = 0
+    for rec in FIXTURE[:8]:
+        variants = []
+        for domain in ("airline", "coding", "retail"):
+            r = clone(rec)
+            r["meta"] = {**(r.get("meta") or {}), "domain": domain}
+            variants.append(r)
+        for seed in range(3):
+            def tools(off):
+                if off:
+                    monkeypatch.setenv("HSA_CACHE", "0")
+                cache.clear()
+                out = [json.dumps(_run_leaf(t, v, SlotRng(seed, random.Random(0)), [], [])["tools"]) for v in variants]
+                monkeypatch.delenv("HSA_CACHE", raising=False)
+                cache.clear()
+                return out
+
+            on, off = tools(False), tools(True)
+            assert on == off
+            differ += len(set(off)) > 1
+    assert differ  # the domains do change some draws: the test can tell

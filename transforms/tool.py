@@ -406,7 +406,7 @@ class Describe(Transform):
 
     name: ClassVar[str] = "tool.describe"
     family: ClassVar[str] = "tool"
-    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # reads and changes the tools only
+    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # changes the tools only; reads them and the domain
 
     modes: tuple[str, ...] = ("paraphrase", "shorten")
     p: float = 0.5
@@ -421,6 +421,9 @@ class Describe(Transform):
         if self.max_words < 1:
             raise ValueError(f"max_words must be >= 1 (got {self.max_words})")
         _check_banks(self.banks)
+
+    def harness_facts(self, record: Record) -> str | None:
+        return harness_domain(record) if "paraphrase" in self.modes else None  # meta, prompt, skills, system text
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         texts = []
