@@ -396,8 +396,9 @@ def _sample_reusing(t: Transform, record: Record, seed: int, digest, cache) -> d
     except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
         return t.sample(record, random.Random(seed))
     drawn = cache.get(key) or ()
+    asked_now: dict = {}  # each question asked of this record once, whatever the alternatives
     for questions, params in drawn:
-        if _same_answers(record, questions):
+        if _same_answers(record, questions, asked_now):
             return params  # shared, read only (as every cached params: applies never modify their params)
     log: list = []
     token = _ASKING.set(log)
@@ -416,13 +417,17 @@ _ALTERNATIVES = 4
 _ASKING: contextvars.ContextVar[list | None] = contextvars.ContextVar("hsa_transform_asking", default=None)
 
 
-def _same_answers(record: Record, questions: tuple) -> bool:
+def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:
+    """Whether ``record`` answers each recorded question as the record of the draw did: a value alike (same repr:
+    types and order too, so a set or dict built in another order is a miss, never a wrong hit), each membership
+    test answered alike."""
     for is_set, fn, args, answer in questions:
-        value = fn(record, *args)
+        memo = (fn, repr(args))
+        value = asked_now[memo] if memo in asked_now else asked_now.setdefault(memo, fn(record, *args))
         if is_set:
             if any((x in value) != was for x, was in answer.items()):
                 return False
-        elif value != answer:
+        elif repr(value) != answer:
             return False
     return True
 
@@ -434,7 +439,7 @@ def asked(fn: Callable[..., Any], record: Record, *args: Any) -> Any:
     answer = fn(record, *args)
     log = _ASKING.get()
     if log is not None:
-        log.append((False, fn, args, answer))
+        log.append((False, fn, args, repr(answer)))
     return answer
 
 
