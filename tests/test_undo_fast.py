@@ -174,3 +174,27 @@ def test_undo_equals_the_plain_loop_on_generated_records(raw):
         own = len(v["mapping"]) - len(rec["mapping"])
         _same(v, own)
         _same(_as_written(v), own)
+
+
+def test_undo_leaves_the_mapping_steps_alone(caches):
+    """Regression: undoing a flatten rebuilt the object from the step's container schema sharing its nested dicts,
+    and an older parameter rename then edited a description there in place: the variant's own mapping step (and,
+    shared through the pool lookups, other records' steps) changed."""
+    rec = normalize({
+        "messages": [{"role": "user", "content": "hi"},
+                     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                         "name": "ship", "arguments": json.dumps({"zq_new": 1, "addr_city": "Oslo"})}}]}],
+        "tools": [{"type": "function", "function": {"name": "ship", "description": "Ship it.", "parameters": {
+            "type": "object", "properties": {"zq_new": {"type": "integer", "description": "the zq_new count"},
+                                             "addr_city": {"type": "string"}}}}}]})
+    rec["mapping"] = [
+        {"op": "params", "tool": "ship", "paths": [[["x"], ["zq_new"]]]},
+        {"op": "params", "tool": "ship", "kind": "regroup", "paths": [[["addr", "city"], ["addr_city"]]],
+         "container": {"path": ["addr"], "schema": {"type": "object", "not": {"description": "not the zq_new one"}},
+                       "required": False}}]
+    before = json.dumps(rec["mapping"])
+    for _ in range(3):  # first sighting, the split and its lookup
+        back = _undo(_as_written(rec), 2, owned=True)
+        assert back["tools"][0]["parameters"]["properties"]["addr"]["not"] == {"description": "not the x one"}
+    _same(rec, 2)
+    assert json.dumps(rec["mapping"]) == before
