@@ -8,6 +8,7 @@ function returns a new record and appends the matching step to ``record["mapping
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -15,8 +16,10 @@ from typing import Any
 
 from hsa.literals import plain_literals
 from hsa import _json, _patch
+from hsa import cache as _cache
 from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY, carry_call
+from hsa.hooks_model import map_content
 from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens
 from hsa.record_texts import (copy_for_texts, labelled_texts, map_schema_descriptions,
                               map_schema_descriptions_in_place, map_texts, map_texts_skipping, record_tokens,
@@ -42,6 +45,9 @@ __all__ = [
     "hook_literals",
     "word_uses",
     "owned_copy",
+    "carries",
+    "carry_messages",
+    "STEP_PARTS",
 ]
 
 #: Roles of a hook literal that make it a tool name (compared with ``tool_name``, a matcher, a key of a dict
@@ -320,14 +326,10 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     schema = out["tools"][idx]["parameters"]
     declared_leaves = [p[-1] for p in param_paths(schema)]
     # rename deepest first so that outer paths stay valid while inner keys change
-    pairs = []
     for path in sorted(renames, key=len, reverse=True):
         schema = _rename_in_schema(schema, path, renames[path])
-    for path, new in renames.items():
-        new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
-        pairs.append([list(path), list(new_path)])
     out["tools"][idx]["parameters"] = schema
-    step = {"op": "params", "tool": tool, "paths": pairs}
+    step = {"op": "params", "tool": tool, "paths": _rename_pairs(renames)}
     _rewrite_calls(out, step)
     # a leaf renamed wherever the tool declares it: identifier-like names as whole tokens, plain words
     # ("author") where a description writes them as code (`author`)
@@ -353,6 +355,15 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
+
+
+def _rename_pairs(renames: dict[tuple, str]) -> list[list[list]]:
+    """The ``paths`` of the params step of :func:`rename_params` (``renames`` without the unchanged names)."""
+    pairs = []
+    for path in renames:
+        new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
+        pairs.append([list(path), list(new_path)])
+    return pairs
 
 
 def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
@@ -583,12 +594,180 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     _check_mapping_names(record, Mapping(steps))
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
-    for step in Mapping(steps).inverse().steps:
-        if step["op"] == "opaque":
-            continue
-        out = _apply_step_in_place(out, step)
+    inverse = [step for step in Mapping(steps).inverse().steps if step["op"] != "opaque"]
+    if _splits(out, inverse) and _undo_split(out, inverse):
+        pass
+    else:
+        for step in inverse:
+            out = _apply_step_in_place(out, step)
     out["mapping"] = kept
     return out
+
+
+#: The parts of a record besides its messages and mapping that the steps :func:`carries` change: each step changes
+#: them as a function of themselves and the step alone, and the messages as a function of the messages and the step
+#: alone (:func:`carry_messages`; no hooks: a hook sync ties the two).
+STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
+#: The step kinds :func:`carry_messages` carries (a ``params`` step with or without a kind).
+_SPLIT_OPS = frozenset({"tools", "params", "values"})
+_UNDONE = _lru("renames.undone_harness", 16 << 20)
+_UNDONE_SEEN = _lru("renames.undone_harness_seen", 1 << 20)
+
+
+def carries(record: Record, steps: Iterable[dict]) -> bool:
+    """Whether the appliers of ``steps`` change ``record`` in two halves, :data:`STEP_PARTS` and the messages, each
+    a function of itself and the steps: no hooks or hook events, only tool, parameter and value steps (a skill step
+    takes the skill tool from the harness, a restore step patches everything)."""
+    return not record.get("hooks") and not record.get("hook_events") and all(s["op"] in _SPLIT_OPS for s in steps)
+
+
+def _splits(record: Record, steps: list[dict]) -> bool:
+    """Whether :func:`_undo_split` undoes ``steps`` on ``record``."""
+    return bool(steps) and carries(record, steps)
+
+
+def _undo_split(record: Record, steps: list[dict]) -> bool:
+    """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
+    applies them, in two halves: the harness parts (:data:`STEP_PARTS`) by the plain appliers on the record
+    without its messages, kept per (steps, parts) as JSON (``renames.undone_harness``: the records of a harness
+    and pool slot undo the same steps on the same harness, whatever their trajectories), and the messages step by
+    step (:func:`_carry`: calls, tool-result names, texts). Where the plain loop would raise, the harness
+    half raises the same (it runs every applier); the messages half raises nothing of its own. False (``record`` as
+    it was): the first sighting of these steps and parts, which the plain loop undoes (a harness seen once, a
+    record's own, costs no split)."""
+    parts = {k: record[k] for k in STEP_PARTS if k in record}
+    try:
+        key = _cache.digest(steps, parts)
+    except (TypeError, ValueError):  # not JSON: no cache
+        return False
+    hit = _UNDONE.get(key)
+    if hit is not None:
+        undone, plan = _json.loads(hit[0]), hit[1]
+    elif _UNDONE_SEEN.get(key) is None:
+        _UNDONE_SEEN.put(key, True, 100)
+        return False
+    else:
+        plan = None
+        bare = {**record, "messages": [], "mapping": list(record["mapping"])}
+        for step in steps:
+            bare = _apply_step_in_place(bare, step)
+        undone = {k: bare[k] for k in STEP_PARTS if k in bare}
+        try:
+            data = _json.dumps_bytes(undone)
+        except (TypeError, ValueError):
+            data = None
+        if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
+            plan = _carry_plan(steps)
+            _UNDONE.put(key, (data, plan), 3 * len(data) + 200)
+    _carry(record["messages"], plan if plan is not None else _carry_plan(steps))
+    record.update(undone)
+    return True
+
+
+def carry_messages(messages: list[dict], steps: Iterable[dict]) -> list[dict]:
+    """``messages`` (of a record that :func:`carries` ``steps``) as the appliers of ``steps`` leave them: a copy,
+    sharing with ``messages`` what no step changes (call arguments and texts are replaced, never edited)."""
+    out = [{**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
+           if m.get("tool_calls") else dict(m) for m in messages]
+    if isinstance(steps, tuple):  # a cached tuple of steps (transform.step_leaf): its plan is kept beside it
+        hit = _PLANS.get(id(steps))
+        if hit is None or hit[0] is not steps:
+            hit = _PLANS.put(id(steps), (steps, _carry_plan(steps)), 400 * len(steps) + 200)
+        plan = hit[1]
+    else:
+        plan = _carry_plan(steps)
+    _carry(out, plan)
+    return out
+
+
+_PLANS = _lru("renames.carry_plans", 4 << 20)
+
+
+def _carry_plan(steps: Iterable[dict]) -> tuple[tuple, tuple, tuple]:
+    """What the appliers of ``steps`` (tools, params or values steps) do to the messages of a record without hooks,
+    channel by channel, each in step order: ``calls`` (the tool a step changes the calls of or None, the renamed
+    tools or None, the step that carries them: for a parameter rename the one :func:`rename_params` makes from the
+    names it changes), ``names`` (tool renames of tool-result names) and ``texts`` (a token rename table, whether it
+    is a tool rename, and whether it reaches tool results: a tool rename as :func:`rename_tools` makes it does, a
+    value rename as :func:`apply_values` makes it does not)."""
+    calls: list = []
+    names: list = []
+    texts: list = []
+    for step in steps:
+        op = step["op"]
+        if op == "tools":
+            renames = {k: v for k, v in step["map"].items() if k != v}
+            if renames:
+                calls.append((None, renames, {"op": "tools", "map": renames}))
+                names.append(renames)
+                texts.append((renames, True, True))
+        elif op == "params" and not step.get("kind"):
+            renames = {tuple(p): n for p, n in {tuple(a): b[-1] for a, b in step["paths"]}.items() if p[-1] != n}
+            if renames:
+                calls.append((step["tool"], None, {"op": "params", "tool": step["tool"], "paths": _rename_pairs(renames)}))
+        elif op in ("params", "values"):
+            calls.append((step["tool"], None, step))
+            if op == "values" and step.get("texts"):
+                table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
+                table = {k: v for k, v in table.items() if k != v}  # replace_tokens leaves the others alone
+                if table:
+                    texts.append((table, False, False))
+        else:
+            raise ValueError(f"no message carry for mapping step op {op!r}")
+    return tuple(calls), tuple(names), tuple(texts)
+
+
+def _carry(messages: list[dict], plan: tuple[tuple, tuple, tuple]) -> None:
+    """``messages`` (the caller's own, down to each call's ``function``) rewritten in place by a :func:`_carry_plan`."""
+    calls, names, texts = plan
+    if texts:
+        texts = _text_renamers(messages, texts)
+    for m in messages:
+        if calls and m.get("tool_calls"):
+            for call in m["tool_calls"]:
+                fn = call["function"]
+                name, args, changed = fn["name"], fn["arguments"], False
+                for only, renamed, step in calls:
+                    if (only is not None and name != only) or (renamed is not None and name not in renamed):
+                        continue
+                    new = carry_call(step, {"name": name, "arguments": args}, True)
+                    name, args, changed = new["name"], new["arguments"], True
+                if changed:
+                    fn["name"], fn["arguments"] = name, args
+        if names and m.get("role") == "tool" and isinstance(m.get("name"), str):
+            for renames in names:
+                m["name"] = renames.get(m["name"], m["name"])
+        if texts and "content" in m:
+            result = m.get("role") == "tool"
+            for fn_, results_too in texts:
+                if results_too or not result:
+                    m["content"] = map_content(m["content"], fn_)
+
+
+def _text_renamers(messages: list[dict], texts: tuple) -> list[tuple[Callable[[str], str], bool]]:
+    """The text functions of a plan's ``texts`` for these messages: each table cut to the names that occur in one
+    of their texts (a name that is no substring of any is no token of one: replace_tokens leaves it) or that an
+    earlier table writes, and left out when none does (one substring test over the joined texts)."""
+    joined = "\x00".join(t for m in messages if "content" in m for t in _content_strings(m["content"]))
+    out = []
+    written = ""
+    for table, tools, results_too in texts:
+        present = {k: v for k, v in table.items() if k in joined or k in written}
+        if present:
+            out.append((_token_renamer(present) if tools else functools.partial(replace_tokens, renames=present),
+                        results_too))
+            written += "\x00" + "\x00".join(present.values())
+    return out
+
+
+def _content_strings(content: Any) -> list[str]:
+    """The texts of a message ``content`` that :func:`hsa.hooks_model.map_content` maps."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] if isinstance(p, dict) else p for p in content
+                if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+    return []
 
 
 def _apply_step_in_place(record: Record, step: dict) -> Record:

@@ -86,7 +86,8 @@ def regroup_schema(schema: dict, step: dict) -> dict:
             if missing or cname in props:
                 raise ValueError(f"regroup: cannot group {src_keys} into {cname!r} at {list(parent_path)} "
                                  f"(undeclared: {missing}; {cname!r} exists: {cname in props})")
-            inner = {k: v for k, v in cont["schema"].items() if k != "required"}
+            # the step's own data copied: an undo edits the schema it rebuilds in place, never the mapping's step
+            inner = {k: _json.copy(v) for k, v in cont["schema"].items() if k != "required"}
             inner["properties"] = {names[k]: props[k] for k in props if k in names}
             inner_req = cont["schema"]["required"] if "required" in cont["schema"] else \
                 [names[k] for k in props if k in names and k in req]

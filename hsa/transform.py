@@ -12,8 +12,11 @@ whole recipe replays from one list.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import functools
 import random
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hsa.records import Record
@@ -43,6 +46,8 @@ __all__ = [
     "FAMILIES",
     "check_probability",
     "check_choices",
+    "asked",
+    "asked_set",
 ]
 
 FAMILIES = ("tool", "skill", "prompt", "hook", "trajectory", "meta")
@@ -175,14 +180,37 @@ class Transform:
     family: ClassVar[str] = ""
     task_preserving: ClassVar[bool] = True
     #: The record keys that ``sample`` reads and ``apply`` changes, when a transform reads and changes nothing
-    #: else (``("tools",)`` for one that only reorders or rewords tools). Under a harness-variant pool such a
+    #: else but what :meth:`harness_facts` gives (``("tools",)`` for one that only reorders or rewords tools). Under a harness-variant pool such a
     #: leaf is sampled and applied once per (its parts, its config, its slot draw) and then looked up
     #: (:func:`hsa.cache.lru` ``transform.harness_leaf``). Leave it empty when in doubt: it is only a speed-up.
     harness_parts: ClassVar[tuple[str, ...]] = ()
+    #: True when ``apply`` changes a record only as the mapping steps it appends do (:data:`hsa.renames.STEP_APPLIERS`:
+    #: a rename of tools or parameters, a value or structural step), so that on a record without hooks the harness
+    #: parts it gives (:data:`hsa.renames.STEP_PARTS`) are a function of those parts and the params, and the messages
+    #: are the input's carried through the steps (:func:`hsa.renames.carry_messages`). Under a harness-variant pool
+    #: such a leaf's apply is then made once per (params, parts) and looked up (``transform.step_leaf``), what a miss
+    #: gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
+    carries_steps: ClassVar[bool] = False
+    #: The record keys ``sample`` reads, when it reads nothing else of the record but through :func:`asked` and
+    #: :func:`asked_set` (``("tools", "skill_tool")`` for one that draws new tool names and asks whether they are
+    #: taken). Under a harness-variant pool such a leaf's params are drawn once per (its parts, its config, its
+    #: slot draw) and the answers it got kept with them (``transform.slot_params``); a record that gives the same
+    #: answers gets the same params without a draw. Leave it empty when in doubt: it is only a speed-up.
+    sample_parts: ClassVar[tuple[str, ...]] = ()
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform for ``record`` (all randomness lives here)."""
         raise NotImplementedError
+
+    def harness_facts(self, record: Record) -> Any:
+        """What ``sample`` of a leaf with :attr:`harness_parts` reads of the rest of the record, as a JSON value (the
+        harness's domain for one whose draws depend on it): part of the ``transform.harness_leaf`` key, so that a
+        record of the same parts but another answer gets its own draw. None when it reads nothing else."""
+        return None
+
+    def reuses_params(self) -> bool:
+        """Whether :attr:`sample_parts` holds for this configuration (an option can make ``sample`` read more)."""
+        return bool(self.sample_parts)
 
     def apply(self, record: Record, params: dict) -> Record:
         """Apply ``params`` to ``record``; pure: returns a new record, never modifies its input."""
@@ -289,16 +317,20 @@ class SlotRng(random.Random):
 
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
     key = None
+    rng_in = rng
     if isinstance(rng, SlotRng):
         if t.family == "trajectory":
             rng = rng.trajectory
         else:
             seed = rng.leaf_seed()
+            if not t.harness_parts and t.reuses_params():
+                return _run_reusing(t, record, seed, rng, applied, skipped)
             if t.harness_parts:
                 from hsa.cache import digest, lru
 
                 cache = lru("transform.harness_leaf", 32 << 20)
-                key = digest(t.name, t.config(), seed, [record.get(k, _ABSENT) for k in t.harness_parts])
+                key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.harness_parts],
+                             t.harness_facts(record))
                 hit = cache.get(key)
                 if hit is not None:
                     params, parts = hit
@@ -317,10 +349,12 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             if key is not None:
                 cache.put(key, (params, None), 200)
             return record
-        out = t.apply(record, params)
+        out = _apply_carried(t, record, params) if isinstance(rng_in, SlotRng) and t.carries_steps else \
+            t.apply(record, params)
         if key is not None and all(k in out for k in t.harness_parts) and \
                 all(out.get(k) is record.get(k) for k in out.keys() | record.keys() if k not in t.harness_parts):
-            cache.put(key, (params, {k: out[k] for k in t.harness_parts}))
+            parts = {k: out[k] for k in t.harness_parts}
+            cache.put(key, (params, parts), _json_size(params) + _json_size(parts))
     except Exception as exc:
         if not hasattr(exc, "hsa_transform"):  # which transform raised: the run's summary reports it
             try:
@@ -330,6 +364,187 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
         raise
     applied.append(Applied(t.name, t.config(), params))
     return out
+
+
+def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied: list, skipped: list) -> Record:
+    """:func:`_run_leaf` of a leaf with :attr:`Transform.sample_parts` under a pool: its params looked up by (leaf,
+    slot draw, parts) among those drawn before whose answers this record gives too (``transform.slot_params``),
+    else drawn with the questions recorded; then applied as usual. The same params as a draw, without it: the draw
+    is a function of the seed, the parts and the answers."""
+    from hsa.cache import digest, lru
+
+    try:
+        params = _sample_reusing(t, record, seed, digest, lru("transform.slot_params", 16 << 20))
+        if isinstance(params, Skip):
+            skipped.append((t.name, params.reason))
+            return record
+        out = _apply_carried(t, record, params) if t.carries_steps else t.apply(record, params)
+    except Exception as exc:
+        if not hasattr(exc, "hsa_transform"):
+            try:
+                exc.hsa_transform = t.name  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        raise
+    applied.append(Applied(t.name, t.config(), params))
+    return out
+
+
+def _sample_reusing(t: Transform, record: Record, seed: int, digest, cache) -> dict | Skip:
+    try:
+        key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.sample_parts])
+    except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
+        return t.sample(record, random.Random(seed))
+    drawn = cache.get(key) or ()
+    asked_now: dict = {}  # each question asked of this record once, whatever the alternatives
+    for questions, params in drawn:
+        if _same_answers(record, questions, asked_now):
+            return params  # shared, read only (as every cached params: applies never modify their params)
+    log: list = []
+    token = _ASKING.set(log)
+    try:
+        params = t.sample(record, random.Random(seed))
+    finally:
+        _ASKING.reset(token)
+    questions = tuple((is_set, fn, args, dict(answer) if is_set else answer) for is_set, fn, args, answer in log)
+    size = _json_size(params) + sum(80 * (len(q[3]) if q[0] else 1) for q in questions)
+    cache.put(key, (drawn + ((questions, params),))[-_ALTERNATIVES:], size * (len(drawn) + 1))
+    return params
+
+
+#: How many (answers, params) pairs :func:`_sample_reusing` keeps per (leaf, slot draw, parts).
+_ALTERNATIVES = 4
+_ASKING: contextvars.ContextVar[list | None] = contextvars.ContextVar("hsa_transform_asking", default=None)
+
+
+def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:
+    """Whether ``record`` answers each recorded question as the record of the draw did: a value alike (same repr:
+    types and order too, so a set or dict built in another order is a miss, never a wrong hit), each membership
+    test answered alike."""
+    for is_set, fn, args, answer in questions:
+        memo = (fn, repr(args))
+        value = asked_now[memo] if memo in asked_now else asked_now.setdefault(memo, fn(record, *args))
+        if is_set:
+            if any((x in value) != was for x, was in answer.items()):
+                return False
+        elif repr(value) != answer:
+            return False
+    return True
+
+
+def asked(fn: Callable[..., Any], record: Record, *args: Any) -> Any:
+    """``fn(record, *args)``: a question that a sampler with :attr:`Transform.sample_parts` puts to the rest of the
+    record, recorded with its answer while the pool draws its params, so that they are reused for a record that
+    gives the same answer. ``fn`` is a module-level pure function; answers compare with ``==``."""
+    answer = fn(record, *args)
+    log = _ASKING.get()
+    if log is not None:
+        log.append((False, fn, args, repr(answer)))
+    return answer
+
+
+def asked_set(fn: Callable[..., Any], record: Record, *args: Any) -> Any:
+    """``fn(record, *args)``, a set that the sampler only asks membership of (``name in taken``): each test is
+    recorded with its answer, as :func:`asked` records one, and a record answers alike when every name asked is in
+    its set exactly when it was in this one."""
+    items = fn(record, *args)
+    log = _ASKING.get()
+    if log is None:
+        return items
+    out = _AskedSet(items)
+    log.append((True, fn, args, out.answers))
+    return out
+
+
+class _AskedSet:
+    """A set's membership tests, recorded (``answers``: item -> whether it was in)."""
+
+    __slots__ = ("items", "answers")
+
+    def __init__(self, items):
+        self.items = items
+        self.answers: dict = {}
+
+    def __contains__(self, x) -> bool:
+        found = x in self.items
+        self.answers[x] = found
+        return found
+
+
+def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
+    """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`: the harness parts and the new
+    mapping steps looked up by (leaf, config, params, parts) (``transform.step_leaf``) and the messages carried
+    through those steps. A miss applies ``t``; from the second miss of a key on, it keeps what it gave only when it is
+    that: the other keys as they
+    were (same order), the mapping the input's plus steps :func:`hsa.renames.carries`, and the messages exactly
+    what :func:`hsa.renames.carry_messages` makes of the input's. A hit's parts and steps are shared, read only
+    (transforms never modify their input, and no mapping step is changed in place)."""
+    from hsa import _json
+    from hsa.cache import digest, lru
+    from hsa.renames import STEP_PARTS, carries, carry_messages
+
+    if not carries(record, ()):
+        return t.apply(record, params)
+    cache = lru("transform.step_leaf", 32 << 20)
+    try:
+        key = digest(_leaf_key(t), params, [record.get(k, _ABSENT) for k in STEP_PARTS])
+    except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
+        return t.apply(record, params)
+    hit = cache.get(key)
+    if hit is not None:
+        parts, steps = hit
+        out = dict(record)
+        out.update(parts)
+        out["messages"] = carry_messages(record["messages"], steps)
+        out["mapping"] = record["mapping"] + list(steps)
+        return out
+    out = t.apply(record, params)
+    seen = lru("transform.step_leaf_seen", 1 << 20)
+    if seen.get(key) is None:  # kept from its second sighting on: a key seen once (a record's own harness) costs no check
+        seen.put(key, True, 100)
+        return out
+    n = len(record["mapping"])
+    steps = out["mapping"][n:]
+    if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps) and \
+            all(a is b for a, b in zip(out["mapping"], record["mapping"])) and \
+            all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
+                for k in out if k not in STEP_PARTS and k not in ("messages", "mapping")) and \
+            _same_messages(carry_messages(record["messages"], steps), out["messages"]):
+        parts = {k: out[k] for k in STEP_PARTS if k in out}
+        cache.put(key, (parts, tuple(steps)), _json_size(parts) + _json_size(steps))
+    return out
+
+
+def _json_size(value: Any) -> int:
+    """About the bytes ``value`` holds in memory, from its JSON text (C speed: :func:`hsa.cache.sizeof` walks it)."""
+    from hsa import _json
+
+    try:
+        return 3 * len(_json.dumps_bytes(value)) + 200
+    except (TypeError, ValueError):  # not JSON (a Skip, a record built in code)
+        return 3 * len(repr(value)) + 200
+
+
+def _same_messages(a: list, b: list) -> bool:
+    """``a`` and ``b`` the same exactly: types, values and key order (their reprs: C speed)."""
+    return repr(a) == repr(b)
+
+
+def _leaf_key(t: Transform) -> bytes:
+    """A digest of the leaf's name and config, kept per transform (frozen dataclasses: equal configs, one key)."""
+    try:
+        return _leaf_key_cached(t)
+    except TypeError:  # a field that is not hashable (a dict option): no memo
+        from hsa.cache import digest
+
+        return digest(t.name, t.config())
+
+
+@functools.lru_cache(maxsize=1024)
+def _leaf_key_cached(t: Transform) -> bytes:
+    from hsa.cache import digest
+
+    return digest(t.name, t.config())
 
 
 def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Record, list[Applied], list[tuple[str, str]]]:

@@ -25,7 +25,7 @@ from hsa.mapping import Mapping
 from hsa.names import DIALECT_NAME_RULES, is_identifier_like, is_legal, is_legal_param
 from hsa.records import Record
 from hsa.renames import hook_literals, record_tokens, rename_tools, text_fields, word_uses
-from hsa.transform import Skip, Transform, check_probability, register
+from hsa.transform import Skip, Transform, asked, asked_set, check_probability, register
 from transforms import tool_functional as F
 from transforms._banks import load_banks
 from transforms._domains import RELEVANCE_THRESHOLD, content_words, harness_domain, tool_words
@@ -125,6 +125,8 @@ class ToolRename(Transform):
 
     name: ClassVar[str] = "tool.rename"
     family: ClassVar[str] = "tool"
+    sample_parts: ClassVar[tuple[str, ...]] = ("tools", "skill_tool")  # and what it asks (word uses, tokens)
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
     p: float = 1.0
@@ -150,8 +152,8 @@ class ToolRename(Transform):
         if "prefix" in self.styles:
             legal = F.legal_prefixes(self.prefixes, record["tools"])
             prefix = rng.choice(legal) if legal else None
-        ambiguous = word_uses(record, names)
-        taken = record_tokens(record)
+        ambiguous = asked(word_uses, record, names)
+        taken = asked_set(record_tokens, record)
         renames: dict[str, str] = {}
         kept: dict[str, str] = {}
         for tool in record["tools"]:
@@ -200,6 +202,8 @@ class ParamRename(Transform):
 
     name: ClassVar[str] = "tool.param_rename"
     family: ClassVar[str] = "tool"
+    sample_parts: ClassVar[tuple[str, ...]] = ("tools", "hooks")  # and the tokens it asks about
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
     p: float = 0.67
@@ -217,7 +221,7 @@ class ParamRename(Transform):
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         literals = hook_literals(record)
         owners, per_tool = F.tools_named_paths(record["tools"])
-        taken = record_tokens(record)
+        taken = asked_set(record_tokens, record)
         out = []
         for t, (paths, siblings) in zip(record["tools"], per_tool):
             for path in paths:
@@ -270,6 +274,7 @@ class SwapNames(Transform):
 
     name: ClassVar[str] = "tool.swap_names"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     tools: bool = True
     p: float = 1.0
@@ -401,7 +406,7 @@ class Describe(Transform):
 
     name: ClassVar[str] = "tool.describe"
     family: ClassVar[str] = "tool"
-    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # reads and changes the tools only
+    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # changes the tools only; reads them and the domain
 
     modes: tuple[str, ...] = ("paraphrase", "shorten")
     p: float = 0.5
@@ -416,6 +421,9 @@ class Describe(Transform):
         if self.max_words < 1:
             raise ValueError(f"max_words must be >= 1 (got {self.max_words})")
         _check_banks(self.banks)
+
+    def harness_facts(self, record: Record) -> str | None:
+        return harness_domain(record) if "paraphrase" in self.modes else None  # meta, prompt, skills, system text
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         texts = []
@@ -493,6 +501,7 @@ class Nest(Transform):
 
     name: ClassVar[str] = "tool.nest"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 0.5
     size: tuple[int, int] = (2, 3)
@@ -558,6 +567,7 @@ class Flatten(Transform):
 
     name: ClassVar[str] = "tool.flatten"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 1.0
 
@@ -587,6 +597,11 @@ class Flatten(Transform):
 # --------------------------------------------------------------------------- distractors
 
 
+def _taken_or_mapped(record: Record) -> set[str]:
+    """Every token of the record and every name its source had (what a distractor's name must not be)."""
+    return record_tokens(record) | Mapping(record["mapping"]).names()
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class Distractors(Transform):
@@ -608,6 +623,7 @@ class Distractors(Transform):
 
     name: ClassVar[str] = "tool.distractors"
     family: ClassVar[str] = "tool"
+    sample_parts: ClassVar[tuple[str, ...]] = ("tools",)  # and what it asks (tokens, domain); not with params_p
 
     n: int | tuple[int, int] = (1, 3)
     params_p: float = 0.0
@@ -625,6 +641,9 @@ class Distractors(Transform):
         if self.pool_file:
             F.pool_file(self.pool_file)
 
+    def reuses_params(self) -> bool:
+        return self.params_p == 0  # parameter distractors read the skill tool and the calls
+
     def _pool(self) -> Sequence[dict]:
         """The candidate tools, shared and read only (:func:`_internal_tool` copies what it keeps)."""
         if self.pool_file:
@@ -636,8 +655,9 @@ class Distractors(Transform):
         tools = record["tools"]
         dialect = tools[0]["dialect"] if tools else "openai"
         strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
-        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
-        legal, pool, other, rest = F.distractor_candidates(record, self._pool(), taken, dialect, self.max_relevance)
+        taken = asked_set(_taken_or_mapped, record)
+        legal, pool, other, rest = F.distractor_candidates(record, self._pool(), taken, dialect, self.max_relevance,
+                                                           domain=asked(harness_domain, record))
         out: dict[str, Any] = {"tools": [], "params": []}
         k = min(rng.randint(lo, hi), len(pool))
         if k:
@@ -686,6 +706,7 @@ class AddRequired(Transform):
 
     name: ClassVar[str] = "tool.add_required"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 0.5
     banks: tuple[str, ...] = ()
@@ -749,6 +770,7 @@ class Values(Transform):
 
     name: ClassVar[str] = "tool.values"
     family: ClassVar[str] = "tool"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     modes: tuple[str, ...] = ("enum", "default")
     p: float = 0.5

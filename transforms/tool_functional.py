@@ -470,12 +470,17 @@ def pool_tool_domain(raw: dict) -> str | None:
     return text_domain(tool_words(raw)["all"])
 
 
+_UNSET = object()  # no domain given
+
+
 def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set[str], dialect: str,
-                          max_relevance: float) -> tuple[list[dict], list[dict], list[int], list[int]]:
+                          max_relevance: float, *, domain: Any = _UNSET) -> tuple[list[dict], list[dict], list[int],
+                                                                                   list[int]]:
     """Which ``candidates`` (pool tools) may be added to ``record``: ``(legal, pool, other, rest)``. ``legal``: names
     free, not a real tool's words, legal in ``dialect``; ``pool``: those of them irrelevant to every real tool
     (relevance below ``max_relevance``); ``other`` / ``rest``: indices into ``pool`` of another domain than the
-    harness's (drawn first) / of the same or no domain."""
+    harness's (drawn first) / of the same or no domain. ``domain``: the record's :func:`harness_domain`, when the caller
+    has it; only ``record["tools"]`` is read then."""
     tools = record["tools"]
     words = {tuple(split_words(t["name"])) for t in tools}
     legal_at = [i for i, t in enumerate(candidates)
@@ -483,7 +488,8 @@ def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set
     near = near_candidates(candidates, tools, max_relevance)
     legal = [candidates[i] for i in legal_at]
     pool = [candidates[i] for i in legal_at if not near[i]]
-    domain = harness_domain(record)
+    if domain is _UNSET:
+        domain = harness_domain(record)
     other = [i for i, t in enumerate(pool) if not domain_applies(pool_tool_domain(t), domain)]
     rest = [i for i in range(len(pool)) if i not in set(other)]
     return legal, pool, other, rest

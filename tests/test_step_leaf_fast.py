@@ -1,0 +1,141 @@
+"""A leaf that carries its steps (``Transform.carries_steps``) applied through ``transform.step_leaf`` (issue 18)
+gives what its plain apply gives.
+
+The harness parts and steps are looked up by (leaf, params, parts) and the messages carried through the steps
+(:func:`hsa.renames.carry_messages`): compared with ``t.apply`` on the fixtures (without hooks, where it applies,
+and with them, where it does not), on records that share a harness but not a trajectory (the case the lookup is
+for: the hit was made on another record), on generated records, caches on and off; the input is never modified.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import pytest
+from hypothesis import given, settings
+
+from hsa import cache
+from hsa.records import clone, normalize
+from hsa.recipes import load_recipe
+from hsa.renames import carry_messages
+from hsa.testing import records
+from hsa.transform import Skip, _apply_carried
+from tests.conftest import FIXTURES
+from tests.exact_support import exact
+
+_ALL = [normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines()[::5]]
+
+
+def _without_hooks(record):
+    out = clone(record)
+    out.pop("hooks", None)
+    out.pop("hook_events", None)
+    return out
+
+
+FIXTURE = [_without_hooks(r) for r in _ALL] + _ALL[:3]
+
+
+@pytest.fixture(params=["on", "off"])
+def caches(request, monkeypatch):
+    if request.param == "off":
+        monkeypatch.setenv("HSA_CACHE", "0")
+    cache.clear()
+    yield request.param
+    monkeypatch.delenv("HSA_CACHE", raising=False)
+    cache.clear()
+
+
+def _leaves():
+    out = []
+    for name in ("default", "tools", "rotbench-heavy"):
+        out += [t for t in load_recipe(name).leaves() if t.carries_steps]
+    assert {t.name for t in out} >= {"tool.rename", "tool.param_rename", "tool.values", "tool.nest", "tool.flatten"}
+    return out
+
+
+def _other_trajectory(record, rng):
+    """``record`` with another trajectory: the messages reversed in part, texts that name its tools, parameters and
+    values, tool results that do too (the harness parts the lookup is keyed by stay as they are)."""
+    out = clone(record)
+    words = [t["name"] for t in out["tools"]]
+    for t in out["tools"]:
+        words += list((t["parameters"].get("properties") or {}))
+        for sub in (t["parameters"].get("properties") or {}).values():
+            if isinstance(sub, dict) and isinstance(sub.get("enum"), list):
+                words += [v for v in sub["enum"] if isinstance(v, str)]
+    for m in out["messages"]:
+        picked = " ".join(rng.sample(words, min(3, len(words)))) if words else ""
+        if isinstance(m.get("content"), str):
+            m["content"] = f"{m['content']} {picked}"
+        elif m.get("content") is None and m.get("role") == "tool":
+            m["content"] = picked
+    calls = [m for m in out["messages"] if m.get("tool_calls")]
+    if len(calls) > 1:  # one call turn dropped: other calls, other values
+        out["messages"].remove(calls[rng.randrange(len(calls))])
+    return out
+
+
+def _check(t, record, params, other=None):
+    before = copy.deepcopy(record)
+    want = t.apply(record, params)
+    got = _apply_carried(t, record, params)
+    assert exact(got, want)
+    again = _apply_carried(t, record, params)  # a hit where the cache is on
+    assert exact(again, want)
+    assert exact(record, before)  # the input is never modified
+    if other is not None:
+        assert exact(_apply_carried(t, other, params), t.apply(other, params))
+
+
+def test_step_leaves_equal_their_plain_apply(caches):
+    seen = 0
+    for i, rec in enumerate(FIXTURE):
+        rng = random.Random(i)
+        other = _other_trajectory(rec, rng)
+        for t in _leaves():
+            params = t.sample(rec, random.Random(i * 31 + seen))
+            if isinstance(params, Skip):
+                continue
+            _check(t, rec, params, other)
+            seen += 1
+    assert seen > 40
+
+
+def test_carry_messages_copies_and_follows_the_steps():
+    rec = next(r for r in FIXTURE if not r.get("hooks") and any(m.get("tool_calls") for m in r["messages"])
+               and any(m.get("role") == "tool" for m in r["messages"]))
+    name = next(m["tool_calls"][0]["function"]["name"] for m in rec["messages"] if m.get("tool_calls"))
+    msgs = copy.deepcopy(rec["messages"])
+    for m in msgs:
+        m["content"] = f"{m.get('content') or ''} {name} zq_x"
+        if m.get("role") == "tool":
+            m["name"] = name
+    steps = [{"op": "tools", "map": {name: "zq_tool"}},
+             {"op": "values", "tool": "zq_tool", "path": ["q"], "map": [["zq_x", "zq_y"]], "texts": True}]
+    frozen = copy.deepcopy(msgs)
+    out = carry_messages(msgs, tuple(steps))
+    assert exact(msgs, frozen)
+    assert all(m["name"] == "zq_tool" for m in out if m.get("role") == "tool")
+    assert all("zq_tool" in m["content"] and name not in m["content"].split() for m in out)
+    assert all(("zq_x" in m["content"]) == (m.get("role") == "tool") for m in out)  # values: not in tool results
+    assert all(c["function"]["name"] != name for m in out for c in m.get("tool_calls") or ())
+    # a later step renames what an earlier one wrote (no text held it before)
+    chained = carry_messages(msgs, steps + [{"op": "values", "tool": "zq_tool", "path": ["q"],
+                                             "map": [["zq_tool", "zq_end"]], "texts": True}])
+    assert all(("zq_end" in m["content"]) == (m.get("role") != "tool") for m in chained)
+
+
+@settings(max_examples=25, deadline=None)
+@given(records(max_tools=3, hooks=True))
+def test_step_leaves_on_generated_records(raw):
+    rec = normalize(raw)
+    if len(rec["messages"]) % 3:
+        rec = _without_hooks(rec)
+    other = _other_trajectory(rec, random.Random(len(rec["messages"])))
+    for k, t in enumerate(_leaves()):
+        params = t.sample(rec, random.Random(k))
+        if not isinstance(params, Skip):
+            _check(t, rec, params, other)
