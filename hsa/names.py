@@ -5,9 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from types import MappingProxyType
-
-from hsa.cache import lru as _lru
 
 __all__ = [
     "DIALECT_NAME_RULES",
@@ -205,39 +202,16 @@ def replace_tokens(text: str, renames: Mapping[str, str]) -> str:
     if not renames or not text:
         return text
     names, plain = _rename_set(tuple(renames.items()))
-    if not names:
+    if not names or not _may_contain(text, names):
         return text
-    if plain:  # token split, cached per text with where each token is: no regex, no walk of every token
-        if len(text) < 64 and not any(n in text for n in names):
-            return text  # a whole token is a substring: a short text without one is not worth keeping
-        pieces, where = _token_spots(text)
-        out = None
-        for n in names:
-            spots = where.get(n)
-            if spots is not None:
-                if out is None:
-                    out = list(pieces)
-                new = renames[n]
-                for i in spots:
-                    out[i] = new
-        return text if out is None else "".join(out)
-    if not _may_contain(text, names):
-        return text
-    return _cached_regex(names).sub(lambda m: renames[m.group(1)], text)
-
-
-def _token_spots(text: str) -> tuple[tuple[str, ...], Mapping[str, tuple[int, ...]]]:
-    """:func:`_pieces` of ``text`` and, for each token, its positions among them (read only; kept per text in
-    ``names.token_spots``: the texts of a harness meet the same renames record after record)."""
-    hit = _SPOTS.get(text)
-    if hit is None:
-        pieces = _pieces(text)
-        where: dict[str, list[int]] = {}
+    if plain:  # token split, cached per text: no regex per rename set
+        pieces = list(_pieces(text))
         for i in range(1, len(pieces), 2):
-            where.setdefault(pieces[i], []).append(i)
-        hit = _SPOTS.put(text, (pieces, MappingProxyType({k: tuple(v) for k, v in where.items()})),
-                         2 * len(text) + 64 * len(pieces) + 150 * len(where) + 200)
-    return hit
+            new = renames.get(pieces[i])
+            if new is not None:
+                pieces[i] = new
+        return "".join(pieces)
+    return _cached_regex(names).sub(lambda m: renames[m.group(1)], text)
 
 
 @lru_cache(maxsize=4096)
@@ -245,9 +219,6 @@ def _rename_set(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], bo
     """The names a rename table changes (sorted) and whether all are plain tokens; cached per table."""
     names = tuple(sorted(k for k, v in items if k != v))
     return names, all(_PLAIN_NAME.match(n) for n in names)
-
-
-_SPOTS = _lru("names.token_spots", 32 << 20)
 
 
 @lru_cache(maxsize=16384)
