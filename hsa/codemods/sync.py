@@ -37,6 +37,11 @@ from hsa.codemods.splice import apply_edits, render_literal
 from hsa.hooks_model import entry_of, map_content, map_output, map_payload, map_text, text_map
 from hsa.names import replace_tokens
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
 __all__ = ["Harness", "HarnessBefore", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
            "refusal_note", "parse_refusal_note", "cache_info"]
 
@@ -548,24 +553,8 @@ def _sync_cached(source: str, entry: str | None, step_json: str, h: Harness) -> 
     return new, None, len(edits)
 
 
-#: ``(source, entry, step JSON) -> True`` where :func:`_sync_cached` gives the source back, unrefused, under any
-#: harness (see :func:`_untouched`). Most hooks of a record name nothing most steps rename.
-_UNTOUCHED = _cache.lru("hook.sync_untouched", 8 << 20)
-
 #: Off only in tests, which compare the syncs with the untouched hooks skipped and with every hook planned.
 _SKIP_UNTOUCHED = True
-
-
-def _untouched(source: str, entry: str | None, step_json: str) -> bool:
-    """Whether carrying the hook through the step leaves its source as it is and refuses nothing, whatever the
-    harness: what :func:`_sync_cached` decides before it reads the harness (the step renames nothing; the source
-    cannot be analysed and names nothing renamed; or no analysis problem refuses the step and the
-    :class:`_SiteIndex` picks no site). Cached: the key is all it reads."""
-    key = (source, entry, step_json)
-    hit = _UNTOUCHED.get(key)
-    if hit is None:
-        hit = _UNTOUCHED.put(key, _untouched_plain(source, entry, step_json), len(source) + len(step_json) + 160)
-    return hit
 
 
 _TOUCHED = _cache.lru("hook.sync_touched", 16 << 20)
@@ -573,7 +562,7 @@ _TOUCHED = _cache.lru("hook.sync_touched", 16 << 20)
 
 def _touched(code: tuple, step_json: str) -> tuple[int, ...]:
     """The positions of the hooks ``code`` (``(source, entry)`` each) that ``step`` may change or refuse (every other
-    is :func:`_untouched`): one look-up for all the hooks of a record, which records of one harness share."""
+    is :func:`_untouched`), kept per step and hooks: records of one harness variant share both."""
     key = (step_json, code)
     hit = _TOUCHED.get(key)
     if hit is None:
@@ -582,7 +571,11 @@ def _touched(code: tuple, step_json: str) -> tuple[int, ...]:
     return hit
 
 
-def _untouched_plain(source: str, entry: str | None, step_json: str) -> bool:
+def _untouched(source: str, entry: str | None, step_json: str) -> bool:
+    """Whether carrying the hook through the step leaves its source as it is and refuses nothing, whatever the
+    harness: what :func:`_sync_cached` decides before it reads the harness (the step renames nothing; the source
+    cannot be analysed and names nothing renamed; no analysis problem refuses the step and the :class:`_SiteIndex`
+    picks no site, or only name sites whose roles read nothing a parameter or value step renames)."""
     step, renamed, table = _step_info(step_json)
     if not renamed:
         return True
@@ -734,7 +727,7 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
     """
     if not isinstance(before, HarnessBefore):
         before = _Known(before if isinstance(before, Harness) else harness_of(before))
-    step_json, hk = _json.canonical(step), None  # once per step, not per hook
+    step_json, hk = _step_key(step), None  # once per step, not per hook
     hooks = record.get("hooks") or ()
     code = [(hook.get("source", ""), entry_of(hook)) for hook in hooks]
     touched = _touched(tuple(code), step_json) if _SKIP_UNTOUCHED else range(len(code))
@@ -762,6 +755,21 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
                 continue
             hook["matcher"] = new_matcher
     sync_record_events(record, step, payloads=payloads)
+
+
+def _step_key(step: dict) -> str:
+    """A key-sorted JSON text of ``step`` that :func:`_step_info` decodes back to it exactly: orjson's where it can
+    write the step exactly (no null, which NaN also becomes; no int beyond 64 bits), else :func:`hsa._json.canonical`.
+    Two texts of one step are two cache keys for the same results."""
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(step, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in data:
+                return data.decode()
+    return _json.canonical(step)
 
 
 class _Known:
