@@ -566,8 +566,8 @@ def _touched(code: tuple, step_json: str) -> tuple[int, ...]:
     key = (step_json, code)
     hit = _TOUCHED.get(key)
     if hit is None:
-        hit = _TOUCHED.put(key, tuple(i for i, (src, entry) in enumerate(code) if not _untouched(src, entry, step_json)),
-                           len(step_json) + sum(len(src) + 100 for src, _ in code) + 160)
+        hit = _TOUCHED.put(key, tuple([i for i, (src, entry) in enumerate(code) if not _untouched(src, entry, step_json)]),
+                           len(step_json) + sum([len(src) + 100 for src, _ in code]) + 160)
     return hit
 
 
@@ -639,8 +639,8 @@ class HarnessBefore:
 
     def __init__(self, record: dict):
         st = record.get("skill_tool") or {"name": "load_skill", "argument": "skill"}
-        self.tools = tuple(t["name"] for t in record["tools"])
-        self.skills = tuple(s["name"] for s in record.get("skills") or ())
+        self.tools = tuple([t["name"] for t in record["tools"]])
+        self.skills = tuple([s["name"] for s in record.get("skills") or ()])
         self.skill_tool = (st["name"], st["argument"])
         self._schemas = [t["parameters"] for t in record["tools"]]
         self._full: Harness | None = None
@@ -648,7 +648,7 @@ class HarnessBefore:
     def full(self) -> Harness:
         """:func:`harness_of` of the record when this was made."""
         if self._full is None:
-            kinds = tuple((name, _kinds_of(_json.dumps(s))) for name, s in zip(self.tools, self._schemas))
+            kinds = tuple([(name, _kinds_of(_json.dumps(s))) for name, s in zip(self.tools, self._schemas)])
             self._full = Harness(self.tools, self.skills, self.skill_tool, kinds)
         return self._full
 
