@@ -409,3 +409,44 @@ def test_step_key_decodes_to_the_step_exactly():
         assert S._step_info(key)[0] == back
     assert S._step_key(steps[-2]) == S._json.canonical(steps[-2])  # NaN: orjson would write null
     assert len(steps) > 100
+
+
+def test_harness_before_sees_the_schemas_as_they_were_when_taken(monkeypatch):
+    """What the renames rely on (a schema is replaced, never reshaped in place, between a HarnessBefore and the
+    hook sync of its step): through every renaming recipe and the undo of each variant, the harness worked out
+    late equals the one worked out when the HarnessBefore was made."""
+    import random
+
+    from hsa.recipes import load_recipe
+    from hsa.renames import canonicalize
+    from hsa.transform import run
+
+    made = []
+    init, for_step = S.HarnessBefore.__init__, S.HarnessBefore.for_step
+
+    def checked_init(self, record):
+        init(self, record)
+        made.append(self)
+        checked[id(self)] = S.harness_of(record)
+
+    def checked_for_step(self, step):
+        got = for_step(self, step)
+        assert got == S._harness_for(step, checked[id(self)]), step
+        used.append(step["op"])
+        return got
+
+    used: list = []
+
+    checked: dict = {}
+    monkeypatch.setattr(S.HarnessBefore, "__init__", checked_init)
+    monkeypatch.setattr(S.HarnessBefore, "for_step", checked_for_step)
+    S._TOUCHED.clear()
+    records = [r for r in (normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines())
+               if r.get("hooks")][:30]
+    for name in ("default", "tools", "skills", "hooks"):
+        for i, r in enumerate(records):
+            v = run(load_recipe(name), r, random.Random(i))[0]
+            if isinstance(v, dict):
+                canonicalize(v)
+    assert len(made) > 200 and len(checked) == len(made)
+    assert used.count("params") > 20 and used.count("tools") + used.count("skills") > 20, sorted(set(used))
