@@ -22,6 +22,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from hsa.cache import exact_key as _exact_key
+from hsa.cache import lru as _lru
 from hsa.record_model import Prompt, PromptSection, Record
 
 __all__ = [
@@ -75,22 +77,24 @@ def _compiled(template: str):
                                 "(jinja2 syntax) or drop the record's 'prompt'") from None
 
 
+_RENDERED = _lru("prompt.render", 16 << 20)
+
+
 def render(template: str, sections: list[PromptSection]) -> str:
     """The text of ``template`` rendered with ``sections`` in jinja2's sandboxed environment (cached by both:
-    every prompt transform and check renders the same prompt again)."""
-    import jinja2
-
-    from hsa.cache import digest, lru
-
-    cache = lru("prompt.render", 16 << 20)
-    key = digest(template, sections)
-    hit = cache.get(key)
+    every prompt transform and check renders the same prompt again). The key is the template itself and the
+    sections' :func:`hsa.cache.exact_key` (no digest of either: the template is the record's own string)."""
+    key = (template, _exact_key(sections))
+    hit = _RENDERED.get(key)
     if hit is not None:
         return hit
+    import jinja2
+
     try:
-        return cache.put(key, _compiled(template).render(sections=sections))
+        out = _compiled(template).render(sections=sections)
     except jinja2.TemplateError as exc:  # SecurityError is a TemplateError too
         raise PromptRenderError(f"prompt template does not render: {type(exc).__name__}: {exc}") from None
+    return _RENDERED.put(key, out, len(template) + len(key[1]) + len(out) + 200)
 
 
 def _jinja_str(text: str) -> str:

@@ -237,18 +237,36 @@ def labelled_texts(record: Record):
 def record_tokens(record: Record) -> set[str]:
     """Every token (``[A-Za-z0-9_-]+``) of the record's texts and names: what a new name must not collide with.
 
-    The tokens of the texts are kept per tuple of texts (``renames.text_tokens``): every sampler of every variant
-    asks, and the texts stay the same strings from one variant to the next until a rename rewrites them."""
-    texts = tuple(texts_of(record, schemas=False))
+    The tokens of the texts are kept per tuple of texts, the messages' apart from the harness's (tool descriptions,
+    skills, prompt, hook sources), so a record of a shared harness finds the harness's tokens kept; every sampler of
+    every variant asks. One union into the set returned (the caller's own)."""
+    texts = texts_of(record, schemas=False)
+    k = _message_text_count(record)  # the messages' texts come first: per record; the rest is the harness's
+    return set().union(_texts_tokens(tuple(texts[:k])), _texts_tokens(tuple(texts[k:])), _tools_tokens(record["tools"]),
+                       [s["name"] for s in record.get("skills") or ()])
+
+
+def _message_text_count(record: Record) -> int:
+    """How many of :func:`texts_of` are message texts (contents and text parts)."""
+    n = 0
+    for m in record["messages"]:
+        c = m.get("content")
+        if isinstance(c, str):
+            n += 1
+        elif isinstance(c, list):
+            n += sum(1 for p in c if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+    return n
+
+
+def _texts_tokens(texts: tuple[str, ...]) -> frozenset[str]:
+    """The tokens of ``texts``, kept per tuple of texts (``renames.text_tokens``): records of one harness share the
+    tuple of its texts, and the message texts stay the same strings from one sampler to the next until a rename
+    rewrites them."""
     hit = _TEXT_TOKENS.get(texts)
     if hit is None:
         hit = _TEXT_TOKENS.put(texts, frozenset().union(*map(text_tokens, texts)),
                                3 * sum(map(len, texts)) + 8 * len(texts) + 200)
-    tokens = set(hit)
-    tokens |= _tools_tokens(record["tools"])
-    for s in record.get("skills") or ():
-        tokens.add(s["name"])
-    return tokens
+    return hit
 
 
 _TEXT_TOKENS = _lru("renames.text_tokens", 16 << 20)

@@ -164,12 +164,13 @@ def _rename_in_schema(schema: dict, path: tuple, new_key: str) -> dict:
 
 
 def _hook_harness(record: Record):
-    """What a hook sync needs to know of the harness, taken before a step changes it (None without hooks)."""
+    """What a hook sync needs to know of the harness, taken before a step changes it (None without hooks): a
+    :class:`hsa.codemods.sync.HarnessBefore`, which works the schemas' shapes out only if a hook needs them."""
     if not record.get("hooks"):
         return None
-    from hsa.codemods.sync import harness_of
+    from hsa.codemods.sync import HarnessBefore
 
-    return harness_of(record)
+    return HarnessBefore(record)
 
 
 def _sync_hooks(record: Record, step: dict, before) -> None:

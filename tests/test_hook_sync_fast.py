@@ -268,3 +268,185 @@ def test_param_steps_of_unrelated_tools_leave_hooks_alone(tool):
     assert refusal is None and new == src
     new, refusal = S.sync_source(src, "check", {**step, "tool": "list_coupons"}, H)
     assert refusal is None and '"productId" not in' in new
+
+
+# ---------------------------------------------------------------------------- hooks a step leaves untouched
+
+
+def _other_harnesses(h):
+    """``h`` and harnesses that differ from it in every way a plan may read: every node an array, every node
+    an object, and one more tool that declares every path of every tool (a collision for any new key)."""
+    every = tuple(sorted({p for _, table in h.kinds for p, _ in table}))
+    as_kind = lambda k: tuple((n, tuple((p, k) for p, _ in t)) for n, t in h.kinds)  # noqa: E731
+    shadow = S.Harness(h.tools + ("zz_shadow",), h.skills, h.skill_tool,
+                       h.kinds + (("zz_shadow", tuple((p, "object") for p in every)),))
+    return [h, S.Harness(h.tools, h.skills, h.skill_tool, as_kind("array")),
+            S.Harness(h.tools, h.skills, h.skill_tool, as_kind("object")), shadow]
+
+
+def test_untouched_hooks_are_given_back_unrefused_under_any_harness():
+    """Where ``_untouched`` says a step leaves a hook alone, the plain sync gives the source back, unrefused and
+    unedited, under the hook's harness and under harnesses that differ in every kind and add a colliding tool;
+    and the skip is not everything: many steps do edit or refuse."""
+    untouched = touched = 0
+    for src, entry, h in CORPUS:
+        an = analyze(src, entry)
+        for step in (_steps(an, h) if an.ok else [{"op": "tools", "map": {t: t + "X"}} for t in h.tools]):
+            step_json = S._json.canonical(step)
+            if not S._untouched(src, entry, step_json):
+                touched += 1
+                continue
+            untouched += 1
+            for other in _other_harnesses(h):
+                assert S._sync_cached.__wrapped__(src, entry, step_json, S._harness_for(step, other)) == \
+                    (src, None, 0), (src[:200], step)
+    assert untouched > 500 and touched > 500, (untouched, touched)
+
+
+def test_param_steps_that_rename_what_a_hook_reads_are_not_skipped():
+    """A parameter step renaming the key a hook reads, renaming another key onto it, or renaming below an array the
+    hook iterates, is planned (edited or refused), not skipped."""
+    src = ('def check(p):\n    if p["tool_name"] == "list_coupons" and "product_id" not in p["tool_input"]:\n'
+           '        return {"decision": "deny"}\n')
+    for step in ({"op": "params", "tool": "list_coupons", "paths": [[["product_id"], ["productId"]]]},
+                 {"op": "params", "tool": "list_coupons", "paths": [[["other"], ["product_id"]]]}):
+        assert not S._untouched(src, "check", S._json.canonical(step))
+    kept = {"op": "params", "tool": "list_coupons", "paths": [[["other"], ["another"]]]}
+    assert S._untouched(src, "check", S._json.canonical(kept))
+    assert S._param_read_kept(("a", "b"), [[["x"], ["y"]]])
+    assert not S._param_read_kept(("a", "[]", "b"), [[["x"], ["y"]]])
+    assert not S._param_read_kept(("*", "b"), [[["x"], ["y"]]])
+    assert not S._param_read_kept(("a", "b"), [[["a"], ["c"]]])
+    assert not S._param_read_kept(("c", "b"), [[["a"], ["c"]]])
+
+
+def _records_and_variants():
+    records = [normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines()[::5]]
+    import random
+
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+
+    out = [r for r in records if r.get("hooks")]
+    for name in ("hooks", "default"):
+        recipe = load_recipe(name)
+        for i, r in enumerate(out[:12]):
+            v = run(recipe, r, random.Random(i))[0]
+            if isinstance(v, dict):
+                out.append(v)
+    return out
+
+
+def test_harness_before_equals_harness_of_for_every_step_kind():
+    """``HarnessBefore(record).for_step(step)`` is ``_harness_for(step, harness_of(record))``: the short cut for
+    tool and skill steps (no schema encoded) and the full harness for the others, on fixture records, their
+    variants and schemas of odd shape (the skill argument under ``items``, a ``"[]"`` argument, no properties)."""
+    odd = {"tools": [{"name": "load_skill", "parameters": {"type": "object", "items": {"type": "string"},
+                                                             "properties": {"[]": {"type": "array"}}}},
+                     {"name": "b", "parameters": {"type": "object"}}, {"name": "c", "parameters": {"items": {}}}],
+           "skills": [{"name": "s"}], "skill_tool": {"name": "load_skill", "argument": "[]"}}
+    odd2 = {**odd, "skill_tool": {"name": "load_skill", "argument": "skill"},
+            "tools": odd["tools"] + [{"name": "d", "parameters": {"properties": {"skill": {"enum": ["s"]}}}}]}
+    checked = 0
+    for r in _records_and_variants() + [odd, odd2]:
+        h = S.harness_of(r)
+        steps = [{"op": "tools", "map": {h.tools[0]: "x"}}, {"op": "skills", "map": {"a": "b"}},
+                 {"op": "params", "tool": h.tools[0], "paths": [[["a"], ["b"]]]},
+                 {"op": "values", "tool": h.tools[0], "path": ["a"], "map": [["x", "y"]]}]
+        for step in steps:
+            assert S.HarnessBefore(r).for_step(step) == S._harness_for(step, h), step
+            checked += 1
+        before = S.HarnessBefore(r)
+        assert before.full() == h and before.tools == h.tools
+    assert checked > 40
+
+
+def test_record_hooks_synced_with_and_without_the_skip_are_equal(monkeypatch):
+    """Every recipe that renames, applied to fixture records with hooks, gives the same bytes with the untouched
+    hooks skipped and with every hook planned (the plain loop)."""
+    import random
+
+    from hsa.cache import clear
+    from hsa.recipes import load_recipe
+    from hsa.transform import run
+
+    records = [r for r in (normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines())
+               if r.get("hooks")][:40]
+
+    def outputs():
+        clear()
+        out, synced = [], 0
+        for name in ("hooks", "default", "skills"):
+            recipe = load_recipe(name)
+            for i, r in enumerate(records):
+                v = run(recipe, r, random.Random(i))[0]
+                out.append(json.dumps(v, sort_keys=False, default=str))
+                if isinstance(v, dict):
+                    synced += sum(a.get("source") != b.get("source") for a, b in zip(r["hooks"], v["hooks"]))
+        assert synced > 20, synced  # hook sources were rewritten: the comparison sees syncs that edit
+        return out
+
+    fast = outputs()
+    monkeypatch.setattr(S, "_SKIP_UNTOUCHED", False)
+    plain = outputs()
+    assert fast == plain
+    assert len(fast) == 3 * len(records)
+
+
+def test_step_key_decodes_to_the_step_exactly():
+    """The record-level step key decodes to the step itself (types kept: 1 / 1.0 / True, NaN, None, big ints,
+    key order sorted as canonical sorts it), and falls back to the canonical text where orjson cannot write it."""
+    steps = [s for src, entry, h in CORPUS[:30] if analyze(src, entry).ok for s in _steps(analyze(src, entry), h)]
+    steps += [{"op": "values", "tool": "t", "path": ["a"], "map": [[1, 1.0], [True, "x"], [None, "n"]]},
+              {"op": "values", "tool": "t", "path": ["a"], "map": [[float("nan"), "x"]]},
+              {"op": "tools", "map": {"é\u2028": "ü\x00"}}]
+    big = {"op": "values", "tool": "t", "path": ["a"], "map": [[2 ** 70, "big"]]}
+    assert S._step_key(big) == S._json.canonical(big)  # orjson cannot write it: the canonical text, as before
+    for step in steps:
+        key = S._step_key(step)
+        back = S._json.loads(key)
+        assert S._json.canonical(back) == S._json.canonical(step), (key, step)  # 1, 1.0, true, NaN told apart
+        assert S._step_info(key)[0] == back
+    assert S._step_key(steps[-2]) == S._json.canonical(steps[-2])  # NaN: orjson would write null
+    assert len(steps) > 100
+
+
+def test_harness_before_sees_the_schemas_as_they_were_when_taken(monkeypatch):
+    """What the renames rely on (a schema is replaced, never reshaped in place, between a HarnessBefore and the
+    hook sync of its step): through every renaming recipe and the undo of each variant, the harness worked out
+    late equals the one worked out when the HarnessBefore was made."""
+    import random
+
+    from hsa.recipes import load_recipe
+    from hsa.renames import canonicalize
+    from hsa.transform import run
+
+    made = []
+    init, for_step = S.HarnessBefore.__init__, S.HarnessBefore.for_step
+
+    def checked_init(self, record):
+        init(self, record)
+        made.append(self)
+        checked[id(self)] = S.harness_of(record)
+
+    def checked_for_step(self, step):
+        got = for_step(self, step)
+        assert got == S._harness_for(step, checked[id(self)]), step
+        used.append(step["op"])
+        return got
+
+    used: list = []
+
+    checked: dict = {}
+    monkeypatch.setattr(S.HarnessBefore, "__init__", checked_init)
+    monkeypatch.setattr(S.HarnessBefore, "for_step", checked_for_step)
+    S._TOUCHED.clear()
+    records = [r for r in (normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines())
+               if r.get("hooks")][:30]
+    for name in ("default", "tools", "skills", "hooks"):
+        for i, r in enumerate(records):
+            v = run(load_recipe(name), r, random.Random(i))[0]
+            if isinstance(v, dict):
+                canonicalize(v)
+    assert len(made) > 200 and len(checked) == len(made)
+    assert used.count("params") > 20 and used.count("tools") + used.count("skills") > 20, sorted(set(used))

@@ -46,3 +46,31 @@ def test_cache_is_not_part_of_the_bank_value():
     load_bank.cache_clear()
     b = load_bank("prompt_paraphrase")
     assert a == b and repr(a) == repr(b)
+
+
+def test_render_cache_is_keyed_by_the_template_and_the_exact_sections(fixture_records):
+    """A cached render is the plain jinja2 render of the same template and sections: on the fixtures' prompts (a miss
+    and a hit), after one section changes, and for sections that differ only in ``True`` / ``1`` / ``1.0``, NaN /
+    None or key order, which render differently."""
+    from hsa import cache
+    from hsa.prompt_model import _compiled, render, system_sections
+
+    cache.clear()
+    seen = 0
+    for r in fixture_records:
+        prompt = normalize(r).get("prompt")
+        if not prompt:
+            continue
+        sections = system_sections(prompt)
+        want = _compiled(prompt["template"]).render(sections=sections)
+        assert render(prompt["template"], sections) == want
+        assert render(prompt["template"], sections) == want
+        changed = [dict(sections[0], body=sections[0]["body"] + " more")] + list(sections[1:])
+        assert render(prompt["template"], changed) == _compiled(prompt["template"]).render(sections=changed) != want
+        seen += 1
+    assert seen > 10
+    typed = "{{ sections[0].x }}"
+    for x, text in ((True, "True"), (1, "1"), (1.0, "1.0"), (None, "None"), (float("nan"), "nan"), (True, "True")):
+        assert render(typed, [{"x": x}]) == text
+    keys = "{% for k in sections[0] %}{{ k }}{% endfor %}"
+    assert render(keys, [{"a": 1, "b": 2}]) == "ab" and render(keys, [{"b": 2, "a": 1}]) == "ba"

@@ -30,13 +30,19 @@ from functools import lru_cache
 from typing import Any
 
 from hsa import _json
+from hsa import cache as _cache
 from hsa.codemods import Refusal, Refused
 from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, Analysis, LiteralSite, analyze, transport
 from hsa.codemods.splice import apply_edits, render_literal
 from hsa.hooks_model import entry_of, map_content, map_output, map_payload, map_text, text_map
 from hsa.names import replace_tokens
 
-__all__ = ["Harness", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+__all__ = ["Harness", "HarnessBefore", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
            "refusal_note", "parse_refusal_note", "cache_info"]
 
 #: Notes that record a refused hook sync start with this; :func:`hsa.invariants.check_variant` turns them into violations.
@@ -447,6 +453,16 @@ def _site_index(an: Analysis) -> _SiteIndex:
     return ix
 
 
+def _problem(an: Analysis, step: dict) -> Refusal | None:
+    """The refusal an analysis problem gives ``step`` (of a known kind), whatever the sites say."""
+    op = step.get("op")
+    kind = _STEP_KIND.get(op)
+    for p in an.problems:
+        if kind in p.kinds and (op in ("tools", "skills") or p.tools is None or step["tool"] in p.tools):
+            return Refusal(p.reason, f"line {p.line}: {p.detail}")
+    return None
+
+
 def plan(an: Analysis, step: dict, h: Harness) -> dict[int, str] | Refusal:
     """New values by site index for ``step``, or the reason the step cannot be carried through the hook."""
     return _plan(an, step, h, select=True)
@@ -462,11 +478,11 @@ def _plan(an: Analysis, step: dict, h: Harness, *, select: bool, known: tuple | 
     renamed, table = known if known is not None else (_renamed(step), None)
     if kind is None or not renamed:
         return {}
-    for p in an.problems:
-        if kind in p.kinds and (op in ("tools", "skills") or p.tools is None or step["tool"] in p.tools):
-            return Refusal(p.reason, f"line {p.line}: {p.detail}")
     if table is None:
         table = text_map(step)
+    refusal = _problem(an, step)
+    if refusal is not None:
+        return refusal
     ix = _site_index(an)
     sites, cats = ix.sites, ix.cats
     positions = ix.select(op, step, renamed, table) if select else range(len(sites))
@@ -537,6 +553,129 @@ def _sync_cached(source: str, entry: str | None, step_json: str, h: Harness) -> 
     return new, None, len(edits)
 
 
+#: Off only in tests, which compare the syncs with the untouched hooks skipped and with every hook planned.
+_SKIP_UNTOUCHED = True
+
+
+_TOUCHED = _cache.lru("hook.sync_touched", 16 << 20)
+
+
+def _touched(code: tuple, step_json: str) -> tuple[int, ...]:
+    """The positions of the hooks ``code`` (``(source, entry)`` each) that ``step`` may change or refuse (every other
+    is :func:`_untouched`), kept per step and hooks: records of one harness variant share both."""
+    key = (step_json, code)
+    hit = _TOUCHED.get(key)
+    if hit is None:
+        hit = _TOUCHED.put(key, tuple([i for i, (src, entry) in enumerate(code) if not _untouched(src, entry, step_json)]),
+                           len(step_json) + sum([len(src) + 100 for src, _ in code]) + 160)
+    return hit
+
+
+def _untouched(source: str, entry: str | None, step_json: str) -> bool:
+    """Whether carrying the hook through the step leaves its source as it is and refuses nothing, whatever the
+    harness: what :func:`_sync_cached` decides before it reads the harness (the step renames nothing; the source
+    cannot be analysed and names nothing renamed; no analysis problem refuses the step and the :class:`_SiteIndex`
+    picks no site, or only name sites whose roles read nothing a parameter or value step renames)."""
+    step, renamed, table = _step_info(step_json)
+    if not renamed:
+        return True
+    an = analyze(source, entry)
+    if not an.ok:
+        return not any(n in source for n in renamed)
+    op = step.get("op")
+    if op not in _STEP_KIND:
+        return True
+    if _problem(an, step) is not None:
+        return False
+    ix = _site_index(an)
+    positions = ix.select(op, step, renamed, table)
+    if op in ("tools", "skills") or not positions:
+        return not positions
+    # a parameter or value step: a name site it picks keeps its value, whatever the harness, when no role of it
+    # reads what the step renames (the branches of _name_value that return the literal before reading a kind)
+    return all(ix.cats[pos] == _NAME and all(_role_kept(step, r, ix.sites[pos].value) for r in ix.sites[pos].roles
+                                             if r[0] in NAME_ROLES) for pos in positions)
+
+
+def _role_kept(step: dict, role: tuple, value: str) -> bool:
+    """Whether :func:`_name_value` gives ``value`` back for this role under a params or values ``step`` on any harness
+    (False: it may not, or it reads the harness to know)."""
+    kind, path = role[0], role[2] if len(role) > 2 else None
+    if step["op"] == "params":
+        if kind == "param":
+            return _param_read_kept(path, step["paths"])
+        if kind == "member":  # read as a key below path, or compared as a value (kept)
+            return _param_read_kept(path + (value,), step["paths"])
+        if kind == "value" and path and path[-1] == "[]":
+            return _param_read_kept(path[:-1] + (value,), step["paths"])
+        return True
+    if kind not in ("value", "member"):
+        return True
+    compared = path if kind == "value" else path + ("[]",)
+    return tuple(step["path"]) != compared or value not in {old for old, _ in step["map"] if isinstance(old, str)}
+
+
+def _param_read_kept(path: tuple, pairs: list) -> bool:
+    """Whether :func:`_param_key` returns the key read at ``path`` without reading a kind or refusing: no dynamic
+    key, no array on the way, not renamed and no key renamed onto it."""
+    if "*" in path or "[]" in path[:-1] or _map_path(pairs, path) != path:
+        return False
+    for src, dst in pairs:
+        src, dst = tuple(src), tuple(dst)
+        if path[:len(dst)] == dst and src + path[len(dst):] != path:
+            return False
+    return True
+
+
+class HarnessBefore:
+    """The :class:`Harness` of a record as it is now, for a step about to change the record, made only when a hook
+    needs it (most steps leave every hook of a record untouched: :func:`_untouched`).
+
+    The names are taken now (the renames edit them in place); the parameter schemas are held, and read when
+    needed: a rename replaces a tool's schema rather than reshaping it in place (what it edits in place, texts
+    and listed values, is nothing a node type reads), so they still have the shape they had."""
+
+    __slots__ = ("tools", "skills", "skill_tool", "_schemas", "_full")
+
+    def __init__(self, record: dict):
+        st = record.get("skill_tool") or {"name": "load_skill", "argument": "skill"}
+        self.tools = tuple([t["name"] for t in record["tools"]])
+        self.skills = tuple([s["name"] for s in record.get("skills") or ()])
+        self.skill_tool = (st["name"], st["argument"])
+        self._schemas = [t["parameters"] for t in record["tools"]]
+        self._full: Harness | None = None
+
+    def full(self) -> Harness:
+        """:func:`harness_of` of the record when this was made."""
+        if self._full is None:
+            kinds = tuple([(name, _kinds_of(_json.dumps(s))) for name, s in zip(self.tools, self._schemas)])
+            self._full = Harness(self.tools, self.skills, self.skill_tool, kinds)
+        return self._full
+
+    def for_step(self, step: dict) -> Harness:
+        """``_harness_for(step, self.full())``; for tool and skill renames without encoding every schema."""
+        if self._full is not None or step.get("op") not in ("tools", "skills"):
+            return _harness_for(step, self.full())
+        arg = self.skill_tool[1]
+        kinds = []
+        for name, schema in zip(self.tools, self._schemas):
+            table = _arg_kind(schema, arg)
+            if table is None:  # a shape the short cut does not read like _kinds_of does
+                return _harness_for(step, self.full())
+            kinds.append((name, table))
+        return Harness(self.tools, self.skills, self.skill_tool, tuple(kinds))
+
+
+def _arg_kind(schema: Any, arg: str) -> tuple | None:
+    """The entries of ``_kinds_of`` of ``schema`` at path ``(arg,)`` (None where the walk would read more)."""
+    if not isinstance(schema, dict):
+        return ()
+    props = schema.get("properties") or {}
+    if not isinstance(props, dict) or arg == "[]":
+        return None
+    return (((arg,), _node_type(props[arg])),) if arg in props else ()
+
+
 def sync_source(source: str, entry: str | None, step: dict, harness: Harness) -> tuple[str, Refusal | None]:
     """Hook ``source`` carried through mapping ``step`` over ``harness`` (the harness before the step).
 
@@ -575,20 +714,31 @@ def parse_refusal_note(note: str) -> tuple[str, str] | None:
     return reason, detail
 
 
-def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, payloads: bool = True) -> None:
+def sync_record_hooks(record: dict, step: dict, before: dict | Harness | HarnessBefore, *,
+                      payloads: bool = True) -> None:
     """Carry every hook of ``record`` (changed in place) through ``step``.
 
-    ``before`` is the record before the step, or its :func:`harness_of`.
+    ``before`` is the record before the step, its :func:`harness_of`, or a :class:`HarnessBefore` made of it
+    before the step (the harness is then worked out only if a hook needs it).
 
     Hook sources are rewritten (or a refusal note is added), matchers follow tool
     renames, and each hook event's payload, decision and injected message follow
     the step, so the recorded events stay what the rewritten hooks produce.
     """
-    h = before if isinstance(before, Harness) else harness_of(before)
-    step_json, hk = _json.canonical(step), _harness_for(step, h)  # once per step, not per hook
-    for hook in record.get("hooks") or ():
-        entry = entry_of(hook)
-        new, refusal, _ = _sync_cached(hook.get("source", ""), entry, step_json, hk)
+    if not isinstance(before, HarnessBefore):
+        before = _Known(before if isinstance(before, Harness) else harness_of(before))
+    step_json, hk = _step_key(step), None  # once per step, not per hook
+    hooks = record.get("hooks") or ()
+    code = [(hook.get("source", ""), entry_of(hook)) for hook in hooks]
+    touched = _touched(tuple(code), step_json) if _SKIP_UNTOUCHED else range(len(code))
+    for i, hook in enumerate(hooks):
+        source, entry = code[i]
+        if i not in touched:
+            new, refusal = source, None
+        else:
+            if hk is None:
+                hk = before.for_step(step)
+            new, refusal, _ = _sync_cached(source, entry, step_json, hk)
         if refusal is not None:
             record["notes"].append(refusal_note(hook, refusal))
             continue
@@ -599,12 +749,39 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness, *, paylo
             new_matcher = _regex_rewrite(matcher, table)
             try:
                 site = LiteralSite(-1, "simple", matcher, 0, 0, 0, frozenset())
-                _regex_check("fullmatch", matcher, new_matcher, h.tools, table, site)
+                _regex_check("fullmatch", matcher, new_matcher, before.tools, table, site)
             except Refused as exc:
                 record["notes"].append(refusal_note(hook, exc.refusal))
                 continue
             hook["matcher"] = new_matcher
     sync_record_events(record, step, payloads=payloads)
+
+
+def _step_key(step: dict) -> str:
+    """A key-sorted JSON text of ``step`` that :func:`_step_info` decodes back to it exactly: orjson's where it can
+    write the step exactly (no null, which NaN also becomes; no int beyond 64 bits), else :func:`hsa._json.canonical`.
+    Two texts of one step are two cache keys for the same results."""
+    if _orjson is not None:
+        try:
+            data = _orjson.dumps(step, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in data:
+                return data.decode()
+    return _json.canonical(step)
+
+
+class _Known:
+    """A harness given whole, read like a :class:`HarnessBefore`."""
+
+    __slots__ = ("tools", "_h")
+
+    def __init__(self, h: Harness):
+        self.tools, self._h = h.tools, h
+
+    def for_step(self, step: dict) -> Harness:
+        return _harness_for(step, self._h)
 
 
 def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> None:
