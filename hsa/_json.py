@@ -20,11 +20,25 @@ try:  # orjson is a hard dependency, but keep the fallback for vendored use.
         return orjson.dumps(obj)
 
     def loads(text: str | bytes) -> Any:
+        """Parse JSON exactly: orjson where it can, the standard library where orjson would not give the text's values
+        back (NaN and infinity literals and lone surrogates, which orjson refuses; integers beyond 64 bits, which it
+        reads as floats without a word, so a text with a run of 19 digits or more goes to the standard library)."""
+        if _may_hold_big_int(text):
+            return json.loads(text)
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
-            # orjson refuses ints beyond 64 bits and lone surrogates; json accepts them.
             return json.loads(text)
+
+    #: Every byte to b" " but the ASCII digits, which stay themselves as b"0": a run of digits is a run of b"0".
+    _DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+
+    def _may_hold_big_int(text: str | bytes) -> bool:
+        """True when ``text`` has 19 digits in a row: every integer beyond 64 bits has (2**63 has 19 digits); a
+        string or a float may too, and is then read by the slower parser, still exactly. At C speed (a translate and
+        a substring search: about a quarter of what orjson takes to parse the same text)."""
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        return b"0000000000000000000" in data.translate(_DIGITS)
 
 except ImportError:  # pragma: no cover
     def dumps(obj: Any) -> str:
