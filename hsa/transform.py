@@ -356,14 +356,19 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             parts = {k: out[k] for k in t.harness_parts}
             cache.put(key, (params, parts), _json_size(params) + _json_size(parts))
     except Exception as exc:
-        if not hasattr(exc, "hsa_transform"):  # which transform raised: the run's summary reports it
-            try:
-                exc.hsa_transform = t.name  # type: ignore[attr-defined]
-            except AttributeError:  # an exception type without a __dict__
-                pass
+        _name_the_raiser(exc, t)
         raise
     applied.append(Applied(t.name, t.config(), params))
     return out
+
+
+def _name_the_raiser(exc: Exception, t: Transform) -> None:
+    """Mark ``exc`` with the transform that raised it (the innermost leaf): the run's summary reports it."""
+    if not hasattr(exc, "hsa_transform"):
+        try:
+            exc.hsa_transform = t.name  # type: ignore[attr-defined]
+        except AttributeError:  # an exception type without a __dict__
+            pass
 
 
 def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied: list, skipped: list) -> Record:
@@ -380,11 +385,7 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
             return record
         out = _apply_carried(t, record, params) if t.carries_steps else t.apply(record, params)
     except Exception as exc:
-        if not hasattr(exc, "hsa_transform"):
-            try:
-                exc.hsa_transform = t.name  # type: ignore[attr-defined]
-            except AttributeError:
-                pass
+        _name_the_raiser(exc, t)
         raise
     applied.append(Applied(t.name, t.config(), params))
     return out
