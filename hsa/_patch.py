@@ -37,9 +37,8 @@ _LONG = 64  # strings at least this long are patched by edits, shorter ones repl
 
 def _identical(a: Any, b: Any) -> bool:
     """True only where :func:`same` is (False says nothing): the values compare equal (C speed) and write the
-    same JSON, which tells ``1`` / ``1.0`` / ``True`` and key orders apart. NaN is equal to itself there but not
-    in :func:`same`, and JSON writes it as ``null``: a text holding ``null`` and a ``nan`` in its repr is left
-    to the walk."""
+    same JSON, which tells ``1`` / ``1.0`` / ``True`` and key orders apart. JSON writes NaN as ``null``, so a text
+    holding ``null`` and a ``nan`` in its repr is left to the walk (which tells NaN from None)."""
     try:
         if a != b:
             return False
@@ -52,7 +51,8 @@ def _identical(a: Any, b: Any) -> bool:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Exact JSON equality: types (``1`` is not ``1.0`` or ``True``), and the key order of every object."""
+    """Exact JSON equality: types (``1`` is not ``1.0`` or ``True``), and the key order of every object; NaN is
+    the same as NaN (it is written and read back as itself), never as None."""
     if type(a) is not type(b):
         return False
     if isinstance(a, (dict, list)) and _identical(a, b):
@@ -65,7 +65,7 @@ def _same(a: Any, b: Any) -> bool:
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return a == b
+    return a == b or (a != a and b != b)  # NaN is itself: a source's NaN given back is the source given back
 
 
 def _value(v: Any) -> dict:
