@@ -362,19 +362,9 @@ def rewritten_texts(record: Record, *, schemas: bool = True) -> tuple[str, ...]:
 
 
 def _rewritten_schema_texts(schema: Any, out: list[str]) -> None:
-    """The strings :func:`map_schema_descriptions_in_place` hands to its function, in its order."""
-    if isinstance(schema, dict):
-        for k, v in schema.items():
-            if k in ("description", "title") and isinstance(v, str):
-                out.append(v)
-            elif k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
-                for pv in v.values():
-                    _rewritten_schema_texts(pv, out)
-            elif k not in ("enum", "const", "default", "examples", "required"):
-                _rewritten_schema_texts(v, out)
-    elif isinstance(schema, list):
-        for v in schema:
-            _rewritten_schema_texts(v, out)
+    """The strings :func:`map_schema_descriptions_in_place` hands to its function, in its order (the function gives
+    each back unchanged, so nothing is set)."""
+    map_schema_descriptions_in_place(schema, lambda text: out.append(text) or text)
 
 
 def _schema_texts_by_json(schema: Any, *, rewritten: bool) -> tuple[str, ...]:
