@@ -588,27 +588,11 @@ def _unique(values: list, limit: int) -> list:
     seen: set[str | bytes] = set()
     unique = []
     for v in values:
-        key = _sorted_key(v)
+        key = _json.sorted_key(v)
         if key not in seen:
             seen.add(key)
             unique.append(v)
     return unique[:limit]
-
-
-def _sorted_key(value: Any) -> str | bytes:
-    """A key that two JSON values share exactly when their ``_json.canonical`` texts are equal: orjson's key-sorted
-    bytes (C speed) where they say as much, else the canonical text. orjson writes NaN and infinities as null, and
-    refuses ints beyond 64 bits, keys that are not strings and lone surrogates: a value with any of them (or any
-    null) gets the canonical text, and so does every value equal to it up to key order."""
-    if _orjson is not None:
-        try:
-            data = _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS)
-        except TypeError:
-            pass
-        else:
-            if b"null" not in data:
-                return data
-    return _json.canonical(value)
 
 
 def _calls(record: dict) -> Iterable[tuple[str, dict, Any]]:

@@ -393,7 +393,7 @@ def test_record_hooks_synced_with_and_without_the_skip_are_equal(monkeypatch):
     assert len(fast) == 3 * len(records)
 
 
-def test_step_key_decodes_to_the_step_exactly():
+def test_the_step_key_decodes_to_the_step_exactly():
     """The record-level step key decodes to the step itself (types kept: 1 / 1.0 / True, NaN, None, big ints,
     key order sorted as canonical sorts it), and falls back to the canonical text where orjson cannot write it."""
     steps = [s for src, entry, h in CORPUS[:30] if analyze(src, entry).ok for s in _steps(analyze(src, entry), h)]
@@ -401,13 +401,13 @@ def test_step_key_decodes_to_the_step_exactly():
               {"op": "values", "tool": "t", "path": ["a"], "map": [[float("nan"), "x"]]},
               {"op": "tools", "map": {"é\u2028": "ü\x00"}}]
     big = {"op": "values", "tool": "t", "path": ["a"], "map": [[2 ** 70, "big"]]}
-    assert S._step_key(big) == S._json.canonical(big)  # orjson cannot write it: the canonical text, as before
+    assert S._json.sorted_key(big) == S._json.canonical(big)  # orjson cannot write it: the canonical text, as before
     for step in steps:
-        key = S._step_key(step)
+        key = S._json.sorted_key(step)
         back = S._json.loads(key)
         assert S._json.canonical(back) == S._json.canonical(step), (key, step)  # 1, 1.0, true, NaN told apart
         assert S._step_info(key)[0] == back
-    assert S._step_key(steps[-2]) == S._json.canonical(steps[-2])  # NaN: orjson would write null
+    assert S._json.sorted_key(steps[-2]) == S._json.canonical(steps[-2])  # NaN: orjson would write null
     assert len(steps) > 100
 
 

@@ -37,11 +37,6 @@ from hsa.codemods.splice import apply_edits, render_literal
 from hsa.hooks_model import entry_of, map_content, map_output, map_payload, map_text, text_map
 from hsa.names import replace_tokens
 
-try:
-    import orjson as _orjson
-except ImportError:  # pragma: no cover
-    _orjson = None
-
 __all__ = ["Harness", "HarnessBefore", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
            "refusal_note", "parse_refusal_note", "cache_info"]
 
@@ -727,7 +722,7 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
     """
     if not isinstance(before, HarnessBefore):
         before = _Known(before if isinstance(before, Harness) else harness_of(before))
-    step_json, hk = _step_key(step), None  # once per step, not per hook
+    step_json, hk = _json.sorted_key(step), None  # once per step, not per hook
     hooks = record.get("hooks") or ()
     code = [(hook.get("source", ""), entry_of(hook)) for hook in hooks]
     touched = _touched(tuple(code), step_json) if _SKIP_UNTOUCHED else range(len(code))
@@ -755,21 +750,6 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
                 continue
             hook["matcher"] = new_matcher
     sync_record_events(record, step, payloads=payloads)
-
-
-def _step_key(step: dict) -> str:
-    """A key-sorted JSON text of ``step`` that :func:`_step_info` decodes back to it exactly: orjson's where it can
-    write the step exactly (no null, which NaN also becomes; no int beyond 64 bits), else :func:`hsa._json.canonical`.
-    Two texts of one step are two cache keys for the same results."""
-    if _orjson is not None:
-        try:
-            data = _orjson.dumps(step, option=_orjson.OPT_SORT_KEYS)
-        except TypeError:
-            pass
-        else:
-            if b"null" not in data:
-                return data.decode()
-    return _json.canonical(step)
 
 
 class _Known:
