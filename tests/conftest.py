@@ -26,6 +26,36 @@ settings.register_profile("ci", parent=settings.get_profile("default"), derandom
 settings.load_profile(os.environ.get("HSA_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
 
+def normalized_fixtures(every: int = 1) -> list[dict]:
+    """Every ``every``-th bundled record, in the internal form (:func:`hsa.records.normalize`)."""
+    from hsa.records import normalize
+
+    return [normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines()[::every]]
+
+
+def without_hooks(record: dict) -> dict:
+    """A copy of an internal record without its hooks and hook events (a tool-only record of the same harness)."""
+    from hsa.records import clone
+
+    out = clone(record)
+    out.pop("hooks", None)
+    out.pop("hook_events", None)
+    return out
+
+
+@pytest.fixture(params=["on", "off"])
+def caches(request, monkeypatch):
+    """Runs a test with the caches on and with ``HSA_CACHE=0``, each emptied before and after."""
+    from hsa import cache
+
+    if request.param == "off":
+        monkeypatch.setenv("HSA_CACHE", "0")
+    cache.clear()
+    yield request.param
+    monkeypatch.delenv("HSA_CACHE", raising=False)
+    cache.clear()
+
+
 @pytest.fixture(scope="session")
 def fixture_lines() -> list[str]:
     return FIXTURES.read_text(encoding="utf-8").splitlines()

@@ -21,30 +21,13 @@ from hsa.records import clone, normalize
 from hsa.recipes import load_recipe
 from hsa.testing import records
 from hsa.transform import Skip, _sample_reusing, asked_set
-from tests.conftest import FIXTURES
+from tests.conftest import normalized_fixtures, without_hooks
 from tests.exact_support import exact
 
-_ALL = [normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines()[::5]]
+_ALL = normalized_fixtures(5)
 
 
-def _without_hooks(record):
-    out = clone(record)
-    out.pop("hooks", None)
-    out.pop("hook_events", None)
-    return out
-
-
-FIXTURE = [_without_hooks(r) for r in _ALL] + _ALL[:4]
-
-
-@pytest.fixture(params=["on", "off"])
-def caches(request, monkeypatch):
-    if request.param == "off":
-        monkeypatch.setenv("HSA_CACHE", "0")
-    cache.clear()
-    yield request.param
-    monkeypatch.delenv("HSA_CACHE", raising=False)
-    cache.clear()
+FIXTURE = [without_hooks(r) for r in _ALL] + _ALL[:4]
 
 
 def _leaves():

@@ -10,42 +10,22 @@ for: the hit was made on another record), on generated records, caches on and of
 from __future__ import annotations
 
 import copy
-import json
 import random
 
-import pytest
 from hypothesis import given, settings
 
-from hsa import cache
 from hsa.records import clone, normalize
 from hsa.recipes import load_recipe
 from hsa.renames import carry_messages
 from hsa.testing import records
 from hsa.transform import Skip, _apply_carried
-from tests.conftest import FIXTURES
+from tests.conftest import normalized_fixtures, without_hooks
 from tests.exact_support import exact
 
-_ALL = [normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines()[::5]]
+_ALL = normalized_fixtures(5)
 
 
-def _without_hooks(record):
-    out = clone(record)
-    out.pop("hooks", None)
-    out.pop("hook_events", None)
-    return out
-
-
-FIXTURE = [_without_hooks(r) for r in _ALL] + _ALL[:3]
-
-
-@pytest.fixture(params=["on", "off"])
-def caches(request, monkeypatch):
-    if request.param == "off":
-        monkeypatch.setenv("HSA_CACHE", "0")
-    cache.clear()
-    yield request.param
-    monkeypatch.delenv("HSA_CACHE", raising=False)
-    cache.clear()
+FIXTURE = [without_hooks(r) for r in _ALL] + _ALL[:3]
 
 
 def _leaves():
@@ -133,7 +113,7 @@ def test_carry_messages_copies_and_follows_the_steps():
 def test_step_leaves_on_generated_records(raw):
     rec = normalize(raw)
     if len(rec["messages"]) % 3:
-        rec = _without_hooks(rec)
+        rec = without_hooks(rec)
     other = _other_trajectory(rec, random.Random(len(rec["messages"])))
     for k, t in enumerate(_leaves()):
         params = t.sample(rec, random.Random(k))

@@ -12,7 +12,6 @@ import functools
 import json
 import random
 
-import pytest
 from hypothesis import given, settings
 
 from hsa import _json, cache
@@ -21,25 +20,14 @@ from hsa.names import is_legal, is_plain_token, replace_tokens, split_words
 from hsa.records import clone, iter_calls, normalize, normalize_schema
 from hsa.renames import _rewrite_calls, apply_values, copy_for_texts, map_texts, owned_copy, rename_params
 from hsa.testing import records
-from tests.conftest import FIXTURES
+from tests.conftest import normalized_fixtures
 from transforms import tool_functional as F
 from transforms._banks import load_banks
 from transforms._domains import RELEVANCE_THRESHOLD, domain_applies, harness_domain, pool_tool_words, tool_words, \
     words_relevance
 from transforms._toolschema import to_strict, values_at
 
-FIXTURE = [normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines()[::6]]
-
-
-@pytest.fixture(params=["on", "off"])
-def caches(request, monkeypatch):
-    """Every test below runs with the caches on and with ``HSA_CACHE=0``."""
-    if request.param == "off":
-        monkeypatch.setenv("HSA_CACHE", "0")
-    cache.clear()
-    yield request.param
-    monkeypatch.delenv("HSA_CACHE", raising=False)
-    cache.clear()
+FIXTURE = normalized_fixtures(6)
 
 
 @functools.lru_cache(maxsize=4)

@@ -14,35 +14,16 @@ import random
 import pytest
 from hypothesis import given, settings
 
-from hsa import cache
 from hsa.mapping import Mapping
 from hsa.records import clone, normalize
 from hsa.renames import _apply_step_in_place, _as_written, _check_mapping_names, _splits, _undo, rename_params, rename_tools
 from hsa.testing import records
-from tests.conftest import FIXTURES
+from tests.conftest import normalized_fixtures, without_hooks
 from tests.exact_support import exact
 
-def _without_hooks(record):
-    out = clone(record)
-    out.pop("hooks", None)
-    out.pop("hook_events", None)
-    return out
-
-
-_ALL = [normalize(json.loads(line)) for line in FIXTURES.read_text(encoding="utf-8").splitlines()[::6]]
+_ALL = normalized_fixtures(6)
 #: The fixtures as tool-only records (no hooks: the undo splits them), and a few as they are (it does not).
-FIXTURE = [_without_hooks(r) for r in _ALL] + _ALL[:3]
-
-
-@pytest.fixture(params=["on", "off"])
-def caches(request, monkeypatch):
-    """Every test below runs with the caches on and with ``HSA_CACHE=0``."""
-    if request.param == "off":
-        monkeypatch.setenv("HSA_CACHE", "0")
-    cache.clear()
-    yield request.param
-    monkeypatch.delenv("HSA_CACHE", raising=False)
-    cache.clear()
+FIXTURE = [without_hooks(r) for r in _ALL] + _ALL[:3]
 
 
 def _plain_undo(record, n):
@@ -167,7 +148,7 @@ def test_undo_equals_the_plain_loop_on_generated_records(raw):
 
     rec = normalize(raw)
     if len(rec["messages"]) % 3:  # most of them without hooks: the undo splits those
-        rec = _without_hooks(rec)
+        rec = without_hooks(rec)
     recipe = load_recipe("tools")
     for k in range(2):
         v = run(recipe, rec, random.Random(k))[0]
