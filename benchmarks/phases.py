@@ -26,34 +26,23 @@ the fastest of ``--repeats`` passes (caches emptied before each pass). It assert
 from __future__ import annotations
 
 import argparse
-import gc
 import time
 from collections import defaultdict
+
+from profile_record import input_arguments, load_inputs  # this folder: the script's own
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input")
-    p.add_argument("--records", type=int, default=300)
-    p.add_argument("--recipe", default="default")
-    p.add_argument("--variants", type=int, default=4)
-    p.add_argument("--pool", type=int, default=8)
+    input_arguments(p, records=300)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--no-exec-hooks", action="store_true")
     args = p.parse_args()
 
     from hsa import _json, cache, io, transform
-    from hsa.io import InputLine, ShardFile, encode_row
+    from hsa.io import ShardFile, encode_row
     from hsa.pipeline import record as rec
-    from hsa.pipeline.executor import GC_THRESHOLDS
-    from hsa.recipes import load_recipe
-    from hsa.transform import import_modules, modules_of
 
-    recipe = load_recipe(args.recipe)
-    import_modules(modules_of(recipe))
-    with open(args.input, "rb") as fh:
-        items = [InputLine(args.input, i + 1, line, i) for i, line in zip(range(args.records), fh)]
-    gc.set_threshold(*GC_THRESHOLDS)
+    recipe, items = load_inputs(args)
 
     spent: dict[str, float] = defaultdict(float)
 

@@ -18,21 +18,20 @@ import pstats
 import time
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def input_arguments(p: argparse.ArgumentParser, records: int) -> None:
+    """The options of a benchmark that runs ``augment_record`` on the first records of a benchmark input."""
     p.add_argument("input")
-    p.add_argument("--records", type=int, default=200)
+    p.add_argument("--records", type=int, default=records)
     p.add_argument("--recipe", default="default")
     p.add_argument("--variants", type=int, default=4)
     p.add_argument("--pool", type=int, default=8)
-    p.add_argument("--top", type=int, default=40)
-    p.add_argument("--sort", default="tottime")
-    p.add_argument("--grep", default=None)
     p.add_argument("--no-exec-hooks", action="store_true")
-    args = p.parse_args()
 
-    from hsa.io import InputLine, encode_row
-    from hsa.pipeline import augment_record
+
+def load_inputs(args: argparse.Namespace) -> tuple:
+    """(recipe, input lines) for :func:`input_arguments`' options, the recipe's modules imported and the garbage
+    collector set as a worker sets it."""
+    from hsa.io import InputLine
     from hsa.pipeline.executor import GC_THRESHOLDS
     from hsa.recipes import load_recipe
     from hsa.transform import import_modules, modules_of
@@ -42,6 +41,21 @@ def main() -> None:
     with open(args.input, "rb") as fh:
         items = [InputLine(args.input, i + 1, line, i) for i, line in zip(range(args.records), fh)]
     gc.set_threshold(*GC_THRESHOLDS)
+    return recipe, items
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    input_arguments(p, records=200)
+    p.add_argument("--top", type=int, default=40)
+    p.add_argument("--sort", default="tottime")
+    p.add_argument("--grep", default=None)
+    args = p.parse_args()
+
+    from hsa.io import encode_row
+    from hsa.pipeline import augment_record
+
+    recipe, items = load_inputs(args)
 
     def run() -> int:
         rows = 0
