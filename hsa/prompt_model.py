@@ -129,10 +129,12 @@ def make_template(style: str, *, gap: str = "\n\n", end: str = "\n", level: int 
         open_, close = f"{title}:", ""
     elif style == "caps_line":
         open_, close = title, ""
+    elif style == "paragraphs":  # untitled sections, bodies alone (the importer's split of unstructured prose)
+        open_, close, head = "", "", ""
     else:
         raise ValueError(f"unknown delimiter style {style!r}; expected one of {', '.join(DELIMITER_STYLES)}")
     for name, value in (("gap", gap), ("end", end), ("head", head)):
-        if not isinstance(value, str) or value.strip("\n") or (name == "head" and not value):
+        if not isinstance(value, str) or value.strip("\n") or (name == "head" and not value and style != "paragraphs"):
             raise ValueError(f"{name} must be a run of newlines (got {value!r})")
     return ("{% for s in sections %}"
             f'{{% if s.id == "{PREAMBLE_ID}" %}}{{{{ s.body }}}}{{% else %}}{open_}{head}{{{{ s.body }}}}{close}'
@@ -347,6 +349,38 @@ def _assemble(text: str, style: str) -> Prompt | None:
 
 #: Order in which :func:`split_system` tries the styles (block styles first: they are the least ambiguous).
 _SPLIT_ORDER = ("xml", "bracket", "markdown", "caps", "caps_colon", "caps_line")
+#: Id prefix of the untitled sections of an unstructured message (``paragraph_1``, ``paragraph_2``, ...).
+PARAGRAPH_PREFIX = "paragraph_"
+
+
+def _paragraphs(text: str) -> Prompt | None:
+    """``text`` as untitled, fixed sections, one per paragraph (split at blank lines outside code fences), rendered
+    back exactly by the ``paragraphs`` template; None when it does not render back.
+
+    The fallback for a message without delimiters (a one-sentence prompt, prose paragraphs): the sections let the
+    prompt family paraphrase it and see it in the canonical form, and none of them moves (prose paragraphs point
+    at each other: "Then ...", "Above example ...").
+    """
+    body = text.rstrip("\n")
+    end = text[len(body):]
+    lines = _line_starts(body)
+    outside = {i for i, _, _ in _unfenced(lines)}  # lines outside code fences (fence lines excluded)
+    # a paragraph starts after exactly one blank line between two lines of text, none of them in a fence
+    starts = [0] + [lines[i][0] for i in range(2, len(lines))
+                    if not lines[i - 1][1].strip() and lines[i][1].strip() and lines[i - 2][1].strip()
+                    and {i - 2, i - 1, i} <= outside]
+    pieces = [body[a:b] for a, b in zip(starts, starts[1:] + [len(body)])]
+    bodies = [p[:-2] if k + 1 < len(pieces) else p for k, p in enumerate(pieces)]
+    if not body or any(not b.strip() or not (k + 1 == len(pieces) or pieces[k].endswith("\n\n"))
+                       for k, b in enumerate(bodies)):
+        return None
+    sections: list[PromptSection] = [{"id": f"{PARAGRAPH_PREFIX}{k + 1}", "title": "", "body": b, "movable": False}
+                                     for k, b in enumerate(bodies)]
+    template = make_template("paragraphs", gap="\n\n", end=end)
+    try:
+        return {"sections": sections, "template": template} if render(template, sections) == text else None
+    except PromptRenderError:
+        return None
 
 
 def split_system(text: str) -> Prompt | str:
@@ -357,7 +391,9 @@ def split_system(text: str) -> Prompt | str:
     headers (``[RULES]``, ``RULES:``, or ``RULES`` alone after a blank line). Text before
     the first section becomes a fixed section with id :data:`PREAMBLE_ID`. Inner sections
     are movable; the first and the last stay in place (they usually hold the role and
-    the output format). The result renders back to ``text`` exactly.
+    the output format). A message with none of these (a one-sentence prompt, prose) becomes
+    untitled, fixed sections, one per paragraph (``paragraph_1``, ...). The result renders
+    back to ``text`` exactly.
     """
     if not isinstance(text, str) or not text.strip():
         return "the system message is empty"
@@ -365,8 +401,11 @@ def split_system(text: str) -> Prompt | str:
         prompt = _assemble(text, style)
         if prompt is not None:
             return prompt
+    prompt = _paragraphs(text)
+    if prompt is not None:
+        return prompt
     return ("no section structure reproduces the system message exactly (tried Markdown headings, XML tags, "
-            "[BEGIN OF X]/[END OF X] blocks and all-caps headers)")
+            "[BEGIN OF X]/[END OF X] blocks, all-caps headers and paragraphs)")
 
 
 # --------------------------------------------------------------------------- a record's prompt

@@ -92,14 +92,30 @@ def test_split_ignores_headings_inside_code_fences():
 
 
 @pytest.mark.parametrize("text,why", [
-    ("You are a helpful assistant.", "no section structure"),
     ("", "empty"),
-    ("## A\nbody\n\n## B\nbody\n\ntrailing words after\n\n\n## C\nx", "no section structure"),
+    ("  \n\n ", "empty"),
 ])
 def test_split_says_why_it_cannot(text, why):
-    """A message without a structure that renders back exactly yields a reason, not a guess."""
+    """A message that cannot be split yields a reason, not a guess."""
     out = split_system(text)
     assert isinstance(out, str) and why in out
+
+
+@pytest.mark.parametrize("text,bodies", [
+    ("You are a helpful assistant.", ["You are a helpful assistant."]),
+    ("## A\nbody\n\n## B\nbody\n\ntrailing words after\n\n\n## C\nx",
+     ["## A\nbody", "## B\nbody", "trailing words after\n\n\n## C\nx"]),
+    ("Act as an expert.\nBe brief.\n\nIf unsure, ask.\n\n```\na\n\nb\n```\n", ["Act as an expert.\nBe brief.",
+                                                                              "If unsure, ask.\n\n```\na\n\nb\n```"]),
+])
+def test_unstructured_messages_split_into_fixed_paragraphs(text, bodies):
+    """A one-sentence or unstructured message becomes untitled, fixed paragraph sections that render it back
+    exactly (before: "no section structure", so no prompt transform could apply); blank lines inside a code
+    fence or runs of two blank lines do not split."""
+    out = split_system(text)
+    assert [s["body"] for s in out["sections"]] == bodies
+    assert not any(s["movable"] or s["title"] for s in out["sections"])
+    assert render(out["template"], out["sections"]) == text
 
 
 def test_fixture_system_messages_split_into_their_own_sections(fixture_records):

@@ -191,12 +191,16 @@ def test_user_phrase_bank_extends_the_builtin(tmp_path):
 
 
 @pytest.mark.parametrize("phrasings,msg", [
-    (["Call {tool}", "Use {tool}"], "ends with a placeholder"),
     (["Call {a} now.", "Use {b} now."], "different placeholders"),
+    (["Never call {a} now.", "Do not call {a} now."], "drops a negation 'never'"),
+    (["Quote times only from {a}.", "Times come only from {a}."], "instructions instead of"),
+    (["Reply in at most {n} characters, no lists.", "Reply in at most {n} characters, without lists."],
+     "drops a negation 'no'"),
     (["Call { now.", "Use now."], "unbalanced brace"),
 ])
 def test_bank_errors_say_what_to_fix(tmp_path, phrasings, msg):
-    """Bank files with unusable phrasings are refused with the reason."""
+    """Bank files with unusable phrasings are refused with the reason, phrasings that break the meaning contract
+    too (a negation swapped, an instruction turned into a statement)."""
     f = tmp_path / "b.yaml"
     f.write_text(json.dumps({"version": 1, "groups": [{"id": "g", "phrasings": phrasings}]}))
     with pytest.raises(BankError, match=msg):
@@ -296,9 +300,11 @@ def test_plain_records_are_imported_and_gain_a_prompt(fixture_records):
 
 
 def test_unsplittable_records_pass_through_and_are_counted(tmp_path):
-    """A system message without structure: every prompt transform skips, the record is copied, the manifest counts it."""
+    """A system message that cannot be split (content parts, not text): every prompt transform skips, the record is
+    copied, the manifest counts it."""
     lines = [json.dumps({"id": f"p{i}", "tools": [], "messages": [
-        {"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "hi"},
+        {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant."}]},
+        {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "hello"}]}) for i in range(3)]
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n")
@@ -307,7 +313,7 @@ def test_unsplittable_records_pass_through_and_are_counted(tmp_path):
     manifest = augment([src], tmp_path / "out", load_recipe("prompt"), variants=2, progress=False)
     assert manifest["counts"]["rows_written"] == 6 and manifest["counts"]["unchanged_variants"] == 6
     reasons = {name: t["skipped"] for name, t in manifest["transforms"].items()}
-    assert any("system message not split" in r for r in reasons["prompt.reorder"])
+    assert any("not plain text" in r for r in reasons["prompt.reorder"])
 
 
 # --------------------------------------------------------------------------- canonical form

@@ -39,8 +39,10 @@ from hsa.prompt_model import (
 from hsa import _json
 from hsa.records import Record
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
+from transforms.meaning import paraphrase_changes
 from transforms.phrasebank import BankError, load_bank
 from transforms.skill import find_catalog
+from transforms.skill_functional import movable_runs, order_pins
 
 __all__ = [
     "PromptReorder",
@@ -293,6 +295,16 @@ def canonical_prompt(record: Record, *, banks: tuple[str, ...] = (), title_banks
 # =========================================================================== prompt.reorder
 
 
+def _free_sections(secs: list[dict]) -> list[int]:
+    """Indices of the movable sections that no text pins (:func:`transforms.skill_functional.order_pins`: the
+    preamble or a section that points to the next one, a sequence title or opening, "above", a shared term)."""
+    head = next((s.get("body") or "" for s in secs if s["id"] == PREAMBLE_ID), "")
+    others = [i for i, s in enumerate(secs) if s["id"] != PREAMBLE_ID]
+    pins = order_pins(head, [(secs[i].get("title") or "", secs[i].get("body") or "") for i in others])
+    pinned = {others[k] for k in pins}
+    return [i for i in others if secs[i].get("movable", False) and i not in pinned]
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class PromptReorder(Transform):
@@ -306,16 +318,18 @@ class PromptReorder(Transform):
         if isinstance(site, Skip):
             return site
         secs = site.prompt["sections"]
-        slots = [i for i, s in enumerate(secs) if s.get("movable", False) and s["id"] != PREAMBLE_ID]
-        if len(slots) < 2:
-            return Skip("fewer than two movable sections")
+        runs = movable_runs(_free_sections(secs))
+        if not runs:
+            return Skip("fewer than two movable sections side by side that no text pins (a pointer such as "
+                        "'above', 'the following' or a closing colon, a sequence title, a shared term)")
         ids = [s["id"] for s in secs]
         for _ in range(4):
-            moved = [ids[i] for i in slots]
-            rng.shuffle(moved)
             order = ids[:]
-            for i, sid in zip(slots, moved):
-                order[i] = sid
+            for run in runs:
+                moved = [ids[i] for i in run]
+                rng.shuffle(moved)
+                for i, sid in zip(run, moved):
+                    order[i] = sid
             if order != ids:
                 return {"order": order}
         return Skip("drew the current order")
@@ -343,12 +357,17 @@ _TAG_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
 def _style_fits(sections: list[dict], style: str, tag: str) -> bool:
+    """Whether ``style`` can delimit ``sections``: every section but the preamble has a one-line title (untitled
+    paragraphs of an unstructured message get no delimiters: a tag or heading would be a label nobody wrote),
+    and its id or title is a tag name for XML."""
     secs = [s for s in sections if s["id"] != PREAMBLE_ID]
+    if not all((s.get("title") or "").strip() and "\n" not in s["title"] for s in secs):
+        return False
     if style == "xml":
         if tag == "id":
             return all(_TAG_SAFE.match(s["id"]) for s in secs)
         return all(_TAG_SAFE.match((s.get("title") or "").lower().replace(" ", "_")) for s in secs)
-    return all((s.get("title") or "").strip() and "\n" not in s["title"] for s in secs)
+    return True
 
 
 @register
@@ -537,8 +556,8 @@ class PromptParaphrase(Transform):
             if choices == [m.phrasing for m in matches]:
                 continue
             new = bank.substitute(body, choices, matches)
-            if bank.canonical(new) != bank.canonical(body):
-                continue  # a phrasing that overlaps another group: not provably equivalent here
+            if bank.canonical(new) != bank.canonical(body) or paraphrase_changes(body, new):
+                continue  # a phrasing that overlaps another group, or breaks the meaning contract in its context
             out[s["id"]] = choices
         if not out:
             return Skip("no bank phrasing in the prompt, or none drawn")
