@@ -213,20 +213,25 @@ def test_locate_without_system_message():
     assert "no system message" in locate(rec)
 
 
-def test_commit_renders_system_and_user_prefix():
-    """commit stores the prompt, re-renders the system message and moves user-placed sections before the user's text."""
+def test_commit_renders_system_and_a_context_message():
+    """commit stores the prompt, re-renders the system message and puts user-placed sections in a context message
+    of their own before the user's message, whose text stays exactly as written (before: the sections were
+    prepended to it); hook events after it move with their messages."""
     rec = _record("## A\nalpha\n\n## B\nbeta\n")
+    rec["hook_events"] = [{"hook": "h", "message_index": 1}]
     site = locate(rec)
     prompt = {**site.prompt, "sections": [dict(s) for s in site.prompt["sections"]]}
     prompt["sections"][1]["placement"] = "user"
     out = commit(rec, site, prompt)
-    assert out["messages"][0]["content"] == "## A\nalpha\n"
-    assert out["messages"][1]["content"] == "## B\nbeta\n\nhi"
-    assert check_sync(out) is None
+    assert [(m["role"], m["content"]) for m in out["messages"][:3]] == [
+        ("system", "## A\nalpha\n"), ("user", "## B\nbeta"), ("user", "hi")]
+    assert out["hook_events"] == [{"hook": "h", "message_index": 2}]
+    assert check_sync(out) is None and locate(out).user_index == 2 and locate(out).context_index == 1
     assert rec["messages"][1]["content"] == "hi"  # input untouched
     back = dict(prompt, sections=[{k: v for k, v in s.items() if k != "placement"} for s in prompt["sections"]])
     again = commit(out, locate(out), back)
     assert [m["content"] for m in again["messages"]] == [m["content"] for m in rec["messages"]]
+    assert again["hook_events"] == rec["hook_events"]
 
 
 def test_split_keeps_a_blank_line_after_headings_as_layout():

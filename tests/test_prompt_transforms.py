@@ -231,14 +231,14 @@ def test_tool_formats_before_after():
         "required": ["item_id"]}}}
     tools = _rec({"messages": [], "tools": [tool]})["tools"]
     assert P.render_tools(tools, "typescript") == (
-        "namespace functions {\n\n// Get an item.\ntype get_item = (_: {\n  // The id\n  item_id: number,\n"
+        "namespace functions {\n\n// Get an item.\ntype get_item = (_: {\n  // The id\n  item_id: number, // integer\n"
         "  tags?: string[],\n}) => any;\n\n} // namespace functions")
     assert P.render_tools(tools, "python") == (
-        'def get_item(item_id: int, tags: list | None = None) -> dict:\n    """Get an item.\n\n    Args:\n'
-        '        item_id: The id\n        tags:\n    """')
+        'def get_item(item_id: int, tags: list[str] | None = None) -> dict:\n    """Get an item.\n\n    Args:\n'
+        '        item_id: The id\n    """')
     assert P.render_tools(tools, "markdown") == (
         "| Tool | Description | Parameters |\n| --- | --- | --- |\n"
-        "| `get_item` | Get an item. | `item_id` (integer, required): The id; `tags` (array) |")
+        "| `get_item` | Get an item. | `item_id` (integer; required): The id<br>`tags` (array of string) |")
     assert P.render_tools(tools, "yaml").startswith("- name: get_item\n  description: Get an item.\n")
     assert json.loads(P.render_tools(tools, "json"))[0]["name"] == "get_item"
 
@@ -253,15 +253,16 @@ def test_tool_format_skips_without_a_tools_section(fixture_records):
 
 
 def test_placement_moves_the_skill_catalogue_to_the_user_message_and_back(fixture_records):
-    """The catalogue leaves the system message for the start of the first user message; a second move restores it."""
+    """The catalogue leaves the system message for a context message before the first user message, whose text stays
+    exactly as written; a second move restores it."""
     raw = next(r for r in fixture_records if not r["hook_events"])
     rec = _rec(raw)
     out, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), rec)
     assert applied[0].params == {"section": "skills", "to": "user"}
     cat = rec["prompt"]["sections"][3]["body"]
     assert cat not in out["messages"][0]["content"]
-    user = out["messages"][1]["content"]
-    assert user.startswith("<skills>\n" + cat) and user.endswith("\n\n" + rec["messages"][1]["content"])
+    assert out["messages"][1] == {"role": "user", "content": "<skills>\n" + cat + "\n</skills>"}
+    assert out["messages"][2:] == rec["messages"][1:]
     _assert_preserved(rec, out)
     back, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), out)
     assert applied[0].params == {"section": "skills", "to": "system"}
@@ -278,11 +279,15 @@ def test_placement_moves_a_tools_section(fixture_records):
     _assert_preserved(rec, out)
 
 
-def test_placement_skips_when_a_hook_judged_the_user_text(fixture_records):
-    """A user message that a hook payload quotes stays as it is (the payload and the message must agree)."""
+def test_placement_keeps_the_user_words_a_hook_judged(fixture_records):
+    """A user message that a hook payload quotes stays exactly as written (before: the record was skipped, and other
+    records had the catalogue prepended to their user's words); the hook events move with their messages."""
     raw = next(r for r in fixture_records if any(e["message_index"] == 2 for e in r["hook_events"]))
-    out, applied, skipped = _run(P.PromptPlacement(), _rec(raw))
-    assert not applied and "a hook judged its text" in skipped[0][1]
+    rec = _rec(raw)
+    out, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), rec)
+    assert applied and out["messages"][2:] == rec["messages"][1:]
+    assert [e["message_index"] for e in out["hook_events"]] == [e["message_index"] + 1 for e in rec["hook_events"]]
+    _assert_preserved(rec, out)
 
 
 # --------------------------------------------------------------------------- records without a prompt

@@ -263,3 +263,138 @@ def test_skill_describe_varies_real_descriptions():
             assert paraphrase_changes(old, new) == [], (old, new)
             changed.add(name)
     assert len(changed) >= 10, sorted(changed)
+
+
+# --------------------------------------------------------------------------- issue 33 item 6: tool listings
+
+
+def _listed_records() -> dict[str, dict]:
+    recs = {rid: r for rid, r in _prompt_records().items() if r["tools"]}
+    recs.update({r["id"]: r for r in _mcp_records()})
+    return recs
+
+
+def test_every_listing_shows_every_fact_of_the_schemas():
+    """Every tool format that can be drawn shows every fact of the schemas (types, required, enums, defaults,
+    limits, descriptions, nested objects and array items) on tau-bench's, SWE-agent's, smolagents', the OpenAI
+    Agents SDK's and nine MCP servers' tools; before, Python and Markdown dropped enums and nested items
+    ("flight_type: str", "flights: list"), TypeScript wrote integer as a bare number."""
+    from transforms._toollisting import listing_function, listing_misses
+
+    drawn = Counter()
+    for rid, rec in _listed_records().items():
+        fns = [listing_function(t) for t in rec["tools"]]
+        for fmt in P.TOOL_FORMATS:
+            text = P.render_tools(rec["tools"], fmt)
+            if text is None:
+                continue
+            drawn[fmt] += 1
+            assert listing_misses(fns, fmt, text) == [], (rid, fmt)
+    assert drawn["python"] >= 12 and drawn["typescript"] >= 12 and drawn["markdown"] >= 9, drawn
+
+
+def test_tau_listing_keeps_enums_nested_items_and_integers():
+    """tau-bench's book_reservation in each notation: cabin's enum, the flights' item fields, integer baggage counts,
+    and no "'sara_doe_496'.;" artefact in the Markdown table."""
+    tools = _prompt_records()["prompt-tau-airline"]["tools"]
+    book = [t for t in tools if t["name"] == "book_reservation"]
+    ts, py, md = (P.render_tools(book, f) for f in ("typescript", "python", "markdown"))
+    assert 'cabin: "basic_economy" | "economy" | "business",' in ts and "total_baggages: number, // integer" in ts
+    assert 'cabin: Literal["basic_economy", "economy", "business"]' in py and "flight_number: str" in py
+    assert "flights: list[BookReservationFlightsItem]" in py and "total_baggages: int" in py
+    assert "\n        flight_type:\n" not in py  # no empty Args line for a parameter without a description
+    assert '`cabin` (string; required; one of `"basic_economy"`, `"economy"`, `"business"`)' in md
+    assert "`flights[].flight_number` (string; required): Flight number, such as 'HAT001'." in md
+    assert "'.;" not in md
+
+
+def test_tool_format_varies_a_tau_listing_without_losing_facts():
+    """prompt.tool_format on tau-bench's policy with its tools listed as JSON (as a harness that lists tools in the
+    prompt does): every format it draws is one of the complete ones, and the canonical prompt is unchanged."""
+    raw = next(json.loads(line) for line in PROMPTS.read_text(encoding="utf-8").splitlines()
+               if json.loads(line)["id"] == "prompt-tau-airline")
+    tools = normalize(raw)["tools"]
+    raw["messages"][0]["content"] += "\n## Tools\n\n" + P.render_tools(tools, "json") + "\n"
+    listed = normalize(raw)
+    formats = set()
+    for seed in range(12):
+        out, applied, _ = _run(P.PromptToolFormat(), listed, seed)
+        assert applied and P.canonical_prompt(out) == P.canonical_prompt(listed)
+        formats.add(applied[0].params["format"])
+    assert formats == {"yaml", "typescript", "python", "markdown"}
+
+
+# --------------------------------------------------------------------------- issue 33 item 8: levels and placement
+
+
+def test_delimiters_keep_the_heading_hierarchy():
+    """prompt.delimiters on tau-bench's policy never puts a section at the level of "# Airline Agent Policy"
+    (before: "# Domain Basic"), and on Gemini CLI never above the "## Software Engineering Tasks" inside a section;
+    other styles still apply."""
+    recs = _prompt_records()
+    styles = Counter()
+    for seed in range(30):
+        for rid in ("prompt-tau-airline", "prompt-gemini-cli", "prompt-openhands-codeact"):
+            out, applied, _ = _run(P.PromptDelimiters(), recs[rid], seed)
+            text = out["messages"][0]["content"]
+            if rid == "prompt-tau-airline":
+                assert re.findall(r"(?m)^# .*$", text) == ["# Airline Agent Policy"], applied
+            if applied and applied[0].params["style"] == "markdown":
+                styles[(rid, applied[0].params["level"])] += 1
+                assert rid != "prompt-openhands-codeact"  # a body holds a level-1 heading: no level fits above it
+                if rid == "prompt-gemini-cli":
+                    assert applied[0].params["level"] == 1
+    assert styles[("prompt-tau-airline", 3)] > 0
+
+
+def test_placement_never_touches_the_users_words():
+    """prompt.placement on Gemini CLI's prompt with the real skills: the catalogue goes to a context message of its
+    own before the user's message, which stays exactly as written (before: "## Available Agent Skills ..." was
+    prepended to it); moving it back restores the record."""
+    rec = _prompt_records()["prompt-gemini-cli"]
+    out, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), rec, 0)
+    assert applied and applied[0].params["to"] == "user"
+    assert out["messages"][1]["role"] == "user" and "<available_skills>" in out["messages"][1]["content"]
+    assert out["messages"][2] == rec["messages"][1]
+    assert "<available_skills>" not in out["messages"][0]["content"]
+    back, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), out, 0)
+    assert applied[0].params["to"] == "system" and back["messages"] == rec["messages"]
+
+
+# --------------------------------------------------------------------------- issue 33 item 9: catalogues
+
+
+def test_catalog_reads_an_available_skills_block_with_each_value_on_its_own_line():
+    """skill.catalog finds and re-renders an <available_skills> block that puts each name, description and location
+    on its own line (the layout of Claude Code and many open agents; before: skipped as no catalogue), with the
+    fourteen real skills."""
+    skills = _skills()
+    block = "<available_skills>\n" + "".join(
+        f"<skill>\n<name>\n{s['name']}\n</name>\n<description>\n{s['description']}\n</description>\n"
+        f"<location>\nuser\n</location>\n</skill>\n" for s in skills) + "</available_skills>"
+    rec = normalize({"id": "cc", "tools": [], "skills": skills, "messages": [
+        {"role": "system", "content": "You are a coding agent.\n\n## Skills\n\n" + block + "\n\n## Rules\n\nBe brief.\n"},
+        {"role": "user", "content": "Make me a GIF for Slack."}]})
+    site = locate(rec)
+    cat = S.find_catalog(rec, site.prompt)
+    assert cat is not None and cat.style == "available_skills" and len(cat.names) == 14
+    out, applied, _ = _run(S.SkillCatalog(styles=("available_skills",), distractors=(0, 0)), rec, 1)
+    assert applied and out["messages"][0]["content"] != rec["messages"][0]["content"]
+    assert "<name>\nskill-creator\n</name>" in out["messages"][0]["content"]
+    assert sorted(S.find_catalog(out, locate(out).prompt).entries) == sorted(cat.entries)
+
+
+def test_stats_report_prompt_coverage_on_real_prompts(tmp_path):
+    """hsa stats says how many variants kept the source's prompt word for word and on how many sources each
+    transform fired: on the fourteen real prompts with the prompt recipe, fewer than half of the variants keep
+    their prompt (before: 33 of 56, and paraphrase fired on none)."""
+    from hsa import augment
+    from hsa.recipes import load_recipe
+    from hsa.stats import compute_stats, render_text
+
+    manifest = augment([PROMPTS], tmp_path / "out", load_recipe("prompt"), variants=4, progress=False)
+    stats = compute_stats(tmp_path / "out")
+    assert stats["prompt_unchanged_variants"] == manifest["counts"]["prompt_unchanged_variants"]
+    assert stats["prompt_unchanged_variants"] < 28  # of 56
+    assert stats["transform_sources"]["prompt.paraphrase"] >= 10
+    assert "prompt as in the source: " in render_text(stats)

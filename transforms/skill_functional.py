@@ -88,7 +88,7 @@ _CAT_LINE = {
 #: The ``<available_skills>`` layout of the Agent Skills integration guide, as :func:`render_catalog` writes it
 #: when the catalogue had another style: one child element per line, indented.
 AVAILABLE_SKILLS_LAYOUT = {"wrapped": True, "open": "\n  ", "sep": "\n  ", "close": "\n", "name_ws": "\n    ",
-                           "desc_ws": "\n    ", "end_ws": "\n  ", "extras": {}}
+                           "desc_ws": "\n    ", "end_ws": "\n  ", "extras": {}, "inner": ["", ""]}
 _AS_BLOCK = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
 _AS_SKILL = re.compile(r"<skill>(.*?)</skill>", re.DOTALL)
 _AS_CHILD = re.compile(r"(\s*)<([A-Za-z_][A-Za-z0-9_-]*)>([^<]*)</\2>")
@@ -117,6 +117,8 @@ def catalog_style_ok(entries: list[tuple[str, str]], style: str) -> bool:
             return False
         if style in ("xml", "available_skills") and ("<" in desc or "&" in desc):
             return False
+        if style == "available_skills" and (desc != desc.strip() or not desc):
+            return False  # the values of the elements are read back stripped
     return True
 
 
@@ -135,8 +137,9 @@ def render_catalog(entries: list[tuple[str, str]], style: str, layout: dict | No
     if style == "available_skills":
         lay = {**AVAILABLE_SKILLS_LAYOUT, **(layout or {})}
         extras = lay.get("extras") or {}
-        items = [f"<skill>{lay['name_ws']}<name>{n}</name>{lay['desc_ws']}<description>{d}</description>"
-                 + "".join(f"{ws}<{tag}>{value}</{tag}>" for ws, tag, value in extras.get(n, ()))
+        a, b = lay.get("inner") or ("", "")  # whitespace inside each element: "<name>\npdf\n</name>"
+        items = [f"<skill>{lay['name_ws']}<name>{a}{n}{b}</name>{lay['desc_ws']}<description>{a}{d}{b}</description>"
+                 + "".join(f"{ws}<{tag}>{a}{value}{b}</{tag}>" for ws, tag, value in extras.get(n, ()))
                  + f"{lay['end_ws']}</skill>" for n, d in entries]
         inner = lay["open"] + lay["sep"].join(items) + lay["close"]
         return f"<available_skills>{inner}</available_skills>" if lay["wrapped"] else inner
@@ -152,13 +155,16 @@ def _available_skills(inner: str, wrapped: bool) -> tuple[list[tuple[str, str]],
     opening, closing = inner[:skills[0].start()], inner[skills[-1].end():]
     if any(g.strip() for g in gaps + [opening, closing]) or len(set(gaps)) > 1:
         return None
-    entries, extras, shapes = [], {}, set()
+    entries, extras, shapes, pads = [], {}, set(), set()
     for m in skills:
         body, pos, children = m.group(1), 0, []
         for c in _AS_CHILD.finditer(body):
             if c.start() != pos:
                 return None
-            children.append((c.group(1), c.group(2), c.group(3)))
+            raw = c.group(3)
+            value = raw.strip()
+            pads.add((raw[:len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()):]))
+            children.append((c.group(1), c.group(2), value))
             pos = c.end()
         tail = body[pos:]
         if tail.strip() or len(children) < 2 or [c[1] for c in children[:2]] != ["name", "description"]:
@@ -170,11 +176,12 @@ def _available_skills(inner: str, wrapped: bool) -> tuple[list[tuple[str, str]],
         if children[2:]:
             extras[name] = [list(c) for c in children[2:]]
         shapes.add((children[0][0], children[1][0], tail))
-    if len(shapes) != 1:
+    if len(shapes) != 1 or len(pads) != 1:
         return None
     name_ws, desc_ws, end_ws = shapes.pop()
     layout = {"wrapped": wrapped, "open": opening, "sep": gaps[0] if gaps else AVAILABLE_SKILLS_LAYOUT["sep"],
-              "close": closing, "name_ws": name_ws, "desc_ws": desc_ws, "end_ws": end_ws, "extras": extras}
+              "close": closing, "name_ws": name_ws, "desc_ws": desc_ws, "end_ws": end_ws, "extras": extras,
+              "inner": list(pads.pop())}
     return entries, layout
 
 
