@@ -99,7 +99,24 @@ def _tool_texts(record: dict, inverse: dict[str, str]) -> dict[tuple[str, str], 
 
 
 def _skill_layout(content: str) -> list[str]:
-    return [line.strip() for line in (content or "").splitlines() if re.match(r"^#{1,6}\s", line)]
+    """The headings of a skill body, in order, as ``level title`` (ATX ``## x``, closed ``## x ##`` and setext
+    headings alike), outside code fences: what a reorder moves and a style change must keep."""
+    out, fence = [], None
+    lines = (content or "").splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^\s{0,3}(`{3,}|~{3,})", line)
+        if m:
+            fence = None if fence and line.strip().startswith(fence) else (fence or m.group(1)[:3])
+            continue
+        if fence:
+            continue
+        atx = re.match(r"^(#{1,6})\s+(.*?)(?:\s+#+)?\s*$", line)
+        if atx:
+            out.append(f"{len(atx.group(1))} {atx.group(2)}")
+        elif i + 1 < len(lines) and line.strip() and re.match(r"^(=+|-+)\s*$", lines[i + 1]) and (
+                i == 0 or not lines[i - 1].strip()):
+            out.append(f"{1 if lines[i + 1].lstrip()[0] == '=' else 2} {line.strip()}")
+    return out
 
 
 def audit(rows: list[dict], sources: dict[str, dict], what: set[str]) -> tuple[list[list[str]], dict]:
@@ -160,15 +177,16 @@ def audit(rows: list[dict], sources: dict[str, dict], what: set[str]) -> tuple[l
                 old = ta.get(key)
                 if old is None or old == new:
                     continue
-                short = len(new) < len(old) and not M.paraphrase_changes(old, new)
-                why = M.shortening_changes(old, new) if len(_sentences(new)) < len(_sentences(old)) \
-                    else M.paraphrase_changes(old, new)
+                words = set(re.findall(r"[\w']+", old.lower()))
+                short = len(new) < len(old) and set(re.findall(r"[\w']+", new.lower())) <= words  # a cut, no new word
+                why = M.shortening_changes(old, new) if short else M.paraphrase_changes(old, new)
+                counts["tool_texts_shortened" if short else "tool_texts_paraphrased"] += 1
                 flagged |= bool(why)
                 counts["tool_texts"] += 1
                 counts["tool_texts_flagged"] += bool(why)
                 where = key[0] + (f".{key[1]}" if key[1] else "")
-                lines += [f"  tool {where}:", f"    - {old}", f"    + {new}"] + [f"  ! {w}" for w in why]
-                del short
+                lines += [f"  tool {where} ({'shortened' if short else 'paraphrased'}):", f"    - {old}", f"    + {new}"] \
+                    + [f"  ! {w}" for w in why]
         if "skills" in what:
             da = {s["name"]: s for s in src.get("skills") or ()}
             for s in row.get("skills") or ():
@@ -187,9 +205,13 @@ def audit(rows: list[dict], sources: dict[str, dict], what: set[str]) -> tuple[l
                     lines += [f"  skill {name} description:", f"    - {old.get('description')}",
                               f"    + {s.get('description')}"] + [f"  ! {w}" for w in why]
                 la, lb = _skill_layout(old.get("content")), _skill_layout(s.get("content"))
-                if la != lb:
+                if old.get("content") != s.get("content"):
                     counts["skill_bodies"] += 1
-                    lines.append(f"  skill {name} headings: {la} -> {lb}")
+                    if la != lb:
+                        counts["skill_bodies_reordered"] += 1
+                        lines.append(f"  skill {name} sections: {la} -> {lb}")
+                    else:
+                        lines.append(f"  skill {name}: layout only (heading, list or frontmatter style)")
         counts["rows_flagged"] += flagged
         counts["rows_changed_texts"] += bool(lines)
         head = f"{row['id']}  [{', '.join(names) or 'nothing applied'}]"
@@ -197,6 +219,38 @@ def audit(rows: list[dict], sources: dict[str, dict], what: set[str]) -> tuple[l
     summary = dict(counts)
     summary["fired"] = {k: dict(v) for k, v in sorted(fired.items())}
     return blocks, summary
+
+
+#: each prompt and skill transform alone, at full strength (what "fires" means in the coverage table)
+LEAVES = {"prompt.reorder": {}, "prompt.delimiters": {}, "prompt.titles": {"p": 1.0}, "prompt.paraphrase": {"p": 1.0},
+          "prompt.tool_format": {}, "prompt.placement": {}, "skill.describe": {"p": 1.0},
+          "skill.restructure": {"p": 1.0}, "skill.catalog": {}}
+
+
+def coverage(inputs: list[str]) -> int:
+    """Print, per leaf, the records it changes in one of 8 seeds, and the first skip reason of the others."""
+    import random
+
+    from hsa.records import normalize
+    from hsa.transform import from_config, run
+
+    records = [normalize(json.loads(line)) for path in inputs
+               for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    for name, cfg in LEAVES.items():
+        leaf = from_config({"transform": name, **cfg})
+        fired, why = [], {}
+        for rec in records:
+            for seed in range(8):
+                out, applied, skipped = run(leaf, rec, random.Random(seed))
+                if applied:
+                    fired.append(rec["id"])
+                    break
+                why.setdefault(rec["id"], skipped[0][1] if skipped else "nothing drawn")
+        print(f"{name}: fires on {len(fired)} of {len(records)}: {', '.join(fired)}")
+        reasons = Counter(why[r["id"]] for r in records if r["id"] not in fired)
+        for reason, n in reasons.most_common():
+            print(f"    {n:3d} skip: {reason[:140]}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,7 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-changed", action="store_true", help="print only variants whose texts changed")
     parser.add_argument("--summary", action="store_true", help="print the counts only")
     parser.add_argument("--json", help="write the summary as JSON to this file")
+    parser.add_argument("--coverage", action="store_true",
+                        help="instead: run each prompt and skill leaf alone (p=1, 8 seeds) on each input record and "
+                             "print which fire, and the skip reason where one does not")
     args = parser.parse_args(argv)
+    if args.coverage:
+        return coverage(args.inputs)
 
     from hsa import augment
     from hsa.io import read_records

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from transforms._banks import load_banks
 from transforms._domains import domain_applies
-from transforms.meaning import CONSTRAINT, group_changes, is_warning, paraphrase_changes, shortening_changes
+from transforms.meaning import ABBREVIATIONS, CONSTRAINT, group_changes, is_warning, paraphrase_changes, shortening_changes
 
 __all__ = ["paraphrase", "shorten", "has_constraint", "CONSTRAINT", "PHRASE_KINDS"]
 
@@ -209,25 +209,32 @@ def _units(text: str) -> list[tuple[str, str, str]]:
             continue
         para = "\n".join(block)
         pos = 0
-        for m in re.finditer(r"(?<=[.;!?])\s+", para):
+        for m in re.finditer(rf"(?<=[.;!?]){ABBREVIATIONS}\s+", para):
             units.append(["prose", para[pos:m.start()], m.group(0)])
             pos = m.end()
         units.append(["prose", para[pos:], ""])
     return [(k, u, sep) for k, u, sep in units]
 
 
-def shorten(text: str, max_words: int) -> str:
+def _names_a_value(text: str, values: tuple[str, ...]) -> bool:
+    return any(re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", text) for v in values if v)
+
+
+def shorten(text: str, max_words: int, values: tuple[str, ...] = ()) -> str:
     """``text`` cut at sentence, list or clause boundaries: its first sentence, then, while longer than
     ``max_words`` words, up to the last clause break (``,``, ``;``, ``:``, a dash) within the limit.
 
     Never cuts inside a word, a code span or a list (a list and the line that introduces it are kept or
     dropped whole), and never drops a sentence, list or clause that carries a constraint or a warning
     (:func:`has_constraint`: "Only transfer if the user explicitly asks", "Unsafe: executes arbitrary
-    JavaScript" stay); ``text`` itself when there is no such boundary."""
+    JavaScript", "Accepts: ISO 8601 ...", "Defaults to false" stay) or names one of ``values`` (the enum values
+    of the parameter it describes: '"css" produces a screenshot sized in CSS pixels' explains a value); a full
+    stop after "e.g." or "i.e." ends no sentence. ``text`` itself when there is no such boundary."""
     stripped = text.strip()
     units = _units(stripped)
     if len(units) > 1 and units[0][0] == "prose" and len(units[0][1].split()) >= 2:
-        keep = [0] + [i for i in range(1, len(units)) if has_constraint(units[i][1])]
+        keep = [0] + [i for i in range(1, len(units)) if has_constraint(units[i][1])
+                      or _names_a_value(units[i][1], values)]
         pieces = []
         for j, i in enumerate(keep):
             pieces.append(units[i][1])
@@ -241,7 +248,8 @@ def shorten(text: str, max_words: int) -> str:
     if single and "\n" not in short and len(short.split()) > max_words:
         breaks = [m.start() for m in re.finditer(_CLAUSE_BREAK, short)
                   if len(short[:m.start()].split()) <= max_words and len(short[:m.start()].split()) >= 2
-                  and short[:m.start()].count("`") % 2 == 0 and not has_constraint(short[m.start():])]
+                  and short[:m.start()].count("`") % 2 == 0 and not has_constraint(short[m.start():])
+                  and not _names_a_value(short[m.start():], values)]
         if breaks:
             short = short[:breaks[-1]]
     short = short.rstrip()

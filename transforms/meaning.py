@@ -36,7 +36,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 __all__ = ["Signature", "signature", "paraphrase_changes", "shortening_changes", "group_changes",
-           "is_instruction", "sentences", "CONSTRAINT", "WARNING", "is_warning"]
+           "is_instruction", "sentences", "CONSTRAINT", "WARNING", "ABBREVIATIONS", "is_warning"]
 
 _CODE = re.compile(r"`[^`\n]*`")
 
@@ -89,9 +89,11 @@ _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])[ \t]+\S",
 
 #: Words that make a sentence or clause a rule or a condition: shortening never drops one that has them.
 CONSTRAINT = re.compile(r"(?i)\b(only|never|must|always|not|no|unless|if|otherwise|except|cannot|can't|don't|"
-                        r"doesn't|won't|shouldn't|mustn't|should|required|requires|require|before|until|exactly|"
+                        r"doesn't|won't|shouldn't|mustn't|should|required|requires|require|before|after|until|exactly|"
                         r"at\s+most|at\s+least|no\s+more\s+than|ensure|make\s+sure|avoid|forbidden|prohibited|"
-                        r"instead|mandatory|explicitly)\b")
+                        r"instead|mandatory|explicitly|can(?=\s+(?:be|contain|include|accept|take|have|hold|only))|could|may|might|"
+                        r"accepts?|accepted|allowed|valid|"
+                        r"defaults?\s+to|default\s+is|by\s+default|omit|omitted)\b")
 #: words that open a warning: a sentence holding one is never dropped by shortening
 WARNING = re.compile(r"(?i)\b(warning|warn|unsafe|caution|danger|dangerous|deprecated|important|note|notice|"
                      r"careful|beware|security|destructive|irreversible|irreversibly|permanently|"
@@ -128,7 +130,10 @@ _BANNED = re.compile(r"^(?:please\s+)?(?:never|always|do\s+not|don't|don\u2019t)
 _YOU_MODAL = re.compile(r"^(?:please\s+)?you\s+(?:must|should|shall|need\s+to|have\s+to|may\s+not|must\s+not|"
                         r"should\s+not|will\s+need|are\s+(?:required|expected|not\s+allowed)\s+to|cannot|can't|"
                         r"never|always|only)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[`*_]*[A-Z0-9])|\n\s*\n|\n(?=[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])\s)")
+#: abbreviations whose full stop ends no sentence ("e.g. [11, 12]")
+ABBREVIATIONS = r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bapprox\.)(?<!\bNo\.)"
+_SENTENCE_END = re.compile(rf"(?<=[.!?]){ABBREVIATIONS}\s+(?=[\"'(\[`*_]*[A-Z0-9])|\n\s*\n|"
+                           r"\n(?=[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])\s)")
 
 
 class Signature(NamedTuple):

@@ -533,12 +533,13 @@ def _text(elements: list[dict]) -> str:
 
 
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|[ivx]+"
-#: Titles that say where a section sits in a sequence: a number, an ordinal, "Final Review", "Overview", ..., and the
-#: sections that come before a procedure ("When to use", "Purpose", "Prerequisites")
+#: Titles that say where a section sits in a sequence: a number, an ordinal, "Final Review", "Overview", ..., the
+#: sections that come before a procedure ("When to use", "Purpose", "Prerequisites"), and examples (they illustrate
+#: what comes before them)
 _SEQUENCE_TITLE = re.compile(
     r"\d|\b(?:first|second|third|fourth|fifth|then|finally|final|last|next|before|after|afterwards|later|"
     r"prerequisites?|overview|introduction|intro|getting started|quick ?start|conclusion|summary|wrap[ -]up|recap|"
-    r"when (?:not )?to use|when to apply|purpose|goals?|scope|use cases?|about this skill)\b|"
+    r"when (?:not )?to use|when to apply|purpose|goals?|scope|use cases?|about this skill|examples?)\b|"
     rf"\b(?:step|stage|phase|part|round)\s+(?:{_NUMBER_WORDS})\b", re.IGNORECASE)
 #: How a section's first sentence says that it follows another one ("After a theme is selected", "You've run ...",
 #: "To begin, ...": it comes first)
