@@ -27,8 +27,8 @@ TOOL_FORMATS = ("json", "yaml", "typescript", "python", "markdown")
 #: The schema keywords the TypeScript, Python and Markdown notations write; any other keyword in a parameter
 #: schema makes those notations unavailable (JSON and YAML write the schema itself).
 #: Limits the notations write as notes (``// minimum: 1``, ``minimum `1```).
-LIMITS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems",
-          "uniqueItems", "pattern", "format")
+LIMITS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems",
+          "maxItems", "uniqueItems", "pattern", "format")
 _NOTATION_KEYS = frozenset({"type", "description", "enum", "default", "properties", "required", "items", "title",
                             "additionalProperties", "$schema", *LIMITS})
 _TS_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
@@ -442,7 +442,8 @@ def listing_misses(fns: list[dict], fmt: str, text: str) -> list[str]:
                     out.append(f"{f['name']}: {path} {value[0]}")
             elif kind in ("enum", "default") and not any(v in block for v in _shown(value, fmt)):
                 out.append(f"{f['name']}: {path} {kind} {value!r}")
-            elif kind == "description" and any(line.strip() and line.strip() not in block for line in value.split("\n")):
+            elif kind == "description" and any(line.strip() and line.strip() not in block
+                                               for line in value.split("\n")):
                 out.append(f"{f['name']}: {path} description")
             elif kind == "type" and "integer" in value.split("|") and fmt != "markdown" and "integer" not in block \
                     and "int" not in block:
@@ -452,28 +453,6 @@ def listing_misses(fns: list[dict], fmt: str, text: str) -> list[str]:
                 out.append(f"{f['name']}: {path} type {value}")
             elif kind == "required" and "." not in path and "[" not in path:
                 out += _required_miss(f["name"], path, value, fmt, block)
-    return out
-
-
-def _top_level_split(text: str) -> list[str]:
-    """``text`` split at the commas outside brackets and quotes (the arguments of a Python signature)."""
-    out, depth, quote, cur = [], 0, None, []
-    for ch in text:
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur))
     return out
 
 
@@ -487,10 +466,17 @@ def _md_type_of(fn: dict, path: str) -> str:
 def _required_miss(tool: str, name: str, required: bool, fmt: str, block: str) -> list[str]:
     if fmt == "typescript":
         ok = re.search(rf"^\s*{re.escape(name)}{'' if required else r'[?]'}:", block, re.M) is not None
-    elif fmt == "python":
-        sig = block[block.find(f"def {tool}(") + len(f"def {tool}("):].split("\n", 1)[0].rsplit(") -> ", 1)[0]
-        args = {a.split(":", 1)[0].strip(): a for a in _top_level_split(sig)}
-        ok = name in args and ("=" not in args[name]) == required
+    elif fmt == "python":  # the signature line parsed by Python itself: the arguments without a default are required
+        import ast
+
+        sig = block[block.find(f"def {tool}("):].split("\n", 1)[0]
+        try:
+            args = ast.parse(sig + "\n    pass").body[0].args
+        except SyntaxError:
+            return [f"{tool}: the signature does not parse"]
+        names = [a.arg for a in args.args]
+        optional = set(names[len(names) - len(args.defaults):]) if args.defaults else set()
+        ok = name in names and (name not in optional) == required
     else:
         ok = (f"`{name}` (" in block) and (("; required" in block.split(f"`{name}` (", 1)[1].split(")", 1)[0])
                                             == required)

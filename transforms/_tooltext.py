@@ -17,7 +17,8 @@ from functools import lru_cache
 
 from transforms._banks import load_banks
 from transforms._domains import domain_applies
-from transforms.meaning import ABBREVIATIONS, CONSTRAINT, group_changes, is_warning, paraphrase_changes, shortening_changes
+from transforms.meaning import (ABBREVIATIONS, CONSTRAINT, group_changes, is_warning, paraphrase_changes,
+                                shortening_changes)
 
 __all__ = ["paraphrase", "shorten", "has_constraint", "CONSTRAINT", "PHRASE_KINDS"]
 

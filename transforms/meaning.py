@@ -91,8 +91,8 @@ _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)]|[a-z][.)])[ \t]+\S",
 CONSTRAINT = re.compile(r"(?i)\b(only|never|must|always|not|no|unless|if|otherwise|except|cannot|can't|don't|"
                         r"doesn't|won't|shouldn't|mustn't|should|required|requires|require|before|after|until|exactly|"
                         r"at\s+most|at\s+least|no\s+more\s+than|ensure|make\s+sure|avoid|forbidden|prohibited|"
-                        r"instead|mandatory|explicitly|can(?=\s+(?:be|contain|include|accept|take|have|hold|only))|could|may|might|"
-                        r"accepts?|accepted|allowed|valid|"
+                        r"instead|mandatory|explicitly|can(?=\s+(?:be|contain|include|accept|take|have|hold|only))|"
+                        r"could|may|might|accepts?|accepted|allowed|valid|"
                         r"defaults?\s+to|default\s+is|by\s+default|omit|omitted)\b")
 #: words that open a warning: a sentence holding one is never dropped by shortening
 WARNING = re.compile(r"(?i)\b(warning|warn|unsafe|caution|danger|dangerous|deprecated|important|note|notice|"
@@ -102,23 +102,24 @@ WARNING = re.compile(r"(?i)\b(warning|warn|unsafe|caution|danger|dangerous|depre
 #: base-form verbs that start an instruction ("Use", "Quote", "Reply"): the imperative mood
 _IMPERATIVE = frozenset("""
 accept access add adhere adjust adopt allow analyze analyse answer apply approve ask assess assist assume attach
-authenticate avoid be begin book break bring build calculate call cancel capture change chat check choose cite clarify
-clean click close collect combine commit compare compile complete compute confirm consider consult continue convert
-copy correct create cut deal decide decline declare define delete deliver deny depend describe design determine
-discuss dispatch display do document double download draft edit emit enable end enforce ensure enumerate escalate
-estimate evaluate exchange execute exercise expand explain explore export express extract fabricate feed feel fetch
-fill filter find finish fix focus follow format gather generate get give go greet guide hand handle help highlight
-identify ignore implement import include infer invent inform insert inspect install introduce invoke keep label launch lean
-leave let limit list load locate log look maintain make manage map mark match mention merge mimic minimize modify move
-name navigate note notify obtain offer open operate order output parse pass pay pick place plan play point post
-prefer prepare present preserve prevent print prioritize proceed process produce prompt propose protect provide
-publish pull push put query quote raise reach read reason recommend record redeem redo re-do redirect reduce refer reflect
-refresh refuse register reject rely remember remind remove rename render reorder repeat replace reply report request
-require rerun reset resolve respect respond restart restate restore resume retrieve retry return reuse review revise
-revisit rewrite run save say scaffold scan schedule search see select send set share show sign skip solve sort speak
-specify split start state stay step stick stop store structure submit suggest summarize summarise supply support
-switch take talk tell test think track transfer translate treat trust try turn undo update upload use utilize validate
-verify view visit wait walk warn watch welcome work wrap write
+authenticate avoid be begin book break bring build calculate call cancel capture change chat check choose cite
+clarify clean click close collect combine commit compare compile complete compute confirm consider consult continue
+convert copy correct create cut deal decide decline declare define delete deliver deny depend describe design
+determine discuss dispatch display do document double download draft edit emit enable end enforce ensure enumerate
+escalate estimate evaluate exchange execute exercise expand explain explore export express extract fabricate feed
+feel fetch fill filter find finish fix focus follow format gather generate get give go greet guide hand handle help
+highlight identify ignore implement import include infer invent inform insert inspect install introduce invoke keep
+label launch lean leave let limit list load locate log look maintain make manage map mark match mention merge mimic
+minimize modify move name navigate note notify obtain offer open operate order output parse pass pay pick place
+plan play point post prefer prepare present preserve prevent print prioritize proceed process produce prompt
+propose protect provide publish pull push put query quote raise reach read reason recommend record redeem redo
+re-do redirect reduce refer reflect refresh refuse register reject rely remember remind remove rename render
+reorder repeat replace reply report request require rerun reset resolve respect respond restart restate restore
+resume retrieve retry return reuse review revise revisit rewrite run save say scaffold scan schedule search see
+select send set share show sign skip solve sort speak specify split start state stay step stick stop store
+structure submit suggest summarize summarise supply support switch take talk tell test think track transfer
+translate treat trust try turn undo update upload use utilize validate verify view visit wait walk warn watch
+welcome work wrap write
 """.split())
 _IMPERATIVE_LEAD = re.compile(
     r"^(?:please\s+|(?:also|then|now|first|finally|just|simply)\s+,?\s*)*"
