@@ -32,6 +32,21 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parents[1]
+_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+\b|\b[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b")
+
+
+def _fold(text: str) -> str:
+    """Every identifier of ``text`` in one style: ``readTextFile``, ``read-text-file`` -> ``read_text_file``."""
+    return _IDENT.sub(lambda m: "_".join(p.lower() for p in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])",
+                                                                       m.group())), text)
+
+
+def _unrename(text: str, inverse: dict[str, str]) -> str:
+    """``text`` with each renamed tool's variant name (a whole token) back to its source name."""
+    for new, old in inverse.items():
+        if new != old:
+            text = re.sub(rf"(?<![\w-]){re.escape(new)}(?![\w-])", old, text)
+    return text
 
 
 def _meaning():
@@ -177,9 +192,12 @@ def audit(rows: list[dict], sources: dict[str, dict], what: set[str]) -> tuple[l
                 old = ta.get(key)
                 if old is None or old == new:
                     continue
-                words = set(re.findall(r"[\w']+", old.lower()))
-                short = len(new) < len(old) and set(re.findall(r"[\w']+", new.lower())) <= words  # a cut, no new word
-                why = M.shortening_changes(old, new) if short else M.paraphrase_changes(old, new)
+                # renames are other transforms' work: the new text is read with the source's tool names and
+                # every identifier folded to one style (read_text_file, readTextFile -> read_text_file)
+                o, n = _fold(old), _fold(_unrename(new, tool_inverse))
+                words = set(re.findall(r"[\w']+", o.lower()))
+                short = len(n) < len(o) and set(re.findall(r"[\w']+", n.lower())) <= words  # a cut, no new word
+                why = M.shortening_changes(o, n) if short else M.paraphrase_changes(o, n)
                 counts["tool_texts_shortened" if short else "tool_texts_paraphrased"] += 1
                 flagged |= bool(why)
                 counts["tool_texts"] += 1

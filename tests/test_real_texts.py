@@ -227,14 +227,19 @@ def test_meaning_checker_rejects_lost_negations_numbers_lists_and_modals():
 def test_prompt_transforms_fire_on_real_prompts():
     """prompt.paraphrase changes tau-bench's airline policy and at least 10 of the 14 public agent prompts (before:
     none; the bank matched nothing real and six prompts were never split); every prompt splits into sections that
-    render it back exactly, the one-sentence SWE-agent prompt too."""
+    render it back exactly, the one-sentence SWE-agent prompt too. Every rewrite keeps the meaning contract:
+    the checker finds no lost negation, modal, number, time word, list item or instruction in it."""
+    from transforms.meaning import paraphrase_changes
+
     recs = _prompt_records()
     fired = set()
     for rid, rec in recs.items():
         assert not isinstance(locate(rec), str), rid
         for seed in range(6):
             out, applied, _ = _run(P.PromptParaphrase(p=1.0), rec, seed)
-            if applied and out["messages"][0]["content"] != rec["messages"][0]["content"]:
+            old, new = rec["messages"][0]["content"], out["messages"][0]["content"]
+            if applied and new != old:
+                assert paraphrase_changes(old, new) == [], (rid, seed)
                 fired.add(rid)
                 break
     assert "prompt-tau-airline" in fired and "prompt-swe-agent" in fired and len(fired) >= 10, sorted(fired)
