@@ -191,7 +191,13 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
         m = json.loads(manifest.read_text(encoding="utf-8"))
         out["manifest_counts"] = m.get("counts", {})
         out["harness_pool"] = m.get("harness_pool", 0)
+        out["keep_original"] = bool(m.get("keep_original"))
         out["skipped"] = {n: t["skipped"] for n, t in m.get("transforms", {}).items() if t.get("skipped")}
+        # coverage: how many sources each transform varied, and how many variants left the prompt as it was
+        out["transform_sources"] = {n: t["sources"] for n, t in sorted(m.get("transforms", {}).items())
+                                    if "sources" in t}
+        if "prompt_unchanged_variants" in out["manifest_counts"]:
+            out["prompt_unchanged_variants"] = out["manifest_counts"]["prompt_unchanged_variants"]
     return out
 
 
@@ -204,9 +210,17 @@ def render_text(stats: dict) -> str:
     if stats.get("families"):
         lines.append("family       applications")
         lines += [f"  {f:10s} {n:8d}" for f, n in stats["families"].items()]
+    if "prompt_unchanged_variants" in stats and stats.get("manifest_counts"):
+        written = stats["manifest_counts"].get("rows_written", 0) - (
+            stats.get("sources", 0) if stats.get("keep_original") else 0)
+        same = stats["prompt_unchanged_variants"]
+        lines.append(f"prompt as in the source: {same} of {written} variants "
+                     f"({100 * same / max(written, 1):.1f}%; every message before the first answer, word for word)")
     if stats.get("transforms"):
-        lines.append("transform                    applications")
-        lines += [f"  {t:26s} {n:8d}" for t, n in stats["transforms"].items()]
+        sources = stats.get("transform_sources") or {}
+        lines.append("transform                    applications" + ("  sources" if sources else ""))
+        lines += [f"  {t:26s} {n:8d}" + (f"  {sources[t]:7d}" if t in sources else "")
+                  for t, n in stats["transforms"].items()]
     for name, reasons in (stats.get("skipped") or {}).items():
         for reason, n in reasons.items():
             lines.append(f"  skipped {name}: {n} ({reason})")

@@ -34,6 +34,7 @@ from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
 from transforms import skill_functional as F
 from transforms._banks import group_table
+from transforms.meaning import paraphrase_changes
 from transforms.phrasebank import BankError, load_bank
 from transforms.skill_functional import (
     BULLETS,
@@ -336,6 +337,10 @@ class SkillDescribe(Transform):
             if description_canonical(new, self.banks) != description_canonical(old, self.banks):
                 causes.setdefault("the new wording is not provably equivalent (it overlaps another phrasing group)",
                                   []).append(s["name"])
+                continue
+            if paraphrase_changes(old, new):
+                causes.setdefault("the new wording would change a negation, modal, number, time word or list "
+                                  "(the meaning contract)", []).append(s["name"])
                 continue
             if s["name"] not in listed and F.mentioned_outside(record, old):
                 miss = catalog_miss(record, site)

@@ -398,8 +398,10 @@ class Describe(Transform):
     (a verb group at the start of a sentence, a noun group as a whole noun phrase, wh-phrases
     at the start only), a domain group only on a harness of its domain
     (:func:`transforms._domains.harness_domain`), names and code spans untouched;
-    ``shorten``: first sentence, at most ``max_words`` words, keeping every sentence and
-    clause that carries a constraint such as only, never, must, do not, unless, if). Names that appear in
+    ``shorten``: first sentence, at most ``max_words`` words, keeping every list whole or dropping it, and
+    every sentence and clause that carries a warning or a constraint such as only, never, must, do not,
+    unless, if, accepts, defaults to, or that explains one of the parameter's enum values; each rewrite
+    passes the meaning checker of :mod:`transforms.meaning`). Names that appear in
     descriptions follow later renames like any other text. Dropping descriptions is the
     separate, opt-in ``tool.drop_descriptions``.
     """
@@ -433,7 +435,7 @@ class Describe(Transform):
                 continue
             mode = rng.choice(self.modes)
             new = (paraphrase(text, rng, self.banks, domain=domain) if mode == "paraphrase"
-                   else shorten(text, self.max_words))
+                   else shorten(text, self.max_words, F.enum_words(record, tool, ptr)))
             if new != text and new.strip():
                 texts.append({"tool": tool, "at": ptr, "text": new})
         if not texts:

@@ -56,6 +56,7 @@ __all__ = [
     "reorder",
     "objects",
     "descriptions",
+    "enum_words",
     "set_descriptions",
     "drop_descriptions",
     "name_in_style",
@@ -289,6 +290,16 @@ def descriptions(record: Record) -> list[tuple[str, str | None, str]]:
         for ptr in described_pointers(t["parameters"]):
             out.append((t["name"], ptr, get_pointer(t["parameters"], ptr)["description"]))
     return out
+
+
+def enum_words(record: Record, tool: str, pointer: str | None) -> tuple[str, ...]:
+    """The string enum values of the parameter at ``pointer`` of ``tool`` (its items' when it is a list): what a
+    shortened description must keep explaining. Empty for a tool's own description."""
+    if pointer is None:
+        return ()
+    node = get_pointer(tool_named(record, tool, "tool.describe")["parameters"], pointer)
+    node = node.get("items") if isinstance(node.get("items"), dict) and "enum" not in node else node
+    return tuple(v for v in node.get("enum") or () if isinstance(v, str))
 
 
 def set_descriptions(record: Record, texts: list[dict], what: str = "tool.describe") -> Record:
