@@ -51,6 +51,7 @@ __all__ = [
     "new_name",
     "NAME_STYLES",
     "DIALECTS",
+    "VALUE_RESTYLES",
     "paraphrase",
     "shorten",
     "has_constraint",
@@ -746,26 +747,32 @@ class AddRequired(Transform):
 
 
 _VALUE_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
-_VALUE_STYLES = ("snake", "camel", "pascal", "kebab", "screaming", "noun", "mask")
+#: The styles ``tool.values`` draws from by default: case and separators only, so a value keeps its words.
+VALUE_RESTYLES = ("screaming", "camel", "kebab", "snake", "pascal")
+_VALUE_STYLES = (*VALUE_RESTYLES, "noun", "mask")
 
 
 @register
 @dataclasses.dataclass(frozen=True)
 class Values(Transform):
-    """Change the values a schema allows, and the calls with them: enum renames and Hammer default re-draws.
+    """Change the values a schema allows, and the calls with them: enum restyles and Hammer default re-draws.
 
-    ``enum``: string enum values are renamed (each with probability ``p``) in a style of
-    ``styles``; the schema's ``enum``/``default``/``const``/``examples``, the calls, hook
-    payloads and whole-token mentions in every text but tool results follow (a result is
-    what the environment returned: docs/design.md, "Tool results"). A value is left alone (with
-    the reason) when it is a hook literal, a plain word mentioned in text, a name, or also
-    used at another tool or path. ``default``: for a number default that a call passes
-    explicitly, a new default of the same type within the schema's bounds is drawn and the
-    calls passing the old default pass the new one (Hammer), only when neither number
-    occurs in any text and no call passes the new one; booleans (whose only other value
-    inverts the meaning) and string defaults are never re-drawn. The mapping's ``values``
-    steps give the original values back, with their types. Skipped when a tool hook reads
-    the argument object as a whole.
+    ``enum``: string enum values are restyled (each with probability ``p``) in a style of
+    ``styles`` — by default case and separators only (``same_day`` -> ``SAME_DAY``, ``sameDay``,
+    ``same-day``), so a value keeps its words and its meaning; the schema's ``enum``/``default``/
+    ``const``/``examples``, the calls, hook payloads and whole-token mentions in every text but tool
+    results follow (a result is what the environment returned: docs/design.md, "Tool results"), and
+    the enum keeps its order. ``mask`` (random strings, Hammer-style) and ``noun`` (a synonym of a
+    word) are opt-in styles; each masked value is explained where the schema describes the parameter
+    (``The value must be one of "kQ3vZr" (error), "warning", ...``, in the enum's order), so the
+    model can still tell what it means and which comes first. A value is left alone (with the reason)
+    when it is a hook literal, a plain word mentioned in text, a name, or also used at another tool or
+    path. ``default``: for a number default that a call passes explicitly, a new default of the same
+    type within the schema's bounds is drawn and the calls passing the old default pass the new one
+    (Hammer), only when neither number occurs in any text and no call passes the new one; booleans
+    (whose only other value inverts the meaning) and string defaults are never re-drawn. The
+    mapping's ``values`` steps give the original values back, with their types. Skipped when a tool
+    hook reads the argument object as a whole.
     """
 
     name: ClassVar[str] = "tool.values"
@@ -774,7 +781,7 @@ class Values(Transform):
 
     modes: tuple[str, ...] = ("enum", "default")
     p: float = 0.5
-    styles: tuple[str, ...] = ("screaming", "camel", "kebab", "mask")
+    styles: tuple[str, ...] = VALUE_RESTYLES
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -782,7 +789,7 @@ class Values(Transform):
         if not self.modes or bad:
             raise ValueError(f"modes must be some of ['enum', 'default'] (got {list(self.modes)})")
         check_probability(self.p)
-        _check_styles(self.styles, _VALUE_STYLES)
+        _check_styles(self.styles, _VALUE_STYLES)  # mask and noun only when asked: docs/design.md, "Values"
         _check_banks(self.banks)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
@@ -795,7 +802,8 @@ class Values(Transform):
         where = F.value_sites(record)  # every (tool, path) each JSON value occurs at
         mentioned = F.mention_finder(texts)
 
-        steps = []
+        steps: list[dict] = []
+        explain: list[dict] = []  # masked values, explained where the schema describes the parameter
         for t in record["tools"]:
             for path, enum, _, has_default in F.value_nodes(t["parameters"]):  # every path has a node
                 if t["name"] == skill["name"] and path == (skill["argument"],):
@@ -803,6 +811,7 @@ class Values(Transform):
                 enum = list(enum) if enum is not None else None
                 if "enum" in self.modes and enum:
                     table = []
+                    masked = []
                     used = set(enum)
                     for v in enum:
                         if rng.random() >= self.p:
@@ -818,9 +827,13 @@ class Values(Transform):
                             continue
                         used.add(new)
                         table.append([v, new])
+                        if style == "mask":
+                            masked.append([v, new])
                     if table:
                         steps.append({"op": "values", "tool": t["name"], "path": list(path), "map": table,
                                       "texts": True})
+                    if masked:
+                        explain.append({"tool": t["name"], "path": list(path), "map": masked})
                 elif "default" in self.modes and not enum and has_default:
                     node = node_at(t["parameters"], path)
                     d = node["default"]
@@ -838,7 +851,7 @@ class Values(Transform):
                                   "map": [[d, new], [new, d]], "texts": False})
         if not steps:
             return Skip("no value can change safely (no string enum or used number default that is unambiguous)")
-        return {"steps": steps}
+        return {"steps": steps, "explain": explain} if explain else {"steps": steps}
 
     @staticmethod
     def _redraw(d: int | float, node: dict, rng: random.Random) -> int | float | None:
@@ -863,7 +876,8 @@ class Values(Transform):
         return None
 
     def apply(self, record: Record, params: dict) -> Record:
-        return F.apply_steps(record, params["steps"], ("values",), "tool.values")
+        out = F.apply_steps(record, params["steps"], ("values",), "tool.values")
+        return F.explain_values(out, params.get("explain", ()), "tool.values") if params.get("explain") else out
 
 
 # --------------------------------------------------------------------------- dialect

@@ -34,6 +34,7 @@ from transforms._toolschema import (
     object_pointers,
     set_pointer,
     to_strict,
+    update_at,
     values_at,
 )
 
@@ -649,6 +650,34 @@ def value_sites(record: Record) -> dict[str, set]:
                     if not isinstance(v, (dict, list)):
                         where.setdefault(_json.canonical(v), set()).add((t["name"], path))
     return where
+
+
+def explain_values(record: Record, explain: Sequence[dict], what: str = "tool.values") -> Record:
+    """``record`` with each masked value of ``explain`` (``{"tool", "path", "map": [[old, new], ...]}``, names as in
+    ``record``) explained where its schema describes the parameter: a sentence listing every value of the enum in
+    its order, a masked one with the value it stands for (``The value must be one of "kQ3vZr" (error),
+    "warning".``), appended to the parameter's description (the property's, for an array's items)."""
+    out = with_own_tools(record)
+    for entry in explain:
+        t = tool_named(out, entry["tool"], what)
+        path = tuple(entry["path"])
+        prop = path[:-1] if path and path[-1] == ARRAY else path
+        node = node_at(t["parameters"], path)
+        enum = string_enum(node or {})
+        if node is None or enum is None:
+            raise ValueError(f"{what}: {entry['tool']!r} has no string enum at {list(path)}")
+        meaning = {new: old for old, new in entry["map"]}
+        listed = ", ".join(f"{_json.dumps(v)} ({meaning[v]})" if v in meaning else _json.dumps(v) for v in enum)
+        sentence = f"{'Each item' if prop != path else 'The value'} must be one of {listed}."
+
+        def described(n: dict, sentence: str = sentence) -> dict:
+            desc = n.get("description")
+            text = sentence if not isinstance(desc, str) or not desc.strip() else \
+                f"{desc.rstrip()}{'' if desc.rstrip().endswith(('.', '!', '?')) else '.'} {sentence}"
+            return {**n, "description": text}
+
+        t["parameters"] = update_at(t["parameters"], prop, described) if prop else described(t["parameters"])
+    return out
 
 
 # --------------------------------------------------------------------------- dialect and irrelevance
