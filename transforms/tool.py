@@ -889,8 +889,11 @@ class Dialect(Transform):
     """Render the tool list as OpenAI, Anthropic, MCP or Gemini (OpenAPI-subset) definitions.
 
     A target is drawn from ``targets`` among those every tool name is legal in and that
-    change the record. Keys the target does not define are
-    dropped (noted in the record's notes). For Gemini, local ``$ref`` s are inlined, ``oneOf``
+    change the record; the dialect every tool is in already is never a target. Every field the
+    target's specification defines is kept (MCP ``title``, ``annotations``, ``outputSchema``,
+    ``execution``, ``icons``, ``_meta``; Anthropic ``cache_control``, ``strict``, ``input_examples``,
+    ...; OpenAI ``strict``: :data:`hsa.tool_dialects.DIALECT_FIELDS`); the fields it cannot hold are
+    noted in the record's notes and given back by canonicalize (the restore patch). For Gemini, local ``$ref`` s are inlined, ``oneOf``
     becomes ``anyOf``, ``[T, "null"]`` becomes ``nullable``; a target whose schemas would no
     longer accept every call (a call passing null to a nullable field) is not drawn. Gemini
     declarations are flat and read back as the ``plain`` dialect; put this transform last in
@@ -913,7 +916,9 @@ class Dialect(Transform):
 
         if not record["tools"]:
             return Skip("no tools")
-        options = [d for d in self.targets if all(DIALECT_NAME_RULES[d].match(t["name"]) for t in record["tools"])]
+        own = {t["dialect"] for t in record["tools"]}
+        options = [d for d in self.targets if all(DIALECT_NAME_RULES[d].match(t["name"]) for t in record["tools"])
+                   and own != {d}]  # never the dialect every tool is in already
         rng.shuffle(options)
         before = _json.canonical(record["tools"])
         for target in options:

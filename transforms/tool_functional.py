@@ -700,7 +700,8 @@ def convert_tools(record: Record, target: str) -> Record:
     for t in out["tools"]:
         new, dropped = convert_tool(t, target)
         if dropped:
-            out["notes"].append(f"tool.dialect: {t['name']!r} to {target}: dropped {', '.join(dropped)}")
+            out["notes"].append(f"tool.dialect: {t['name']!r} to {target}: dropped {', '.join(dropped)} "
+                                f"(the target does not define them; canonicalize gives them back)")
         tools.append(new)
     out["tools"] = tools
     return out
