@@ -17,8 +17,9 @@ rows (nothing is asserted; it prints counts):
 * distractor tools (default recipe, and ``tool.distractors`` alone): added tools; of them, those missing a
   key every real tool has (top-level fields, ``$schema`` in the input schema), those in another naming
   style than the real tools' own, and those *near* a real tool by a judge that reads everything (name,
-  title, description, parameters, enums, output schema): a shared content word between the distractor's
-  name and anything of the real tool, or an overlap coefficient of all content words of 0.3 or more;
+  title, description, parameters, enums, output schema): a content word of the distractor's name found
+  anywhere in the real tool, or an overlap coefficient of all content words of 0.3 or more; those where
+  only a word of a real tool's name occurs in the distractor are counted apart, for reading;
 * distractor skills (``skill.catalog`` with 1-2 distractors): added skills; of them, off-domain ones
   (``harness_domain`` of the record against the skill's own words), those near a real skill (a shared
   name word, or an overlap of 0.3 of name and description words), and those whose description is
@@ -246,12 +247,15 @@ def _all_words(tool: dict) -> tuple[frozenset, frozenset]:
     return name, frozenset().union(name, *(content_words(s) for s in strings if isinstance(s, str)))
 
 
-def _near(cand: dict, real: dict) -> bool:
+def _near(cand: dict, real: dict) -> str:
+    """"near": a content word of the distractor's name occurs anywhere in the real tool, or all their content
+    words overlap by 0.3; "reverse": only a word of the real tool's name occurs in the distractor (a weak sign,
+    listed for reading: "time" in a calendar event's "Start time"); "" otherwise."""
     cn, cw = _all_words(cand)
     rn, rw = _all_words(real)
-    if cn & rw or rn & cw:
-        return True
-    return bool(cw and rw) and len(cw & rw) / min(len(cw), len(rw)) >= 0.3
+    if cn & rw or (cw and rw and len(cw & rw) / min(len(cw), len(rw)) >= 0.3):
+        return "near"
+    return "reverse" if rn & cw else ""
 
 
 def _keys(tool: dict) -> set[str]:
@@ -287,9 +291,12 @@ def distractor_counts(pairs) -> dict:
                 c["missing a key every neighbour has"] += 1
             if n and n == sum(styles.values()) and detect_style(t["name"]) != style:
                 c["in another naming style than every neighbour"] += 1
-            near = [r["name"] for r in reals if _near(t, r)]
+            verdicts = {r["name"]: _near(t, r) for r in reals}
+            near = [n for n, v in verdicts.items() if v == "near"]
             if near:
                 c["near a real tool (judge reads all)"] += 1
+            elif "reverse" in verdicts.values():
+                c["only a real tool's name word in the distractor (read by hand)"] += 1
             if len(examples) < 40:
                 examples.append(f"{source['id'].split('/')[0]}: {t['name']} [{style}] missing={sorted(missing)} near={near[:3]}")
     return {"counts": dict(c), "examples": examples}

@@ -169,3 +169,76 @@ def test_conversion_keeps_every_field_the_target_defines_and_canonicalize_gives_
                     if k not in b["extra"] and k in DIALECT_FIELDS[b["dialect"]]}
             assert not lost, f"{variant['tools'][0]['dialect']} defines {lost} but the variant lost them"
             assert any("canonicalize gives them back" in n for n in variant["notes"])
+
+
+# --------------------------------------------------------------------------- item 8: distractor tools
+
+
+def _added(record: dict, variant: dict) -> list[dict]:
+    names = {t["name"] for t in record["tools"]}
+    return [t for t in variant["tools"] if t["name"] not in names]
+
+
+def _keys(tool: dict) -> set[str]:
+    keys = set(tool["extra"]) - {"__no_schema__"}
+    return keys | ({"inputSchema.$schema"} if "$schema" in tool["parameters"] else set())
+
+
+@pytest.mark.parametrize("server", ["everything", "filesystem", "playwright", "git", "time"])
+def test_distractor_tools_have_every_key_and_the_naming_style_of_their_neighbours(server):
+    """A distractor carries each field every real tool has (title, annotations, execution, outputSchema, $schema)
+    and their naming style (kebab beside kebab). Before: 622 of 677 distractors on the nine servers lacked a key
+    every neighbour had, and 73 were snake_case beside kebab-case or camelCase names."""
+    from transforms._toolnames import detect_style
+    from transforms.tool import Distractors
+
+    record = normalize(with_calls(server))
+    common = set.intersection(*(_keys(t) for t in record["tools"]))
+    styles = {detect_style(t["name"]) for t in record["tools"] if len(split_words(t["name"])) > 1}
+    seen = 0
+    for seed in range(10):
+        variant, applied, _ = run(Distractors(n=(1, 3)), record, random.Random(seed))
+        if not applied:
+            continue
+        assert check_variant(record, variant) == []
+        assert canonicalize(variant)["tools"] == record["tools"]
+        for t in _added(record, variant):
+            seen += 1
+            assert common <= _keys(t), f"{t['name']} lacks {common - _keys(t)}"
+            if len(styles) == 1 and len(split_words(t["name"])) > 1:
+                assert detect_style(t["name"]) in styles, f"{t['name']} beside {styles} names"
+    assert seen
+
+
+def test_distractors_join_a_namespace_with_a_prefix_naming_their_own_server():
+    """Beside mcp__filesystem__* tools a distractor is mcp__<its server>__<name>, never a bare name."""
+    from transforms.tool import Distractors
+
+    raw = with_calls("filesystem")
+    renamed = {t["name"]: f"mcp__filesystem__{t['name']}" for t in raw["tools"]}
+    text = json.dumps(raw)
+    for old, new in sorted(renamed.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(f'"{old}"', f'"{new}"')
+    record = normalize(json.loads(text))
+    for seed in range(5):
+        variant, applied, _ = run(Distractors(n=(1, 2)), record, random.Random(seed))
+        for t in _added(record, variant):
+            assert t["name"].startswith("mcp__") and not t["name"].startswith("mcp__filesystem__"), t["name"]
+            assert check_variant(record, variant) == []
+
+
+def test_weather_forecast_distractor_is_refused_beside_a_tool_whose_output_is_the_weather():
+    """everything's get-structured-content returns temperature and "Weather conditions" (its outputSchema) for a
+    city enum: relevance reads output schemas and enums, so get_weather_forecast is near it and never drawn.
+    Before, relevance read neither output schemas nor a candidate's name words in the real tool (0.21: far)."""
+    from transforms._banks import load_banks
+    from transforms._domains import RELEVANCE_THRESHOLD, relevance
+    from transforms.tool import Distractors
+
+    record = normalize(with_calls("everything"))
+    weather = next(t for t in load_banks(())["tools"] if t["name"] == "get_weather_forecast")
+    real = next(t for t in record["tools"] if t["name"] == "get-structured-content")
+    assert relevance(weather, real) >= RELEVANCE_THRESHOLD
+    for seed in range(30):
+        variant, _, _ = run(Distractors(n=(3, 3)), record, random.Random(seed))
+        assert not any("weather" in t["name"] for t in _added(record, variant))

@@ -31,6 +31,7 @@ from transforms._banks import load_banks
 from transforms._domains import RELEVANCE_THRESHOLD, content_words, harness_domain, tool_words
 from transforms._toolnames import DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, new_name
 from transforms._toolhooks import hooks_read_whole_input
+from transforms._toolshape import distractor_name, dress, shape_of
 from transforms._tooltext import has_constraint, paraphrase, shorten
 from transforms._toolschema import UnsupportedSchema, convert_tool, is_strict, node_at, values_at
 
@@ -611,12 +612,15 @@ class Distractors(Transform):
     ``n`` tools (an int or ``[lo, hi]``) come from the ``tools`` bank (synthetic tools of
     unrelated domains) or, with ``pool_file``, from a JSON / JSONL file of tool definitions
     (for example other records' tools). A candidate must be provably irrelevant to every
-    real tool: one whose name shares a content word with a real tool's name, or whose
-    content words (name, description and parameters) overlap a real tool's by
+    real tool: one whose name words occur anywhere in a real tool (its name, title, description,
+    parameters, enum values or output schema), or whose content words overlap a real tool's by
     ``max_relevance`` or more (:func:`transforms._domains.relevance`), is never added, nor
     one that collides with any token of the record. Candidates of another domain than the
     harness's (:func:`transforms._domains.harness_domain`) are drawn first. They take the
-    record's dialect, and strict form when the record's tools are strict. With probability
+    record's dialect, strict form when the record's tools are strict, and the look of their
+    neighbours (:mod:`transforms._toolshape`): the naming style and namespace prefix of the real
+    tools' names, their parameter-name style, and every field they all have (MCP ``title``,
+    ``annotations``, ``execution``, ``outputSchema``, the schema's ``$schema``, ...). With probability
     ``params_p`` per tool, one optional parameter from the ``params`` bank is added (never
     to strict tools, whose parameters must all be required, nor one whose name shares a word
     with a parameter of that tool). Calls do not change, so the mapping gets no step.
@@ -657,8 +661,10 @@ class Distractors(Transform):
         dialect = tools[0]["dialect"] if tools else "openai"
         strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
         taken = asked_set(_taken_or_mapped, record)
+        shape = shape_of(record)  # what every real tool has: a distractor is written the same way
         legal, pool, other, rest = F.distractor_candidates(record, self._pool(), taken, dialect, self.max_relevance,
-                                                           domain=asked(harness_domain, record))
+                                                           domain=asked(harness_domain, record),
+                                                           name_of=lambda raw: distractor_name(raw, shape))
         out: dict[str, Any] = {"tools": [], "params": []}
         k = min(rng.randint(lo, hi), len(pool))
         if k:
@@ -667,7 +673,7 @@ class Distractors(Transform):
             picks = [pool[i] for i in sorted(chosen)]
             for raw in picks:
                 out["tools"].append({"index": rng.randint(0, len(tools) + len(out["tools"])),
-                                     "tool": F.internal_tool(raw, dialect, strict)})
+                                     "tool": dress(F.internal_tool(raw, dialect, strict), raw, shape)})
         if self.params_p > 0:
             bank = [dict(p) for p in load_banks(tuple(self.banks))["params"]]
             for t in tools:

@@ -475,17 +475,21 @@ _UNSET = object()  # no domain given
 
 
 def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set[str], dialect: str,
-                          max_relevance: float, *, domain: Any = _UNSET) -> tuple[list[dict], list[dict], list[int],
-                                                                                   list[int]]:
+                          max_relevance: float, *, domain: Any = _UNSET,
+                          name_of: Callable[[dict], str] | None = None) -> tuple[list[dict], list[dict], list[int],
+                                                                                  list[int]]:
     """Which ``candidates`` (pool tools) may be added to ``record``: ``(legal, pool, other, rest)``. ``legal``: names
     free, not a real tool's words, legal in ``dialect``; ``pool``: those of them irrelevant to every real tool
     (relevance below ``max_relevance``); ``other`` / ``rest``: indices into ``pool`` of another domain than the
     harness's (drawn first) / of the same or no domain. ``domain``: the record's :func:`harness_domain`, when the caller
-    has it; only ``record["tools"]`` is read then."""
+    has it; only ``record["tools"]`` is read then. ``name_of``: the name a candidate will have in the record (its
+    pool name restyled like its neighbours, :func:`transforms._toolshape.distractor_name`); it must be free and
+    legal."""
     tools = record["tools"]
     words = {tuple(split_words(t["name"])) for t in tools}
+    named = [name_of(t) if name_of else t["name"] for t in candidates]
     legal_at = [i for i, t in enumerate(candidates)
-                if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
+                if named[i] not in taken and tuple(split_words(t["name"])) not in words and is_legal(named[i], dialect)]
     near = near_candidates(candidates, tools, max_relevance)
     legal = [candidates[i] for i in legal_at]
     pool = [candidates[i] for i in legal_at if not near[i]]
