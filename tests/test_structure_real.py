@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -242,3 +243,95 @@ def test_weather_forecast_distractor_is_refused_beside_a_tool_whose_output_is_th
     for seed in range(30):
         variant, _, _ = run(Distractors(n=(3, 3)), record, random.Random(seed))
         assert not any("weather" in t["name"] for t in _added(record, variant))
+
+
+# --------------------------------------------------------------------------- issue 33 item 7: distractor skills
+
+SKILLS_RECORDS = Path(__file__).resolve().parent.parent / "fixtures" / "harnesses" / "skills-structure" / "records.jsonl"
+LIVE = Path(__file__).resolve().parent.parent / "fixtures" / "livestream" / "trajectories.jsonl"
+
+#: A pdf skill written for this test (the public pdf skill's licence does not allow copying it): what such a
+#: skill covers, form filling included.
+PDF = {"name": "pdf", "description": "Work with PDF files: extract text and tables, create new PDFs, merge and split "
+       "documents, and fill in PDF forms. Use when the user gives a .pdf file or asks for one.",
+       "content": "# PDF\n\n## Forms\nFill a form with `python scripts/fill_form.py in.pdf data.json out.pdf`.\n"}
+
+
+def _agent_skills(extra: dict | None = None) -> dict:
+    """The Agent Skills catalogue record (fixtures/harnesses/skills-structure), with ``extra`` added to its skills
+    and to its <available_skills> block."""
+    raw = json.loads(SKILLS_RECORDS.read_text(encoding="utf-8").splitlines()[0])
+    if extra:
+        raw["skills"] = raw["skills"] + [extra]
+        entry = (f"  <skill>\n    <name>{extra['name']}</name>\n    <description>{extra['description']}</description>\n"
+                 f"    <location>skills/{extra['name']}/SKILL.md</location>\n  </skill>\n")
+        system = raw["messages"][0]["content"]
+        raw["messages"][0]["content"] = system.replace("</available_skills>", entry + "</available_skills>")
+    return raw
+
+
+def _added_skills(record: dict, variant: dict) -> list[dict]:
+    names = {s["name"] for s in record.get("skills") or ()}
+    return [s for s in variant.get("skills") or () if s["name"] not in names]
+
+
+def test_distractor_skills_come_from_the_harness_domain():
+    """A live-commerce catalogue gets live-commerce or retail distractors, never git_commit_message or poem_writing;
+    the coding catalogue of Agent Skills gets coding ones. Before: 282 of 287 distractors were off-domain."""
+    from transforms._domains import domain_applies, harness_domain
+    from transforms.skill import SkillCatalog
+    from transforms.skill_functional import load_distractors
+
+    domains = {d["name"]: d.get("domain") for d in load_distractors()}
+    t = SkillCatalog(distractors=(2, 2))
+    lines = LIVE.read_text(encoding="utf-8").splitlines()[:6]
+    seen = 0
+    for raw in [json.loads(x) for x in lines] + [_agent_skills()]:
+        record = normalize(raw)
+        domain = harness_domain(record)
+        assert domain in ("live_commerce", "coding")
+        for seed in range(4):
+            variant, applied, _ = run(t, record, random.Random(seed))
+            for s in _added_skills(record, variant):
+                seen += 1
+                own = domains.get("_".join(split_words(s["name"])))
+                assert own is not None and own != "general" and domain_applies(own, domain), \
+                    f"{s['name']} ({own}) in a {domain} catalogue"
+    assert seen >= 20
+
+
+def test_a_distractor_skill_never_overlaps_a_real_skill(tmp_path):
+    """pdf_form_filling is never added beside pdf, whose description already covers filling PDF forms."""
+    from transforms._skillpool import near_skill
+    from transforms.skill import SkillCatalog
+
+    form_filling = {"name": "pdf_form_filling", "description": "Fill in PDF forms from structured data.",
+                    "content": "# PDF form filling\n\n## Steps\n1. List the form fields.\n"}
+    assert near_skill(form_filling, [PDF]) == "pdf"
+    bank = tmp_path / "pdf_form_filling.yaml"  # a user's bank file: its skill states no domain, so it may join any
+    bank.write_text("skills:\n  - name: pdf_form_filling\n    description: Fill in PDF forms from structured data.\n"
+                    "    content: \"# PDF form filling\"\n", encoding="utf-8")
+    record = normalize(_agent_skills(PDF))
+    t = SkillCatalog(distractors=(2, 2), banks=(str(bank),))
+    for seed in range(12):
+        variant, _, _ = run(t, record, random.Random(seed))
+        assert "pdf-form-filling" not in {s["name"] for s in _added_skills(record, variant)}
+
+
+def test_distractor_skill_descriptions_are_as_long_as_their_neighbours():
+    """Beside Agent Skills' 200-450-character descriptions a distractor's is within half to twice their median
+    (before: 40-60 characters); beside the live room's one-liners it is a one-liner."""
+    import statistics
+
+    from transforms.skill import SkillCatalog
+
+    t = SkillCatalog(distractors=(2, 2))
+    for raw in (_agent_skills(), json.loads(LIVE.read_text(encoding="utf-8").splitlines()[0])):
+        record = normalize(raw)
+        median = statistics.median(len(s["description"]) for s in record["skills"])
+        for seed in range(4):
+            variant, _, _ = run(t, record, random.Random(seed))
+            assert check_variant(record, variant) == []
+            for s in _added_skills(record, variant):
+                assert 0.5 <= len(s["description"]) / median <= 2.0, (s["name"], len(s["description"]), median)
+                assert set(s) == {"name", "description", "content"}

@@ -20,7 +20,7 @@ from hsa import _json
 from hsa.names import STYLES, split_words
 from transforms._toolnames import detect_style
 
-__all__ = ["shape_of", "dress", "distractor_name"]
+__all__ = ["shape_of", "dress", "distractor_name", "common_style"]
 
 #: A name style is the harness's when at least this share of its multi-word names are written in it.
 STYLE_SHARE = 0.8
@@ -36,7 +36,7 @@ _DEFAULT_OUTPUT = {"type": "object", "properties": {"result": {"type": "string",
                    "required": ["result"]}
 
 
-def _style(names: list[str]) -> str | None:
+def common_style(names: list[str]) -> str | None:
     """The style of at least :data:`STYLE_SHARE` of the multi-word ``names``, else None."""
     styles = Counter(detect_style(n) for n in names if len(split_words(n)) > 1)
     if not styles:
@@ -88,9 +88,9 @@ def shape_of(record: dict) -> dict:
         hints = [k for k in extras[0]["annotations"] if all(k in e["annotations"] for e in extras)]
     outputs = [e.get("outputSchema") for e in extras]
     return {
-        "style": _style(names),
+        "style": common_style(names),
         "prefix": prefix,
-        "param_style": _style(props),
+        "param_style": common_style(props),
         "extra": {k: _common([e[k] for e in extras]) for k in shared},
         "hints": hints,
         "title_suffix": " Tool" if titles and sum(t.endswith(" Tool") for t in titles) * 2 > len(titles) else "",
