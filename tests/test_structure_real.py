@@ -105,6 +105,14 @@ def test_masked_log_level_keeps_its_rank_in_the_listing():
     assert check_variant(record, with_restore(record, variant)) == []
 
 
+def test_phrase_values_keep_their_spelling():
+    """everything's city enum (New York, Chicago, Los Angeles) is never restyled into newYork or los_angeles."""
+    record = normalize(with_calls("everything"))
+    for seed in range(10):
+        variant = run(Values(modes=("enum",), p=1.0), record, random.Random(seed))[0]
+        assert not [(old, new) for _, old, new, _ in _value_changes(record, variant) if " " in old]
+
+
 # --------------------------------------------------------------------------- item 7: dialects
 
 
@@ -335,3 +343,4 @@ def test_distractor_skill_descriptions_are_as_long_as_their_neighbours():
             for s in _added_skills(record, variant):
                 assert 0.5 <= len(s["description"]) / median <= 2.0, (s["name"], len(s["description"]), median)
                 assert set(s) == {"name", "description", "content"}
+

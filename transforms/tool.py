@@ -765,7 +765,8 @@ class Values(Transform):
 
     ``enum``: string enum values are restyled (each with probability ``p``) in a style of
     ``styles`` — by default case and separators only (``same_day`` -> ``SAME_DAY``, ``sameDay``,
-    ``same-day``), so a value keeps its words and its meaning; the schema's ``enum``/``default``/
+    ``same-day``), so a value keeps its words and its meaning; a value written as a phrase
+    (``New York``) is not an identifier and keeps its spelling; the schema's ``enum``/``default``/
     ``const``/``examples``, the calls, hook payloads and whole-token mentions in every text but tool
     results follow (a result is what the environment returned: docs/design.md, "Tool results"), and
     the enum keeps its order. ``mask`` (random strings, Hammer-style) and ``noun`` (a synonym of a
@@ -825,6 +826,8 @@ class Values(Transform):
                         style = rng.choice(self.styles)
                         if not F.enum_value_changeable(v, (t["name"], path), reserved, where, mentioned):
                             continue
+                        if style != "mask" and any(c.isspace() for c in v):
+                            continue  # a phrase ("New York"), not an identifier: no maintainer restyles it
                         new = _fresh(lambda: new_name(v, style, rng, mask_len=(4, 8), banks=self.banks),
                                      lambda n: n != v and n not in used and n not in taken
                                      and _VALUE_TOKEN.fullmatch(n) is not None,
