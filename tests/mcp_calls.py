@@ -76,3 +76,11 @@ def all_with_calls() -> list[dict]:
     """:func:`with_calls` for every server of :data:`CALLS`, and the other captured records as they are."""
     raws = raw_records()
     return [with_calls(s) if s in CALLS else raws[s] for s in raws]
+
+
+if __name__ == "__main__":  # python tests/mcp_calls.py OUT.jsonl: the records, one a line (docs/audits/structure.md)
+    import sys
+
+    with open(sys.argv[1], "w", encoding="utf-8") as f:
+        for rec in all_with_calls():
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
