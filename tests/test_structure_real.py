@@ -151,7 +151,6 @@ def test_dialect_never_converts_a_record_into_its_own_dialect():
 def test_conversion_keeps_every_field_the_target_defines_and_canonicalize_gives_back_the_rest():
     """Fields a target defines survive (MCP execution and icons into MCP, Anthropic strict into OpenAI, MCP
     outputSchema into Gemini's responseJsonSchema); the others are noted and come back on canonicalize."""
-    from hsa.tool_dialects import DIALECT_FIELDS
     from transforms.tool import Dialect, convert_tool
 
     raw = with_calls("everything")
@@ -161,6 +160,8 @@ def test_conversion_keeps_every_field_the_target_defines_and_canonicalize_gives_
     tool = record["tools"][0]
     same, dropped = convert_tool(tool, "mcp")
     assert same == tool and dropped == []  # before: execution and icons were dropped
+    from hsa.tool_dialects import DIALECT_FIELDS  # imported here, so that main's code fails on the line above
+
     for target in ("openai", "anthropic", "gemini"):
         out, dropped = convert_tool(tool, target)
         assert set(out["extra"]) <= DIALECT_FIELDS[target]
@@ -310,12 +311,8 @@ def test_distractor_skills_come_from_the_harness_domain():
 
 def test_a_distractor_skill_never_overlaps_a_real_skill(tmp_path):
     """pdf_form_filling is never added beside pdf, whose description already covers filling PDF forms."""
-    from transforms._skillpool import near_skill
     from transforms.skill import SkillCatalog
 
-    form_filling = {"name": "pdf_form_filling", "description": "Fill in PDF forms from structured data.",
-                    "content": "# PDF form filling\n\n## Steps\n1. List the form fields.\n"}
-    assert near_skill(form_filling, [PDF]) == "pdf"
     bank = tmp_path / "pdf_form_filling.yaml"  # a user's bank file: its skill states no domain, so it may join any
     bank.write_text("skills:\n  - name: pdf_form_filling\n    description: Fill in PDF forms from structured data.\n"
                     "    content: \"# PDF form filling\"\n", encoding="utf-8")
@@ -324,6 +321,11 @@ def test_a_distractor_skill_never_overlaps_a_real_skill(tmp_path):
     for seed in range(12):
         variant, _, _ = run(t, record, random.Random(seed))
         assert "pdf-form-filling" not in {s["name"] for s in _added_skills(record, variant)}
+    from transforms._skillpool import near_skill  # imported here, so that main's code fails on the loop above
+
+    form_filling = {"name": "pdf_form_filling", "description": "Fill in PDF forms from structured data.",
+                    "content": "# PDF form filling\n\n## Steps\n1. List the form fields.\n"}
+    assert near_skill(form_filling, [PDF]) == "pdf"
 
 
 def test_distractor_skill_descriptions_are_as_long_as_their_neighbours():
