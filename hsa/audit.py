@@ -141,6 +141,8 @@ def _param_moves(steps: list[dict], tool: str, schema: Any) -> tuple[dict[tuple,
     for p in sorted((p for p in paths if p not in moved), key=len, reverse=True):  # objects: from their leaves
         heads = {to[:len(to) - (len(q) - len(p))] for q, to in moved.items()
                  if len(q) > len(p) and q[:len(p)] == p and len(to) >= len(q) - len(p)}
+        if len(heads) != 1:  # an object nested inside it (relations[].from -> relations[].Settings.From): same head
+            heads = {to[:len(p)] for q, to in moved.items() if len(q) > len(p) and q[:len(p)] == p}
         if len(heads) == 1:
             moved[p] = heads.pop()
     return moved, filled
@@ -206,14 +208,24 @@ def _changes_of_params(rid: str, name: str, t: dict, v: dict, steps: list[dict],
 
     moves, filled = _param_moves(steps, name, t["parameters"])
     declared = [p for p in param_paths(t["parameters"]) if p in moves] if isinstance(t["parameters"], dict) else []
+    def parent(path: tuple) -> tuple:
+        """Where ``path``'s parent object lands (fields[].type: fields, carried with the [])."""
+        head = path[:-1]
+        while head and head[-1] == ARRAY:
+            head = head[:-1]
+        return moves.get(head, head) + path[len(head):-1] if len(path) > 1 else ()
+
+    flattened = set()
     for path in declared:
         to = moves[path]
-        parent = moves.get(path[:-1], ()) if len(path) > 1 else ()
-        if path[-1] != to[-1] or to[:-1] != parent:  # its own name changed, or it moved (not just its parent)
+        if to == parent(path):  # an object dissolved into its parent (body.height_cm -> body_height_cm)
+            flattened.add(path)
+            out.append(Change(rid, "parameter name", name, _dotted(path), "(flattened into its parent)"))
+        elif path[-1] != to[-1] or to[:-1] != parent(path):  # its own name changed, or it moved
             out.append(Change(rid, "parameter name", name, _dotted(path), _dotted(to)))
     for path in declared:
         a = node_at(t["parameters"], path) or {}
-        b = node_at(v["parameters"], moves[path]) or {}
+        b = {} if path in flattened else node_at(v["parameters"], moves[path]) or {}
         for x, y in text_pairs(_text(a.get("description")), _text(b.get("description"))):
             out.append(Change(rid, "description", f"{name}.{_dotted(path)}", x, y))
     image = set(moves.values()) | {to[:i] for to in moves.values() for i in range(1, len(to))}

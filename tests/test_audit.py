@@ -67,6 +67,60 @@ def test_nesting_reports_each_moved_parameter_and_nothing_for_children_of_a_rena
     assert not [c for c in changes(record, variant) if c.kind in ("added parameter", "removed parameter")]
 
 
+def test_array_item_parameters_are_reported_only_when_their_own_name_changes():
+    """playwright's browser_fill_form fields[].name -> fields[].Name is a pair; fields[].type, whose name is kept, is
+    not (before: every item parameter of an array was reported, fields[].type -> fields[].type included)."""
+    record = normalize(_mcp("playwright"))
+    tool = next(t for t in record["tools"] if t["name"] == "browser_fill_form")
+    variant = json.loads(json.dumps(record))
+    items = next(t for t in variant["tools"] if t["name"] == "browser_fill_form")["parameters"]["properties"]["fields"]["items"]
+    items["properties"]["Name"] = items["properties"].pop("name")
+    items["required"] = ["Name" if r == "name" else r for r in items.get("required", [])]
+    variant["mapping"] = [*record["mapping"], {"op": "params", "tool": tool["name"],
+                                               "paths": [[["fields", "[]", "name"], ["fields", "[]", "Name"]]]}]
+    pairs = [(c.old, c.new) for c in changes(record, variant) if c.kind == "parameter name"]
+    assert pairs == [("fields[].name", "fields[].Name")]
+
+
+def test_an_object_nested_inside_array_items_keeps_the_array():
+    """memory's create_relations relations[].from -> relations[].Settings.From is a move, and relations itself is
+    neither removed nor renamed (before: "relations -> (none)", a removed parameter that was not removed)."""
+    record = normalize(_mcp("memory"))
+    variant = json.loads(json.dumps(record))
+    items = next(t for t in variant["tools"] if t["name"] == "create_relations")["parameters"]["properties"]["relations"]["items"]
+    props = items["properties"]
+    props["Settings"] = {"type": "object", "properties": {"From": props.pop("from"), "to": props.pop("to")}}
+    items["required"] = ["Settings", *(r for r in items.get("required", []) if r not in ("from", "to"))]
+    variant["mapping"] = [*record["mapping"], {"op": "params", "tool": "create_relations", "paths": [
+        [["relations", "[]", "from"], ["relations", "[]", "Settings", "From"]],
+        [["relations", "[]", "to"], ["relations", "[]", "Settings", "to"]]]}]
+    found = [(c.kind, c.old, c.new) for c in changes(record, variant) if c.where.startswith("create_relations")]
+    assert found == [("parameter name", "relations[].from", "relations[].Settings.From"),
+                     ("parameter name", "relations[].to", "relations[].Settings.to")]
+
+
+def test_a_flattened_object_is_reported_once_and_its_children_as_moves():
+    """The live room's get_size_chart body.height_cm -> body_height_cm (a regroup that dissolves body): body is
+    "flattened into its parent" (before: an IndexError that stopped hsa audit on the livestream fixture)."""
+    raw = {"id": "r", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {
+        "name": "get_size_chart", "parameters": {"type": "object", "properties": {
+            "product_id": {"type": "string"},
+            "body": {"type": "object", "description": "The viewer's measurements.", "properties": {
+                "height_cm": {"type": "number"}, "weight_kg": {"type": "number"}}}}}}}]}
+    record = normalize(raw)
+    variant = normalize(raw)
+    variant["tools"][0]["parameters"] = {"type": "object", "properties": {
+        "product_id": {"type": "string"}, "body_height_cm": {"type": "number"}, "body_weight_kg": {"type": "number"}}}
+    variant["mapping"] = [{"op": "params", "tool": "get_size_chart", "kind": "regroup",
+                           "paths": [[["body", "height_cm"], ["body_height_cm"]], [["body", "weight_kg"], ["body_weight_kg"]]],
+                           "container": {"path": ["body"], "schema": {"type": "object"}, "required": False}}]
+    found = [(c.kind, c.old, c.new) for c in changes(record, variant)]
+    assert found == [("parameter name", "body", "(flattened into its parent)"),
+                     ("parameter name", "body.height_cm", "body_height_cm"),
+                     ("parameter name", "body.weight_kg", "body_weight_kg"),
+                     ("description", "The viewer's measurements.", "")]
+
+
 def test_added_tools_and_shortened_descriptions_are_listed():
     """A distractor is an added tool; a shortened description gives the dropped sentence as its old side."""
     record, variant = _variant(_mcp("git"), {"transform": "meta.sequence", "transforms": [
