@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -41,7 +42,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if not os.environ.get("PYTHONPATH"):  # PYTHONPATH=<old checkout>: measure that code on this checkout's fixtures
+    sys.path.insert(0, str(ROOT))
 
 MCP = ROOT / "fixtures" / "mcp" / "records.jsonl"
 SKILLS = ROOT / "fixtures" / "harnesses" / "skills-structure" / "records.jsonl"
