@@ -334,6 +334,25 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- audit
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from hsa.audit import audit, format_jsonl, format_text
+
+    try:
+        result = audit(args.data, sample=args.sample, seed=args.seed, kinds=args.kind)
+    except (FileNotFoundError, ValueError) as exc:
+        return _die(str(exc))
+    text = format_jsonl(result) if args.format == "jsonl" else format_text(result) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{len(result.changes)} changes of {len(result.read)} variants written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 # --------------------------------------------------------------------------- listings
 
 
@@ -511,6 +530,23 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
     s.add_argument("--no-color", action="store_true", help="no ANSI colours (the default when not on a terminal)")
     s.set_defaults(func=cmd_show)
+
+    au = sub.add_parser("audit", help="old -> new pairs of every change of a sample of variants, grouped by kind",
+                        description="Print what N variants changed (tool, parameter and skill names, values, "
+                        "descriptions, tool fields, added tools and skills, prompt sections, messages, hooks) as "
+                        "old -> new pairs grouped by kind, for reading and hand-labelling (docs/cli.md).")
+    au.add_argument("data", help="an 'hsa augment' output folder, or a JSONL of its rows ('hsa export')")
+    au.add_argument("--sample", type=int, default=20, help="variants to read (0: all; default 20)")
+    au.add_argument("--seed", type=int, default=0, help="fixes which variants are read (default 0)")
+    from hsa.audit import KINDS  # stdlib only at import: --help stays instant
+
+    au.add_argument("--kind", action="append", default=[], choices=KINDS, metavar="KIND",
+                    help="only this kind of change, sampling among the variants that have one (repeatable): "
+                    + ", ".join(KINDS))
+    au.add_argument("--format", choices=("text", "jsonl"), default="text",
+                    help="text: grouped by kind; jsonl: one change a line with an empty 'meaning_changed' label")
+    au.add_argument("--out", help="write the report to this file instead of stdout")
+    au.set_defaults(func=cmd_audit)
 
     r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
     r.add_argument("name", nargs="?")

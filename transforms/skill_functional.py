@@ -820,6 +820,9 @@ def load_distractors(extra: tuple[str, ...] = ()) -> tuple[dict, ...]:
                     and is_legal_skill_name(s["name"], "hat")):
                 raise BankError(f"{source}: skills[{i}] needs string name (a legal skill name), description and "
                                 "content")
+            if any(k in s and not isinstance(s[k], str) for k in ("domain", "summary")):
+                raise BankError(f"{source}: skills[{i}] {s['name']!r}: 'domain' and 'summary' must be strings "
+                                "(a domain such as live_commerce, or general; a one-line description)")
             pool.append(dict(s))
     return tuple(pool)
 
