@@ -52,7 +52,9 @@ def test_prompts_then_score_gold_predictions(shards, tmp_path, capsys):  # noqa:
     report = json.loads(out1.read_text())
     assert report["canonical"]["call_accuracy"] == report["variants"]["call_accuracy"] == 1.0
     assert report["gap"]["call_accuracy"] == 0.0 and report["problems"]["missing"]["n"] == 0
-    assert "call accuracy: canonical 100.0%" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "call accuracy (tool-call turns): canonical 100.0%" in err
+    assert "reply accuracy (reply turns, no call expected): canonical 100.0%" in err
 
 
 def test_canonical_names_under_variants_open_a_gap(shards, tmp_path):  # noqa: F811
@@ -180,3 +182,51 @@ def test_scoring_imports_no_torch(shards):  # noqa: F811
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------------- which prompts are scored
+
+MY_DATA = FIXTURES.parents[2] / "examples" / "my-data.jsonl"  # 5 OpenAI-style and 3 Hermes records
+
+
+@pytest.fixture(scope="module")
+def own_shards(tmp_path_factory):
+    """examples/my-data.jsonl augmented as the README's own-data path does (originals and 4 variants each)."""
+    out = tmp_path_factory.mktemp("own") / "shards"
+    assert main(["augment", str(MY_DATA), "--out", str(out), "--variants", "4", "--keep-original", "--seed", "0",
+                 "--workers", "1", "--quiet"]) == 0
+    return out
+
+
+def _gold_lines(folder, prompts_file, path, *, completion=None):
+    """Predictions for the prompts of ``prompts_file``: the gold turn (or ``completion`` for every prompt)."""
+    if completion is None:
+        return _predictions(folder, prompts_file, path)
+    path.write_text("".join(json.dumps({"id": json.loads(x)["id"], "completion": completion}) + "\n"
+                            for x in prompts_file.read_text().splitlines()))
+    return path
+
+
+def test_a_model_that_never_calls_scores_zero_on_call_turns(own_shards, tmp_path, capsys):
+    """Blank completions: 0% on the tool-call turns (the headline), 100% on the reply turns, reported apart in
+    the summary line, report.json, report.md and the plot (before: one 'call accuracy' of 50%)."""
+    prompts = tmp_path / "prompts.jsonl"
+    assert main(["eval", "prompts", str(own_shards), "--out", str(prompts)]) == 0
+    preds = _gold_lines(own_shards, prompts, tmp_path / "blank.jsonl", completion="")
+    out = tmp_path / "r.json"
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(out),
+                 "--md", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png")]) == 0
+    report = json.loads(out.read_text())
+    for key in ("canonical", "variants", "all"):
+        g = report[key]
+        assert (g["call_accuracy"], g["reply_accuracy"]) == (0.0, 1.0), key
+        assert g["n"] > 0 and g["n_replies"] > 0 and g["n"] + g["n_replies"] == g["n_turns"]
+    assert {r["expects"] for r in report["results"]} == {"call", "reply"}
+    err = capsys.readouterr().err
+    assert "call accuracy (tool-call turns): canonical 0.0%" in err
+    assert "reply accuracy (reply turns, no call expected): canonical 100.0%" in err
+    md = (tmp_path / "r.md").read_text()
+    assert "| group | tool-call turns | 95% CI | n | reply turns | 95% CI | n |" in md
+    assert f"| canonical | 0.0 | [0.0, 0.0] | {report['canonical']['n']} | 100.0 |" in md
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+

@@ -24,7 +24,8 @@ def test_hsa_eval_run_writes_the_report_and_predictions(tiny_model, mini_shards,
     for key in ("canonical", "variants", "seen", "held_out"):
         g = report[key]
         assert {"call_accuracy", "ci95", "n"} <= set(g)
-    assert report["canonical"]["n"] + report["variants"]["n"] == report["n_prompts"] == 6
+    assert report["canonical"]["n_turns"] + report["variants"]["n_turns"] == report["n_prompts"] == 6
+    assert report["all"]["n"] + report["all"]["n_replies"] == 6  # tool-call turns and reply turns apart
     assert report["seen"]["n"] + report["held_out"]["n"] == report["variants"]["n"]
     assert {"call_accuracy", "ci95"} <= set(report["gap"]) and isinstance(report["by_family"], dict)
     inst = report["instructions"]
@@ -62,3 +63,4 @@ def test_eval_run_bad_model_is_one_line(mini_shards, tmp_path, capsys):  # noqa:
     """A model path that does not exist is a clear error, exit status 2."""
     assert main([str(mini_shards), "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "r.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
