@@ -230,3 +230,24 @@ def test_a_model_that_never_calls_scores_zero_on_call_turns(own_shards, tmp_path
     assert f"| canonical | 0.0 | [0.0, 0.0] | {report['canonical']['n']} | 100.0 |" in md
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
 
+def test_predictions_for_other_data_stop_with_an_example_from_each_side(own_shards, tmp_path, capsys):
+    """When most prediction ids are no prompt of DATA, score stops (exit 2) and shows an id from each side."""
+    preds = tmp_path / "other.jsonl"
+    preds.write_text("".join(json.dumps({"id": f"ls-{i:06d}/1#2", "completion": ""}) + "\n" for i in range(40)))
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(tmp_path / "r.json")]) \
+        == 2
+    err = capsys.readouterr().err
+    assert "made for other data" in err and "'ls-000000/1#2'" in err and "'own-001/0#2'" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_predictions_for_other_turns_of_the_same_rows_name_prompts(own_shards, tmp_path, capsys):
+    """Predictions for the reply turns scored as --turns calls: most ids are turns of these rows that the
+    options do not select; the error says so."""
+    prompts = tmp_path / "replies.jsonl"
+    assert main(["eval", "prompts", str(own_shards), "--out", str(prompts), "--turns", "replies"]) == 0
+    preds = _gold_lines(own_shards, prompts, tmp_path / "p.jsonl", completion="ok")
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(tmp_path / "r.json"),
+                 "--turns", "calls"]) == 2
+    assert "the prompts were written with other --turns" in capsys.readouterr().err
+

@@ -118,6 +118,7 @@ class Source:
 
     rejected: list[dict] = dataclasses.field(default_factory=list)  # {"where", "reason"}
     notes: list[str] = dataclasses.field(default_factory=list)
+    row_ids: set[str] = dataclasses.field(default_factory=set)  # every row that has a prompt (any --turns)
 
 
 def _raw_rows(data: str | Path) -> Iterator[tuple[str, Any]]:
@@ -316,7 +317,8 @@ class _Harness:
         return hit
 
 
-def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = True) -> Iterator[Item]:
+def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = True,
+              rows: set[str] | None = None) -> Iterator[Item]:
     from hsa.records import RecordError, normalize, parse_skill_tool
 
     messages = _fast_messages(raw) if raw.get("mapping") is not None else None
@@ -340,6 +342,8 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
     assistant = [i for i, m in enumerate(messages) if m["role"] == "assistant" and m.get("train", True) is not False]
     assistant = [i for i in assistant if any(m["role"] == "user" for m in messages[:i])
                  and messages[i - 1]["role"] != "assistant"]
+    if rows is not None and assistant:
+        rows.add(row_id)
     for i in _select(assistant, messages, turns):
         target = messages[i]
         calls = [mapping.to_canonical({"name": c["function"]["name"], "arguments": c["function"]["arguments"]})
@@ -386,7 +390,7 @@ def iter_items(data: str | Path | Iterable[dict], source: Source, *, turns: str 
     cache = _Harness()
     rows = iter_source(data, source)
     for where, raw in rows:
-        for item in _items_of(where, raw, turns, cache, messages):
+        for item in _items_of(where, raw, turns, cache, messages, source.row_ids):
             if item.prompt["id"] in seen:
                 raise EvalInputError(f"{where}: prompt id {item.prompt['id']!r} occurs twice; row ids must be unique")
             seen.add(item.prompt["id"])

@@ -378,23 +378,46 @@ def score(data: str | Path | Iterable[dict] | Sequence[Item], predictions: str |
           held_out: Sequence[str] = (), train_manifest: str | Path | None = None, seed: int = 0,
           bootstrap: int = 1000, compare_to: str | Path | dict | None = None) -> dict:
     """The evaluation report of ``predictions`` on the prompts of ``data`` (docs/evaluation.md lists its
-    fields). ``predictions``: a JSONL path, prediction dicts, or ``{id: completion text or message}``."""
+    fields). ``predictions``: a JSONL path, prediction dicts, or ``{id: completion text or message}``.
+
+    Raises :class:`EvalInputError` when most prediction ids are no prompt of ``data``."""
     with paused_gc():
         return _score(data, predictions, turns=turns, max_prompts=max_prompts, fmt=fmt, string_match=string_match,
                       held_out=held_out, train_manifest=train_manifest, seed=seed, bootstrap=bootstrap,
                       compare_to=compare_to)
 
 
+def _foreign_predictions(preds: Mapping[str, Any], items: Sequence[Item], row_ids: set[str] | None,
+                         data: Any) -> str | None:
+    """Why the predictions cannot be for these prompts (most of their ids are no prompt here), or None."""
+    known = {it.prompt["id"] for it in items}
+    unknown = [pid for pid in preds if pid not in known]
+    if not preds or 2 * len(unknown) <= len(preds):
+        return None
+    where = f"of {data}" if isinstance(data, (str, Path)) else "here"
+    example = f"a prediction's id: {unknown[0]!r}; a prompt's id {where}: {items[0].prompt['id']!r}"
+    other_rows = [pid for pid in unknown if row_ids is None or pid.rpartition("#")[0] not in row_ids]
+    if 2 * len(other_rows) > len(preds):
+        return (f"{len(unknown)} of the {len(preds)} prediction ids are no prompt {where}, and {len(other_rows)} "
+                f"name no row of it ({example}): the predictions were made for other data. Score them against the "
+                "data their prompts were written from.")
+    return (f"{len(unknown)} of the {len(preds)} prediction ids are turns of these rows that the options do not "
+            f"select ({example}): the prompts were written with other --turns / --max-prompts. Score with "
+            "the same --turns and --max-prompts.")
+
+
 def _score(data, predictions, *, turns, max_prompts, fmt, string_match, held_out, train_manifest, seed, bootstrap,
            compare_to) -> dict:
     notes: list[str] = []
     rejected: list[dict] = []
+    row_ids = None
     if isinstance(data, Sequence) and data and isinstance(data[0], Item):
         items = list(data)
     else:
         items, source = collect(data, turns=turns, max_prompts=max_prompts, messages=False)
         notes.extend(source.notes)
         rejected = source.rejected
+        row_ids = source.row_ids
         if not isinstance(data, (str, Path)):
             data = None
     if not items:
@@ -404,6 +427,8 @@ def _score(data, predictions, *, turns, max_prompts, fmt, string_match, held_out
         preds, bad, dupes = dict(predictions), [], []
     else:
         preds, bad, dupes = read_predictions(predictions)
+    if problem := _foreign_predictions(preds, items, row_ids, data):
+        raise EvalInputError(problem)
     held = sorted(set(held_out) | set(_held_out_of(train_manifest)))
     results, problems = score_items(items, preds, fmt=fmt, string_match=string_match)
     problems["bad_lines"] = {"n": len(bad), "examples": bad[:_EXAMPLES]}
