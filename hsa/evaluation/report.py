@@ -376,15 +376,48 @@ def compare(results: Sequence[dict], other: dict, *, seed: int = 0, reps: int = 
 def score(data: str | Path | Iterable[dict] | Sequence[Item], predictions: str | Path | Iterable[dict] | Mapping,
           *, turns: str = "all", max_prompts: int | None = None, fmt: str = "auto", string_match: str = "exact",
           held_out: Sequence[str] = (), train_manifest: str | Path | None = None, seed: int = 0,
-          bootstrap: int = 1000, compare_to: str | Path | dict | None = None) -> dict:
+          bootstrap: int = 1000, compare_to: str | Path | dict | None = None,
+          prompts: str | Path | Sequence[str] | None = None) -> dict:
     """The evaluation report of ``predictions`` on the prompts of ``data`` (docs/evaluation.md lists its
     fields). ``predictions``: a JSONL path, prediction dicts, or ``{id: completion text or message}``.
+    ``prompts``: a prompts file (``hsa eval prompts --out``) or prompt ids: exactly those prompts are scored,
+    whatever ``turns`` and ``max_prompts`` say (a note says so when those would select others).
 
     Raises :class:`EvalInputError` when most prediction ids are no prompt of ``data``."""
     with paused_gc():
         return _score(data, predictions, turns=turns, max_prompts=max_prompts, fmt=fmt, string_match=string_match,
                       held_out=held_out, train_manifest=train_manifest, seed=seed, bootstrap=bootstrap,
-                      compare_to=compare_to)
+                      compare_to=compare_to, prompts=prompts)
+
+
+def _chosen_prompts(data, prompts, turns: str, max_prompts: int | None) -> tuple[list[Item], Any, str]:
+    """The items of exactly the prompts of ``prompts`` (a file or ids), what reading found, and a note when
+    ``turns`` / ``max_prompts`` would have chosen other prompts (empty when they agree)."""
+    from hsa.evaluation.prompts import read_prompt_ids, sample_items, select_turns
+
+    named = isinstance(prompts, (str, Path))
+    ids = read_prompt_ids(prompts) if named else [str(i) for i in prompts]
+    flag = f"--prompts {prompts}" if named else "the prompt ids given"
+    every, source = collect(data, turns="all", messages=False)
+    by_id = {it.prompt["id"]: it for it in every}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        example = f"; {data}'s prompts look like {every[0].prompt['id']!r}" if every else ""
+        raise EvalInputError(f"{flag}: {len(unknown)} of its {len(ids)} prompt ids are no prompt of {data} (e.g. "
+                             f"{unknown[0]!r}{example}); give the data the prompts were written from")
+    wanted = set(ids)
+    items = [it for it in every if it.prompt["id"] in wanted]
+    own = select_turns(every, turns)
+    if max_prompts is not None:
+        own = sample_items(own, max_prompts)
+    own_ids = {it.prompt["id"] for it in own}
+    note = ""
+    if own_ids != wanted:
+        options = f"--turns {turns}" + (f" --max-prompts {max_prompts}" if max_prompts is not None else "")
+        note = (f"scored exactly the {len(items)} prompts of {flag}; {options} would have chosen "
+                f"{len(own_ids)} prompts of the data ({len(own_ids - wanted)} of them not in the file, "
+                f"{len(wanted - own_ids)} of the file's not among them)")
+    return items, source, note
 
 
 def _foreign_predictions(preds: Mapping[str, Any], items: Sequence[Item], row_ids: set[str] | None,
@@ -402,19 +435,23 @@ def _foreign_predictions(preds: Mapping[str, Any], items: Sequence[Item], row_id
                 f"name no row of it ({example}): the predictions were made for other data. Score them against the "
                 "data their prompts were written from.")
     return (f"{len(unknown)} of the {len(preds)} prediction ids are turns of these rows that the options do not "
-            f"select ({example}): the prompts were written with other --turns / --max-prompts. Score with "
-            "the same --turns and --max-prompts.")
+            f"select ({example}): the prompts were written with other --turns / --max-prompts. Pass their file "
+            "with --prompts FILE (or the same --turns and --max-prompts).")
 
 
 def _score(data, predictions, *, turns, max_prompts, fmt, string_match, held_out, train_manifest, seed, bootstrap,
-           compare_to) -> dict:
+           compare_to, prompts=None) -> dict:
     notes: list[str] = []
     rejected: list[dict] = []
     row_ids = None
     if isinstance(data, Sequence) and data and isinstance(data[0], Item):
         items = list(data)
     else:
-        items, source = collect(data, turns=turns, max_prompts=max_prompts, messages=False)
+        if prompts is not None:
+            items, source, note = _chosen_prompts(data, prompts, turns, max_prompts)
+            notes += [note] if note else []
+        else:
+            items, source = collect(data, turns=turns, max_prompts=max_prompts, messages=False)
         notes.extend(source.notes)
         rejected = source.rejected
         row_ids = source.row_ids
@@ -434,12 +471,15 @@ def _score(data, predictions, *, turns, max_prompts, fmt, string_match, held_out
     problems["bad_lines"] = {"n": len(bad), "examples": bad[:_EXAMPLES]}
     problems["duplicate_ids"] = _named(dupes)
     problems["rejected_rows"] = {"n": len(rejected), "examples": rejected[:_EXAMPLES]}
+    options = {"turns": turns, "max_prompts": max_prompts, "format": fmt, "string_match": string_match,
+               "held_out": held, "seed": seed, "bootstrap": bootstrap}
+    if prompts is not None:
+        options["prompts"] = str(prompts) if isinstance(prompts, (str, Path)) else "ids"
     report: dict[str, Any] = {
         "hsa_version": _version(),
         "data": str(data) if isinstance(data, (str, Path)) else None,
         "predictions": str(predictions) if isinstance(predictions, (str, Path)) else None,
-        "options": {"turns": turns, "max_prompts": max_prompts, "format": fmt, "string_match": string_match,
-                    "held_out": held, "seed": seed, "bootstrap": bootstrap},
+        "options": options,
         "n_prompts": len(items),
         "n_predictions": len(preds),
         **summarize(results, held_out=held, seed=seed, reps=bootstrap),
@@ -486,14 +526,14 @@ def summary_text(report: dict) -> str:
     missing = {r["id"] for r in report.get("results") or () if r.get("status") == "missing"}
     if pr["unknown_ids"]["n"] and pr["missing"]["n"]:
         lines.append("hint: predictions with ids that are not prompts, and prompts without predictions: were the "
-                     "prompts written with other --turns / --max-prompts than score was given?")
+                     "prompts written with other --turns / --max-prompts? Pass their file with --prompts FILE.")
     elif missing and len(missing) < report["n_prompts"]:
         kinds = {expects(r) for r in report["results"] if r["id"] in missing}
         if len(kinds) == 1:
             kind = "reply" if kinds == {"reply"} else "tool-call"
             other = "calls" if kinds == {"reply"} else "replies"
             lines.append(f"hint: the {len(missing)} prompts without a prediction are all {kind} turns: were the "
-                         f"prompts written with --turns {other}? Score with the same --turns.")
+                         f"prompts written with --turns {other}? Pass their file with --prompts FILE.")
     lines += [f"note: {n}" for n in report.get("notes") or ()]
     return "\n".join(lines)
 
