@@ -21,7 +21,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "adapt", "split_parallel_calls", "alnum9_call_ids",
+__all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered", "adapt", "split_parallel_calls", "alnum9_call_ids",
            "system_as_user", "fold_system", "merge_user_turns", "read_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
@@ -322,6 +322,23 @@ def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
                               {"role": "assistant", "content": "Answer."}],
                              ("PROBE USER ONE", "PROBE USER TWO")),
     }
+
+
+def probe_harness_not_rendered(render_fn: Callable[[list[dict], list[dict] | None], str],
+                               rewrites: Sequence[str] = ()) -> str | None:
+    """:func:`harness_not_rendered` on a probe conversation (a system message, two tools, one call, its result
+    and a reply; through ``rewrites`` first), so a template is judged before any row is read. None also when the
+    template cannot render the probe at all: the rows then fail with the template's own error."""
+    sys_ = {"role": "system", "content": "You are a probe."}
+    messages = [sys_, {"role": "user", "content": "Use a tool."},
+                {"role": "assistant", "content": "", "tool_calls": [_call("aaaaaaaa1", "probe_alpha", {"x": 4711})]},
+                {"role": "tool", "tool_call_id": "aaaaaaaa1", "name": "probe_alpha", "content": "PROBE_RESULT_A"},
+                {"role": "assistant", "content": "Done."}]
+    messages, _, _ = adapt(messages, [True] * len(messages), rewrites)
+    try:
+        return harness_not_rendered(render_fn, messages, _TOOLS)
+    except Exception:  # noqa: BLE001 - the template refuses the probe itself
+        return None
 
 
 def _renders(render_fn, messages, tools, wanted) -> str | None:

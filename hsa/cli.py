@@ -202,11 +202,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+class _TemplateHidesHarness(Exception):
+    """``hsa export --template``: the template leaves out the tools or the calls of a row (the message says which)."""
+
+
 def _export_for_template(args: argparse.Namespace, records) -> int:
     """``hsa export --template T``: the rows as the trainers render them for template ``T`` (Hugging Face
-    conversational format, tools in the OpenAI form), adapted where the template's probes show a need."""
-    from hsa.chat_template import read_template, render, template_needs
+    conversational format, tools in the OpenAI form), adapted where the template's probes show a need.
+
+    A template that renders neither the tools nor the tool calls (the check ``trainers.sft`` runs, on a probe
+    and on the first row with both) is refused: exit 2, the bundled template named, nothing written."""
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
+    from hsa.chat_template import harness_not_rendered, probe_harness_not_rendered, read_template, render, \
+        template_needs
 
     try:
         template = read_template(args.template)
@@ -216,15 +224,25 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     def render_fn(messages, tools):
         return render(template, messages, tools)
 
+    def refused(where: str, problem: str) -> int:
+        from trainers.common import bundled_template  # torch-free: the path of the bundled template
+
+        return _die(f"--template {args.template}: {where}the chat template {problem}. Rows exported for it would "
+                    f"train nothing useful; pass --template {bundled_template()} (ChatML with tools and tool calls, "
+                    "bundled) or another template that renders both")
+
     needs = template_needs(render_fn)
+    compat = tuple(c for c in CHAT_COMPAT if c in needs)
+    if problem := probe_harness_not_rendered(render_fn, compat):
+        return refused("", problem)
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
-    compat = tuple(c for c in CHAT_COMPAT if c in needs)
     adapted: dict[str, list[int]] = {}
     failed = 0
+    checked = False
 
     def rows():
-        nonlocal failed
+        nonlocal failed, checked
         for i, rec in enumerate(records, 1):
             where = f"row {i} ({rec.get('id')})"
             try:
@@ -238,6 +256,10 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 failed += 1
                 print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
+            if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
+                checked = True  # the first row with tools and calls, as trainers.sft checks it
+                if problem := harness_not_rendered(render_fn, chat["messages"], chat["tools"]):
+                    raise _TemplateHidesHarness(where, problem)
             for name, k in chat["adapted"].items():
                 adapted.setdefault(name, [0, 0])
                 adapted[name][0] += 1
@@ -245,7 +267,12 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
             out = {k: rec[k] for k in ("id", "source_id", "variant") if rec.get(k) is not None}
             yield {**out, "messages": chat["messages"], "tools": chat["tools"]}
 
-    n = _write_jsonl(rows(), args.out)
+    try:
+        n = _write_jsonl(rows(), args.out)
+    except _TemplateHidesHarness as exc:
+        if args.out != "-":
+            Path(args.out).unlink(missing_ok=True)
+        return refused(f"{exc.args[0]}: ", exc.args[1])
     print(f"{n} rows written for the template to {args.out}; {failed} failed", file=sys.stderr)
     if adapted:
         print(f"rows adapted to the template: {adaptation_summary(adapted)}", file=sys.stderr)
@@ -488,7 +515,8 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--template", metavar="T",
                    help="write the rows as the trainers render them for this chat template (a .jinja file or a "
                         "tokenizer folder): conversational format, adapted where the template's probes show a need "
-                        "(9-character call ids, one call per turn, late system messages folded, user turns merged)")
+                        "(9-character call ids, one call per turn, late system messages folded, user turns merged); "
+                        "a template that renders neither the tools nor the tool calls is refused (exit 2)")
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
