@@ -351,10 +351,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from hsa.show import show
+    import shutil
 
+    from hsa.show import DEFAULT_WIDTH, show
+
+    tty = sys.stdout.isatty()
+    width = args.width or (shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if tty else DEFAULT_WIDTH)
     try:
-        text = show(args.dataset, args.id, color=(sys.stdout.isatty() and not args.no_color), context=args.context)
+        text = show(args.dataset, args.id, color=(tty and not args.no_color), context=args.context, width=width)
     except (KeyError, FileNotFoundError, ValueError) as exc:
         return _die(str(exc.args[0] if exc.args else exc))
     print(text)
@@ -538,6 +542,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--id", required=True, help="row id, <source_id>/<variant>")
     s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
     s.add_argument("--no-color", action="store_true", help="no ANSI colours (the default when not on a terminal)")
+    s.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                   help="wrap lines at this width (default: the terminal's, else 100)")
     s.set_defaults(func=cmd_show)
 
     r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
