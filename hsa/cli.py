@@ -114,6 +114,11 @@ def _print_summary(manifest: dict, out: str) -> None:
     c = manifest["counts"]
     print(f"{c['input_records']} records read: {c['sources_written']} augmented, {c['rejected']} rejected; "
           f"{c['rows_written']} rows in {len(manifest['shards'])} shard(s) at {out}")
+    run = manifest.get("this_run") or {}
+    if run.get("resumed"):
+        kept = run["shards_kept"]
+        print(f"resumed: {kept} shard{'s' if kept != 1 else ''} ({run['records_kept']} records) kept from the "
+              f"interrupted run, {run['records_augmented']} records augmented now")
     if c.get("task_changing_variants"):
         print(f"{c['task_changing_variants']} of those variants change the task (e.g. tool.irrelevance) "
               "and are not task-preserving")
