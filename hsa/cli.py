@@ -289,6 +289,7 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
     from hsa.pipeline import canonicalize_record
     from hsa.records import RecordError, normalize
     from hsa.invariants import check_record
+    from hsa.violations import details
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
@@ -317,7 +318,8 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
                 out = canonicalize_record(rec)
                 broken = check_record(normalize(out))
                 if broken:
-                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: {broken[0].detail}")
+                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: "
+                                     f"{details(broken)}")
                 yield out
             except (RecordError, ValueError) as exc:
                 errors += 1
