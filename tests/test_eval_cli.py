@@ -231,6 +231,21 @@ def test_a_model_that_never_calls_scores_zero_on_call_turns(own_shards, tmp_path
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_predictions_for_a_sample_say_the_missing_count_as_wrong(own_shards, tmp_path, capsys):
+    """Predictions made with --max-prompts N, scored without it: every id is a prompt, the rest are missing and
+    count as wrong; the summary says so and names --max-prompts (before: only 'problems: missing 60')."""
+    prompts = tmp_path / "prompts.jsonl"
+    assert main(["eval", "prompts", str(own_shards), "--out", str(prompts), "--max-prompts", "16"]) == 0
+    preds = _gold_lines(own_shards, prompts, tmp_path / "p.jsonl", completion="")
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(tmp_path / "r.json")]) \
+        == 0
+    err = capsys.readouterr().err
+    assert "hint: predictions for 16 of the" in err and "count as wrong" in err and "--max-prompts 16" in err
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--max-prompts", "16",
+                 "--out", str(tmp_path / "r2.json")]) == 0
+    assert "hint:" not in capsys.readouterr().err
+
+
 def test_predictions_for_other_data_stop_with_an_example_from_each_side(own_shards, tmp_path, capsys):
     """When most prediction ids are no prompt of DATA, score stops (exit 2) and shows an id from each side."""
     preds = tmp_path / "other.jsonl"

@@ -534,6 +534,11 @@ def summary_text(report: dict) -> str:
             other = "calls" if kinds == {"reply"} else "replies"
             lines.append(f"hint: the {len(missing)} prompts without a prediction are all {kind} turns: were the "
                          f"prompts written with --turns {other}? Pass their file with --prompts FILE.")
+        else:
+            given = report["n_prompts"] - len(missing)
+            lines.append(f"hint: predictions for {given} of the {report['n_prompts']} prompts; the missing ones "
+                         f"count as wrong. Were they made with --max-prompts {given}? Pass the same --max-prompts, "
+                         "or the prompts file with --prompts FILE.")
     lines += [f"note: {n}" for n in report.get("notes") or ()]
     return "\n".join(lines)
 
