@@ -114,6 +114,11 @@ def _print_summary(manifest: dict, out: str) -> None:
     c = manifest["counts"]
     print(f"{c['input_records']} records read: {c['sources_written']} augmented, {c['rejected']} rejected; "
           f"{c['rows_written']} rows in {len(manifest['shards'])} shard(s) at {out}")
+    run = manifest.get("this_run") or {}
+    if run.get("resumed"):
+        kept = run["shards_kept"]
+        print(f"resumed: {kept} shard{'s' if kept != 1 else ''} ({run['records_kept']} records) kept from the "
+              f"interrupted run, {run['records_augmented']} records augmented now")
     if c.get("task_changing_variants"):
         print(f"{c['task_changing_variants']} of those variants change the task (e.g. tool.irrelevance) "
               "and are not task-preserving")
@@ -202,11 +207,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+class _TemplateHidesHarness(Exception):
+    """``hsa export --template``: the template leaves out the tools or the calls of a row (the message says which)."""
+
+
 def _export_for_template(args: argparse.Namespace, records) -> int:
     """``hsa export --template T``: the rows as the trainers render them for template ``T`` (Hugging Face
-    conversational format, tools in the OpenAI form), adapted where the template's probes show a need."""
-    from hsa.chat_template import read_template, render, template_needs
+    conversational format, tools in the OpenAI form), adapted where the template's probes show a need.
+
+    A template that renders neither the tools nor the tool calls (the check ``trainers.sft`` runs, on a probe
+    and on the first row with both) is refused: exit 2, the bundled template named, nothing written."""
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
+    from hsa.chat_template import harness_not_rendered, probe_harness_not_rendered, read_template, render, \
+        template_needs
 
     try:
         template = read_template(args.template)
@@ -216,15 +229,25 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     def render_fn(messages, tools):
         return render(template, messages, tools)
 
+    def refused(where: str, problem: str) -> int:
+        from trainers.common import bundled_template  # torch-free: the path of the bundled template
+
+        return _die(f"--template {args.template}: {where}the chat template {problem}. Rows exported for it would "
+                    f"train nothing useful; pass --template {bundled_template()} (ChatML with tools and tool calls, "
+                    "bundled) or another template that renders both")
+
     needs = template_needs(render_fn)
+    compat = tuple(c for c in CHAT_COMPAT if c in needs)
+    if problem := probe_harness_not_rendered(render_fn, compat):
+        return refused("", problem)
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
-    compat = tuple(c for c in CHAT_COMPAT if c in needs)
     adapted: dict[str, list[int]] = {}
     failed = 0
+    checked = False
 
     def rows():
-        nonlocal failed
+        nonlocal failed, checked
         for i, rec in enumerate(records, 1):
             where = f"row {i} ({rec.get('id')})"
             try:
@@ -238,6 +261,10 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 failed += 1
                 print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
+            if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
+                checked = True  # the first row with tools and calls, as trainers.sft checks it
+                if problem := harness_not_rendered(render_fn, chat["messages"], chat["tools"]):
+                    raise _TemplateHidesHarness(where, problem)
             for name, k in chat["adapted"].items():
                 adapted.setdefault(name, [0, 0])
                 adapted[name][0] += 1
@@ -245,7 +272,12 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
             out = {k: rec[k] for k in ("id", "source_id", "variant") if rec.get(k) is not None}
             yield {**out, "messages": chat["messages"], "tools": chat["tools"]}
 
-    n = _write_jsonl(rows(), args.out)
+    try:
+        n = _write_jsonl(rows(), args.out)
+    except _TemplateHidesHarness as exc:
+        if args.out != "-":
+            Path(args.out).unlink(missing_ok=True)
+        return refused(f"{exc.args[0]}: ", exc.args[1])
     print(f"{n} rows written for the template to {args.out}; {failed} failed", file=sys.stderr)
     if adapted:
         print(f"rows adapted to the template: {adaptation_summary(adapted)}", file=sys.stderr)
@@ -257,6 +289,7 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
     from hsa.pipeline import canonicalize_record
     from hsa.records import RecordError, normalize
     from hsa.invariants import check_record
+    from hsa.violations import details
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
@@ -285,7 +318,8 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
                 out = canonicalize_record(rec)
                 broken = check_record(normalize(out))
                 if broken:
-                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: {broken[0].detail}")
+                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: "
+                                     f"{details(broken)}")
                 yield out
             except (RecordError, ValueError) as exc:
                 errors += 1
@@ -324,10 +358,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from hsa.show import show
+    import shutil
 
+    from hsa.show import DEFAULT_WIDTH, show
+
+    tty = sys.stdout.isatty()
+    width = args.width or (shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if tty else DEFAULT_WIDTH)
     try:
-        text = show(args.dataset, args.id, color=(sys.stdout.isatty() and not args.no_color), context=args.context)
+        text = show(args.dataset, args.id, color=(tty and not args.no_color), context=args.context, width=width)
     except (KeyError, FileNotFoundError, ValueError) as exc:
         return _die(str(exc.args[0] if exc.args else exc))
     print(text)
@@ -507,7 +545,8 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--template", metavar="T",
                    help="write the rows as the trainers render them for this chat template (a .jinja file or a "
                         "tokenizer folder): conversational format, adapted where the template's probes show a need "
-                        "(9-character call ids, one call per turn, late system messages folded, user turns merged)")
+                        "(9-character call ids, one call per turn, late system messages folded, user turns merged); "
+                        "a template that renders neither the tools nor the tool calls is refused (exit 2)")
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
@@ -529,6 +568,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--id", required=True, help="row id, <source_id>/<variant>")
     s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
     s.add_argument("--no-color", action="store_true", help="no ANSI colours (the default when not on a terminal)")
+    s.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                   help="wrap lines at this width (default: the terminal's, else 100)")
     s.set_defaults(func=cmd_show)
 
     au = sub.add_parser("audit", help="old -> new pairs of every change of a sample of variants, grouped by kind",

@@ -135,10 +135,11 @@ def _string_arguments(messages: list[dict]) -> list[dict]:
         for c in m["tool_calls"]]} for m in messages]
 
 
-def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] = ()) -> list[str]:
+def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] = (),
+                   template_flag: str = "--chat-template") -> list[str]:
     """Each prompt row rendered with the tokenizer's chat template and the row's tools, ready to generate.
 
-    The first prompt with tools also checks that the template renders them."""
+    The first prompt with tools also checks that the template renders them (an error names ``template_flag``)."""
     from trainers.common import check_template_renders_harness
     from trainers.render import strip_bos
 
@@ -157,7 +158,8 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
     for p in prompts:
         messages = _compat(p["messages"], compat)
         if not checked and p["tools"]:
-            check_template_renders_harness(render, {"messages": messages, "tools": p["tools"]}, where=p["id"])
+            check_template_renders_harness(render, {"messages": messages, "tools": p["tools"]}, where=p["id"],
+                                           flag=template_flag)
             checked = True
         try:
             texts.append(strip_bos(tokenizer, render(messages, p["tools"], True)))
@@ -257,7 +259,8 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
     dev = _device(device)
     dt = _dtype(dtype, dev)
     tokenizer = load_tokenizer(ModelArguments(model_name_or_path=model, chat_template_path=chat_template,
-                                              trust_remote_code=trust_remote_code), padding_side="left")
+                                              trust_remote_code=trust_remote_code), padding_side="left",
+                               flags={"model_name_or_path": "--model", "chat_template_path": "--chat-template"})
     prompts = [it.prompt for it in items]
     texts = render_prompts(tokenizer, prompts, compat=chat_compat)
     if backend == "vllm":

@@ -21,7 +21,7 @@ def _positive(text: str) -> int:
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
     """DATA, --turns, --max-prompts: which prompts (the same in prompts, score and run)."""
-    from hsa.evaluation.prompts import TURNS
+    from hsa.evaluation.prompts import MAX_PROMPTS_HELP, TURNS
 
     p.add_argument("data", metavar="DATA",
                    help="an `hsa augment` output folder, or a JSONL file of its rows (`hsa export`); plain records "
@@ -30,7 +30,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
                    help="assistant turns to predict: all (default), calls (turns with tool calls), replies (final "
                         "replies), first or last of each row")
     p.add_argument("--max-prompts", type=_positive, default=None, metavar="N",
-                   help="only the first N prompts (dataset order)")
+                   help=MAX_PROMPTS_HELP.replace("%", "%%"))
 
 
 def add_score_options(p: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.transform import Sequence, SlotRng, Transform, run
 from hsa.invariants import check_record, check_variant
+from hsa.violations import details
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "Stats", "Result",
            "source_row", "CALL_ARGUMENTS", "augment_record", "canonicalize_record"]
@@ -242,8 +243,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     if violations:
         stats.rejected = 1
         stats.reject_reasons[violations[0].reason] += 1
-        detail = "; ".join(v.detail for v in violations[:3])
-        return Result([], [_reject(item, violations[0].reason, detail, source["id"])], stats)
+        return Result([], [_reject(item, violations[0].reason, details(violations), source["id"])], stats)
     stuck: dict[str, str] = {}
     if exec_hooks and source.get("hooks"):
         from hsa.sandbox import NOT_REPLAYED_NOTE, not_replayed
@@ -303,7 +303,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.variant_failures[key] += 1
             for name in dict.fromkeys(a.name for a in applied):
                 stats.failed[(name, key)] += 1
-            rejects.append(_reject(item, key, "; ".join(p.detail for p in problems[:3])[:1000], source["id"], k))
+            rejects.append(_reject(item, key, details(problems), source["id"], k))
             continue
         for a in applied:
             stats.applied[a.name] += 1
