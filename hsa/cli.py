@@ -105,7 +105,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         from hsa.report import ReportInputError, write_report
 
         try:
-            write_report(args.dataset, args.html, tokenizer=args.tokenizer, command=_command_line())
+            write_report(args.dataset, args.html, tokenizer=args.tokenizer, command=_command_line(args))
         except ReportInputError as exc:
             return _die(str(exc))
         print(f"report page written to {args.html} (hsa report {args.dataset} --out {args.html} writes the same; "
@@ -343,8 +343,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- report
 
 
-def _command_line() -> str:
-    return "hsa " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+def _command_line(args: argparse.Namespace) -> str:
+    """The command that made ``args``, as a shell line (shown on the page it writes)."""
+    return "hsa " + " ".join(shlex.quote(a) for a in args.argv)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -358,7 +359,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         path = write_report(args.dataset, args.out, evals=args.eval, predictions=args.predictions,
                             sample=args.sample, seed=args.seed, tokenizer=args.tokenizer, title=args.title,
-                            command=_command_line())
+                            command=_command_line(args))
     except ReportInputError as exc:
         return _die(str(exc))
     size = path.stat().st_size
@@ -616,6 +617,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

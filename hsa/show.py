@@ -64,10 +64,11 @@ def _derived_id(raw: dict) -> str | None:
 
 
 def _pretty(record: dict) -> list[str]:
-    from hsa.records import normalize, denormalize
+    """The record in one layout on both sides (:func:`hsa.report.diff.normal_form`: one tool dialect, call arguments
+    as objects, keys sorted), so that the diff shows what a transform changed and not how the record is written."""
+    from hsa.report.diff import dumps_sorted, normal_form
 
-    rec = denormalize(normalize(record))  # one dialect-independent layout on both sides
-    return json.dumps(rec, indent=2, ensure_ascii=False).splitlines()
+    return dumps_sorted(normal_form(record)).splitlines()
 
 
 def show(dataset: str | Path, row_id: str, *, color: bool = False, context: int = 2) -> str:
@@ -93,7 +94,7 @@ def show(dataset: str | Path, row_id: str, *, color: bool = False, context: int 
     strip = ("source_id", "variant", "transforms", "mapping", "notes")
     a = _pretty({**{k: v for k, v in source.items() if k not in strip}, "id": row["source_id"]})
     b = _pretty({**{k: v for k, v in variant.items() if k not in strip}, "id": row["source_id"]})
-    out = head
+    out = list(head)
     for line in difflib.unified_diff(a, b, "source", row_id, n=context, lineterm=""):
         if color:
             if line.startswith("+") and not line.startswith("+++"):

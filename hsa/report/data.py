@@ -331,11 +331,10 @@ def collect_page(data: str | Path, *, evals: Sequence[str | Path] = (), predicti
     runs: list[EvalRun] = []
     for path in evals:
         runs.append(load_eval(path, [r.name for r in runs]))
-    for k, run in enumerate(runs):
-        run.read_predictions(predictions[k] if k < len(predictions) else None)
     data_sources = _source_ids(dataset)
-    for run in runs:
+    for k, run in enumerate(runs):
         _check_sources(run, data_sources, dataset)
+        run.read_predictions(predictions[k] if k < len(predictions) else None)
     if runs:
         scored = {str(r["source_id"]) for run in runs for r in run.results.values()}
         candidates = [s for s in data_sources if s in scored]

@@ -17,12 +17,12 @@ __all__ = ["nice_ticks", "histogram", "bars", "Bar"]
 
 
 def nice_ticks(hi: float, count: int = 5) -> list[float]:
-    """Ticks from 0 to at least ``hi`` in steps of 1, 2 or 5 times a power of ten (about ``count`` of them)."""
+    """Ticks from 0 to at least ``hi`` in steps of 1, 2, 2.5 or 5 times a power of ten (about ``count`` of them)."""
     if hi <= 0:
         return [0, 1]
     raw = hi / max(count - 1, 1)
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
     n = math.ceil(hi / step - 1e-9)
     return [round(i * step, 10) for i in range(n + 1)]
 
