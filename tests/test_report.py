@@ -292,3 +292,28 @@ def test_plots_have_axes_units_and_labels():
     chart = bars([Bar("canonical", [90.0], [[85.0, 95.0]], [10])], title="acc", xlabel="call accuracy (%)", xmax=100)
     assert 'class="whisker"' in chart and "95% interval 85.0–95.0%" not in chart  # unit given explicitly only
     assert bars([Bar("x", [None])], title="t", xlabel="x") == ""
+
+
+def test_overview_lists_rejects_sandbox_layers_and_hooks_not_replayed(tmp_path):
+    """Rejected lines with their input line and reason; each hook-sandbox layer on or off with why (when the
+    manifest says); hooks not replayed with their counts; no empty tables."""
+    from hsa.pipeline import augment
+    from hsa.recipes import load_recipe
+
+    src = tmp_path / "in.jsonl"
+    lines = FIXTURES.read_text().splitlines()[:2]
+    src.write_text("\n".join([lines[0], "{not json", lines[1]]) + "\n")
+    augment([src], tmp_path / "out", load_recipe("tools"), variants=1)
+    html = build_report(tmp_path / "out")
+    assert f"{src}:2" in html and "1 lines in rejects.jsonl" in html
+    assert "No input record was rejected" not in html
+    assert "does not say which sandbox layers" in html  # an hsa that did not record them
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest["hook_sandbox"] = {"network": {"on": True}, "seccomp": {"on": False, "why": "libseccomp missing"}}
+    manifest["hooks_not_replayed"] = {"check_stock (imports shop_helpers)": 2}
+    (tmp_path / "out" / "manifest.json").write_text(json.dumps(manifest))
+    html = build_report(tmp_path / "out")
+    assert "<td>seccomp</td><td>off</td><td>libseccomp missing</td>" in html
+    assert "<td>network</td><td>on</td>" in html
+    assert "<td>check_stock (imports shop_helpers)</td><td>2</td>" in html
+    assert "<th>reason</th><th>records</th></tr></thead><tbody></tbody>" not in html
