@@ -14,6 +14,7 @@ import pytest
 
 from hsa.report import write_report
 from hsa.report.browser import Chromium, find_chromium
+from hsa.report.diff import apply_ops
 from tests.report_support import evaluated  # noqa: F401
 
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no Chromium: apt-get install chromium (make test "
@@ -72,6 +73,18 @@ def test_the_variant_browser_shows_a_renamed_tool(browser, page_file, evaluated)
         rows = page.evaluate("[...document.querySelectorAll('#mapping-table tbody tr')].map(r => [...r.cells]"
                              ".map(c => c.textContent))")
         assert ["tool", "", canon, new] in rows
+        # every changed part, its folds opened, reads exactly the source text and the variant text
+        page.evaluate("document.querySelectorAll('.fold').forEach(f => f.click())")
+        assert page.evaluate("document.querySelectorAll('.fold').length") == 0
+        shown = page.evaluate("[...document.querySelectorAll('.part[data-status=changed]')].map(p => [p.dataset.key,"
+                              " ...[...p.querySelectorAll('.sides > div')].map(d => d.textContent)])")
+        data = json.loads(page.evaluate("document.getElementById('hsa-data').textContent"))
+        source = next(s for s in data["sources"] if any(v["id"] == evaluated.renamed_row for v in s["variants"]))
+        variant = next(v for v in source["variants"] if v["id"] == evaluated.renamed_row)
+        ops = {it["key"]: it["ops"] for it in variant["items"] if it["status"] == "changed"}
+        assert len(shown) == len(ops) > 3
+        for key, left, right in shown:
+            assert left == source["fields"][key] and right == apply_ops(source["fields"][key], ops[key]), key
         assert page.console_errors == []
     finally:
         page.close()

@@ -132,16 +132,19 @@
     const cut2 = tailN ? nl[nl.length - tailN] + 1 : t.length;
     const middle = t.slice(cut1, cut2);
     const count = middle.split("\n").length - (middle.slice(-1) === "\n" ? 1 : 0);
+    const ends = middle.slice(-1) === "\n";
     const folds = [left, right].map(function (side) {
       side.appendChild(document.createTextNode(t.slice(0, cut1)));
       const fold = h("span", { class: "fold", title: "show the unchanged lines", text: "⋯ " + count + " unchanged lines ⋯" });
+      const br = document.createTextNode(ends ? "\n" : ""); // the folded lines' last line end
       side.appendChild(fold);
+      side.appendChild(br);
       side.appendChild(document.createTextNode(t.slice(cut2)));
-      return fold;
+      return [fold, br];
     });
     folds.forEach(function (f) {
-      f.addEventListener("click", function () {
-        folds.forEach(function (g) { g.replaceWith(document.createTextNode(middle)); });
+      f[0].addEventListener("click", function () {
+        folds.forEach(function (g) { g[1].remove(); g[0].replaceWith(document.createTextNode(middle)); });
       });
     });
   }
