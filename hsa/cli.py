@@ -525,9 +525,9 @@ def make_parser() -> argparse.ArgumentParser:
                         "and a per-prompt table that says why each wrong prompt is wrong (docs/report.md).")
     rp.add_argument("dataset", metavar="DATA", help="an 'hsa augment' output folder")
     rp.add_argument("--out", required=True, metavar="report.html", help="the HTML file to write")
-    rp.add_argument("--eval", action="append", default=[], metavar="REPORT.json",
-                    help="an evaluation report of DATA (hsa eval score / run); repeat it to compare models on the "
-                         "same prompts")
+    rp.add_argument("--eval", "--compare", dest="eval", action="append", default=[], metavar="REPORT.json",
+                    help="an evaluation report of DATA (hsa eval score / run); repeat it (or add --compare OTHER.json) "
+                         "to show several models on the same prompts, each minus the first with a paired interval")
     rp.add_argument("--predictions", action="append", default=[], metavar="PREDS.jsonl",
                     help="the predictions of each --eval report, in the same order (default: the file the report "
                          "names, when it is there)")

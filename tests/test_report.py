@@ -317,3 +317,27 @@ def test_overview_lists_rejects_sandbox_layers_and_hooks_not_replayed(tmp_path):
     assert "<td>network</td><td>on</td>" in html
     assert "<td>check_stock (imports shop_helpers)</td><td>2</td>" in html
     assert "<th>reason</th><th>records</th></tr></thead><tbody></tbody>" not in html
+
+
+def test_compare_shows_two_models_on_the_same_prompts(evaluated, tmp_path):  # noqa: F811
+    """--compare adds a second model: each prompt has both outcomes, and the difference has a paired interval."""
+    from hsa.evaluation import collect, dumps, score
+
+    rows = {}
+    for it in collect(str(evaluated.data))[0]:  # a model that answers under the variant: the gold turn itself
+        calls = [it.mapping.to_variant(c) for c in it.gold["calls"]]
+        rows[it.prompt["id"]] = "".join(f"<tool_call>{json.dumps(c)}</tool_call>" for c in calls) or \
+            (it.gold["content"] or "ok")
+    preds = tmp_path / "gold.jsonl"
+    preds.write_text("".join(json.dumps({"id": k, "completion": v}) + "\n" for k, v in rows.items()))
+    other = tmp_path / "gold.json"
+    other.write_text(dumps(score(str(evaluated.data), preds)))
+    out = tmp_path / "page.html"
+    assert main(["report", str(evaluated.data), "--eval", str(evaluated.report), "--compare", str(other),
+                 "--out", str(out)]) == 0
+    html = out.read_text()
+    data = _client_data(html)
+    assert data["eval"]["models"] == ["report", "gold"]  # named after their files; predictions: those they name
+    prompt = next(p for p in data["eval"]["prompts"] if p["id"] == evaluated.wrong_prompt)
+    assert [o["ok"] for o in prompt["outcomes"]] == [0, 1] and prompt["outcomes"][1]["raw"]
+    assert "minus report (same prompts, paired)" in html
