@@ -244,6 +244,8 @@ def render_text(stats: dict) -> str:
     if stats.get("unrendered_rows"):
         u = stats["unrendered_rows"]
         lines.append(f"{u['rows']} rows the chat template could not render (first: {u['first_error']})")
+    for key, kinds in (stats.get("renames") or {}).items():
+        lines.append(f"{key[:-1]} names by what the rename did: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
     for key, table in (stats.get("names") or {}).items():
         if table:
             vals = sorted(table.values())

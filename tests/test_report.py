@@ -341,3 +341,20 @@ def test_compare_shows_two_models_on_the_same_prompts(evaluated, tmp_path):  # n
     prompt = next(p for p in data["eval"]["prompts"] if p["id"] == evaluated.wrong_prompt)
     assert [o["ok"] for o in prompt["outcomes"]] == [0, 1] and prompt["outcomes"][1]["raw"]
     assert "minus report (same prompts, paired)" in html
+
+
+def test_rename_kinds_read_from_the_two_names(evaluated):  # noqa: F811
+    """What a rename did: restyled (and how), prefixed, reworded or opaque; stats count every tool name of every row."""
+    from hsa.io import iter_rows
+    from hsa.stats import compute_stats, rename_kind
+
+    assert rename_kind("get_size_chart", "getSizeChart") == "restyled camel"
+    assert rename_kind("get_size_chart", "GET_SIZE_CHART") == "restyled screaming"
+    assert rename_kind("get_size_chart", "mcp__server__get_size_chart") == "prefixed"
+    assert rename_kind("get_size_chart", "fetch_size_chart") == "reworded"
+    assert rename_kind("get_size_chart", "Pi1WNGDz") == "opaque"
+    stats = compute_stats(evaluated.data)
+    rows = list(iter_rows(evaluated.data))
+    assert sum(stats["renames"]["tools"].values()) == sum(len(r["tools"]) for r in rows)
+    assert stats["rows_per_source"] == {"3": 6}
+    assert sum(stats["transforms_per_row"].values()) == len(rows) and stats["transforms_per_row"]["0"] == 6

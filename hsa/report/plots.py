@@ -38,6 +38,9 @@ def _bins(freq: Mapping[int, int], max_bins: int) -> tuple[list[float], list[int
     """``(edges, counts, integer)`` of values given as ``{value: how many}``: one bin per value when the values are
     few whole numbers, else equal bins of a round width."""
     lo, hi = min(freq), max(freq)
+    if hi - lo + 1 < 5:  # a few values: widen to five bins around them, so that a bar is not the whole plot
+        lo = max(lo - (5 - (hi - lo + 1)) // 2, min(lo, 0))
+        hi = lo + 4
     if hi - lo + 1 <= max_bins:
         edges = [lo - 0.5 + i for i in range(hi - lo + 2)]
         counts = [0] * (hi - lo + 1)
@@ -63,7 +66,7 @@ def histogram(values: Sequence[int] | Mapping[int, int], *, title: str, xlabel: 
     if not freq:
         return f'<figure class="plot"><figcaption>{escape(title)}</figcaption><p class="muted">no data</p></figure>'
     edges, counts, integer = _bins(freq, max_bins)
-    left, right, top, bottom = 56, 12, 12, 44
+    left, right, top, bottom = 56, 24, 12, 44
     pw, ph = width - left - right, height - top - bottom
     yt = nice_ticks(max(counts))
     ymax = yt[-1]
