@@ -52,12 +52,13 @@ chromium:
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "installing chromium (apt-get) for the page tests"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  { apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }; } \
+	  { timeout 300 apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+	    || { timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; } \
 	    || echo "warning: chromium could not be installed: tests/test_report_page.py will skip"; \
 	else echo "note: no chromium (and no root apt-get to install it): tests/test_report_page.py will skip"; fi
 
 test: venv-train chromium
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -rs -n 2 tests
 
 clean:
 	rm -rf $(VENV) demo-out shards runs/reproduce runs/reproduce-quick

@@ -8,7 +8,7 @@ The page (docs/report.md) has four views: the overview of the run (inputs, recip
 rejects, transforms, hooks), plots over every row, a variant browser (each sampled source beside
 its variants, part by part, with the mapping as a table) and, with evaluation reports, their
 groups with 95% intervals and a per-prompt table that says why each wrong prompt is wrong.
-``hsa stats --html``, the reproduction and ``hsa bench`` write their pages with
+``hsa stats --html`` and the reproduction write their pages with
 :func:`write_report`.
 
 Modules: :mod:`hsa.report.diff` (representation-free diffs, shared with ``hsa show``),

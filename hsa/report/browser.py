@@ -110,7 +110,10 @@ class Chromium:
         msg: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
         if session:
             msg["sessionId"] = session
-        os.write(self._to_child, json.dumps(msg).encode() + b"\0")
+        try:
+            os.write(self._to_child, json.dumps(msg).encode() + b"\0")
+        except BrokenPipeError:
+            raise BrowserError(f"Chromium ({self.binary}) exited (status {self._proc.poll()})") from None
         deadline = time.monotonic() + self.timeout
         while True:
             reply = self._read_message(deadline)

@@ -32,6 +32,11 @@ def _e(value: Any) -> str:
     return escape(str(value))
 
 
+def _yn(value: Any) -> str:
+    """A manifest's flag as a reader says it (yes / no), anything else as it is."""
+    return ("yes" if value else "no") if isinstance(value, bool) else _e(value)
+
+
 def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else _e(value)
 
@@ -75,11 +80,11 @@ def _overview(page: dict, notes: list[str]) -> str:
         out.append(f'<p>Harness file {_code(tf.get("path"))}, sha256 {_code(tf.get("sha256", "–"))}</p>')
     run = [("command", _code(m.get("command") or "–")), ("hsa version", _e(m.get("hsa_version", "–"))),
            ("seed", _e(m.get("seed"))), ("variants per record", _e(m.get("variants"))),
-           ("keep original (variant 0)", _e(m.get("keep_original"))),
+           ("keep original (variant 0)", _yn(m.get("keep_original"))),
            ("held-out families", _e(", ".join(m.get("hold_out") or []) or "none")),
            ("harness pool (slots)", _e(m.get("harness_pool", 0))), ("engine", _e(m.get("engine", "local"))),
-           ("call arguments", _e(m.get("call_arguments", "keep"))), ("hooks replayed", _e(m.get("exec_hooks", True))),
-           ("strict hooks", _e(m.get("strict_hooks", False)))]
+           ("call arguments", _e(m.get("call_arguments", "keep"))), ("hooks replayed", _yn(m.get("exec_hooks", True))),
+           ("strict hooks", _yn(m.get("strict_hooks", False)))]
     out.append("<h3>Run</h3>" + _kv(run))
     out.append('<details><summary>Recipe (as run)</summary><pre class="code">' +
                _e(json.dumps(m.get("recipe"), indent=2, ensure_ascii=False)) + "</pre></details>")
@@ -363,8 +368,8 @@ def render_page(page: dict, *, title: str = "hsa report", command: str | None = 
               f'{_code(command or "hsa.report.write_report")} · hsa {_e(__version__)}</p>'
               f'<p class="muted" id="sample-note">{sample}</p>'
               + "".join(f'<p class="note">{_e(n)}</p>' for n in s.get("notes") or ()) +
-              f'<nav id="tabs">{nav}<span class="keys">keys: j/k variant · n/p wrong prompt · / search · '
-              f'? help</span></nav></header><main>')
+              f'</header><nav id="tabs">{nav}<span class="keys">keys: j/k variant · n/p wrong prompt · / search · '
+              f'? help</span></nav><main>')
     variants = ('<section id="variants" class="view"><h2>Variants</h2><div id="browser"><p class="muted">The variant '
                 "browser needs JavaScript.</p></div></section>")
     body = [_overview(page, notes or []), _plots(page), variants]

@@ -43,6 +43,7 @@
   function go(hash) { if (location.hash !== "#" + hash) location.hash = hash; else route(); }
 
   // ------------------------------------------------------------------ views and the URL fragment
+  const VIEWS = ["overview", "plots", "variants", "eval"];
   let current = null;
   function showView(name) {
     if (current !== name && current !== null) window.scrollTo(0, 0);
@@ -64,7 +65,7 @@
       if (id in BY_PROMPT) state.prompt = id;
       showView("eval");
       renderPrompts();
-    } else if (["overview", "plots", "variants", "eval"].indexOf(hash) >= 0 && (hash !== "eval" || EVAL)) {
+    } else if (VIEWS.indexOf(hash) >= 0 && (hash !== "eval" || EVAL)) {
       showView(hash);
       if (hash === "variants") renderBrowser();
       if (hash === "eval") renderPrompts();
@@ -202,7 +203,7 @@
         onclick: function () { go("variant=" + encodeURIComponent(w.id)); } });
     }));
     panel.appendChild(h("h3", { id: "variant-title", text: v.id }));
-    panel.appendChild(h("p", { class: "muted" }, ["source " + s.id + (s.found ? " (from the " + s.where + ")" : " — the source record was not found: the variant is shown alone") +
+    panel.appendChild(h("p", { class: "muted" }, ["source " + s.id + (s.found ? " (from " + (s.where === "variant 0 row" ? "its variant 0 row" : s.where) + ")" : " — the source record was not found: the variant is shown alone") +
       (v.slot !== undefined ? " · harness slot " + v.slot : "") + " · ", h("a", { href: "#variant=" + encodeURIComponent(v.id), text: "link" })]));
     panel.appendChild(chips);
     if (v.error) { panel.appendChild(h("p", { class: "note", text: v.error })); return; }
@@ -430,6 +431,11 @@
   });
   window.addEventListener("hashchange", route);
   route();
+  // a link to a view (#plots) opens it at the top, the header and its sample note in sight, not scrolled to its section
+  if (VIEWS.indexOf(location.hash.slice(1)) >= 0) {
+    window.scrollTo(0, 0);
+    window.addEventListener("load", function () { setTimeout(function () { window.scrollTo(0, 0); }, 0); });
+  }
   document.documentElement.setAttribute("data-ready", "1");
   window.hsaReadyMs = performance.now();
 })();
