@@ -14,7 +14,7 @@ from the fixture generator, ``--keep-original``, the default recipe):
 - the page opened ``--repeats`` times in a headless Chromium (:mod:`hsa.report.browser`): seconds from
   navigation to the page's ready mark (``window.hsaReadyMs``, from navigation start), and the time to draw the
   variant browser and the per-prompt table the first time;
-- with ``--shots DIR``: the four views of the page of 30 full-harness fixture records (tools, skills, prompt,
+- with ``--shots DIR``: the views of the page of 30 full-harness fixture records (tools, skills, prompt,
   hooks), photographed by the same browser as 1200 x 760 PNGs, quantised to 64 colours.
 
 Nothing is asserted: it prints and saves numbers.
@@ -104,13 +104,17 @@ def shots(folder: Path, work: Path) -> dict:
     made = {}
     with Chromium() as browser:
         views = [("overview", "overview", None, "light"), ("plots", "plots", None, "light"),
-                 ("variants", "variant=ls-000003%2F1", "[data-section=tools]", "light"),
+                 ("variants", "variant=ls-000003%2F1", None, "light"),
+                 ("eval-groups", "eval", None, "light"),
                  ("eval", "prompt=ls-000003%2F1%234", "tr.row.active", "light"),
                  ("variants-dark", "variant=ls-000003%2F1", "[data-section=tools]", "dark")]
         for name, fragment, anchor, scheme in views:
             p = browser.open(page, fragment=fragment, width=1200, height=760, color_scheme=scheme)
-            if anchor:
-                p.evaluate(f"document.querySelector('{anchor}').scrollIntoView(); scrollBy(0, -48)")
+            p.wait_until("document.readyState === 'complete'")
+            time.sleep(0.2)  # a link to a view scrolls back to the top once loaded
+            if anchor:  # below the sticky tabs
+                p.evaluate(f"document.querySelector('{anchor}').scrollIntoView(); "
+                           "scrollBy(0, -document.getElementById('tabs').offsetHeight - 8)")
             path = folder / f"report-{name}.png"
             p.screenshot(path)
             _quantise(path)
