@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # torch is pinned here for the CPU build this machine carries; the package itself asks for torch>=2.4.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test reproduce reproduce-quick venv venv-train venv-repro clean
+.PHONY: demo test reproduce reproduce-quick venv venv-train venv-repro chromium clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -45,8 +45,20 @@ demo: venv
 	$(BIN)/hsa validate demo-out/variants.jsonl
 	$(BIN)/hsa show demo-out/shards --id ls-000001/2 --no-color | head -40
 
-test: venv-train
-	$(BIN)/python -m pytest -q -n 2 tests
+# the page tests (tests/test_report_page.py) drive a real headless Chromium: installed here when it is missing and
+# apt-get can (root, Debian); otherwise those tests skip and say why. HSA_CHROMIUM names another binary.
+chromium:
+	@if [ -n "$$HSA_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium (apt-get) for the page tests"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  { timeout 300 apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+	    || { timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; } \
+	    || echo "warning: chromium could not be installed: tests/test_report_page.py will skip"; \
+	else echo "note: no chromium (and no root apt-get to install it): tests/test_report_page.py will skip"; fi
+
+test: venv-train chromium
+	$(BIN)/python -m pytest -q -rs -n 2 tests
 
 clean:
 	rm -rf $(VENV) demo-out shards runs/reproduce runs/reproduce-quick

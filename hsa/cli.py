@@ -95,15 +95,21 @@ def _workers(text: str) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from hsa.stats import compute_stats, render_html, render_text
+    from hsa.stats import compute_stats, render_text
 
     if not (Path(args.dataset) / "state.json").exists():
         return _die(f"{args.dataset} is not an hsa output folder (no state.json)")
     stats = compute_stats(args.dataset, tokenizer=args.tokenizer)
     print(render_text(stats))
-    if args.html:
-        Path(args.html).write_text(render_html(stats), encoding="utf-8")
-        print(f"report written to {args.html}", file=sys.stderr)
+    if args.html:  # the page of `hsa report` (one way to make it): overview, plots and a sample of variants
+        from hsa.report import ReportInputError, write_report
+
+        try:
+            write_report(args.dataset, args.html, tokenizer=args.tokenizer, command=_command_line(args))
+        except ReportInputError as exc:
+            return _die(str(exc))
+        print(f"report page written to {args.html} (hsa report {args.dataset} --out {args.html} writes the same; "
+              "it also takes --eval)", file=sys.stderr)
     if args.json:
         public = {k: v for k, v in stats.items() if not k.startswith("_")}
         Path(args.json).write_text(json.dumps(public, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -391,6 +397,34 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- report
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command that made ``args``, as a shell line (shown on the page it writes)."""
+    return "hsa " + " ".join(shlex.quote(a) for a in args.argv)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from hsa.report import ReportInputError, write_report
+
+    if Path(args.out).is_dir():
+        return _die(f"--out {args.out} is a folder; give the HTML file to write (e.g. {Path(args.out) / 'report.html'})")
+    start = time.perf_counter()
+    try:
+        path = write_report(args.dataset, args.out, evals=args.eval, predictions=args.predictions,
+                            sample=args.sample, seed=args.seed, tokenizer=args.tokenizer, title=args.title,
+                            command=_command_line(args))
+    except ReportInputError as exc:
+        return _die(str(exc))
+    size = path.stat().st_size
+    print(f"report page written to {path} ({size / 1e6:.1f} MB, {time.perf_counter() - start:.1f} s); open it in a "
+          "browser", file=sys.stderr)
+    return 0
+
+
 # --------------------------------------------------------------------------- listings
 
 
@@ -535,9 +569,34 @@ def make_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("stats", help="counts, reject reasons, lengths and name diversity of an output folder")
     st.add_argument("dataset", help="an 'hsa augment' output folder")
     st.add_argument("--tokenizer", help="also count tokens with this tokenizer (hub id or local folder)")
-    st.add_argument("--html", help="write an HTML report with plots to this file")
+    st.add_argument("--html", metavar="report.html",
+                    help="also write the report page of `hsa report DATA --out report.html` to this file")
     st.add_argument("--json", help="write the numbers as JSON to this file")
     st.set_defaults(func=cmd_stats)
+
+    rp = sub.add_parser("report", help="one HTML page of a dataset: overview, plots, a variant browser and, with "
+                        "--eval, the evaluation prompt by prompt", description="Write one self-contained HTML page "
+                        "(no network, inline CSS, JavaScript and SVG) of an `hsa augment` output folder: the run's "
+                        "inputs, recipe, counts, rejects, transforms and hooks; plots over every row; a sample of "
+                        "source records beside their variants, part by part; and with --eval the accuracy groups "
+                        "and a per-prompt table that says why each wrong prompt is wrong (docs/report.md).")
+    rp.add_argument("dataset", metavar="DATA", help="an 'hsa augment' output folder")
+    rp.add_argument("--out", required=True, metavar="report.html", help="the HTML file to write")
+    rp.add_argument("--eval", "--compare", dest="eval", action="append", default=[], metavar="REPORT.json",
+                    help="an evaluation report of DATA (hsa eval score / run); repeat it (or add --compare OTHER.json) "
+                         "to show several models on the same prompts, each minus the first with a paired interval")
+    rp.add_argument("--predictions", action="append", default=[], metavar="PREDS.jsonl",
+                    help="the predictions of each --eval report, in the same order (default: the file the report "
+                         "names, when it is there)")
+    from hsa.report import DEFAULT_SAMPLE
+
+    rp.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
+                    help=f"source records shown one by one, with all their variants and prompts (default "
+                         f"{DEFAULT_SAMPLE}); counts, plots and accuracies always cover every row")
+    rp.add_argument("--seed", type=int, default=0, help="which sources the sample takes (default 0)")
+    rp.add_argument("--tokenizer", help="count tokens per row with this tokenizer (hub id or local folder)")
+    rp.add_argument("--title", help="the page's title (default: hsa report: <DATA's name>)")
+    rp.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
     e.add_argument("dataset", help="an 'hsa augment' output folder")
@@ -635,6 +694,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

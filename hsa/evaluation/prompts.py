@@ -26,7 +26,8 @@ from hsa.mapping import Mapping
 from hsa.records import openai_tools
 
 __all__ = ["TURNS", "Item", "Source", "EvalInputError", "make_prompts", "collect", "iter_items", "iter_source",
-           "row_families", "paused_gc", "sample_items", "select_turns", "read_prompt_ids", "MAX_PROMPTS_HELP"]
+           "sources_from_manifest", "row_families", "paused_gc", "sample_items", "select_turns", "read_prompt_ids",
+           "MAX_PROMPTS_HELP"]
 
 TURNS = ("all", "calls", "replies", "first", "last")
 
@@ -152,8 +153,10 @@ def _manifest(data: str | Path) -> dict | None:
         return None
 
 
-def _sources_from_manifest(data: str | Path, wanted: set[str]) -> tuple[list[tuple[str, dict]], str]:
-    """The source records whose ids are in ``wanted``, read from the inputs the dataset's manifest names."""
+def sources_from_manifest(data: str | Path, wanted: set[str]) -> tuple[list[tuple[str, dict]], str]:
+    """``(rows, tried)``: the source records whose ids are in ``wanted``, read from the inputs the dataset's manifest
+    names, as canonical rows (variant 0, the identity mapping) ``(where, row)``; and the inputs looked at, in words.
+    ``wanted`` loses the ids found."""
     from hsa.io import InputSource, parse_line
     from hsa.records import RecordError, normalize
 
@@ -218,7 +221,7 @@ def iter_source(data: str | Path | Iterable[dict], source: Source) -> Iterator[t
                             "(variant 0)")
     missing = sources - canonical
     if missing and is_path:
-        found, tried = _sources_from_manifest(data, set(missing))
+        found, tried = sources_from_manifest(data, set(missing))
         if found:
             source.notes.append(f"{len(found)} canonical rows (variant 0) read from the manifest's inputs ({tried}): "
                                 "the data was augmented without --keep-original")

@@ -596,8 +596,9 @@ def _turns_text(g: dict, acc: str, ci: str, n: str) -> list[str]:
     return [_pct(g.get(acc)), _ci(g.get(ci)), str(g.get(n, 0))]
 
 
-def to_markdown(report: dict) -> str:
-    """The report as Markdown tables: per group, tool-call turns (the headline) and reply turns apart."""
+def to_markdown(report: dict, report_path: str | Path | None = None) -> str:
+    """The report as Markdown tables: per group, tool-call turns (the headline) and reply turns apart, ending with
+    the ``hsa report`` command that shows it prompt by prompt (``report_path``: where the JSON report is)."""
     head = ("| group | tool-call turns | 95% CI | n | reply turns | 95% CI | n | name | arguments | skill | format "
             "| schema |")
     rule = "|" + "---|" * 12
@@ -660,6 +661,12 @@ def to_markdown(report: dict) -> str:
         lines.append("- call formats read: " + ", ".join(f"{k} x{n}" for k, n in pr["formats"].items()))
     for note in report.get("notes") or ():
         lines.append(f"- note: {note}")
+    lines += ["", "## Prompt by prompt", "", "The page of `hsa report` shows the prompts of a sample of source records, "
+              "each with its gold turn, the model's raw completion, the parsed calls, the calls mapped back and why "
+              "it was scored wrong, beside the variants themselves (docs/report.md):", "", "```",
+              f"hsa report {report.get('data') or 'DATA'} --eval {report_path or 'REPORT.json'}"
+              + (f" --predictions {report['predictions']}" if report.get("predictions") else "")
+              + " --out report.html", "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -712,7 +719,7 @@ def write_report(report: dict, out: str | Path | None = None, *, md: str | Path 
                  png: str | Path | None = None) -> None:
     """Write the report as JSON (``out``), Markdown (``md``) and a PNG chart (``png``); folders are made."""
     for path, write in ((out, lambda p: Path(p).write_text(dumps(report), encoding="utf-8")),
-                        (md, lambda p: Path(p).write_text(to_markdown(report), encoding="utf-8")),
+                        (md, lambda p: Path(p).write_text(to_markdown(report, out), encoding="utf-8")),
                         (png, lambda p: plot(report, p))):
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
