@@ -23,7 +23,7 @@ from typing import Any
 from trainers.common import TrainerInputError, bundled_path, log
 
 __all__ = ["run", "generate", "render_prompts", "evaluate_instructions", "load_model", "make_parser", "main",
-           "run_error_types"]
+           "run_error_types", "device_for", "dtype_for"]
 
 
 def run_error_types() -> tuple[type[BaseException], ...]:
@@ -31,7 +31,8 @@ def run_error_types() -> tuple[type[BaseException], ...]:
     return (TrainerInputError, FileNotFoundError)
 
 
-def _device(device: str | None) -> str:
+def device_for(device: str | None) -> str:
+    """The device to run on: ``device``, else cuda when torch sees a GPU, else cpu."""
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -39,7 +40,8 @@ def _device(device: str | None) -> str:
     return device or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _dtype(dtype: str | None, device: str) -> str | None:
+def dtype_for(dtype: str | None, device: str) -> str | None:
+    """The weight dtype: ``dtype``, else bfloat16 on a GPU that supports it, else None (the model's float32)."""
     if dtype:
         return dtype
     import torch
@@ -254,8 +256,8 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
     inst_rows = _instruction_rows(inst_path, max_instructions) if instructions else None  # bad input fails early
     ifeval_rows = _ifeval_rows(max_instructions) if ifeval else None
     torch.manual_seed(seed)
-    dev = _device(device)
-    dt = _dtype(dtype, dev)
+    dev = device_for(device)
+    dt = dtype_for(dtype, dev)
     tokenizer = load_tokenizer(ModelArguments(model_name_or_path=model, chat_template_path=chat_template,
                                               trust_remote_code=trust_remote_code), padding_side="left")
     prompts = [it.prompt for it in items]
