@@ -314,3 +314,22 @@ def test_tools_in_prompt_is_the_text_of_the_bundled_template():
     got = render_jinja_template([tools_in_prompt_messages(messages, tools)], chat_template=chatml,
                                 add_generation_prompt=True)[0][0]
     assert got == want
+
+
+def test_eval_run_takes_the_openai_backend(tmp_path, capsys):
+    """`hsa eval run --backend openai` asks the server once per prompt, scores its messages, and a rerun answers
+    from the cache (the server is not asked again)."""
+    from hsa.cli import main
+    from tests.trainers_support import augment_first
+
+    data = augment_first(3, tmp_path / "shards")
+    with StubServer([("status", 503, {"retry-after": "0"}), ("ok", "I will not call anything.")]) as stub:
+        args = ["eval", "run", str(data), "--backend", "openai", "--model", "m", "--base-url", stub.url,
+                "--turns", "calls", "--out", str(tmp_path / "r.json"), "--bootstrap", "10"]
+        assert main(args) == 0
+        first = stub.posts
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["n_predictions"] == report["n_prompts"] == first - 1 > 0
+        assert report["canonical"]["call_accuracy"] == 0.0 and report["problems"]["missing"]["n"] == 0
+        assert main(args) == 0 and stub.posts == first
+    assert "answers from the cache" in capsys.readouterr().err

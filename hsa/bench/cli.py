@@ -26,6 +26,7 @@ def _positive(text: str) -> int:
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """Register ``bench`` and its commands on the ``hsa`` subparsers."""
+    from hsa.bench.client import add_server_options
     from hsa.bench.pool import DEFAULT_K, FAMILIES
 
     b = sub.add_parser("bench", help="hsa-bench: build the public harness-sensitivity pool, run a model on it",
@@ -64,17 +65,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                          "OpenAI-compatible server at --base-url")
     rp.add_argument("--out", required=True, metavar="DIR",
                     help="folder for report.json, report.md, report.png, predictions.jsonl and the response cache")
-    g = rp.add_argument_group("openai backend")
-    g.add_argument("--base-url", metavar="URL", help="the server's API root, e.g. http://127.0.0.1:8000/v1")
-    g.add_argument("--api-key-env", metavar="VAR",
-                   help="the environment variable that holds the API key (the key itself is never an argument)")
-    g.add_argument("--concurrency", type=_positive, default=4, metavar="N", help="requests in flight (default 4)")
-    g.add_argument("--max-retries", type=int, default=3, metavar="N",
-                   help="retries of a request after a connection error, a timeout, 429 or 5xx (default 3)")
-    g.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per request (default 120)")
-    g.add_argument("--tools-in-prompt", action="store_true",
-                   help="render the tools into the system message and calls as <tool_call> text (servers without "
-                        "native function calling) instead of sending them in the request's tools")
+    add_server_options(rp)
     lg = rp.add_argument_group("transformers / vllm backends")
     lg.add_argument("--chat-template", metavar="FILE",
                     help="a .jinja file (or tokenizer folder) whose chat template replaces the model's own "
@@ -102,7 +93,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     sc.add_argument("--seed", type=int, default=0, help="seed of --per-category and of the bootstrap (default 0)")
     sc.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
     sc.add_argument("--compare", metavar="REPORT", help="another report.json on the same pool: paired difference")
-    rp.add_argument("--cache", metavar="FILE", help="the response cache (default OUT/cache.sqlite)")
     rp.add_argument("--no-plot", action="store_true", help="no report.png")
     rp.add_argument("--allow-other-version", action="store_true",
                     help="run a pool built by another hsa version (the report notes it)")

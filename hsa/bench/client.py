@@ -25,7 +25,8 @@ from typing import Any
 
 from hsa.bench.pool import BenchError
 
-__all__ = ["ServerUnreachable", "OpenAIBackend", "tools_in_prompt_messages", "api_messages", "RETRY_STATUS"]
+__all__ = ["ServerUnreachable", "OpenAIBackend", "tools_in_prompt_messages", "api_messages", "RETRY_STATUS",
+           "add_server_options", "server_options"]
 
 #: HTTP statuses that are retried (rate limits and server errors).
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -252,3 +253,26 @@ def _read_completion(r) -> dict:
             out_usage["cost"] = usage[key]
     return {"ok": True, "prediction": {"message": {"content": content or "", "tool_calls": calls or []}},
             "usage": out_usage, "finish_reason": choices[0].get("finish_reason")}
+
+
+def add_server_options(p) -> None:
+    """The options of the ``openai`` backend, shared by ``hsa bench run`` and ``hsa eval run``."""
+    g = p.add_argument_group("openai backend (any OpenAI-compatible server)")
+    g.add_argument("--base-url", metavar="URL", help="the server's API root, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--api-key-env", metavar="VAR",
+                   help="the environment variable that holds the API key (the key itself is never an argument)")
+    g.add_argument("--concurrency", type=int, default=4, metavar="N", help="requests in flight (default 4)")
+    g.add_argument("--max-retries", type=int, default=3, metavar="N",
+                   help="retries of a request after a connection error, a timeout, 429 or 5xx (default 3)")
+    g.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per request (default 120)")
+    g.add_argument("--tools-in-prompt", action="store_true",
+                   help="render the tools into the system message and calls as <tool_call> text (servers without "
+                        "native function calling) instead of sending them in the request's tools")
+    g.add_argument("--cache", metavar="FILE", help="the response cache, an sqlite file (hsa bench run: default "
+                                                   "OUT/cache.sqlite; hsa eval run: default OUT.cache.sqlite)")
+
+
+def server_options(args) -> dict:
+    """The parsed options of :func:`add_server_options` as a dict."""
+    return {k: getattr(args, k) for k in ("base_url", "api_key_env", "concurrency", "max_retries", "timeout",
+                                          "tools_in_prompt", "cache")}

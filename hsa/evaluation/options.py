@@ -64,8 +64,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """The model and generation options of ``run``."""
     p.add_argument("--model", "--model_name_or_path", dest="model", required=True, metavar="M",
                    help="a local model folder (a LoRA adapter folder loads on its base) or a hub id")
-    p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers",
-                   help="generation backend (vllm: when it is installed and a GPU is present)")
+    p.add_argument("--backend", choices=("transformers", "vllm", "openai"), default="transformers",
+                   help="generation backend (vllm: when it is installed and a GPU is present; openai: any "
+                        "OpenAI-compatible server at --base-url)")
     p.add_argument("--predictions-out", metavar="preds.jsonl",
                    help="also write the completions as {\"id\", \"completion\"} lines (hsa eval score reads them)")
     p.add_argument("--instructions", nargs="?", const="bundled", default=None, metavar="FILE",
@@ -90,6 +91,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="rewrites for templates that cannot render some conversations: split_parallel_calls, "
                         "alnum9_call_ids, system_as_user (see docs/training.md)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow models that ship custom code")
+    from hsa.bench.client import add_server_options
+
+    add_server_options(p)
     p.add_argument("--config", metavar="FILE.yaml",
                    help="YAML file of options (names as the flags, - or _); command-line flags override it")
 
@@ -120,6 +124,8 @@ def parse_run_args(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
 
 def run_kwargs(args: argparse.Namespace) -> dict:
     """The keyword arguments of :func:`trainers.eval.run` from parsed ``run`` options."""
+    from hsa.bench.client import server_options
+
     return {"data": args.data, "model": args.model, "out": args.out, "md": args.md, "plot": args.plot,
             "predictions_out": args.predictions_out, "held_out": args.held_out,
             "train_manifest": args.train_manifest, "instructions": args.instructions,
@@ -128,4 +134,4 @@ def run_kwargs(args: argparse.Namespace) -> dict:
             "seed": args.seed, "backend": args.backend, "fmt": args.fmt, "string_match": args.string_match,
             "bootstrap": args.bootstrap, "compare": args.compare, "chat_template": args.chat_template,
             "dtype": args.dtype, "chat_compat": args.chat_compat, "trust_remote_code": args.trust_remote_code,
-            "ifeval": args.ifeval}
+            "ifeval": args.ifeval, "server": server_options(args)}
