@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import http.server
 import json
-import socket
 import threading
 from pathlib import Path
 
 import pytest
+
+from hsa.bench.serve import free_port  # noqa: F401  (re-exported for the tests)
 
 SMALL = {"bfcl": ["simple_python", "parallel_multiple", "live_multiple", "irrelevance"], "agentdojo": ["banking"]}
 
@@ -53,12 +54,6 @@ def gold_answers(pool, sel, *, canonical_names: bool = False, no_calls: bool = F
         out.append({"ok": True, "prediction": {"message": {"content": "" if calls else "I cannot help with that.",
                                                            "tool_calls": calls}}})
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class StubServer:

@@ -136,7 +136,8 @@ def _served(model: str, server: dict, max_new_tokens: int, out: str | None):
         raise TrainerInputError(f"--api-key-env {server['api_key_env']}: that environment variable is not set")
     backend = OpenAIBackend(model, server["base_url"], api_key=key, concurrency=server.get("concurrency", 4),
                             max_retries=server.get("max_retries", 3), timeout=server.get("timeout", 120.0),
-                            max_tokens=max_new_tokens, tools_in_prompt=bool(server.get("tools_in_prompt")))
+                            max_tokens=max_new_tokens, tools_in_prompt=bool(server.get("tools_in_prompt")),
+                            extra_body=server.get("request_extra"))
     cache_path = server.get("cache") or (f"{out}.cache.sqlite" if out else None)
 
     def gen(prompts):

@@ -165,7 +165,7 @@ def make_backend(args: argparse.Namespace):
             raise BenchError("--backend openai needs httpx: pip install 'hsa[bench]'") from None
         return OpenAIBackend(args.model, args.base_url, api_key=key, concurrency=args.concurrency,
                              max_retries=args.max_retries, timeout=args.timeout, max_tokens=args.max_new_tokens,
-                             tools_in_prompt=args.tools_in_prompt)
+                             tools_in_prompt=args.tools_in_prompt, extra_body=args.request_extra)
     try:
         from trainers.backends import local_backend
     except ImportError as exc:

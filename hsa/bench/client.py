@@ -268,6 +268,9 @@ def add_server_options(p) -> None:
     g.add_argument("--tools-in-prompt", action="store_true",
                    help="render the tools into the system message and calls as <tool_call> text (servers without "
                         "native function calling) instead of sending them in the request's tools")
+    g.add_argument("--request-extra", metavar="JSON", type=_json_object, default=None,
+                   help="fields added to every request body, e.g. '{\"repeat_penalty\": 1.0}' for llama-cpp-python's "
+                        "server (whose default repeat penalty 1.1 changes greedy decoding); part of the cache key")
     g.add_argument("--cache", metavar="FILE", help="the response cache, an sqlite file (hsa bench run: default "
                                                    "OUT/cache.sqlite; hsa eval run: default OUT.cache.sqlite)")
 
@@ -275,4 +278,16 @@ def add_server_options(p) -> None:
 def server_options(args) -> dict:
     """The parsed options of :func:`add_server_options` as a dict."""
     return {k: getattr(args, k) for k in ("base_url", "api_key_env", "concurrency", "max_retries", "timeout",
-                                          "tools_in_prompt", "cache")}
+                                          "tools_in_prompt", "request_extra", "cache")}
+
+
+def _json_object(text: str) -> dict:
+    import argparse
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value

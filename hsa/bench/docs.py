@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["START", "END", "pool_markdown", "write_pool_docs"]
+__all__ = ["START", "END", "markers", "pool_markdown", "write_block", "write_pool_docs"]
 
-START = "<!-- hsa-bench:pool:start -->"
-END = "<!-- hsa-bench:pool:end -->"
+
+def markers(name: str) -> tuple[str, str]:
+    """The start and end markers of the block ``name``."""
+    return f"<!-- hsa-bench:{name}:start -->", f"<!-- hsa-bench:{name}:end -->"
+
+
+START, END = markers("pool")
 
 
 def pool_markdown(card: dict) -> str:
@@ -35,12 +40,21 @@ def pool_markdown(card: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_pool_docs(card: dict, path: str | Path) -> None:
-    """Replace the text between :data:`START` and :data:`END` in ``path`` with :func:`pool_markdown`."""
+def write_block(path: str | Path, name: str, text: str) -> None:
+    """Replace what stands between the markers of block ``name`` in the file ``path`` with ``text``."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise ValueError(f"--docs {path}: no {START} ... {END} markers to write between")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(head + START + "\n" + pool_markdown(card) + END + tail, encoding="utf-8")
+    start, end = markers(name)
+    doc = path.read_text(encoding="utf-8")
+    if doc.count(start) != 1 or doc.count(end) != 1:
+        raise ValueError(f"{path}: expected one {start} ... {end} pair of markers to write between")
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(head + start + "\n" + text + end + tail, encoding="utf-8")
+
+
+def write_pool_docs(card: dict, path: str | Path) -> None:
+    """Write :func:`pool_markdown` into the ``pool`` block of ``path`` (``hsa bench build --docs``)."""
+    try:
+        write_block(path, "pool", pool_markdown(card))
+    except OSError as exc:
+        raise ValueError(f"--docs {path}: cannot write it ({exc.strerror})") from None

@@ -236,7 +236,8 @@ def run_bench(pool_path: str | Path, backend, *, out: str | Path, suites: Sequen
     with open(out / "predictions.jsonl", "w", encoding="utf-8") as f:
         for it, a in zip(sel.items, answers):
             if a is not None:
-                f.write(json.dumps({"id": it.prompt["id"], **a["prediction"]}, ensure_ascii=False) + "\n")
+                f.write(json.dumps({"id": it.prompt["id"], **a["prediction"], "usage": a.get("usage") or {}},
+                                   ensure_ascii=False) + "\n")
     report = build_report(pool, sel, answers, run=counts, backend=backend.describe(), fmt=fmt,
                           string_match=string_match, seed=seed, bootstrap=bootstrap,
                           options={"suites": list(suites), "categories": list(categories),

@@ -2,7 +2,9 @@
 
 * **BFCL** (``bfcl-eval``, Apache-2.0): the single-turn categories that have ground truth (simple in Python, Java and
   JavaScript, multiple, parallel, parallel_multiple, their ``live_`` counterparts) and the two irrelevance
-  categories, whose right answer is no call. Each BFCL question becomes one record: the question's messages, the
+  categories, whose right answer is no call. Questions are read with BFCL's own loader (``load_dataset_entry``), so
+  the function documents are the ones BFCL sends to models: with its language hint, and Java and JavaScript
+  parameters typed as strings holding code. Each BFCL question becomes one record: the question's messages, the
   function documents as tools, and a gold assistant turn whose calls take the first value BFCL accepts for each
   parameter; BFCL's full ``possible_answer`` (every accepted value, ``""`` for "may be omitted") is kept beside
   the record and scoring accepts any of them, as BFCL's AST checker does.
@@ -134,8 +136,13 @@ def bfcl_items(categories: tuple[str, ...] | list[str] = BFCL_CATEGORIES) -> Ite
     if unknown:
         raise SuiteError(f"unknown BFCL categories {unknown}; expected some of {list(BFCL_CATEGORIES)}")
     data = package_dir("bfcl_eval", "bfcl") / "data"
+    try:
+        from bfcl_eval.utils import load_dataset_entry
+    except ImportError as exc:
+        raise SuiteError(f"bfcl_eval's loader cannot be imported ({exc}); {install_hint('bfcl')}, with filelock") \
+            from None
     for cat in categories:
-        questions = _read_jsonl(data / f"BFCL_v4_{cat}.json")
+        questions = load_dataset_entry(cat)
         answers = {} if cat in _NO_CALL else {a["id"]: a["ground_truth"]
                                                for a in _read_jsonl(data / "possible_answer" / f"BFCL_v4_{cat}.json")}
         for q in questions:
