@@ -26,7 +26,7 @@ from typing import Any
 from hsa.bench.pool import BenchError
 
 __all__ = ["HEADLINE", "score_prompt", "bfcl_turn_correct", "build_report", "write_bench_report", "to_markdown",
-           "plot", "summary_text"]
+           "plot", "summary_text", "fmt_pct", "fmt_points", "fmt_ci"]
 
 HEADLINE = ("call-turn gap: accuracy on the canonical harness minus accuracy under its variants, over call turns "
             "(points; positive = the model loses accuracy when the harness changes), paired 95% bootstrap interval "
@@ -267,16 +267,19 @@ def _compare(results: list[dict], other: str | Path | dict, sha: str, *, seed: i
 # --------------------------------------------------------------------------- output
 
 
-def _pct(v: Any) -> str:
+def fmt_pct(v: Any) -> str:
+    """A fraction as a percentage with one decimal ("–" for None)."""
     return "–" if v is None else f"{100 * v:.1f}"
 
 
-def _pts(v: Any) -> str:
+def fmt_points(v: Any) -> str:
+    """A difference of fractions in signed percentage points."""
     return "–" if v is None else f"{100 * v:+.1f}"
 
 
-def _ci(ci: Any, pts: bool = False) -> str:
-    f = _pts if pts else _pct
+def fmt_ci(ci: Any, pts: bool = False) -> str:
+    """An interval ``[lo, hi]`` in % (or points with ``pts``)."""
+    f = fmt_points if pts else fmt_pct
     return "–" if not ci else f"[{f(ci[0])}, {f(ci[1])}]"
 
 
@@ -289,8 +292,8 @@ def to_markdown(report: dict) -> str:
              f"Pool sha256 `{report['pool_sha256']}`; {report['n_prompts']} prompts on {report['n_items']} items; "
              f"string match {report['options']['string_match']}, bootstrap {report['options']['bootstrap']} "
              "resamples of items. Values in %.", "",
-             f"**Headline — {h['name']}: {_pts(h['gap'])} points, 95% CI {_ci(h['ci95'], True)}** "
-             f"(canonical {_pct(h['canonical'])}, variants {_pct(h['variants'])}, relative {rel}; "
+             f"**Headline — {h['name']}: {fmt_points(h['gap'])} points, 95% CI {fmt_ci(h['ci95'], True)}** "
+             f"(canonical {fmt_pct(h['canonical'])}, variants {fmt_pct(h['variants'])}, relative {rel}; "
              f"{h['n_items']} items). {h['definition']}."]
     for key, title in (("call_turns", "Call turns (a call is wanted)"),
                        ("no_call_turns", "No-call turns (BFCL irrelevance: the right answer calls nothing)")):
@@ -300,27 +303,27 @@ def to_markdown(report: dict) -> str:
         for name, g, gap in (("canonical", blk["canonical"], None), ("variants", blk["variants"], blk["gap"]),
                              ("seen families", blk["seen"], blk["seen_gap"]),
                              ("held-out families", blk["held_out"], blk["held_out_gap"])):
-            lines.append(f"| {name} | {_pct(g['accuracy'])} | {_ci(g['ci95'])} | {g['n']} | {g['n_items']} | "
-                         f"{_pts(gap['gap']) if gap else ''} | {_ci(gap['ci95'], True) if gap else ''} |")
+            lines.append(f"| {name} | {fmt_pct(g['accuracy'])} | {fmt_ci(g['ci95'])} | {g['n']} | {g['n_items']} | "
+                         f"{fmt_points(gap['gap']) if gap else ''} | {fmt_ci(gap['ci95'], True) if gap else ''} |")
         for f, g in blk["by_family"].items():
-            lines.append(f"| family {f}{' (held out)' if g['held_out'] else ''} | {_pct(g['accuracy'])} | "
-                         f"{_ci(g['ci95'])} | {g['n']} | {g['n_items']} | {_pts(g['gap']['gap'])} | "
-                         f"{_ci(g['gap']['ci95'], True)} |")
+            lines.append(f"| family {f}{' (held out)' if g['held_out'] else ''} | {fmt_pct(g['accuracy'])} | "
+                         f"{fmt_ci(g['ci95'])} | {g['n']} | {g['n_items']} | {fmt_points(g['gap']['gap'])} | "
+                         f"{fmt_ci(g['gap']['ci95'], True)} |")
         if blk["by_transform"]:
             lines += ["", "| transform | accuracy | n | gap (points) | gap CI |", "|---|---|---|---|---|"]
-            lines += [f"| {t} | {_pct(g['accuracy'])} | {g['n']} | {_pts(g['gap']['gap'])} | "
-                      f"{_ci(g['gap']['ci95'], True)} |" for t, g in blk["by_transform"].items()]
+            lines += [f"| {t} | {fmt_pct(g['accuracy'])} | {g['n']} | {fmt_points(g['gap']['gap'])} | "
+                      f"{fmt_ci(g['gap']['ci95'], True)} |" for t, g in blk["by_transform"].items()]
         if blk["by_category"]:
             lines += ["", "| category | canonical | n | variants | n |", "|---|---|---|---|---|"]
-            lines += [f"| {c} | {_pct(g['canonical']['accuracy'])} | {g['canonical']['n']} | "
-                      f"{_pct(g['variants']['accuracy'])} | {g['variants']['n']} |"
+            lines += [f"| {c} | {fmt_pct(g['canonical']['accuracy'])} | {g['canonical']['n']} | "
+                      f"{fmt_pct(g['variants']['accuracy'])} | {g['variants']['n']} |"
                       for c, g in blk["by_category"].items()]
     if report.get("paired"):
         p = report["paired"]
         lines += ["", f"## Compared with `{p['other']}`", ""]
         for kind in ("call_turns", "no_call_turns"):
             d = p[kind]
-            lines.append(f"- {kind.replace('_', ' ')}: {_pts(d['difference'])} points, 95% CI {_ci(d['ci95'], True)} "
+            lines.append(f"- {kind.replace('_', ' ')}: {fmt_points(d['difference'])} points, 95% CI {fmt_ci(d['ci95'], True)} "
                          f"on {d['n']} shared prompts")
     pr, run = report["problems"], report["run"]
     lines += ["", "## Run and problems", "",
@@ -383,12 +386,12 @@ def summary_text(report: dict) -> str:
     h = report["headline"]
     c, n = report["call_turns"], report["no_call_turns"]
     lines = [f"{report['benchmark']} (pool {report['pool_sha256'][:12]}): {report['n_prompts']} prompts",
-             f"call turns: canonical {_pct(c['canonical']['accuracy'])}% (n={c['canonical']['n']}), variants "
-             f"{_pct(c['variants']['accuracy'])}% (n={c['variants']['n']}), held-out "
-             f"{_pct(c['held_out']['accuracy'])}%",
-             f"no-call turns: canonical {_pct(n['canonical']['accuracy'])}% (n={n['canonical']['n']}), variants "
-             f"{_pct(n['variants']['accuracy'])}% (n={n['variants']['n']})",
-             f"headline (call-turn gap): {_pts(h['gap'])} points, 95% CI {_ci(h['ci95'], True)}"]
+             f"call turns: canonical {fmt_pct(c['canonical']['accuracy'])}% (n={c['canonical']['n']}), variants "
+             f"{fmt_pct(c['variants']['accuracy'])}% (n={c['variants']['n']}), held-out "
+             f"{fmt_pct(c['held_out']['accuracy'])}%",
+             f"no-call turns: canonical {fmt_pct(n['canonical']['accuracy'])}% (n={n['canonical']['n']}), variants "
+             f"{fmt_pct(n['variants']['accuracy'])}% (n={n['variants']['n']})",
+             f"headline (call-turn gap): {fmt_points(h['gap'])} points, 95% CI {fmt_ci(h['ci95'], True)}"]
     run = report["run"]
     lines.append(f"run: {run['cache_hits']} cached, {run['asked']} asked, {run['retries']} retries, tokens "
                  f"{run['tokens']['prompt']:,} in / {run['tokens']['completion']:,} out")
