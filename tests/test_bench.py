@@ -333,3 +333,20 @@ def test_eval_run_takes_the_openai_backend(tmp_path, capsys):
         assert report["canonical"]["call_accuracy"] == 0.0 and report["problems"]["missing"]["n"] == 0
         assert main(args) == 0 and stub.posts == first
     assert "answers from the cache" in capsys.readouterr().err
+
+
+def test_build_command_prints_the_sha256_and_refuses_a_full_folder(tmp_path, capsys):
+    """`hsa bench build` prints `sha256 <hex>` on standard output (what bench.json holds); a second build into
+    the same folder is refused unless --overwrite, which gives the same sha256."""
+    from hsa.cli import main
+
+    args = ["bench", "build", "--out", str(tmp_path / "b"), "--suite", "bfcl", "--categories", "simple_python",
+            "--limit", "2", "--k", "1", "--families", "order", "param_names", "--quiet"]
+    assert main(args) == 0
+    out = capsys.readouterr().out.strip()
+    card = json.loads((tmp_path / "b" / "bench.json").read_text())
+    assert out == f"sha256 {card['sha256']}" and card["parts"]["bfcl"] == ["simple_python"]
+    assert main(args) == 2 and "--overwrite" in capsys.readouterr().err
+    assert main(args + ["--overwrite"]) == 0 and capsys.readouterr().out.strip() == out
+    assert main(args[:-1] + ["--categories", "nope", "--overwrite"]) == 2
+    assert "neither a BFCL category" in capsys.readouterr().err
