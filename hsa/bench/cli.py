@@ -6,22 +6,14 @@ import argparse
 import os
 import sys
 
+from hsa.evaluation.options import positive_int
+
 __all__ = ["add_parser", "cmd_build", "cmd_run", "make_backend"]
 
 
 def _die(msg: str) -> int:
     print(f"hsa: error: {msg}", file=sys.stderr)
     return 2
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {n})")
-    return n
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -37,15 +29,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                      "pool; prints its sha256")
     bp.add_argument("--suite", choices=("bfcl", "agentdojo", "all"), default="all", help="the suites (default all)")
     bp.add_argument("--out", required=True, metavar="BENCH", help="the pool folder to write")
-    bp.add_argument("--k", type=_positive, default=DEFAULT_K, metavar="K",
+    bp.add_argument("--k", type=positive_int, default=DEFAULT_K, metavar="K",
                     help=f"variants per item and family (default {DEFAULT_K}; hsa-bench v1 uses {DEFAULT_K})")
     bp.add_argument("--seed", type=int, default=0, help="seed of the variants (default 0; hsa-bench v1 uses 0)")
     bp.add_argument("--families", nargs="+", choices=list(FAMILIES), metavar="FAMILY",
                     help=f"only these families (default all: {', '.join(FAMILIES)})")
     bp.add_argument("--categories", nargs="+", metavar="NAME",
                     help="only these BFCL categories / AgentDojo suites (default all)")
-    bp.add_argument("--limit", type=_positive, metavar="N", help="only the first N items of each category")
-    bp.add_argument("--workers", type=_positive, default=1, metavar="N", help="processes (default 1; same bytes)")
+    bp.add_argument("--limit", type=positive_int, metavar="N", help="only the first N items of each category")
+    bp.add_argument("--workers", type=positive_int, default=1, metavar="N", help="processes (default 1; same bytes)")
     bp.add_argument("--overwrite", action="store_true", help="replace the pool in a non-empty --out")
     bp.add_argument("--allow-other-versions", action="store_true",
                     help="build with suite packages other than the pinned ones (the pool is then not hsa-bench v1)")
@@ -70,17 +62,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
     lg.add_argument("--chat-template", metavar="FILE",
                     help="a .jinja file (or tokenizer folder) whose chat template replaces the model's own "
                          "(trainers/data/hsa_chatml_tools.jinja renders tools for models whose template does not)")
-    lg.add_argument("--batch-size", type=_positive, default=8, metavar="B", help="prompts per batch (default 8)")
+    lg.add_argument("--batch-size", type=positive_int, default=8, metavar="B", help="prompts per batch (default 8)")
     lg.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
     lg.add_argument("--dtype", default=None, help="weight dtype (default bfloat16 on a GPU that supports it)")
-    rp.add_argument("--max-new-tokens", type=_positive, default=256, metavar="T",
+    rp.add_argument("--max-new-tokens", type=positive_int, default=256, metavar="T",
                     help="tokens generated per prompt (default 256)")
     s = rp.add_argument_group("which prompts")
     s.add_argument("--suites", nargs="+", default=[], metavar="SUITE", help="only these suites (bfcl, agentdojo)")
     s.add_argument("--categories", nargs="+", default=[], metavar="NAME", help="only these categories")
     s.add_argument("--families", nargs="+", default=[], metavar="FAMILY",
                    help="only the variants of these families (the canonical rows always)")
-    s.add_argument("--per-category", type=_positive, metavar="N",
+    s.add_argument("--per-category", type=positive_int, metavar="N",
                    help="N items per category, drawn by a seeded hash of their ids (a stated subset; default all)")
     sc = rp.add_argument_group("scoring")
     from hsa.evaluation.parsers import FORMATS

@@ -58,22 +58,6 @@ def _params_match(gold: dict, args: dict, schema: Any, string_match: str) -> boo
     return all(k in gold for k in args)
 
 
-def _matching(edges: list[list[int]], n_right: int) -> int:
-    """Size of a maximum bipartite matching (augmenting paths; a turn holds a handful of calls)."""
-    owner = [-1] * n_right
-
-    def augment(i: int, seen: list[bool]) -> bool:
-        for j in edges[i]:
-            if not seen[j]:
-                seen[j] = True
-                if owner[j] < 0 or augment(owner[j], seen):
-                    owner[j] = i
-                    return True
-        return False
-
-    return sum(1 for i in range(len(edges)) if augment(i, [False] * n_right))
-
-
 def bfcl_turn_correct(answers: list[dict], calls: Sequence[dict | None], schemas: dict, string_match: str) -> bool:
     """Whether canonical ``calls`` (None: a call that maps to no tool) answer BFCL's ``possible_answer`` list: one
     call per gold function, any order, each parameter one of its accepted values."""
@@ -85,7 +69,9 @@ def bfcl_turn_correct(answers: list[dict], calls: Sequence[dict | None], schemas
         edges.append([j for j, c in enumerate(calls) if c is not None and c["name"] == name
                       and isinstance(c["arguments"], dict)
                       and _params_match(params, c["arguments"], schemas.get(name), string_match)])
-    return _matching(edges, len(calls)) == len(answers)
+    from hsa.evaluation.scoring import max_matching
+
+    return max_matching(edges, len(calls)) == len(answers)
 
 
 def score_prompt(item, info: dict, answer: dict | None, *, canonical_schemas: dict, fmt: str,

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["add_common_options", "add_score_options", "add_run_options", "parse_run_args", "run_kwargs"]
+__all__ = ["add_common_options", "add_score_options", "add_run_options", "parse_run_args", "run_kwargs",
+           "positive_int"]
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
     try:
         n = int(text)
     except ValueError:
@@ -29,7 +31,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turns", choices=TURNS, default="all",
                    help="assistant turns to predict: all (default), calls (turns with tool calls), replies (final "
                         "replies), first or last of each row")
-    p.add_argument("--max-prompts", type=_positive, default=None, metavar="N",
+    p.add_argument("--max-prompts", type=positive_int, default=None, metavar="N",
                    help="only the first N prompts (dataset order)")
 
 
@@ -75,10 +77,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ifeval", action="store_true",
                    help="also run the real IFEval (google/IFEval from the hub, IFEval's own checkers from "
                         "if-verifiable or lm-eval) when they are reachable: report field 'ifeval'")
-    p.add_argument("--max-instructions", type=_positive, default=None, metavar="N",
+    p.add_argument("--max-instructions", type=positive_int, default=None, metavar="N",
                    help="only the first N instruction prompts")
-    p.add_argument("--batch-size", type=_positive, default=8, metavar="B", help="prompts per batch (default 8)")
-    p.add_argument("--max-new-tokens", type=_positive, default=256, metavar="T",
+    p.add_argument("--batch-size", type=positive_int, default=8, metavar="B", help="prompts per batch (default 8)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=256, metavar="T",
                    help="tokens generated per prompt (default 256)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="where the model runs (default: cuda when available, else cpu)")
