@@ -90,8 +90,11 @@ def _dumps(obj: Any) -> bytes:
 
 
 def _item_line(item: BenchItem, source_id: str) -> dict:
-    return {"source_id": source_id, "suite": item.suite, "category": item.category, "turns": list(item.turns),
+    line = {"source_id": source_id, "suite": item.suite, "category": item.category, "turns": list(item.turns),
             "kinds": list(item.kinds), "answers": list(item.answers)}
+    if item.code:
+        line["code"] = item.code
+    return line
 
 
 def _augment_item(args: tuple) -> tuple[list[dict], list[dict], dict]:

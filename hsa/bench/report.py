@@ -39,8 +39,13 @@ HEADLINE = ("call-turn gap: accuracy on the canonical harness minus accuracy und
 def _option_match(option: Any, value: Any, schema: Any, string_match: str) -> bool:
     from hsa.evaluation import values_match
 
-    if isinstance(option, dict) and isinstance(value, dict) and all(isinstance(v, list) for v in option.values()):
+    if isinstance(option, dict) and isinstance(value, dict) and option and \
+            all(isinstance(v, list) for v in option.values()):  # a nested answer: its keys hold option lists
         return _params_match(option, value, schema, string_match)
+    if isinstance(option, list) and isinstance(value, list) and any(isinstance(o, dict) for o in option):
+        items = schema.get("items") if isinstance(schema, dict) else None
+        return len(option) == len(value) and all(_option_match(o, v, items, string_match)
+                                                 for o, v in zip(option, value))
     return values_match(option, value, schema, string_match)
 
 
@@ -50,7 +55,7 @@ def _params_match(gold: dict, args: dict, schema: Any, string_match: str) -> boo
     for key, options in gold.items():
         options = options if isinstance(options, list) else [options]
         if key not in args:
-            if "" not in options:
+            if "" not in options and None not in options:  # a null accepted: leaving it out gives the default
                 return False
             continue
         if not any(_option_match(o, args[key], props.get(key), string_match) for o in options if o != ""):
@@ -72,6 +77,16 @@ def bfcl_turn_correct(answers: list[dict], calls: Sequence[dict | None], schemas
     from hsa.evaluation.scoring import max_matching
 
     return max_matching(edges, len(calls)) == len(answers)
+
+
+def _typed(call: dict | None, code: dict) -> dict | None:
+    from hsa.bench.suites import convert_code
+
+    if call is None or not isinstance(call["arguments"], dict):
+        return call
+    types = code["types"].get(call["name"], {})
+    return {**call, "arguments": {k: convert_code(v, types.get(k), code["language"])
+                                  for k, v in call["arguments"].items()}}
 
 
 def score_prompt(item, info: dict, answer: dict | None, *, canonical_schemas: dict, fmt: str,
@@ -98,6 +113,9 @@ def score_prompt(item, info: dict, answer: dict | None, *, canonical_schemas: di
         return out
     if info["answers"] is not None:
         canon = [canonical_call(c, item.mapping, item.schemas) for c in calls]
+        if info.get("code"):  # Java / JavaScript: string arguments read as BFCL's checker reads them
+            canon = [_typed(c, info["code"]) for c in canon]
+            canonical_schemas = {}
         out["correct"] = int(bfcl_turn_correct(info["answers"], canon, canonical_schemas, string_match))
     else:
         s = score_turn(parsed, item.gold, item.mapping, item.schemas, item.skill_tool,

@@ -122,7 +122,8 @@ def select_prompts(pool: Pool, *, suites: Sequence[str] = (), categories: Sequen
         fam = row_family.get(p["row_id"])
         out_items.append(item)
         info.append({"suite": meta["suite"], "category": meta["category"], "kind": meta["kinds"][k],
-                     "answers": meta["answers"][k], "family": fam, "held_out": fam in held if fam else None})
+                     "answers": meta["answers"][k], "code": meta.get("code"), "family": fam,
+                     "held_out": fam in held if fam else None})
     notes = list(source.notes)
     if source.rejected:
         raise BenchError(f"{len(source.rejected)} pool rows cannot be read ({source.rejected[0]}); rebuild the pool")

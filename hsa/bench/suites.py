@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["SUITES", "SUITE_PACKAGES", "BFCL_CATEGORIES", "AGENTDOJO_SUITES", "AGENTDOJO_VERSION", "LICENCES",
-           "BenchItem", "SuiteError", "installed_version", "package_dir", "install_hint", "bfcl_items",
+           "BenchItem", "SuiteError", "installed_version", "package_dir", "install_hint", "bfcl_items", "code_types",
+           "convert_code",
            "agentdojo_items", "suite_items"]
 
 SUITES = ("bfcl", "agentdojo")
@@ -61,7 +62,8 @@ class BenchItem:
 
     ``turns``: the indices of the record's assistant messages that are prompts; ``kind`` per turn is ``call`` (a
     call is wanted) or ``no_call`` (the right answer calls nothing); ``answers`` per call turn: BFCL's possible
-    answers (``[{tool: {param: [accepted values]}}]``) or None (the gold calls alone)."""
+    answers (``[{tool: {param: [accepted values]}}]``) or None (the gold calls alone); ``code``: for BFCL's Java and
+    JavaScript items, the language and the raw parameter types its checker converts string arguments with."""
 
     suite: str
     category: str
@@ -69,6 +71,7 @@ class BenchItem:
     turns: tuple[int, ...]
     kinds: tuple[str, ...]
     answers: tuple[Any, ...]
+    code: dict | None = None  # Java / JavaScript: {"language", "types"} (:func:`code_types`)
 
 
 def installed_version(suite: str) -> str | None:
@@ -104,20 +107,94 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def _is_options(value: Any) -> bool:
+    """A BFCL nested answer: an object whose every value is a list of accepted values."""
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, list) for v in value.values())
+
+
+def _first_value(value: Any) -> Any:
+    """An accepted value with its nested answers (objects of option lists, lists of them) resolved to first choices."""
+    if _is_options(value):
+        return {k: v for k, (given, v) in ((k, _first_choice(o)) for k, o in value.items()) if given}
+    if isinstance(value, list) and any(_is_options(x) for x in value):
+        return [_first_value(x) for x in value]
+    return value
+
+
 def _first_choice(options: Any) -> tuple[bool, Any]:
     """(given, value): the first value BFCL accepts for a parameter; not given when only omission is listed."""
     if not isinstance(options, list):
         return True, options
     for v in options:
-        if v == "":
-            continue
-        if isinstance(v, dict):  # a nested object: its keys hold option lists too
-            return True, {k: val for k, (given, val) in ((k, _first_choice(o)) for k, o in v.items()) if given}
-        return True, v
+        if v != "" and v is not None:  # "" (and a null) in BFCL's list: the parameter may be left out
+            return True, _first_value(v)
     return False, None
 
 
-def _gold_calls(ground_truth: list[dict]) -> list[dict]:
+def code_types(raw_functions: list[dict]) -> dict[str, dict[str, list]]:
+    """Java / JavaScript parameter types of BFCL's raw function documents: ``{function: {param: [type, item
+    type]}}`` (what BFCL's checker converts a string argument with)."""
+    out = {}
+    for f in raw_functions:
+        props = (f.get("parameters") or {}).get("properties") or {}
+        out[f["name"]] = {k: [v.get("type"), (v.get("items") or {}).get("type")] for k, v in props.items()
+                          if isinstance(v, dict)}
+    return out
+
+
+def convert_code(value: Any, types: list, language: str) -> Any:
+    """A string argument of a Java / JavaScript function read as BFCL's checker reads it (its type converters);
+    anything else, or a type they do not convert, as it is."""
+    from bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter import java_type_converter
+    from bfcl_eval.eval_checker.ast_eval.type_convertor.js_type_converter import js_type_converter
+
+    if not isinstance(value, str) or not types or types[0] in (None, "any", "String"):
+        return value
+    convert = java_type_converter if language == "java" else js_type_converter
+    try:
+        if types[0] in ("Array", "ArrayList", "array") and types[1]:
+            return convert(value, types[0], types[1])
+        return convert(value, types[0])
+    except (ValueError, NotImplementedError, SyntaxError, TypeError, KeyError, IndexError):
+        return value
+
+
+def _java_literal(value: Any, java_type: str | None) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if java_type == "long" and isinstance(value, int):
+        return f"{value}L"
+    if java_type == "float" and isinstance(value, (int, float)):
+        return f"{float(value)}f"
+    if java_type == "char" and isinstance(value, str):
+        return f"'{value}'"
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+
+
+def _code_string(value: Any, types: list, language: str) -> Any:
+    """A string that BFCL's converter reads back as ``value`` (the gold argument of a Java / JavaScript function,
+    whose parameters BFCL types as strings); ``value`` itself when no form tried reads back."""
+    if isinstance(value, str) or not types or value is None:
+        return value
+    t, item = types[0], types[1]
+    forms = [json.dumps(value, ensure_ascii=False)]
+    if isinstance(value, bool):
+        forms = ["true" if value else "false"]
+    elif isinstance(value, (int, float)):
+        forms = [str(value), f"{value}L", f"{value}f", repr(float(value)), f"{float(value)}f"]
+    elif language == "java" and isinstance(value, list):
+        items = ", ".join(_java_literal(x, item) for x in value)
+        forms = [f"new ArrayList<>(Arrays.asList({items}))", f"new {item or 'Object'}[]{{{items}}}"]
+    elif language == "java" and isinstance(value, dict):
+        puts = " ".join(f'put("{k}", {_java_literal(v, None)});' for k, v in value.items())
+        forms = [f"new HashMap<String, Object>() {{{{ {puts} }}}}"]
+    for form in forms:
+        if convert_code(form, types, language) == value:
+            return form
+    return value
+
+
+def _gold_calls(ground_truth: list[dict], types: dict | None = None, language: str = "python") -> list[dict]:
     calls = []
     for n, entry in enumerate(ground_truth):
         (name, params), = entry.items()
@@ -125,7 +202,7 @@ def _gold_calls(ground_truth: list[dict]) -> list[dict]:
         for key, options in params.items():
             given, value = _first_choice(options)
             if given:
-                args[key] = value
+                args[key] = value if types is None else _code_string(value, types.get(name, {}).get(key), language)
         calls.append({"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": args}})
     return calls
 
@@ -145,8 +222,11 @@ def bfcl_items(categories: tuple[str, ...] | list[str] = BFCL_CATEGORIES) -> Ite
         questions = load_dataset_entry(cat)
         answers = {} if cat in _NO_CALL else {a["id"]: a["ground_truth"]
                                                for a in _read_jsonl(data / "possible_answer" / f"BFCL_v4_{cat}.json")}
+        language = {"simple_java": "java", "simple_javascript": "javascript"}.get(cat)
+        raw = {q["id"]: q["function"] for q in _read_jsonl(data / f"BFCL_v4_{cat}.json")} if language else {}
         for q in questions:
             turns = q["question"]
+            types = code_types(raw[q["id"]]) if language else None
             messages = [m for turn in turns for m in turn]
             if cat in _NO_CALL:
                 gold = {"role": "assistant", "content": ""}
@@ -154,11 +234,13 @@ def bfcl_items(categories: tuple[str, ...] | list[str] = BFCL_CATEGORIES) -> Ite
             else:
                 if q["id"] not in answers:
                     raise SuiteError(f"BFCL {cat} question {q['id']} has no possible answer in the package")
-                gold = {"role": "assistant", "content": "", "tool_calls": _gold_calls(answers[q["id"]])}
+                gold = {"role": "assistant", "content": "", "tool_calls": _gold_calls(answers[q["id"]], types,
+                                                                                      language or "python")}
                 kinds, answer = ("call",), (answers[q["id"]],)
             record = {"id": f"bfcl.{q['id']}", "messages": messages + [gold], "tools": q["function"],
                       "meta": {"suite": "bfcl", "category": cat}}
-            yield BenchItem("bfcl", cat, record, (len(messages),), kinds, answer)
+            yield BenchItem("bfcl", cat, record, (len(messages),), kinds, answer,
+                            {"language": language, "types": types} if language else None)
 
 
 # --------------------------------------------------------------------------- AgentDojo
