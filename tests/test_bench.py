@@ -172,6 +172,7 @@ def test_memorised_names_open_a_gap_where_names_change(small_pool):
     assert rep["call_turns"]["canonical"]["accuracy"] == 1.0
     assert fam["tool_names"]["accuracy"] < 0.25 and fam["tool_names"]["gap"]["gap"] > 0.75  # a tool may keep its name
     assert fam["order"]["accuracy"] == 1.0 and fam["descriptions"]["accuracy"] == 1.0
+    assert fam["added_required"]["accuracy"] == 0.0  # the variant's new required parameter is not given
     assert rep["headline"]["gap"] > 0.2 and rep["headline"]["ci95"][0] > 0
 
 

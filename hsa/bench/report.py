@@ -8,6 +8,8 @@ a call that would not reach a tool of the variant matches nothing), and compared
   value it accepts for a parameter (``possible_answer``), any of them is right and a parameter whose list holds
   ``""`` may be left out, as BFCL's AST checker has it; elsewhere the arguments compare as ``hsa eval score``
   compares them (:func:`hsa.evaluation.arguments_match`);
+* every call must give the parameters the variant's schema requires (a call without them would be refused by the
+  deployed harness: a parameter ``added_required`` adds, for one);
 * a **no-call turn** (BFCL's irrelevance categories) is right when the completion parses and makes no call.
 
 The two kinds are never averaged together: a model that never calls a tool scores 0 on call turns and 100 on
@@ -111,16 +113,32 @@ def score_prompt(item, info: dict, answer: dict | None, *, canonical_schemas: di
     if info["kind"] == "no_call":
         out["correct"] = int(not calls)
         return out
+    missing = _missing_required(calls, item.schemas)
+    if missing:
+        out["missing_required"] = missing
     if info["answers"] is not None:
         canon = [canonical_call(c, item.mapping, item.schemas) for c in calls]
         if info.get("code"):  # Java / JavaScript: string arguments read as BFCL's checker reads them
             canon = [_typed(c, info["code"]) for c in canon]
             canonical_schemas = {}
-        out["correct"] = int(bfcl_turn_correct(info["answers"], canon, canonical_schemas, string_match))
+        out["correct"] = int(not missing and bfcl_turn_correct(info["answers"], canon, canonical_schemas,
+                                                               string_match))
     else:
         s = score_turn(parsed, item.gold, item.mapping, item.schemas, item.skill_tool,
                        canonical_schemas=canonical_schemas, string_match=string_match)
-        out["correct"] = s["call"]
+        out["correct"] = int(not missing and s["call"])
+    return out
+
+
+def _missing_required(calls: Sequence[dict], schemas: dict) -> list[str]:
+    """``tool.param`` for each parameter the variant's schema requires that a call leaves out: the deployed harness
+    would refuse that call (a parameter the variant added, such as ``tool.add_required``'s, included)."""
+    out = []
+    for c in calls:
+        schema = schemas.get(c["name"])
+        required = schema.get("required") if isinstance(schema, dict) else None
+        args = c["arguments"] if isinstance(c["arguments"], dict) else {}
+        out += [f"{c['name']}.{r}" for r in required or () if isinstance(r, str) and r not in args]
     return out
 
 
