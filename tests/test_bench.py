@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from tests.bench_support import StubServer, free_port, gold_answers, needs_suites, small_pool  # noqa: F401
+from tests.trainers_support import tiny_model  # noqa: F401
 
 pytestmark = needs_suites
 
@@ -351,3 +352,21 @@ def test_build_command_prints_the_sha256_and_refuses_a_full_folder(tmp_path, cap
     assert main(args + ["--overwrite"]) == 0 and capsys.readouterr().out.strip() == out
     assert main(args[:-1] + ["--categories", "nope", "--overwrite"]) == 2
     assert "neither a BFCL category" in capsys.readouterr().err
+
+
+def test_transformers_backend_runs_and_caches(small_pool, tiny_model, tmp_path):
+    """`hsa bench run --backend transformers` with a tiny local model: every prompt answered and scored, token
+    counts reported, and a rerun generates nothing (all cache hits)."""
+    from hsa.cli import main
+
+    args = ["bench", "run", str(small_pool), "--backend", "transformers", "--model", str(tiny_model), "--out",
+            str(tmp_path / "r"), "--categories", "simple_python", "irrelevance", "--families", "order",
+            "--max-new-tokens", "8", "--device", "cpu", "--bootstrap", "10", "--quiet", "--no-plot"]
+    assert main(args) == 0
+    rep = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert rep["run"]["asked"] == rep["n_prompts"] > 0 and rep["run"]["tokens"]["completion"] > 0
+    assert rep["backend"]["backend"] == "transformers" and rep["problems"]["request_failed"]["n"] == 0
+    assert main(args) == 0
+    again = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert again["run"]["cache_hits"] == rep["n_prompts"] and again["run"]["asked"] == 0
+    assert again["call_turns"] == rep["call_turns"]

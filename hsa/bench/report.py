@@ -374,7 +374,8 @@ def plot(report: dict, path: str | Path) -> None:
     for ax, key, title in ((axes[0], "call_turns", "call turns"), (axes[1], "no_call_turns", "no-call turns")):
         blk = report[key]
         bars = [("canonical", blk["canonical"]), ("variants", blk["variants"])]
-        bars += [(f + (" (ho)" if g["held_out"] else ""), g) for f, g in blk["by_family"].items()]
+        fams = sorted(blk["by_family"].items(), key=lambda kv: (kv[1]["held_out"], kv[0]))  # seen, then held out
+        bars += [(f + (" (held out)" if g["held_out"] else ""), g) for f, g in fams]
         bars = [(n, g) for n, g in bars if g.get("accuracy") is not None]
         xs = list(range(len(bars)))
         vals = [100 * g["accuracy"] for _, g in bars]
@@ -385,7 +386,8 @@ def plot(report: dict, path: str | Path) -> None:
         ax.set_ylim(0, 100)
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"{title} (n={blk['canonical']['n'] + blk['variants']['n']})", fontsize=9)
-    fig.suptitle(f"{report['benchmark'][:40]}: {report['backend'].get('model')}", fontsize=9)
+    fig.suptitle(f"{report['backend'].get('model')} on {report['benchmark']} (pool {report['pool_sha256'][:12]}), "
+                 "95% bootstrap intervals", fontsize=8)
     fig.tight_layout()
     fig.savefig(str(path), metadata={"Software": None})
     plt.close(fig)
