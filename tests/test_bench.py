@@ -370,3 +370,22 @@ def test_transformers_backend_runs_and_caches(small_pool, tiny_model, tmp_path):
     again = json.loads((tmp_path / "r" / "report.json").read_text())
     assert again["run"]["cache_hits"] == rep["n_prompts"] and again["run"]["asked"] == 0
     assert again["call_turns"] == rep["call_turns"]
+
+
+def test_compare_pairs_reports_on_the_same_pool_only(small_pool, tmp_path):
+    """--compare: this minus the other on shared prompts, per kind of turn; a report on another pool is refused."""
+    from hsa.bench.pool import BenchError, load_pool
+    from hsa.bench.report import build_report
+    from hsa.bench.run import select_prompts
+
+    pool = load_pool(small_pool)
+    sel = select_prompts(pool)
+    good = build_report(pool, sel, gold_answers(pool, sel), run=RUN0, backend={"model": "a"}, bootstrap=50)
+    worse = build_report(pool, sel, gold_answers(pool, sel, canonical_names=True), run=RUN0, backend={"model": "b"},
+                         bootstrap=50, compare=good)
+    p = worse["paired"]
+    assert p["call_turns"]["difference"] < 0 and p["no_call_turns"]["difference"] == 0.0
+    assert p["only_here"] == p["only_there"] == 0
+    with pytest.raises(BenchError, match="same pool"):
+        build_report(pool, sel, gold_answers(pool, sel), run=RUN0, backend={}, bootstrap=10,
+                     compare={**good, "pool_sha256": "0" * 64})
