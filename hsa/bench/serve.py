@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -33,19 +34,23 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_gguf(gguf: str | Path, *, threads: int = 2, n_ctx: int = 4096, start_timeout: float = 180.0
+def serve_gguf(gguf: str | Path, *, threads: int = 1, n_ctx: int = 4096, start_timeout: float = 180.0
                ) -> Iterator[str]:
     """Start llama-cpp-python's server on ``gguf``; yields its API root (``http://127.0.0.1:PORT/v1``); stops it
-    (SIGTERM, then SIGKILL after 30 s) when the block ends."""
+    (SIGTERM, then SIGKILL after 30 s) when the block ends. One thread by default: on a shared 2-core machine two
+    threads generated 15 times slower (650 ms a token against 45, measured), each waiting for the other."""
     import importlib.util
 
     if importlib.util.find_spec("llama_cpp") is None:
         raise BenchError("the local server needs llama-cpp-python: pip install 'llama-cpp-python[server]' (make "
                          "venv-served builds it once from its sdist)")
     port = free_port()
+    # the server's log goes to a file, never to a pipe: llama.cpp logs more at start and per request than a pipe
+    # holds, and a server blocked on a full pipe that nobody reads answers nothing
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--seed", "0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + start_timeout
@@ -56,7 +61,9 @@ def serve_gguf(gguf: str | Path, *, threads: int = 2, n_ctx: int = 4096, start_t
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     proc.kill()
-                    err = proc.stderr.read().decode(errors="replace")[-1500:]
+                    proc.wait()
+                    log.seek(0)
+                    err = log.read().decode(errors="replace")[-1500:]
                     raise BenchError(f"llama.cpp's server did not start on {url}: {err}") from None
                 time.sleep(0.5)
         yield url
@@ -68,4 +75,4 @@ def serve_gguf(gguf: str | Path, *, threads: int = 2, n_ctx: int = 4096, start_t
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        proc.stderr.close()
+        log.close()
