@@ -686,6 +686,10 @@ def make_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub)
 
+    from hsa.bench.cli import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
+
     t = sub.add_parser("transforms", help="list registered transforms")
     t.set_defaults(func=cmd_transforms)
     return p
