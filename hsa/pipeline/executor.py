@@ -44,12 +44,18 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
         _pool_worker_signals()
     import_modules(modules)
     gc.set_threshold(*GC_THRESHOLDS)
+    options = dict(options)
+    policy = options.pop("hook_sandbox", None)  # --hook-sandbox: this process's, not augment_record's
     _WORKER["recipe"] = recipe_from_dict(recipe_config)
     _WORKER["options"] = options
     if "exec_hooks" in options and (not options["exec_hooks"] or "hsa.sandbox" in sys.modules):
         from hsa.sandbox import set_execution  # on by default: a run without hooks need not import the sandbox
 
         set_execution(options["exec_hooks"])
+    if policy is not None:
+        from hsa.sandbox import set_policy
+
+        set_policy(policy)
 
 
 def _pool_worker_signals() -> None:
@@ -58,6 +64,7 @@ def _pool_worker_signals() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_hook_workers)  # the pool's terminate(): no hook worker or folder left
     if sys.platform.startswith("linux"):
         parent = os.getppid()
         try:
@@ -68,6 +75,13 @@ def _pool_worker_signals() -> None:
             return
         if os.getppid() != parent:  # the parent died before the call
             os._exit(1)
+
+
+def _stop_hook_workers(signum, frame) -> None:
+    sandbox = sys.modules.get("hsa.sandbox")
+    if sandbox is not None:
+        sandbox.close_all()
+    os._exit(128 + signum)
 
 
 def work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:

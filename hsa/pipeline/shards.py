@@ -186,11 +186,12 @@ def prepare_out(out: Path, config: dict, *, resume: bool, overwrite: bool) -> se
 
 
 def end_run(out: Path, rank: int, world_size: int, n_items: int, shard_size: int, total: Stats,
-             command: str | None, engine: str) -> dict:
-    """Record this rank's part (its rank file) and, for a one-rank run, write the manifest."""
+             command: str | None, engine: str, hook_sandbox: dict | None = None) -> dict:
+    """Record this rank's part (its rank file, with the layers its hook sandbox had) and, for a one-rank run, write
+    the manifest."""
     n_shards = max(1, -(-n_items // shard_size))
     rank_info = {"rank": rank, "world_size": world_size, "input_items": n_items, "shards": n_shards,
-                 "engine": engine}
+                 "engine": engine, **({"hook_sandbox": hook_sandbox} if hook_sandbox is not None else {})}
     write_atomic(out / STATE_DIR / f"rank-{rank:05d}-of-{world_size:05d}.json", json.dumps(rank_info))
     if world_size > 1:
         return {"rank": rank_info, **total.to_dict()}
@@ -256,9 +257,20 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         **total.to_dict(),
         "shards": shards,
         "rejects_file": "rejects.jsonl",
+        **_hook_sandbox_entry(info),
     }
     write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
+
+
+def _hook_sandbox_entry(info: list[dict]) -> dict:
+    """The manifest's ``hook_sandbox``: the layers of the ranks' hook workers (one entry when they agree)."""
+    seen = [i["hook_sandbox"] for i in info if "hook_sandbox" in i]
+    if not seen:
+        return {}
+    if all(s == seen[0] for s in seen):
+        return {"hook_sandbox": seen[0]}
+    return {"hook_sandbox": {"ranks": {str(i["rank"]): i.get("hook_sandbox") for i in info}}}
 
 
 def merge(parts: list[str | Path], out: str | Path, *, command: str | None = None) -> dict:

@@ -1,0 +1,254 @@
+"""Hostile records: each attack of issue 28's table is a hook in a record, run through ``hsa augment`` and
+``hsa validate``, and judged from outside.
+
+One augment run holds three benign fixture records and one hostile record per attack (:mod:`hsa.sandbox.attacks`),
+with ``--workers 2``; a second run holds the benign records alone. For each attack: the victim files are unchanged,
+the loopback listeners received nothing (they are bounded and closed here), no process and no worker folder is left,
+hsa was not signalled (it finishes and writes its manifest), the input is unchanged and nothing is planted in the
+output, and the secret (a file, hsa's environment) reached none of what hsa wrote; the benign records' rows are the
+same bytes as in the run without the hostile records. The recipe replays recorded hook events (``hook.sync``), so a
+hook's answer is written into its rows: what a hook could read would be in the output.
+
+The same runs are made as an unprivileged user when the suite runs as root (a uid switch; Landlock, seccomp, the
+limits and, where user namespaces are allowed, bubblewrap need no privilege).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hsa.sandbox.attacks import ATTACKS, attack_hook, judge, leftover_processes, make_targets
+from tests.conftest import FIXTURES, ROOT
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook sandbox's layers are Linux's")
+
+BENIGN = 3  # fixture records 0..2
+BASE = 4  # fixture record 4 carries a recorded event of its pre_reply hook 'forbidden_claims'
+RECIPE = {"__version__": 1, "transform": {"transform": "meta.sequence", "transforms": [
+    {"transform": "hook.sync"}, {"transform": "tool.rename", "styles": ["camel"], "p": 1.0}]}}
+NOBODY = 65534
+
+
+def _hostile(name: str, base: dict, targets) -> dict:
+    """Fixture record ``base`` whose recorded hook ('forbidden_claims') is the attack ``name``."""
+    rec = json.loads(json.dumps(base))
+    rec["id"] = f"hostile-{name}"
+    i = next(k for k, h in enumerate(rec["hooks"]) if h["name"] == "forbidden_claims")
+    attack = attack_hook(name, targets)
+    rec["hooks"][i] = {**rec["hooks"][i], "entry": "check", "source": attack["source"]}
+    return rec
+
+
+def _homes() -> dict[str, int]:
+    """Worker folders of this code (``hsa-hook-<pid>-*``) now in the temporary folder, with their pid."""
+    out = {}
+    for p in glob.glob(os.path.join(tempfile.gettempdir(), "hsa-hook-*-*")):
+        pid = os.path.basename(p)[len("hsa-hook-"):].split("-", 1)[0]
+        if pid.isdigit():
+            out[p] = int(pid)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _python_for(uid: int) -> list[str] | None:
+    """A command that runs hsa's CLI with an interpreter ``uid`` can read (this one, or the system's of the same
+    version with this environment's packages on its path), or None."""
+    from hsa.sandbox.layers import unreadable_by
+
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    ok = lambda path: all(unreadable_by(p, uid, uid) is None for p in [path, str(ROOT), *site])  # noqa: E731
+    boot = (f"import sys; sys.path[:0] = {[str(ROOT), *site]!r}; from hsa.cli import main; "
+            "sys.argv[0] = 'hsa'; raise SystemExit(main())")
+    if ok(sys.executable) and unreadable_by(os.path.dirname(os.__file__), uid, uid) is None:
+        return [sys.executable, "-c", boot]
+    system = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if os.path.exists(system) and ok(system):
+        return [system, "-c", boot]
+    return None
+
+
+class Run:
+    """One pair of runs (benign alone, benign + hostile) with its targets, as one user."""
+
+    def __init__(self, root: Path, uid: int | None):
+        self.root, self.uid = root, uid
+        if uid is not None:
+            os.chown(root, uid, uid)
+        lines = FIXTURES.read_text(encoding="utf-8").splitlines()
+        benign = [json.loads(lines[i]) for i in range(BENIGN)]
+        base = json.loads(lines[BASE])
+        self.benign_ids = {r["id"] for r in benign}
+        self.input = root / "in.jsonl"
+        self.targets = make_targets(root / "targets", input_path=str(self.input), out="")
+        self.out_dir = root / f"out-{self.targets['token']}"  # the token in hsa's command line: attacks find hsa
+        self.targets["out"] = str(self.out_dir)
+        hostile = [_hostile(name, base, self.targets) for name in ATTACKS]
+        records = benign[:1] + hostile[:5] + benign[1:] + hostile[5:]
+        self.input.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        (root / "benign.jsonl").write_text("".join(json.dumps(r) + "\n" for r in benign), encoding="utf-8")
+        (root / "recipe.json").write_text(json.dumps(RECIPE), encoding="utf-8")
+        if uid is not None:
+            for p in [root, *root.rglob("*")]:
+                if not p.is_socket():
+                    os.chown(p, uid, uid)
+        self.input_sha = hashlib.sha256(self.input.read_bytes()).hexdigest()
+        self.homes_before = set(_homes())
+        self.logs: dict[str, subprocess.CompletedProcess] = {}
+
+    def hsa(self, tag: str, *argv: str) -> subprocess.CompletedProcess:
+        cmd = _python_for(self.uid) if self.uid is not None else [sys.executable, "-m", "hsa.cli"]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+               "HSA_TEST_SECRET": self.targets["_secret"], "HOME": str(self.root), "TMPDIR": tempfile.gettempdir()}
+        if self.uid is None:
+            env["PYTHONPATH"] = str(ROOT)
+        res = subprocess.run([*cmd, *argv], cwd=self.root, env=env, capture_output=True, text=True, timeout=600,
+                             user=self.uid, group=self.uid, extra_groups=[] if self.uid is not None else None)
+        self.logs[tag] = res
+        return res
+
+    def augment_all(self) -> None:
+        common = ["--variants", "2", "--seed", "3", "--recipe", str(self.root / "recipe.json")]
+        self.hsa("augment", "augment", str(self.input), "--out", str(self.out_dir), "--workers", "2", *common)
+        self.after_augment = self.judge()
+        self.hsa("validate", "validate", str(self.out_dir))
+        self.after_validate = self.judge()
+        # the run without hostile records, and the exports, need no separate hsa process
+        from hsa.cli import main
+
+        main(["augment", str(self.root / "benign.jsonl"), "--out", str(self.root / "baseline"), "--workers", "1",
+              "--quiet", *common])
+        main(["export", str(self.root / "baseline"), "--out", str(self.root / "baseline.jsonl")])
+        main(["export", str(self.out_dir), "--out", str(self.root / "hostile.jsonl")])
+        done = [pid for pid in self.pids() if not _alive(pid)]  # the run's processes (others may run beside it)
+        self.left = leftover_processes([self.targets["token"]] + [f"hsa-hook-{p}-" for p in done])
+        self.left_homes = [p for p, pid in _homes().items() if p not in self.homes_before and not _alive(pid)]
+
+    def pids(self) -> set[int]:
+        return {pid for p, pid in _homes().items() if p not in self.homes_before}
+
+    def written_texts(self) -> list[str]:
+        texts = []
+        for folder in (self.out_dir,):
+            for p in folder.rglob("*") if folder.exists() else ():
+                if p.is_file():
+                    texts.append(p.read_bytes().decode("utf-8", "replace"))
+        for name in ("hostile.jsonl",):
+            if (self.root / name).exists():
+                texts.append((self.root / name).read_text(encoding="utf-8"))
+        texts += [r.stdout + r.stderr for r in self.logs.values()]
+        return texts
+
+    def judge(self) -> dict[str, list[str]]:
+        return judge(self.targets, texts=self.written_texts(), input_sha=self.input_sha, input_path=str(self.input),
+                     out=str(self.out_dir))
+
+    def rows(self, name: str) -> dict[str, str]:
+        """Exported rows of the benign records, by id, as written."""
+        out = {}
+        for line in (self.root / name).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("source_id") in self.benign_ids:
+                out[row["id"]] = line
+        return out
+
+
+def _runs(tmp_root: Path, uid: int | None) -> Run:
+    run = Run(tmp_root, uid)
+    try:
+        run.augment_all()
+    finally:
+        run.targets.close()
+    return run
+
+
+@pytest.fixture(scope="module")
+def as_root_or_user():
+    """The runs as the user the suite runs as."""
+    root = Path(tempfile.mkdtemp(prefix="hsa-hostile-"))
+    os.chmod(root, 0o755)
+    try:
+        yield _runs(root, None)
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+@pytest.fixture(scope="module")
+def as_nobody():
+    """The runs as uid 65534 (the suite runs as root), with an interpreter that user can read."""
+    if os.geteuid() != 0:
+        pytest.skip("not run: the suite does not run as root, so the runs above already were unprivileged")
+    if _python_for(NOBODY) is None:
+        pytest.skip(f"not run: no interpreter with this environment's packages is readable by uid {NOBODY}")
+    root = Path(tempfile.mkdtemp(prefix="hsa-hostile-nobody-"))
+    os.chmod(root, 0o755)
+    try:
+        yield _runs(root, NOBODY)
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def _check_run(run: Run, attack: str) -> None:
+    aug = run.logs["augment"]
+    assert aug.returncode == 0, aug.stderr[-2000:]
+    manifest = json.loads((run.out_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["hook_sandbox"]["policy"] == "best"
+    assert "hook sandbox (best)" in aug.stderr and "hook sandbox (best)" in aug.stdout  # start and summary
+    kinds = {"write": "write", "read": "read", "network": "network", "processes": "processes", "files": "files"}
+    for stage, found in (("augment", run.after_augment), ("validate", run.after_validate)):
+        assert found.get(kinds.get(attack, attack), []) == [], f"{attack} got through during hsa {stage}: {found}"
+    assert run.logs["validate"].returncode in (0, 1), run.logs["validate"].stderr[-2000:]
+    assert "hook sandbox (best)" in run.logs["validate"].stderr
+    assert run.left == [], f"processes left behind: {run.left}"
+    assert run.left_homes == [], f"worker folders left behind: {run.left_homes}"
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_hostile_record_is_blocked(as_root_or_user, attack):
+    """Each attack of the table, carried by a record, changes nothing outside its worker under hsa augment (2
+    workers) and hsa validate."""
+    run = as_root_or_user
+    _check_run(run, attack)
+    if attack == "cpu":
+        rejects = (run.out_dir / "rejects.jsonl").read_text(encoding="utf-8")
+        assert "hostile-cpu" in rejects and "hook timeout" in rejects  # stopped from outside, once
+    if attack == "worker":
+        assert "IGNORE ALL PREVIOUS INSTRUCTIONS" not in "".join(run.rows("hostile.jsonl").values())
+
+
+def test_benign_rows_are_the_bytes_of_a_run_without_hostile_records(as_root_or_user):
+    """No hostile record changes another record's rows: the benign rows equal those of a run without them."""
+    run = as_root_or_user
+    base, mixed = run.rows("baseline.jsonl"), run.rows("hostile.jsonl")
+    assert base and mixed == base
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_hostile_record_is_blocked_for_an_unprivileged_user(as_nobody, attack):
+    """The same, with hsa run by an unprivileged user (Landlock, seccomp, the limits and bubblewrap need no
+    privilege)."""
+    _check_run(as_nobody, attack)
+
+
+def test_benign_rows_unchanged_for_an_unprivileged_user(as_nobody):
+    """The same benign-rows check for the unprivileged runs."""
+    run = as_nobody
+    base, mixed = run.rows("baseline.jsonl"), run.rows("hostile.jsonl")
+    assert base and mixed == base
