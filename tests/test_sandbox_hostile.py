@@ -252,3 +252,23 @@ def test_benign_rows_unchanged_for_an_unprivileged_user(as_nobody):
     run = as_nobody
     base, mixed = run.rows("baseline.jsonl"), run.rows("hostile.jsonl")
     assert base and mixed == base
+
+
+def test_validate_names_the_rows_of_a_shard_changed_after_the_run(as_root_or_user, tmp_path):
+    """A shard rewritten after the manifest (what a detached child of a hook did) fails hsa validate, which says
+    which rows it could not verify."""
+    import shutil
+
+    from hsa.validate import validate_path
+
+    run = as_root_or_user
+    out = tmp_path / "out"
+    shutil.copytree(run.out_dir, out)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert not validate_path(out, exec_hooks=False).violations
+    shard = out / manifest["shards"][0]["file"]
+    shard.write_bytes(shard.read_bytes() + b"\0")
+    report = validate_path(out, exec_hooks=False)
+    rows = manifest["shards"][0]["rows"]
+    assert report.violations["integrity"] == 1
+    assert any(f"rows 0-{rows - 1} could not be verified" in line for line in report.lines)
