@@ -609,6 +609,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import transforms  # noqa: F401  (the built-in families, whatever entry points this install declares)
 
+    import signal
+
+    # a kill of a command that runs hooks ends it as Ctrl-C does: the pool and the hook workers stop and their
+    # folders go (Python's default would end the process at once and leave them); put back after
+    old_term = signal.getsignal(signal.SIGTERM)
+    if args.func in (cmd_augment, cmd_validate) and old_term == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         return args.func(args)
     except JSONArrayError as exc:  # an input array that stops parsing part-way (augment words its own)
@@ -620,6 +627,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\ninterrupted: the shards finished so far are kept in {args.out}; rerun the same command with "
                   "--resume to finish", file=sys.stderr)
         return 130
+    finally:
+        if signal.getsignal(signal.SIGTERM) != old_term:
+            signal.signal(signal.SIGTERM, old_term)
 
 
 if __name__ == "__main__":

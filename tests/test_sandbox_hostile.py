@@ -272,3 +272,43 @@ def test_validate_names_the_rows_of_a_shard_changed_after_the_run(as_root_or_use
     rows = manifest["shards"][0]["rows"]
     assert report.violations["integrity"] == 1
     assert any(f"rows 0-{rows - 1} could not be verified" in line for line in report.lines)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_no_worker_or_folder_outlives_a_killed_run(tmp_path, how):
+    """hsa augment --workers 2 killed in the middle of a hook that never returns: no hook worker is left running;
+    its folders are removed at once (SIGTERM) or by the next hsa that starts a worker (SIGKILL)."""
+    import signal
+    import time
+
+    from hsa.sandbox import pool
+    from hsa.sandbox import process as sandbox_process
+
+    lines = FIXTURES.read_text(encoding="utf-8").splitlines()
+    recs = [json.loads(lines[i]) for i in range(4)]
+    for r in recs:  # every record's reply hook hangs: the run is in a hook when it is killed
+        i = next(k for k, h in enumerate(r["hooks"]) if h["event"] == "pre_reply")
+        r["hooks"][i]["source"] += "\nimport time\nwhile True:\n    time.sleep(0.01)\n"
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    before = set(_homes())
+    proc = subprocess.Popen([sys.executable, "-m", "hsa.cli", "augment", str(src), "--out", str(tmp_path / "out"),
+                             "--workers", "2", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not [p for p in _homes() if p not in before]:
+        time.sleep(0.05)  # until a hook worker runs
+    homes = [p for p in _homes() if p not in before]
+    assert homes, "no hook worker started"
+    time.sleep(0.3)
+    proc.send_signal(getattr(signal, how))
+    proc.wait(timeout=60)
+    time.sleep(0.5)
+    mine = {pid for p, pid in _homes().items() if p not in before}
+    assert leftover_processes([f"hsa-hook-{pid}-" for pid in mine] + [str(tmp_path)]) == []
+    if how == "SIGKILL":
+        sandbox_process._SWEPT.clear()
+        pool.worker_for(b"sweeper").run([{"source": "def f(p):\n    return 0\n", "entry": "f", "style": "function",
+                                          "payload": {}}])
+        pool.close_all()
+    assert [p for p, pid in _homes().items() if p not in before and pid in mine and not _alive(pid)] == []

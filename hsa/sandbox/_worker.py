@@ -35,6 +35,13 @@ def _confine(cfg):
             done["identity"] = "ok" if os.getresuid() == (uid, uid, uid) else "uid did not change"
         except OSError as exc:
             done["identity"] = f"{type(exc).__name__}: {exc}"
+    parent = cfg.get("parent")
+    if parent is not None:  # no bubblewrap (whose --die-with-parent does it): die with hsa; set after setresuid,
+        import ctypes  # which clears it
+
+        ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        if os.getppid() != parent:  # hsa died before the call
+            os._exit(1)
     lim = cfg["limits"]
     try:
         for name, value in (("RLIMIT_CORE", 0), ("RLIMIT_FSIZE", 0), ("RLIMIT_NOFILE", lim["nofile"]),

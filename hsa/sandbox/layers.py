@@ -444,4 +444,6 @@ def spawn_plan(home: str, *, memory_mb: int, cpu_seconds: int, nofile: int = 64)
     if st.policy != "off":
         config["no_new_privs"] = True
     prefix = bwrap_args(home, keep_caps=st.on("identity")) if st.on("namespaces") else []
+    if not prefix:
+        config["parent"] = os.getpid()  # the worker dies with hsa (bwrap's --die-with-parent does it otherwise)
     return SpawnPlan(prefix, config, tuple(fds), owner)
