@@ -19,6 +19,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,9 +81,26 @@ def _python_for(uid: int) -> list[str] | None:
     if ok(sys.executable) and unreadable_by(os.path.dirname(os.__file__), uid, uid) is None:
         return [sys.executable, "-c", boot]
     system = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
-    if os.path.exists(system) and ok(system):
+    if os.path.exists(system) and ok(system) and unreadable_by(f"/usr/lib/python{sys.version_info.major}."
+                                                               f"{sys.version_info.minor}", uid, uid) is None:
         return [system, "-c", boot]
     return None
+
+
+def test_root_drops_to_an_unprivileged_uid_when_the_interpreter_allows(tmp_path):
+    """hsa as root with an interpreter uid 65534 can read: the identity layer is on, applied by every worker of the
+    battery (a worker that could not switch would turn it off), and every attack is blocked."""
+    if os.geteuid() != 0:
+        pytest.skip("not run: the identity layer is for hsa run as root")
+    cmd = _python_for(NOBODY)
+    if cmd is None:
+        pytest.skip(f"not run: no interpreter with this environment's packages is readable by uid {NOBODY}")
+    res = subprocess.run([*cmd, "sandbox", "check", "--json"], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
+    report = json.loads(res.stdout)
+    assert report["status"]["layers"]["identity"] == {"on": True, "how": "uid/gid 65534, no groups"}, res.stderr
+    assert all(r["blocked"] for r in report["attacks"].values()), report["attacks"]
+    assert res.returncode == 0, res.stderr
 
 
 class Run:
@@ -170,24 +188,26 @@ class Run:
         return out
 
 
-def _runs(tmp_root: Path, uid: int | None) -> Run:
-    run = Run(tmp_root, uid)
+def _runs(uid: int | None):
+    """The runs as ``uid`` (None: the suite's user) in a folder of their own (outside pytest's, which another uid
+    cannot enter), removed after."""
+    root = Path(tempfile.mkdtemp(prefix="hsa-hostile-"))
+    os.chmod(root, 0o755)
     try:
-        run.augment_all()
+        run = Run(root, uid)
+        try:
+            run.augment_all()
+        finally:
+            run.targets.close()
+        yield run
     finally:
-        run.targets.close()
-    return run
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def as_root_or_user():
     """The runs as the user the suite runs as."""
-    root = Path(tempfile.mkdtemp(prefix="hsa-hostile-"))
-    os.chmod(root, 0o755)
-    try:
-        yield _runs(root, None)
-    finally:
-        subprocess.run(["rm", "-rf", str(root)], check=False)
+    yield from _runs(None)
 
 
 @pytest.fixture(scope="module")
@@ -197,12 +217,7 @@ def as_nobody():
         pytest.skip("not run: the suite does not run as root, so the runs above already were unprivileged")
     if _python_for(NOBODY) is None:
         pytest.skip(f"not run: no interpreter with this environment's packages is readable by uid {NOBODY}")
-    root = Path(tempfile.mkdtemp(prefix="hsa-hostile-nobody-"))
-    os.chmod(root, 0o755)
-    try:
-        yield _runs(root, NOBODY)
-    finally:
-        subprocess.run(["rm", "-rf", str(root)], check=False)
+    yield from _runs(NOBODY)
 
 
 def _check_run(run: Run, attack: str) -> None:
@@ -257,8 +272,6 @@ def test_benign_rows_unchanged_for_an_unprivileged_user(as_nobody):
 def test_validate_names_the_rows_of_a_shard_changed_after_the_run(as_root_or_user, tmp_path):
     """A shard rewritten after the manifest (what a detached child of a hook did) fails hsa validate, which says
     which rows it could not verify."""
-    import shutil
-
     from hsa.validate import validate_path
 
     run = as_root_or_user

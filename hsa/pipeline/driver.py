@@ -137,6 +137,10 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         total = ray_engine.run_shards(out, mine(), address=ray_address, **run_kwargs)
     else:
         total = run_local(out, mine(), **run_kwargs)
+    if exec_hooks:  # as it stands at the end: a layer a worker of this process could not apply is off
+        from hsa.sandbox import status
+
+        sandbox_status = status().to_dict()
     return end_run(out, rank, world_size, n_items, shard_size, total, command, engine, hook_sandbox=sandbox_status)
 
 

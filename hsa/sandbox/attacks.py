@@ -433,6 +433,7 @@ def run_battery(*, policy: str = "best", as_json: bool = False) -> int:
     finally:
         signal.signal(signal.SIGUSR1, old_usr1)
         signal.signal(signal.SIGTERM, old_term)
+    st = layers.status()  # after the workers ran: a layer one of them could not apply is off, with the reason
     missing = [f"{k} ({v['why']})" for k, v in st.layers.items() if not v["on"] and v.get("fixable")]
     if policy == "require":
         missing = st.missing_walls()
