@@ -95,3 +95,17 @@ def test_the_rl_trainer_takes_the_option():
 
     assert RLArguments(hook_sandbox="off").hook_sandbox == "off"
     assert dict(RLArguments.__dataclass_fields__["hook_sandbox"].metadata)["choices"] == ("require", "best", "off")
+
+
+def test_sandbox_check_blocks_every_attack_and_fails_on_a_missing_layer(capsys, fresh_policy):
+    """hsa sandbox check: every attack blocked under the layers of this machine (exit 0); a layer off for a reason
+    an install would mend makes it exit 1 and name it."""
+    assert main(["sandbox", "check", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["attacks"]) >= {"write", "read", "network", "processes", "cpu", "memory", "files", "hsa",
+                                      "worker"}
+    assert all(r["blocked"] for r in report["attacks"].values()), report["attacks"]
+    layers.set_policy("best")
+    layers.disable("syscalls", "failed in the worker: seccomp: turned off by the test")
+    assert main(["sandbox", "check"]) == 1
+    assert "layers off that this policy wants on: syscalls" in capsys.readouterr().err
