@@ -81,9 +81,11 @@ class Sandbox:
     # -- process
     def _start(self) -> None:
         sweep_stale_homes()
-        for attempt in range(len(layers.LAYERS) + 1):
+        for _ in range(len(layers.LAYERS) + 1):
+            t0 = time.perf_counter()
             self._spawn()
             failed = self._await_ready()
+            self.start_seconds += time.perf_counter() - t0  # spawn to ready: the layers' cost is in here
             if failed is None:
                 self.starts += 1
                 return
@@ -95,7 +97,6 @@ class Sandbox:
         raise layers.SandboxError("the hook worker could not be started")
 
     def _spawn(self) -> None:
-        t0 = time.perf_counter()
         self.home = tempfile.mkdtemp(prefix=f"{_HOME_PREFIX}{os.getpid()}-")
         self.home_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         plan = layers.spawn_plan(self.home, memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds)
@@ -116,7 +117,6 @@ class Sandbox:
         os.set_blocking(self.proc.stdin.fileno(), False)  # requests are written as the pipe takes them
         self.loaded = set()
         self.folders = set()
-        self.start_seconds += time.perf_counter() - t0
 
     def _await_ready(self) -> tuple[str | None, str] | None:
         """Read the worker's first line; None when every layer it was asked for took, else (layer, why)."""
