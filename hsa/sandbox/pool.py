@@ -63,23 +63,33 @@ def _boxes() -> OrderedDict:
     """This process's workers (a fork forgets its parent's: the parent stops them)."""
     if _STATE["pid"] != os.getpid():
         if _STATE["pid"] is not None:
-            for box in _STATE["boxes"].values():
+            for box in [*_STATE["boxes"].values(), *filter(None, [_STATE.pop("spare", None)])]:
                 box.forget()
             _RESULTS.clear()
         _STATE["boxes"] = OrderedDict()
+        _STATE["sets"] = 0
         _STATE["pid"] = os.getpid()
     return _STATE["boxes"]
 
 
 def worker_for(hook_set: bytes) -> Sandbox:
-    """The worker of ``hook_set`` (:func:`hook_set_key`), started on its first call."""
+    """The worker of ``hook_set`` (:func:`hook_set_key`), started on its first call.
+
+    Once a process has seen a second hook set, a spare worker is kept started: a fresh process that no hook has
+    reached, confined while hsa works on, handed to the next new set (so many sets, as in a dataset whose records
+    each carry their own hooks, do not wait for each start). It still serves one set only."""
     boxes = _boxes()
     box = boxes.get(hook_set)
     if box is None:
-        box = boxes[hook_set] = Sandbox(**_STATE["limits"])
+        spare = _STATE.pop("spare", None)
+        box = boxes[hook_set] = spare if spare is not None else Sandbox(**_STATE["limits"])
         while len(boxes) > MAX_WORKERS:
             _, old = boxes.popitem(last=False)
             _retire(old)
+        _STATE["sets"] = _STATE.get("sets", 0) + 1
+        if _STATE["sets"] >= 2:
+            _STATE["spare"] = Sandbox(**_STATE["limits"])
+            _STATE["spare"].prestart()
     else:
         boxes.move_to_end(hook_set)
     return box
@@ -100,6 +110,9 @@ def close_all() -> None:
     while boxes:
         _, box = boxes.popitem()
         _retire(box)
+    spare = _STATE.pop("spare", None)
+    if spare is not None:
+        spare.close()
 
 
 atexit.register(close_all)

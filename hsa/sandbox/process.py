@@ -73,21 +73,34 @@ class Sandbox:
         self.home_fd: int | None = None
         self.folders: set[str] = set()  # sibling-file folders written into this worker's home
         self.layers: dict[str, str] = {}  # what the running worker reported applied
+        self.ready = False  # the running worker's ready line was read
+        self._spawned = 0.0  # when a prestarted worker was spawned (its start is timed from there)
         self.starts = 0
         self.calls = 0
         self.seconds = 0.0
         self.start_seconds = 0.0
 
     # -- process
+    def prestart(self) -> None:
+        """Start the worker without waiting for it: it confines itself while hsa works on (a spare worker that no
+        hook has reached yet; its first call waits for its ready line)."""
+        if self.proc is None:
+            sweep_stale_homes()
+            self._spawned = time.perf_counter()
+            self._spawn()
+
     def _start(self) -> None:
         sweep_stale_homes()
         for _ in range(len(layers.LAYERS) + 1):
-            t0 = time.perf_counter()
-            self._spawn()
+            t0 = self._spawned or time.perf_counter()
+            if self.proc is None:
+                self._spawn()
+            self._spawned = 0.0
             failed = self._await_ready()
             self.start_seconds += time.perf_counter() - t0  # spawn to ready: the layers' cost is in here
             if failed is None:
                 self.starts += 1
+                self.ready = True
                 return
             self._restart()
             layer, why = failed
@@ -153,6 +166,7 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the worker (its whole process group) and remove its folder."""
+        self.ready, self._spawned = False, 0.0
         if self.proc is not None:
             self._kill(self.proc)
             self.proc = None
@@ -281,9 +295,9 @@ class Sandbox:
         """Send ``calls[start:]`` to one worker and fill ``out`` in order until every call is answered
         or the worker must be replaced; returns the first call without an outcome and whether that
         call's request could not be written (the worker was gone before it)."""
-        if self.proc is None or self.proc.poll() is not None:
-            if self.proc is not None:
-                self._restart()
+        if self.proc is not None and self.ready and self.proc.poll() is not None:
+            self._restart()
+        if self.proc is None or not self.ready:
             self._start()
         proc = self.proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
