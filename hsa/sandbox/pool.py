@@ -27,8 +27,10 @@ __all__ = ["configure", "set_execution", "execution_enabled", "replay", "replay_
            "reset_stats", "close_all", "hook_set_key", "payload_key", "payload_digest", "COUNTERS", "MAX_WORKERS",
            "worker_for"]
 
-#: Workers kept alive at once (one per hook set, least recently used stopped first).
-MAX_WORKERS = 4
+#: Workers kept alive at once (one per hook set, least recently used stopped first): enough for the harnesses a
+#: dataset interleaves (a worker and its bwrap are about 13 MiB resident, much of it shared; 4 made every record of
+#: 8 round-robin harnesses start a worker: 120 starts for 120 records, 8 with 16).
+MAX_WORKERS = 16
 
 _STATE: dict[str, Any] = {"pid": None, "boxes": OrderedDict(), "enabled": True, "limits": {}}
 # Bounded by bytes (hsa.cache); keys are digests, so memory stays flat however long the input.
