@@ -11,6 +11,11 @@ hook's answer is written into its rows: what a hook could read would be in the o
 
 The same runs are made as an unprivileged user when the suite runs as root (a uid switch; Landlock, seccomp, the
 limits and, where user namespaces are allowed, bubblewrap need no privilege).
+
+An attack that no layer of this machine stops (:data:`hsa.sandbox.attacks.ATTACK_THREATS` against the probe's
+``open``: no Landlock in the kernel, no libseccomp, ...) is skipped with the layers that are off and why; the layers
+stand alone, so a machine without bubblewrap or user namespaces still runs every attack. ``.ci/run`` sets
+``HSA_SANDBOX_REQUIRED=1``, which turns such a skip into a failure: CI on this project's machines runs them all.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from hsa.sandbox.attacks import ATTACKS, attack_hook, judge, leftover_processes, make_targets
+from hsa.sandbox.attacks import ATTACK_THREATS, ATTACKS, attack_hook, judge, leftover_processes, make_targets
 from tests.conftest import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook sandbox's layers are Linux's")
@@ -37,6 +42,22 @@ BASE = 4  # fixture record 4 carries a recorded event of its pre_reply hook 'for
 RECIPE = {"__version__": 1, "transform": {"transform": "meta.sequence", "transforms": [
     {"transform": "hook.sync"}, {"transform": "tool.rename", "styles": ["camel"], "p": 1.0}]}}
 NOBODY = 65534
+
+
+def _skip_unless_stopped(attack: str) -> None:
+    """Skip ``attack`` (fail under ``HSA_SANDBOX_REQUIRED``) when no layer on this machine stops a threat it needs
+    stopped, naming those threats and the layers that are off with their reasons."""
+    from hsa.sandbox import layers
+
+    st = layers.status()
+    gaps = [t for t in ATTACK_THREATS[attack] if t in st.open]
+    if not gaps:
+        return
+    off = "; ".join(f"{k}: {v['why']}" for k, v in st.layers.items() if not v["on"])
+    why = f"not run: no layer on this machine stops {', '.join(gaps)} (off: {off}); see hsa sandbox check"
+    if os.environ.get("HSA_SANDBOX_REQUIRED"):
+        pytest.fail(why + " (HSA_SANDBOX_REQUIRED is set: CI expects every layer these attacks need)")
+    pytest.skip(why)
 
 
 def _hostile(name: str, base: dict, targets) -> dict:
@@ -95,6 +116,8 @@ def test_root_drops_to_an_unprivileged_uid_when_the_interpreter_allows(tmp_path)
     cmd = _python_for(NOBODY)
     if cmd is None:
         pytest.skip(f"not run: no interpreter with this environment's packages is readable by uid {NOBODY}")
+    for attack in ATTACKS:
+        _skip_unless_stopped(attack)
     res = subprocess.run([*cmd, "sandbox", "check", "--json"], capture_output=True, text=True, timeout=300,
                          cwd=tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
     report = json.loads(res.stdout)
@@ -178,6 +201,16 @@ class Run:
         return judge(self.targets, texts=self.written_texts(), input_sha=self.input_sha, input_path=str(self.input),
                      out=str(self.out_dir))
 
+    def hook_messages(self, attack: str) -> list[str]:
+        """The messages the hostile hook of ``attack`` returned, as written into its record's rows (hook events)."""
+        out = []
+        for line in (self.root / "hostile.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("source_id") == f"hostile-{attack}":
+                out += [e["decision"]["message"] for e in row.get("hook_events") or []
+                        if isinstance(e.get("decision"), dict) and "message" in e["decision"]]
+        return out
+
     def rows(self, name: str) -> dict[str, str]:
         """Exported rows of the benign records, by id, as written."""
         out = {}
@@ -221,6 +254,7 @@ def as_nobody():
 
 
 def _check_run(run: Run, attack: str) -> None:
+    _skip_unless_stopped(attack)
     aug = run.logs["augment"]
     assert aug.returncode == 0, aug.stderr[-2000:]
     manifest = json.loads((run.out_dir / "manifest.json").read_text(encoding="utf-8"))
@@ -233,6 +267,23 @@ def _check_run(run: Run, attack: str) -> None:
     assert "hook sandbox (best)" in run.logs["validate"].stderr
     assert run.left == [], f"processes left behind: {run.left}"
     assert run.left_homes == [], f"worker folders left behind: {run.left_homes}"
+    # what the hook itself saw, written into its rows: every attempt failed (the judge above is from outside; this
+    # also shows the hook ran, so the checks above are not vacuous)
+    messages = run.hook_messages(attack)
+    if attack in ("write", "read", "network", "processes", "files", "hsa"):
+        from hsa.sandbox import layers
+
+        # a datagram sent inside the worker's own network namespace (loopback only) reaches nothing: the listener
+        # above is the judge of that; without seccomp the send itself succeeds
+        harmless = {"udp"} if attack == "network" and layers.status().on("namespaces") else set()
+        assert messages, f"no row carries the hostile {attack} hook's answer"
+        for m in messages:
+            report = json.loads(m)
+            got = [k for k, v in report.items()
+                   if v.startswith("ok") and not k.startswith("maps") and k not in harmless]
+            assert not got, report
+    if attack == "memory":  # the 2 GiB allocation failed and no more than the address-space limit was mapped
+        assert messages and all(int(m.split()[1]) < 512 for m in messages), messages
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
@@ -267,6 +318,20 @@ def test_benign_rows_unchanged_for_an_unprivileged_user(as_nobody):
     run = as_nobody
     base, mixed = run.rows("baseline.jsonl"), run.rows("hostile.jsonl")
     assert base and mixed == base
+
+
+def test_validate_without_hook_execution_starts_no_worker(as_root_or_user, capsys):
+    """hsa validate --no-exec-hooks on the hostile run's output runs no hook: no worker folder appears, and no
+    sandbox line is printed (there is no sandbox to speak of)."""
+    from hsa.cli import main
+    from hsa.sandbox import pool
+
+    run = as_root_or_user
+    pool.close_all()
+    before = set(_homes())
+    assert main(["validate", str(run.out_dir), "--no-exec-hooks"]) == 0
+    assert [p for p in _homes() if p not in before] == []
+    assert "hook sandbox (" not in "".join(capsys.readouterr())
 
 
 def test_validate_names_the_rows_of_a_shard_changed_after_the_run(as_root_or_user, tmp_path):
@@ -316,12 +381,45 @@ def test_no_worker_or_folder_outlives_a_killed_run(tmp_path, how):
     time.sleep(0.3)
     proc.send_signal(getattr(signal, how))
     proc.wait(timeout=60)
-    time.sleep(0.5)
     mine = {pid for p, pid in _homes().items() if p not in before}
-    assert leftover_processes([f"hsa-hook-{pid}-" for pid in mine] + [str(tmp_path)]) == []
+    marks = [f"hsa-hook-{pid}-" for pid in mine] + [str(tmp_path)]
+    # the kernel ends a worker whose hsa died (bwrap's --die-with-parent, PR_SET_PDEATHSIG) asynchronously: on a
+    # loaded machine that takes more than a moment, so wait for it (bounded) before judging
+    deadline = time.monotonic() + 15
+    while leftover_processes(marks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert leftover_processes(marks) == []
     if how == "SIGKILL":
         sandbox_process._SWEPT.clear()
         pool.worker_for(b"sweeper").run([{"source": "def f(p):\n    return 0\n", "entry": "f", "style": "function",
                                           "payload": {}}])
         pool.close_all()
     assert [p for p, pid in _homes().items() if p not in before and pid in mine and not _alive(pid)] == []
+
+
+def test_an_attack_no_layer_stops_is_skipped_with_the_layers_off_or_fails_under_ci(monkeypatch):
+    """On a machine where no layer stops what an attack needs stopped (here: Landlock and seccomp reported off),
+    the attack is skipped, naming the threats and the layers off with their reasons; under HSA_SANDBOX_REQUIRED
+    (.ci/run) the same is a failure. A missing bubblewrap alone leaves nothing open: nothing is skipped."""
+    from hsa.sandbox import layers
+
+    def fake(off: dict[str, str]):
+        lay = {k: ({"on": False, "why": off[k]} if k in off else {"on": True, "how": "test"}) for k in layers.LAYERS}
+        covered = {k for k in layers.LAYERS if k not in off} | {"nproc"}
+        open_ = [t for t, by in layers.THREATS.items() if not covered.intersection(by)]
+        return layers.Status("best", lay, open_)
+
+    monkeypatch.delenv("HSA_SANDBOX_REQUIRED", raising=False)
+    monkeypatch.setattr(layers, "status", lambda: fake({"namespaces": "no bwrap (test)"}))
+    for attack in ATTACKS:
+        _skip_unless_stopped(attack)  # nothing open: returns
+    monkeypatch.setattr(layers, "status", lambda: fake({"files": "the kernel has no Landlock (test)",
+                                                         "syscalls": "libseccomp unavailable (test)"}))
+    with pytest.raises(pytest.skip.Exception, match=r"not run: no layer on this machine stops file reads outside "
+                       r"the interpreter \(off: files: the kernel has no Landlock \(test\); syscalls: libseccomp"):
+        _skip_unless_stopped("read")
+    _skip_unless_stopped("write")  # bubblewrap's read-only root still stops it
+    _skip_unless_stopped("cpu")  # the limits need no layer
+    monkeypatch.setenv("HSA_SANDBOX_REQUIRED", "1")
+    with pytest.raises(pytest.fail.Exception, match="HSA_SANDBOX_REQUIRED is set"):
+        _skip_unless_stopped("network")  # unix sockets: only seccomp stops them

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ATTACKS", "Targets", "attack_hook", "make_targets", "judge", "run_battery", "leftover_processes"]
+__all__ = ["ATTACKS", "ATTACK_THREATS", "Targets", "attack_hook", "make_targets", "judge", "run_battery",
+           "leftover_processes"]
 
 #: name -> (what it tries, the row of the issue's table it stands for)
 ATTACKS: dict[str, str] = {
@@ -35,6 +36,20 @@ ATTACKS: dict[str, str] = {
     "worker": "patch the worker (builtins, json, the call loop) so later calls answer an injected message",
 }
 
+#: name -> the threats of :data:`hsa.sandbox.layers.THREATS` that some layer must stop for the attack to be blocked
+#: (``cpu``, ``memory`` and ``worker`` need none: the limits and one worker per hook set are always there)
+ATTACK_THREATS: dict[str, tuple[str, ...]] = {
+    "write": ("file writes outside its folder",),
+    "read": ("file reads outside the interpreter",),
+    "network": ("tcp", "udp", "unix sockets"),
+    "processes": ("new processes",),
+    "cpu": (),
+    "memory": (),
+    "files": ("file writes outside its folder",),
+    "hsa": ("signals to other processes", "ptrace and process memory"),
+    "worker": (),
+}
+
 _PRELUDE = r'''
 import ctypes, json, os, signal, socket, sys, time
 T = json.loads(%r)
@@ -47,6 +62,8 @@ def _try(fn):
 def _hsa_pids():
     # only the run under test: given pids, and processes whose command line holds this run's token
     pids = set(T.get("pids", []))
+    if os.getppid() > 1:  # the worker's parent: hsa (or its pool process) when no pid namespace hides it
+        pids.add(os.getppid())
     try:
         for d in os.listdir("/proc"):
             if d.isdigit():
@@ -191,6 +208,10 @@ def check(payload):
         r[f"ptrace {pid}"] = _try(ptrace)
         class IOV(ctypes.Structure):
             _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+        def mem_open():
+            with open(f"/proc/{pid}/mem", "r+b"):
+                pass
+        r[f"mem_open {pid}"] = _try(mem_open)
         if T.get("canary"):
             buf = ctypes.create_string_buffer(b"OVERWRITTEN")
             local, remote = IOV(ctypes.addressof(buf), 11), IOV(T["canary"], 11)
