@@ -70,10 +70,12 @@ def _hostile(name: str, base: dict, targets) -> dict:
     return rec
 
 
-def _homes() -> dict[str, int]:
-    """Worker folders of this code (``hsa-hook-<pid>-*``) now in the temporary folder, with their pid."""
+def _homes(tmp: str | Path | None = None) -> dict[str, int]:
+    """Worker folders of this code (``hsa-hook-<pid>-*``) now in ``tmp`` (default: the temporary folder), with their
+    pid. The runs below give their hsa a temporary folder of its own, so that tests running beside them (pytest -n)
+    are not taken for theirs."""
     out = {}
-    for p in glob.glob(os.path.join(tempfile.gettempdir(), "hsa-hook-*-*")):
+    for p in glob.glob(os.path.join(str(tmp or tempfile.gettempdir()), "hsa-hook-*-*")):
         pid = os.path.basename(p)[len("hsa-hook-"):].split("-", 1)[0]
         if pid.isdigit():
             out[p] = int(pid)
@@ -146,18 +148,21 @@ class Run:
         self.input.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
         (root / "benign.jsonl").write_text("".join(json.dumps(r) + "\n" for r in benign), encoding="utf-8")
         (root / "recipe.json").write_text(json.dumps(RECIPE), encoding="utf-8")
+        self.tmp = root / "tmp"  # hsa's TMPDIR: its worker folders, and no one else's
+        self.tmp.mkdir()
+        os.chmod(self.tmp, 0o1777)
         if uid is not None:
             for p in [root, *root.rglob("*")]:
                 if not p.is_socket():
                     os.chown(p, uid, uid)
         self.input_sha = hashlib.sha256(self.input.read_bytes()).hexdigest()
-        self.homes_before = set(_homes())
+        self.homes_before = set(_homes(self.tmp))
         self.logs: dict[str, subprocess.CompletedProcess] = {}
 
     def hsa(self, tag: str, *argv: str) -> subprocess.CompletedProcess:
         cmd = _python_for(self.uid) if self.uid is not None else [sys.executable, "-m", "hsa.cli"]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-               "HSA_TEST_SECRET": self.targets["_secret"], "HOME": str(self.root), "TMPDIR": tempfile.gettempdir()}
+               "HSA_TEST_SECRET": self.targets["_secret"], "HOME": str(self.root), "TMPDIR": str(self.tmp)}
         if self.uid is None:
             env["PYTHONPATH"] = str(ROOT)
         res = subprocess.run([*cmd, *argv], cwd=self.root, env=env, capture_output=True, text=True, timeout=600,
@@ -180,10 +185,10 @@ class Run:
         main(["export", str(self.out_dir), "--out", str(self.root / "hostile.jsonl")])
         done = [pid for pid in self.pids() if not _alive(pid)]  # the run's processes (others may run beside it)
         self.left = leftover_processes([self.targets["token"]] + [f"hsa-hook-{p}-" for p in done])
-        self.left_homes = [p for p, pid in _homes().items() if p not in self.homes_before and not _alive(pid)]
+        self.left_homes = [p for p, pid in _homes(self.tmp).items() if p not in self.homes_before and not _alive(pid)]
 
     def pids(self) -> set[int]:
-        return {pid for p, pid in _homes().items() if p not in self.homes_before}
+        return {pid for p, pid in _homes(self.tmp).items() if p not in self.homes_before}
 
     def written_texts(self) -> list[str]:
         texts = []
@@ -320,17 +325,21 @@ def test_benign_rows_unchanged_for_an_unprivileged_user(as_nobody):
     assert base and mixed == base
 
 
-def test_validate_without_hook_execution_starts_no_worker(as_root_or_user, capsys):
+def test_validate_without_hook_execution_starts_no_worker(as_root_or_user, capsys, monkeypatch):
     """hsa validate --no-exec-hooks on the hostile run's output runs no hook: no worker folder appears, and no
     sandbox line is printed (there is no sandbox to speak of)."""
     from hsa.cli import main
     from hsa.sandbox import pool
 
+    from hsa.sandbox.process import Sandbox
+
     run = as_root_or_user
     pool.close_all()
-    before = set(_homes())
+    spawned = []
+    monkeypatch.setattr(Sandbox, "_spawn", lambda self: spawned.append(self) or (_ for _ in ()).throw(
+        AssertionError("a hook worker was started")))
     assert main(["validate", str(run.out_dir), "--no-exec-hooks"]) == 0
-    assert [p for p in _homes() if p not in before] == []
+    assert spawned == []
     assert "hook sandbox (" not in "".join(capsys.readouterr())
 
 
@@ -369,19 +378,21 @@ def test_no_worker_or_folder_outlives_a_killed_run(tmp_path, how):
         r["hooks"][i]["source"] += "\nimport time\nwhile True:\n    time.sleep(0.01)\n"
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
-    before = set(_homes())
+    tmp = tmp_path / "tmp"  # hsa's TMPDIR: its worker folders, and no one else's
+    tmp.mkdir()
+    before = set(_homes(tmp))
     proc = subprocess.Popen([sys.executable, "-m", "hsa.cli", "augment", str(src), "--out", str(tmp_path / "out"),
                              "--workers", "2", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)})
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not [p for p in _homes() if p not in before]:
+    while time.monotonic() < deadline and not [p for p in _homes(tmp) if p not in before]:
         time.sleep(0.05)  # until a hook worker runs
-    homes = [p for p in _homes() if p not in before]
+    homes = [p for p in _homes(tmp) if p not in before]
     assert homes, "no hook worker started"
     time.sleep(0.3)
     proc.send_signal(getattr(signal, how))
     proc.wait(timeout=60)
-    mine = {pid for p, pid in _homes().items() if p not in before}
+    mine = {pid for p, pid in _homes(tmp).items() if p not in before}
     marks = [f"hsa-hook-{pid}-" for pid in mine] + [str(tmp_path)]
     # the kernel ends a worker whose hsa died (bwrap's --die-with-parent, PR_SET_PDEATHSIG) asynchronously: on a
     # loaded machine that takes more than a moment, so wait for it (bounded) before judging
@@ -389,12 +400,16 @@ def test_no_worker_or_folder_outlives_a_killed_run(tmp_path, how):
     while leftover_processes(marks) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert leftover_processes(marks) == []
-    if how == "SIGKILL":
+    if how == "SIGKILL":  # the next hsa that starts a worker, with the same temporary folder, sweeps them
         sandbox_process._SWEPT.clear()
-        pool.worker_for(b"sweeper").run([{"source": "def f(p):\n    return 0\n", "entry": "f", "style": "function",
-                                          "payload": {}}])
-        pool.close_all()
-    assert [p for p, pid in _homes().items() if p not in before and pid in mine and not _alive(pid)] == []
+        old, tempfile.tempdir = tempfile.tempdir, str(tmp)
+        try:
+            pool.worker_for(b"sweeper").run([{"source": "def f(p):\n    return 0\n", "entry": "f",
+                                              "style": "function", "payload": {}}])
+            pool.close_all()
+        finally:
+            tempfile.tempdir = old
+    assert [p for p, pid in _homes(tmp).items() if p not in before and pid in mine and not _alive(pid)] == []
 
 
 def test_an_attack_no_layer_stops_is_skipped_with_the_layers_off_or_fails_under_ci(monkeypatch):
