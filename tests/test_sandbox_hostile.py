@@ -438,3 +438,33 @@ def test_an_attack_no_layer_stops_is_skipped_with_the_layers_off_or_fails_under_
     monkeypatch.setenv("HSA_SANDBOX_REQUIRED", "1")
     with pytest.raises(pytest.fail.Exception, match="HSA_SANDBOX_REQUIRED is set"):
         _skip_unless_stopped("network")  # unix sockets: only seccomp stops them
+
+
+def test_a_finished_pool_run_leaves_no_worker_or_folder(tmp_path):
+    """hsa augment --workers 2 that runs to its end stops every hook worker of its pool's processes and removes
+    their folders itself (not the next hsa that starts a worker)."""
+    import time
+
+    lines = FIXTURES.read_text(encoding="utf-8").splitlines()
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(line + "\n" for line in lines[:8]), encoding="utf-8")
+    (tmp_path / "recipe.json").write_text(json.dumps(RECIPE), encoding="utf-8")
+    tmp = tmp_path / "tmp"  # hsa's TMPDIR: its worker folders, and no one else's
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "hsa.cli", "augment", str(src), "--out", str(tmp_path / "out"),
+                             "--workers", "2", "--variants", "2", "--seed", "3", "--recipe",
+                             str(tmp_path / "recipe.json"), "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                                    "TMPDIR": str(tmp)})
+    seen: set[str] = set()  # the worker folders of the run (so the checks below are not vacuous)
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline:
+        seen.update(_homes(tmp))
+        time.sleep(0.01)
+    if proc.poll() is None:
+        proc.kill()
+    err = proc.communicate()[1]
+    assert proc.returncode == 0, err[-2000:]
+    assert seen, "no hook worker started"
+    assert leftover_processes([str(tmp)]) == []
+    assert sorted(_homes(tmp)) == []

@@ -493,30 +493,40 @@ def write_tree(root_fd: int, folder: Sequence[str], files: dict[str, str]) -> No
 _SWEPT: set[str] = set()
 
 
-def sweep_stale_homes() -> None:
+def sweep_stale_homes(*, again: bool = False) -> None:
     """Remove the worker folders (``$TMPDIR/hsa-hook-<pid>-*``) of hsa processes that are gone (killed before they
-    could clean up); once per process and temporary folder."""
+    could clean up); once per process and temporary folder, unless ``again`` (a pool's parent after its workers
+    ended: those it terminated left theirs)."""
     tmp = tempfile.gettempdir()
-    if tmp in _SWEPT:
+    if tmp in _SWEPT and not again:
         return
     _SWEPT.add(tmp)
-    for path in glob.glob(os.path.join(glob.escape(tmp), _HOME_PREFIX + "*-*")):
-        pid = os.path.basename(path)[len(_HOME_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # its hsa is still running
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if os.path.isdir(path) and not os.path.islink(path) and st.st_uid in (os.geteuid(), layers.NOBODY):
-            shutil.rmtree(path, ignore_errors=True)
+    for tries in (1, 0):
+        stale = [path for path in glob.glob(os.path.join(glob.escape(tmp), _HOME_PREFIX + "*-*")) if _stale(path)]
+        for path in stale:
+            shutil.rmtree(path, ignore_errors=True)  # never follows a symbolic link planted in it
+        if not tries or not any(os.path.lexists(path) for path in stale):
+            return
+        time.sleep(0.1)  # a worker killed with its hsa a moment ago may still have been writing in its folder
+
+
+def _stale(path: str) -> bool:
+    """Whether ``path`` is the worker folder of an hsa process that is gone, of this user or of the workers'."""
+    pid = os.path.basename(path)[len(_HOME_PREFIX):].split("-", 1)[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+        return False  # its hsa is still running
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return os.path.isdir(path) and not os.path.islink(path) and st.st_uid in (os.geteuid(), layers.NOBODY)
 
 
 try:
