@@ -304,7 +304,9 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
     world = configs[0].get("world_size", 1)
     if ranks != set(range(world)):
         raise AugmentError(f"ranks {sorted(set(range(world)) - ranks)} of {world} are missing; run them and merge again")
-    engines = sorted({json.loads(f.read_text()).get("engine", "local") for f in (out / STATE_DIR).glob("rank-*-of-*.json")})
+    rank_info = [json.loads(f.read_text()) for f in sorted((out / STATE_DIR).glob("rank-*-of-*.json"))]
+    engines = sorted({i.get("engine", "local") for i in rank_info})
+    sandbox = _hook_sandbox_entry(rank_info)  # the ranks' hook sandbox, kept in the merged run's one rank file
     for f in (out / STATE_DIR).glob("rank-*-of-*.json"):  # keep one rank file: the merged run
         f.unlink()
     n = max(json.loads((p / STATE_DIR / f.name).read_text())["input_items"]
@@ -314,5 +316,5 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
     (out / STATE_DIR / "run.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
     write_atomic(out / STATE_DIR / "rank-00000-of-00001.json",
                   json.dumps({"rank": 0, "world_size": 1, "input_items": n, "shards": max(1, -(-n // config["shard_size"])),
-                              "engine": "+".join(engines)}))
+                              "engine": "+".join(engines), **sandbox}))
     return finalize(out, command=command)
