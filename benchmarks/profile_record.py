@@ -114,16 +114,13 @@ def main() -> None:
 
     from hsa import cache, sandbox
 
-    box, worker = sandbox._STATE.get("box"), 0.0
-    if box is not None and box.proc is not None:  # the running sandbox worker's CPU (Linux /proc)
-        try:
-            fields = open(f"/proc/{box.proc.pid}/stat").read().rsplit(")", 1)[1].split()
-            worker = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except OSError:
-            pass
+    replay = sandbox.stats()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sandbox.close_all()  # the hook workers end and are reaped (bubblewrap reaps its own): their CPU is counted below
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"hook replay: {sandbox.stats()}; sandbox worker CPU {worker:.2f} s, ended children "
-          f"{child.ru_utime + child.ru_stime:.2f} s")
+    worker = (child.ru_utime + child.ru_stime) - (before.ru_utime + before.ru_stime)
+    print(f"hook replay: {replay}; hook workers' CPU {worker:.2f} s (the ones still running at the end), ended "
+          f"children {child.ru_utime + child.ru_stime:.2f} s")
     print("caches:", {k: (v["hits"], v["misses"]) for k, v in cache.stats().items()})
     st.sort_stats(args.sort)
     if args.grep:

@@ -31,6 +31,11 @@ def cmd_augment(args: argparse.Namespace) -> int:
     except (ValueError, KeyError, FileNotFoundError) as exc:
         return _die(str(exc.args[0] if exc.args else exc))
     command = "hsa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["augment"] else None
+    if not args.no_exec_hooks and not args.quiet and args.hook_sandbox in ("best", "require"):
+        from hsa.sandbox import set_policy, status
+
+        set_policy(args.hook_sandbox)
+        print(status().line(), file=sys.stderr)
     try:
         manifest = augment(args.inputs, args.out, recipe, seed=args.seed, variants=args.variants,
                            keep_original=args.keep_original, workers=args.workers, shard_size=args.shard_size,
@@ -39,7 +44,8 @@ def cmd_augment(args: argparse.Namespace) -> int:
                            progress=False if args.quiet else None, hold_out=args.hold_out, command=command,
                            exec_hooks=not args.no_exec_hooks, call_arguments=args.call_arguments,
                            tools_file=args.tools, engine=args.engine, ray_address=args.ray_address,
-                           harness_pool=args.harness_pool, strict_hooks=args.strict_hooks)
+                           harness_pool=args.harness_pool, strict_hooks=args.strict_hooks,
+                           hook_sandbox=args.hook_sandbox)
     except AugmentError as exc:
         return _die(str(exc))
     if not args.quiet:
@@ -64,6 +70,21 @@ def cmd_merge(args: argparse.Namespace) -> int:
         return _die(str(exc))
     _print_summary(manifest, args.out)
     return 0
+
+
+def _hook_sandbox_option(p: argparse.ArgumentParser) -> None:
+    """``--hook-sandbox``, shared by the commands that run hooks from records (docs/hooks.md)."""
+    p.add_argument("--hook-sandbox", choices=["require", "best", "off"], default="best",
+                   help="walls around the processes that run hooks from records: best (default) uses every layer "
+                        "this machine gives (Landlock, seccomp, an unprivileged uid, hard limits, namespaces); "
+                        "require refuses to run unless the file, network and process walls stand; off keeps only "
+                        "the limits. `hsa sandbox check` shows what this machine gives")
+
+
+def cmd_sandbox_check(args: argparse.Namespace) -> int:
+    from hsa.sandbox.attacks import run_battery
+
+    return run_battery(policy=args.hook_sandbox, as_json=args.json)
 
 
 def _pool_size(text: str) -> int:
@@ -144,6 +165,10 @@ def _print_summary(manifest: dict, out: str) -> None:
               "noted 'hook not replayed'; --strict-hooks rejects them):")
         for hook, n in manifest["hooks_not_replayed"].items():
             print(f"  {n:6d}  {hook}")
+    if manifest.get("hook_sandbox"):
+        from hsa.sandbox.layers import describe
+
+        print(describe(manifest["hook_sandbox"]))
     if manifest["reject_reasons"]:
         print("rejected records (details in rejects.jsonl):")
         for reason, n in manifest["reject_reasons"].items():
@@ -350,6 +375,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         harness = read_harness_file(args.tools) if args.tools else None
     except RecordError as exc:
         return _die(f"--tools {args.tools}: {exc.detail}")
+    if not args.no_exec_hooks:
+        from hsa.sandbox import set_policy, status
+
+        set_policy(args.hook_sandbox)
+        print(status().line(), file=sys.stderr)
+        if args.hook_sandbox == "require" and status().missing_walls():
+            return _die(f"--hook-sandbox require: no layer keeps {'; '.join(status().missing_walls())}; run "
+                        "`hsa sandbox check` for details, or --hook-sandbox best")
     report = validate_path(args.input, max_report=args.max_report, harness=harness,
                            exec_hooks=not args.no_exec_hooks)
     for line in report.lines:
@@ -550,6 +583,7 @@ def make_parser() -> argparse.ArgumentParser:
                         "object with 'tools' and optionally 'skills', 'skill_tool', 'hooks', 'prompt' or 'system'")
     a.add_argument("--no-exec-hooks", action="store_true",
                    help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
+    _hook_sandbox_option(a)
     from hsa.pipeline import DEFAULT_HARNESS_POOL
 
     a.add_argument("--harness-pool", type=_pool_size, default=DEFAULT_HARNESS_POOL, metavar="K",
@@ -618,9 +652,19 @@ def make_parser() -> argparse.ArgumentParser:
     v.add_argument("input", help="JSONL file or output folder")
     v.add_argument("--no-exec-hooks", action="store_true",
                    help="do not replay the hooks of variants in the sandbox (skips invariant 7's run check)")
+    _hook_sandbox_option(v)
     v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
     v.add_argument("--tools", metavar="FILE", help="harness for rows without one (as hsa augment --tools)")
     v.set_defaults(func=cmd_validate)
+
+    sb = sub.add_parser("sandbox", help="the hook sandbox: `hsa sandbox check` runs hostile hooks against it")
+    sbs = sb.add_subparsers(dest="sandbox_command", required=True)
+    sc = sbs.add_parser("check", help="run a battery of hostile hooks under the layers this machine gives and say, "
+                        "per attack, whether it was blocked; exit 1 when a layer that should be on is not, or an "
+                        "attack got through")
+    _hook_sandbox_option(sc)
+    sc.add_argument("--json", action="store_true", help="print the results as JSON")
+    sc.set_defaults(func=cmd_sandbox_check)
 
     s = sub.add_parser("show", help="a variant beside its source, differences highlighted")
     s.add_argument("dataset", help="an 'hsa augment' output folder")
@@ -706,6 +750,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import transforms  # noqa: F401  (the built-in families, whatever entry points this install declares)
 
+    import signal
+
+    # a kill of a command that runs hooks ends it as Ctrl-C does: the pool and the hook workers stop and their
+    # folders go (Python's default would end the process at once and leave them); put back after
+    old_term = signal.getsignal(signal.SIGTERM)
+    if args.func in (cmd_augment, cmd_validate) and old_term == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         return args.func(args)
     except JSONArrayError as exc:  # an input array that stops parsing part-way (augment words its own)
@@ -717,6 +768,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\ninterrupted: the shards finished so far are kept in {args.out}; rerun the same command with "
                   "--resume to finish", file=sys.stderr)
         return 130
+    finally:
+        if signal.getsignal(signal.SIGTERM) != old_term:
+            signal.signal(signal.SIGTERM, old_term)
 
 
 if __name__ == "__main__":

@@ -352,7 +352,7 @@ class Environment:
         from hsa.hooks_model import decision_of
         from hsa.sandbox import replay_many
 
-        outcomes = replay_many(items) if items else []
+        outcomes = replay_many(items, hooks=self.hooks) if items else []  # this row's hook set
         out = []
         for (hook, payload), outcome in zip(items, outcomes):
             decision = decision_of(hook, outcome)

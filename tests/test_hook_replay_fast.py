@@ -8,6 +8,8 @@ import pytest
 
 from hsa import cache
 from hsa import sandbox as sb
+from hsa.sandbox import invariant as sbi
+from hsa.sandbox import pool as sbp
 from hsa.records import clone, normalize
 
 
@@ -73,7 +75,7 @@ def test_a_restore_patch_does_not_split_the_equivalence_cache():
     assert sb.check_hooks(src, var) == []
 
     def misses_of(variant):  # lookups that miss (pairs the check does not keep, e.g. unchanged, miss every time)
-        sb._VERDICTS.clear()
+        sbi._VERDICTS.clear()
         before = eq.misses
         assert sb.check_hooks(src, variant) == []
         return eq.misses - before
@@ -91,19 +93,19 @@ def test_a_restore_patch_does_not_split_the_equivalence_cache():
 
 @pytest.mark.parametrize("with_digests", [False, True])
 def test_replay_with_the_callers_digests_is_replay_many(with_digests):
-    """_replay with the digests _payloads_for made gives what replay_many gives on the same items."""
+    """replay_items with the digests _payloads_for made gives what replay_many gives on the same items."""
     src, _ = _variants(n_records=2, harnesses=1, k=1)[0]
     digest = b"x" * 32
     items, digests = [], []
     for h in src["hooks"]:
-        payloads, keys = sb._payloads_for(src, h, digest, 96)
-        assert keys == [sb._digest(p) for p in payloads]
+        payloads, keys = sbi._payloads_for(src, h, digest, 96)
+        assert keys == [sbp.payload_digest(p) for p in payloads]
         items += [(h, p) for p in payloads]
         digests += keys
-    sb._RESULTS.clear()
-    want = sb.replay_many(items)
-    sb._RESULTS.clear()
-    assert sb._replay(items, digests if with_digests else None) == want
+    sbp._RESULTS.clear()
+    want = sb.replay_many(items, hooks=src["hooks"])
+    sbp._RESULTS.clear()
+    assert sbp.replay_items(items, digests if with_digests else None, sbp.hook_set_key(src["hooks"])) == want
 
 
 def _canonical_unique(values, limit):
@@ -175,7 +177,7 @@ def test_payloads_for_gives_private_exact_copies():
 
     src, _ = _variants(n_records=2, harnesses=1, k=1)[0]
     for h in src["hooks"]:
-        payloads, _ = sb._payloads_for(src, h, b"y" * 32, 96)
+        payloads, _ = sbi._payloads_for(src, h, b"y" * 32, 96)
         want = generated_payloads(src, h, limit=96)
         assert repr(payloads) == repr(want)
         assert all(a is not b for a, b in zip(payloads, want))

@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hsa import sandbox as sb
+from hsa.sandbox import invariant as sbi
+from hsa.sandbox.process import request_line
 from hsa.hooks_model import map_output, map_payload
 from hsa.records import normalize
 from tests.conftest import FIXTURES
@@ -28,7 +30,7 @@ def test_a_pipelined_batch_gives_what_calls_one_by_one_give(box):
     box.run([fn(ECHO)])
     starts = box.starts
     batch = box.run(calls)
-    assert box.starts == starts + 2  # fresh workers after the crash and the memory limit (a hang is stopped inside)
+    assert box.starts == starts + 3  # fresh workers after the crash, the hang (killed from outside) and the memory limit
     alone = sb.Sandbox(time_limit=0.5, memory_mb=256)
     try:
         single = [alone.run([c])[0] for c in calls]
@@ -65,7 +67,7 @@ def test_request_lines_decode_to_the_request():
     """Every request line, whichever encoder wrote it, is one line that json.loads reads back as the request."""
     for req in [{"k": "a", "p": {"x": 1.5, "y": [1, 2.0, True]}}, {"k": "a", "p": {"n": None}},
                 {"k": "a", "p": {"big": 2 ** 64}}, {"k": "a", "p": {"t": "line\nbreak é"}}]:
-        line = sb._request_line(req)
+        line = request_line(req)
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         back = json.loads(line)
         assert back == req and repr(back) == repr(req)
@@ -127,7 +129,7 @@ def _one_by_one(payload: dict, value, steps: list[dict]):
 @given(steps=_steps(), items=st.lists(st.tuples(_payloads, _outputs), min_size=1, max_size=6))
 def test_carrier_matches_mapping_each_pair_step_by_step(steps, items):
     """The per-variant memos give exactly (key order, 1 vs 1.0 vs True) what mapping each pair through each step gives."""
-    carrier = sb._Carrier(steps)
+    carrier = sbi._Carrier(steps)
     for payload, value in items + items[::-1]:  # repeats hit the memos
         want_mapped, want_value = _one_by_one(payload, value, steps)
         mapped, tools = carrier.payload(payload)
@@ -139,7 +141,7 @@ def test_carrier_matches_mapping_each_pair_step_by_step(steps, items):
 def test_carrier_keeps_key_order_and_tools_apart():
     """Equal payloads in another key order, and one rewritten input under two tools, are carried separately."""
     steps = [{"op": "params", "tool": "get_item", "paths": [[["product_id"], ["pid"]]]}]
-    carrier = sb._Carrier(steps)
+    carrier = sbi._Carrier(steps)
     a, _ = carrier.payload({"tool_name": "get_item", "tool_input": {"product_id": "P1", "qty": 1}})
     b, _ = carrier.payload({"tool_input": {"qty": 1, "product_id": "P1"}, "tool_name": "get_item"})
     assert list(a) == ["tool_name", "tool_input"] and list(b) == ["tool_input", "tool_name"]

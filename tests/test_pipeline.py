@@ -14,6 +14,7 @@ from hsa import Mapping, load_recipe
 from hsa.cli import main
 from hsa.io import iter_rows
 from hsa.pipeline import AugmentError, augment
+from tests.conftest import ROOT
 
 
 def _hash_dir(d: Path) -> dict[str, str]:
@@ -410,3 +411,48 @@ def test_show_finds_a_source_without_an_id_in_its_input(tmp_path, fixture_lines,
     assert main(["show", str(tmp_path / "o"), "--id", row_id, "--no-color"]) == 0
     out = capsys.readouterr().out
     assert "source not found" not in out and "--- source" in out
+
+
+_STUCK_POOL = r"""
+import ctypes, multiprocessing as mp, os, sys, time
+from hsa.pipeline.executor import init_worker
+
+RECIPE = {"__version__": 1, "transform": {"transform": "meta.sequence", "transforms": []}}
+
+
+def stuck(marker):
+    open(marker, "w").close()
+    mutex = ctypes.create_string_buffer(64)  # a default (normal) pthread mutex: locked twice, the call never returns
+    libc = ctypes.CDLL(None)
+    libc.pthread_mutex_lock(mutex)
+    libc.pthread_mutex_lock(mutex)
+
+
+marker = sys.argv[1]
+pool = mp.get_context("fork").Pool(1, initializer=init_worker, initargs=(RECIPE, {}, True, ()))
+pool.apply_async(stuck, (marker,))
+while not os.path.exists(marker):
+    time.sleep(0.01)
+time.sleep(0.2)
+pool.terminate()
+print("terminated")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the pool forks, and the stuck call is glibc's")
+def test_terminate_ends_a_pool_worker_stuck_outside_the_interpreter(tmp_path):
+    """The pool's terminate() ends a worker wherever it waits, even in native code that never returns to the
+    interpreter (a Python SIGTERM handler would never run there: a run's end then waited for it forever)."""
+    import os
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-c", _STUCK_POOL, str(tmp_path / "in-the-call")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the pool's parent and its stuck worker
+        proc.communicate()
+        pytest.fail("terminate() did not end a pool worker stuck in native code within 60 s")
+    assert proc.returncode == 0 and out.strip() == "terminated", err[-2000:]

@@ -438,7 +438,11 @@ def reply_reward(completions: Sequence[Any], *, event: str = "pre_reply",
             items.append((h, payload))
             owners.append(i)
     allowed: dict[int, list[bool]] = {}
-    for (hook, _), i, outcome in zip(items, owners, replay_many(items) if items else []):
+    outcomes: list[dict] = []
+    for i in dict.fromkeys(owners):  # each row's hooks run in that row's own worker (hsa.sandbox)
+        mine = [item for item, owner in zip(items, owners) if owner == i]
+        outcomes.extend(replay_many(mine, hooks=hooks[i]))
+    for (hook, _), i, outcome in zip(items, owners, outcomes):
         decision = decision_of(hook, outcome)
         if decision.get("decision") == "error":
             warnings.warn(f"reply hook {hook.get('name')!r} failed on completion {i}: "

@@ -130,6 +130,11 @@ class RLArguments:
                                         "reading the model's tool calls. Unset: Hermes <tool_call> blocks."})
     reasoning_budget: int = dataclasses.field(
         default=600, metadata={"help": "reasoning_length reward: characters of reasoning before the penalty starts."})
+    hook_sandbox: str = dataclasses.field(
+        default="best", metadata={"help": "walls around the processes that run the rows' hooks (reply rewards, "
+                                          "multi_turn episodes): best uses every layer this machine gives, require "
+                                          "refuses to start without the file, network and process walls, off keeps "
+                                          "only the limits (docs/hooks.md).", "choices": ("require", "best", "off")})
 
     def resolve(self) -> RLArguments:
         """Fill the unset options from --rollout and --hat_defaults (a copy)."""
@@ -291,6 +296,19 @@ def _parse(argv: Sequence[str] | None):
     return model, rl.resolve(), run, lora, extras
 
 
+def _hook_sandbox(policy: str) -> None:
+    """Set the hook sandbox's policy for this run and say which layers stand (``require``: refuse when a wall is
+    missing)."""
+    from hsa.sandbox import set_policy, status
+
+    set_policy(policy)
+    st = status()
+    log(st.line())
+    if policy == "require" and st.missing_walls():
+        raise SystemExit(f"--hook_sandbox require: no layer keeps {'; '.join(st.missing_walls())}; run `hsa sandbox "
+                         "check` for details, or --hook_sandbox best")
+
+
 def build_trainer(model_args: ModelArguments, rl: RLArguments, run: RunArguments, lora: LoraArguments, extras: Any,
                   reward_funcs: list | None = None):
     """The configured ``GRPOTrainer`` (:class:`HarnessGRPOTrainer` for multi_turn), ready for ``.train()``."""
@@ -299,6 +317,7 @@ def build_trainer(model_args: ModelArguments, rl: RLArguments, run: RunArguments
     from trainers.common import load_tokenizer, model_init_kwargs, peft_config, resolve_model_path, trl_config
 
     rl = rl.resolve()
+    _hook_sandbox(rl.hook_sandbox)
     model_path = resolve_model_path(model_args.model_name_or_path)
     tokenizer = load_tokenizer(model_args, padding_side="left")
     funcs = reward_funcs if reward_funcs is not None else reward_functions(rl.rewards, rl)

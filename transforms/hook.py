@@ -64,7 +64,7 @@ def _replay_events(record: Record, hooks_by_name: dict[str, dict]) -> list[tuple
             return f"hook event {i} of {ev.get('hook')!r} has no payload to replay"
         items.append((hook, ev["payload"]))
         where.append((i, hook))
-    outcomes = replay_many(items)
+    outcomes = replay_many(items, hooks=record.get("hooks") or list(hooks_by_name.values()))  # the record's set
     return [(i, o, h) for (i, h), o in zip(where, outcomes)]
 
 

@@ -33,7 +33,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             world_size: int = 1, progress: bool | None = None, hold_out: list[str] | None = None,
             command: str | None = None, exec_hooks: bool = True, call_arguments: str = "object",
             tools_file: str | Path | None = None, engine: str = "local", ray_address: str | None = None,
-            harness_pool: int = DEFAULT_HARNESS_POOL, strict_hooks: bool = False) -> dict:
+            harness_pool: int = DEFAULT_HARNESS_POOL, strict_hooks: bool = False, hook_sandbox: str = "best") -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
     of several, that rank's summary: ``hsa merge`` writes the manifest), with ``this_run`` added (not written
     to manifest.json): ``resumed``, ``shards_kept`` and ``records_kept`` (what a ``resume`` kept of the
@@ -45,7 +45,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     ``harness_pool`` is the number of harness variants of each distinct harness (0: every variant draws its
     own, as before the pool); it is recorded in the manifest and each row's slot is its ``slot`` column.
     ``strict_hooks`` rejects the records with a hook that cannot run on its own payloads (otherwise counted
-    and noted on their rows). Raises :class:`AugmentError` for a missing input, an output folder that is not
+    and noted on their rows). ``hook_sandbox`` (``require``, ``best``, ``off``) is the policy of the hook workers
+    (:mod:`hsa.sandbox.layers`); the manifest's ``hook_sandbox`` says which layers stood. Raises :class:`AugmentError` for a missing input, an output folder that is not
     empty (unless ``resume`` or ``overwrite``), a missing Ray and, with ``strict``, the first rejected line.
     """
     from hsa.io import InputSource, iter_inputs
@@ -64,7 +65,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
                                              hold_out=hold_out, command=command, exec_hooks=exec_hooks,
                                              call_arguments=call_arguments, tools_file=tools_file,
                                              harness_pool=harness_pool, strict_hooks=strict_hooks,
-                                             ray_address=ray_address)
+                                             hook_sandbox=hook_sandbox, ray_address=ray_address)
     elif "://" in str(out):
         raise AugmentError(f"--out {out}: the local engine writes a local folder; object storage (s3://, gs://, "
                            "file://) is written by --engine ray (on one machine too: it starts a local Ray)")
@@ -78,6 +79,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     if isinstance(harness_pool, bool) or not isinstance(harness_pool, int) or harness_pool < 0:
         raise AugmentError(f"--harness-pool must be a whole number >= 0 (got {harness_pool!r}); 0 draws every "
                            "variant's harness afresh")
+    sandbox_status = _hook_sandbox(hook_sandbox, exec_hooks)
     if shard_size < 1 or batch_size < 1 or workers < 1:
         raise AugmentError("--shard-size, --batch-size and --workers must be at least 1")
     if not 0 <= rank < world_size:
@@ -100,7 +102,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             raise AugmentError(f"--tools {tools_file}: {exc.detail}") from None
     options = {"seed": seed, "variants": variants, "keep_original": keep_original, "exec_hooks": exec_hooks,
                "call_arguments": call_arguments, "harness_pool": harness_pool, "strict_hooks": strict_hooks,
-               **({"harness": harness} if harness else {})}
+               **({"harness": harness} if harness else {}), "hook_sandbox": hook_sandbox}
     recipe_config = recipe_to_dict(recipe)
     modules = tuple(modules_of(recipe))
     tools_entry = ({"tools_file": {"path": str(tools_file),
@@ -140,9 +142,31 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         total = ray_engine.run_shards(out, mine(), address=ray_address, **run_kwargs)
     else:
         total = run_local(out, mine(), **run_kwargs)
-    result = end_run(out, rank, world_size, n_items, shard_size, total, command, engine)
+    if exec_hooks:  # as it stands at the end: a layer a worker of this process could not apply is off
+        from hsa.sandbox import status
+
+        sandbox_status = status().to_dict()
+    result = end_run(out, rank, world_size, n_items, shard_size, total, command, engine, hook_sandbox=sandbox_status)
     # what this invocation did, beside the manifest (not written to it: a resumed run's manifest equals an
     # uninterrupted one's): the shards a resume kept and the records augmented now
     result["this_run"] = {"resumed": bool(done), "shards_kept": len(done), "records_kept": kept_records,
                           "records_augmented": total.input_records}
     return result
+
+
+def _hook_sandbox(policy: str, exec_hooks: bool) -> dict:
+    """Set this process's hook-sandbox policy and say what stands (the manifest's ``hook_sandbox``); with
+    ``require``, refuse a machine where the file, network or process wall is missing."""
+    from hsa.sandbox import POLICIES, set_policy, status
+
+    if policy not in POLICIES:
+        raise AugmentError(f"--hook-sandbox must be one of {list(POLICIES)} (got {policy!r})")
+    if not exec_hooks:
+        return {"policy": policy, "exec_hooks": False}
+    set_policy(policy)
+    st = status()
+    if policy == "require" and st.missing_walls():
+        raise AugmentError(f"--hook-sandbox require: no layer keeps {'; '.join(st.missing_walls())}. {st.line()}. "
+                           "Run `hsa sandbox check` for details, or --hook-sandbox best to replay with the layers "
+                           "this machine has")
+    return st.to_dict()

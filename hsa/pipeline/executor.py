@@ -44,20 +44,37 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
         _pool_worker_signals()
     import_modules(modules)
     gc.set_threshold(*GC_THRESHOLDS)
+    options = dict(options)
+    policy = options.pop("hook_sandbox", None)  # --hook-sandbox: this process's, not augment_record's
     _WORKER["recipe"] = recipe_from_dict(recipe_config)
     _WORKER["options"] = options
     if "exec_hooks" in options and (not options["exec_hooks"] or "hsa.sandbox" in sys.modules):
         from hsa.sandbox import set_execution  # on by default: a run without hooks need not import the sandbox
 
         set_execution(options["exec_hooks"])
+    if policy is not None:
+        from hsa.sandbox import set_policy
+
+        set_policy(policy)
 
 
 def _pool_worker_signals() -> None:
-    """A pool worker leaves Ctrl-C to the parent (which stops the pool and keeps the finished shards), and on
-    Linux ends quietly when the parent dies (a kill -9 or the OOM killer) instead of failing to send results."""
+    """A pool worker leaves Ctrl-C to the parent (which stops the pool and keeps the finished shards), ends at once on
+    SIGTERM (the pool's terminate(); on Linux also when the parent dies, a kill -9 or the OOM killer), and stops its
+    hook workers when it ends normally (the pool closed after the last result: :func:`hsa.pipeline.local.run_local`).
+
+    SIGTERM keeps the system's action on purpose, not the parent's handler that the fork copied (:func:`hsa.cli.main`)
+    nor one of its own: a Python handler runs only when the interpreter gets control back, and a worker that waits in
+    native code may never give it back, so terminate() waited for it forever. It did: a worker idle in the task
+    queue's semaphore wait, which a SIGTERM that arrived a moment before the wait began no longer interrupts. The hook
+    workers of a worker so ended die with it (bubblewrap's ``--die-with-parent``, ``PR_SET_PDEATHSIG``), and the
+    parent removes their folders (:func:`hsa.sandbox.process.sweep_stale_homes`)."""
     import signal
+    from multiprocessing import util
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    util.Finalize(None, _stop_hook_workers, exitpriority=10)  # run by the worker's normal exit (os._exit skips atexit)
     if sys.platform.startswith("linux"):
         parent = os.getppid()
         try:
@@ -68,6 +85,13 @@ def _pool_worker_signals() -> None:
             return
         if os.getppid() != parent:  # the parent died before the call
             os._exit(1)
+
+
+def _stop_hook_workers() -> None:
+    """Stop this pool worker's hook workers and remove their folders (if it imported the sandbox at all)."""
+    sandbox = sys.modules.get("hsa.sandbox")
+    if sandbox is not None:
+        sandbox.close_all()
 
 
 def work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:

@@ -37,14 +37,25 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
         from collections import deque
 
         ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-        with ctx.Pool(workers, initializer=init_worker, initargs=(recipe_config, options, True, modules)) as pool:
-            pending: deque = deque()
-            for batch in batches(items, batch_size):
-                pending.append(pool.apply_async(work, (batch,)))
-                while len(pending) > 2 * workers:  # bounded read-ahead: memory does not grow with the input
+        try:
+            with ctx.Pool(workers, initializer=init_worker, initargs=(recipe_config, options, True, modules)) as pool:
+                pending: deque = deque()
+                for batch in batches(items, batch_size):
+                    pending.append(pool.apply_async(work, (batch,)))
+                    while len(pending) > 2 * workers:  # bounded read-ahead: memory does not grow with the input
+                        yield from pending.popleft().get()
+                while pending:
                     yield from pending.popleft().get()
-            while pending:
-                yield from pending.popleft().get()
+                # every result is in: the workers end by their own exit, which stops their hook workers and removes
+                # their folders; the with's terminate() (SIGTERM, which ends a worker at once) is for a run stopped
+                # before its end (an error, Ctrl-C, a kill)
+                pool.close()
+                pool.join()
+        finally:
+            if "hsa.sandbox" in sys.modules:  # a terminated worker's hook workers died with it; their folders stay
+                from hsa.sandbox.process import sweep_stale_homes
+
+                sweep_stale_homes(again=True)
 
     total = Stats()
     slot = options.get("harness_pool", 0) > 0

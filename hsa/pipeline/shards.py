@@ -186,11 +186,12 @@ def prepare_out(out: Path, config: dict, *, resume: bool, overwrite: bool) -> se
 
 
 def end_run(out: Path, rank: int, world_size: int, n_items: int, shard_size: int, total: Stats,
-             command: str | None, engine: str) -> dict:
-    """Record this rank's part (its rank file) and, for a one-rank run, write the manifest."""
+             command: str | None, engine: str, hook_sandbox: dict | None = None) -> dict:
+    """Record this rank's part (its rank file, with the layers its hook sandbox had) and, for a one-rank run, write
+    the manifest."""
     n_shards = max(1, -(-n_items // shard_size))
     rank_info = {"rank": rank, "world_size": world_size, "input_items": n_items, "shards": n_shards,
-                 "engine": engine}
+                 "engine": engine, **({"hook_sandbox": hook_sandbox} if hook_sandbox is not None else {})}
     write_atomic(out / STATE_DIR / f"rank-{rank:05d}-of-{world_size:05d}.json", json.dumps(rank_info))
     if world_size > 1:
         return {"rank": rank_info, **total.to_dict()}
@@ -256,9 +257,20 @@ def finalize(out: str | Path, *, command: str | None = None, parts: list[Path] |
         **total.to_dict(),
         "shards": shards,
         "rejects_file": "rejects.jsonl",
+        **_hook_sandbox_entry(info),
     }
     write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
+
+
+def _hook_sandbox_entry(info: list[dict]) -> dict:
+    """The manifest's ``hook_sandbox``: the layers of the ranks' hook workers (one entry when they agree)."""
+    seen = [i["hook_sandbox"] for i in info if "hook_sandbox" in i]
+    if not seen:
+        return {}
+    if all(s == seen[0] for s in seen):
+        return {"hook_sandbox": seen[0]}
+    return {"hook_sandbox": {"ranks": {str(i["rank"]): i.get("hook_sandbox") for i in info}}}
 
 
 def merge(parts: list[str | Path], out: str | Path, *, command: str | None = None) -> dict:
@@ -292,7 +304,9 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
     world = configs[0].get("world_size", 1)
     if ranks != set(range(world)):
         raise AugmentError(f"ranks {sorted(set(range(world)) - ranks)} of {world} are missing; run them and merge again")
-    engines = sorted({json.loads(f.read_text()).get("engine", "local") for f in (out / STATE_DIR).glob("rank-*-of-*.json")})
+    rank_info = [json.loads(f.read_text()) for f in sorted((out / STATE_DIR).glob("rank-*-of-*.json"))]
+    engines = sorted({i.get("engine", "local") for i in rank_info})
+    sandbox = _hook_sandbox_entry(rank_info)  # the ranks' hook sandbox, kept in the merged run's one rank file
     for f in (out / STATE_DIR).glob("rank-*-of-*.json"):  # keep one rank file: the merged run
         f.unlink()
     n = max(json.loads((p / STATE_DIR / f.name).read_text())["input_items"]
@@ -302,5 +316,5 @@ def merge(parts: list[str | Path], out: str | Path, *, command: str | None = Non
     (out / STATE_DIR / "run.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
     write_atomic(out / STATE_DIR / "rank-00000-of-00001.json",
                   json.dumps({"rank": 0, "world_size": 1, "input_items": n, "shards": max(1, -(-n // config["shard_size"])),
-                              "engine": "+".join(engines)}))
+                              "engine": "+".join(engines), **sandbox}))
     return finalize(out, command=command)
