@@ -28,6 +28,13 @@ from transforms.tool_functional import check_banks, check_range, check_styles, f
 __all__ = ["ToolRename", "ParamRename", "SwapNames"]
 
 
+def _mentions_invert(old: str, new: str) -> bool:
+    """Whether the mentions of a rename from ``old`` to ``new`` come back under the inverse rename: not when an
+    identifier-like name (every token a reference: "a start_index of 200") becomes a plain word ("a offset of
+    200" reads as the word, and the inverse leaves it)."""
+    return is_identifier_like(new) or not is_identifier_like(old)
+
+
 def _ambiguous_skip(kept: dict[str, str], what: str) -> Skip:
     """The skip of a rename whose only drawn names were plain words used as words somewhere (``kept``: name -> where)."""
     names = ", ".join(f"{n!r} (in {kept[n]})" for n in sorted(kept))
@@ -101,7 +108,8 @@ class ToolRename(Transform):
             return fresh_name(lambda: new_name(old, style, rng, mask_len=self.mask_len, prefix=prefix, banks=self.banks,
                                            context=context, namespace_words=namespace_words),
                           lambda n: n != old and n not in renames.values() and is_legal(n, tool["dialect"])
-                          and (n not in taken or asked(word_name_free, record, n)),
+                          and (n not in taken or asked(word_name_free, record, n))
+                          and _mentions_invert(old, n),
                           retry=style in RANDOM_STYLES)
 
         def eligible(old: str) -> bool:
@@ -198,7 +206,7 @@ class ParamRename(Transform):
             new = fresh_name(lambda: new_name(old, style, rng, mask_len=self.mask_len, banks=self.banks, context=context,
                                           param=True),
                          lambda n: n != old and n not in used and is_legal_param(n)
-                         and (n not in taken or not is_identifier_like(n)),
+                         and (n not in taken or not is_identifier_like(n)) and _mentions_invert(old, n),
                          retry=style in RANDOM_STYLES)
             if new is not None:
                 used.add(new)
