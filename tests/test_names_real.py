@@ -199,6 +199,9 @@ def test_mix_styles_brings_back_per_tool_styles():
         names = [params["renames"].get(x["name"], x["name"]) for x in rec["tools"]]
         mixed += not set.intersection(*(AUDIT._styles(n) for n in names))
     assert mixed >= 10
+    t = ToolRename(styles=("prefix",), p=1.0, mix_styles=True)
+    got = {n.split("read_file")[0] for s in range(10) for n in [t.sample(rec, random.Random(s))["renames"]["read_file"]]}
+    assert got == {"shop.", "mcp__server__"}, got  # the old fixed prefixes
 
 
 def test_no_mixed_namespace_on_real_harnesses(audited):

@@ -20,8 +20,8 @@ from hsa.renames import (hook_literals, param_mentions, record_tokens, rename_to
 from hsa.transform import Skip, Transform, asked, asked_set, check_probability, register
 from transforms import tool_functional as F
 from transforms._toolhooks import hooks_read_whole_input
-from transforms._toolnames import (CONVENTION_STYLES, DEFAULT_PREFIXES, NAME_STYLES, RANDOM_STYLES, cue_words,
-                                   legal_prefixes, meta_server, namespace_renames, namespaces, new_name)
+from transforms._toolnames import (CONVENTION_STYLES, DEFAULT_PREFIXES, MIXED_PREFIXES, NAME_STYLES, RANDOM_STYLES,
+                                   cue_words, legal_prefixes, meta_server, namespace_renames, namespaces, new_name)
 from transforms._toolschema import node_at
 from transforms.tool_functional import check_banks, check_range, check_styles, fresh_name
 
@@ -57,9 +57,10 @@ class ToolRename(Transform):
     ``git_``, else the whole list: :func:`transforms._toolnames.namespaces`); each namespace draws one style, and a
     convention (a word style or the prefix) changes every tool of the namespace together with probability ``p``,
     while synonyms, masks and noise change each tool with probability ``p``. ``mix_styles`` draws a style per tool
-    instead and one prefix per record from ``prefixes`` as they are (hsa before 0.x: ``prefixes: [shop.,
-    mcp__server__]``). ``prefixes`` are templates: ``{namespace}`` is the namespace's name (its server, its shared
-    word, or the record's ``meta.server``); a namespace without a name gets no prefix.
+    instead and one prefix per record, as hsa did before namespaces: from ``prefixes`` without ``{namespace}``, or
+    with the default ``prefixes`` from the old fixed ones (``shop.``, ``mcp__server__``). ``prefixes`` are
+    templates: ``{namespace}`` is the namespace's name (its server, its shared word, or the record's
+    ``meta.server``); a namespace without a name gets no prefix.
 
     Renames reach schemas, calls, tool results, the skill tool, every reference in every text and hook literals
     (:mod:`hsa.mentions`). New names are legal in the tool's dialect and collide with no name or token of the
@@ -123,7 +124,9 @@ class ToolRename(Transform):
         if self.mix_styles:
             prefix = None
             if "prefix" in self.styles:
-                legal = legal_prefixes([p for p in self.prefixes if "{namespace}" not in p], record["tools"])
+                pool = MIXED_PREFIXES if self.prefixes == DEFAULT_PREFIXES else \
+                    [p for p in self.prefixes if "{namespace}" not in p]
+                legal = legal_prefixes(list(pool), record["tools"])
                 prefix = rng.choice(legal) if legal else None
             for old in names:
                 if rng.random() >= self.p:
