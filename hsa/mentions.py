@@ -67,7 +67,8 @@ KINDS: dict[str, tuple[str, ...]] = {
 #: more often another thing's key (``{ name: 'Submit' }`` in a code example) than the parameter's.
 KINDS["param_own"] = KINDS["param"]
 
-# A token is a maximal run of [A-Za-z0-9_-]; a dotted chain of runs is one token (as hsa.names.find_tokens has it).
+# A token is a maximal run of [A-Za-z0-9_-]; a dotted chain of runs is one token (as hsa.names.find_tokens has it);
+# a full stop after a neighbour ends its sentence ("province and city."), it does not make "city." a dotted name.
 _BEFORE = r"(?<![A-Za-z0-9_\-])(?<![A-Za-z0-9_\-]\.)"
 _AFTER = r"(?![A-Za-z0-9_\-])(?!\.[A-Za-z0-9_\-])"
 
@@ -92,8 +93,8 @@ _LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:[-*+]|\d+[.)])?[ \t]*[`*]*$")
 _LIST_BEFORE = re.compile(r"(?:\bthe|,|\band|\bor)\s+$", re.I)
 _PREV_WORD = re.compile(r"([A-Za-z][A-Za-z'\u2019-]*)[ \t,(]+$")
 _NEXT_WORD = re.compile(r"[ \t]+([A-Za-z][A-Za-z-]*)")
-_COORD_BEFORE = re.compile(r"([A-Za-z0-9_.\-]+)[`'\"*]*(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+|\s*[|/]\s*)[`'\"*]*$")
-_COORD_AFTER = re.compile(r"[`'\"*]*(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+|\s*[|/]\s*)[`'\"*]*([A-Za-z0-9_.\-]+)")
+_COORD_BEFORE = re.compile(r"([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)[`'\"*]*(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+|\s*[|/]\s*)[`'\"*]*$")
+_COORD_AFTER = re.compile(r"[`'\"*]*(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+|\s*[|/]\s*)[`'\"*]*([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)")
 
 
 @lru_cache(maxsize=4096)

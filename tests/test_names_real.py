@@ -307,3 +307,15 @@ def test_compound_skill_references_follow_the_rename():
         bad = json.loads(json.dumps(v))
         bad["messages"][0]["content"] = f"{bad['messages'][0]['content']} {left}"
         assert any("skill-creator" in x.detail for x in check_variant(SKILLS, bad)), left
+
+
+def test_a_full_stop_after_a_neighbour_is_no_dotted_name():
+    """"the viewer's province and city." names no parameter: "city." is the word and a full stop, not a dotted
+    (identifier-like) name that would make its neighbour a reference (the hammer preset on the livestream
+    fixtures: a stale 'city' reported after province was renamed)."""
+    from hsa.mentions import mention_spans
+
+    text = "For a new purchase call `calculate_shipping` with the viewer's province and city.\n2. Next"
+    assert [r for *_, r in mention_spans(text, "province", "param")] == [False]
+    assert [r for *_, r in mention_spans(text, "city", "param")] == [False]
+    assert [r for *_, r in mention_spans("Use the fs.read and Glob tools.", "Glob")] == [True]

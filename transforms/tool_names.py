@@ -326,3 +326,10 @@ class SwapNames(Transform):
                 raise ValueError(f"tool.swap_names: {table} is not a permutation of tool names")
             record = rename_tools(record, table)
         return record
+
+
+# The tool family is one module to hsa's entry points (pyproject.toml: tool = "transforms.tool"), which re-exports
+# these classes: they are transforms.tool's to the registry, the catalogue and pickling.
+for _cls in (ToolRename, ParamRename, SwapNames):
+    _cls.__module__ = "transforms.tool"
+del _cls
