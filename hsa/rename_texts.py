@@ -312,11 +312,23 @@ def _snippet(text: str, name: str, width: int = 40) -> str:
 def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
     steps = mapping.steps
     renamed: dict[str, set[str]] = {}  # variant tool name -> old leaves its steps renamed
+    # the mentions a rename step followed are those of its tables (rename_params: "mentions"; none when absent):
+    # a leaf outside them was left on purpose (declared twice, a schema value, another tool's name), so it is
+    # checked where the step's tables say; a swap (kind "permute") follows its tool's own descriptions
+    follow_own: dict[str, set[str]] = {}
+    follow_all: set[str] = set()
     for k, st in enumerate(steps):
         if st["op"] != "params" or st.get("kind") not in (None, "permute"):
             continue
         tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
-        renamed.setdefault(tool, set()).update(a[-1] for a, b in st["paths"] if a[-1] != b[-1] and a[-1] != ARRAY)
+        leaves = {a[-1] for a, b in st["paths"] if a[-1] != b[-1] and a[-1] != ARRAY}
+        renamed.setdefault(tool, set()).update(leaves)
+        if "mentions" not in st and st.get("kind") == "permute":  # a swap without tables: its tool's descriptions
+            follow_own.setdefault(tool, set()).update(leaves)
+        else:
+            own, every = step_mentions(st)
+            follow_own.setdefault(tool, set()).update(leaf for leaf in leaves if leaf in own)
+            follow_all.update(leaf for leaf in leaves if leaf in every)
     if not renamed:
         return []
     tools = {t["name"]: t for t in variant["tools"]}
@@ -326,7 +338,7 @@ def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]
     out = []
     everywhere = {leaf for leaves in renamed.values() for leaf in leaves
                   if not any(leaf in d for d in declared.values()) and leaf not in names
-                  and (is_identifier_like(leaf) or leaf not in values)}
+                  and (is_identifier_like(leaf) or leaf not in values) and leaf in follow_all}
     if everywhere:
         for where, text in texts:
             if where == "a tool message" and structured(text):
@@ -341,7 +353,7 @@ def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]
             continue
         own_values = schema_strings(t["parameters"])
         gone = {leaf for leaf in leaves - everywhere if leaf not in declared[tool]
-                and (is_identifier_like(leaf) or leaf not in own_values)}
+                and (is_identifier_like(leaf) or leaf not in own_values) and leaf in follow_own.get(tool, ())}
         if not gone:
             continue
         own_texts = [t["description"]] if isinstance(t.get("description"), str) else []

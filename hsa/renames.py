@@ -158,13 +158,19 @@ def _sync_hooks(record: Record, step: dict, before) -> None:
         sync_record_events(record, step, payloads=False)
 
 
-def _map_hook_payloads(record: Record, step: dict) -> None:
-    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names, names in text)."""
+def _map_hook_payloads(record: Record, step: dict, text_fn: Callable[[str], str] | None = None) -> None:
+    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names, names in text).
+
+    ``text_fn``: the text function the step applied to the messages; a payload's ``reply`` (the text of the message
+    a hook judged) follows it, so that a plain-word name left as a word in the message is left in the reply too."""
     from hsa.hooks_model import map_payload
 
     for ev in record.get("hook_events") or ():
         if isinstance(ev.get("payload"), dict):
-            ev["payload"] = map_payload(ev["payload"], step)
+            before = ev["payload"]
+            ev["payload"] = map_payload(before, step)
+            if text_fn is not None and isinstance(before.get("reply"), str):
+                ev["payload"] = {**ev["payload"], "reply": text_fn(before["reply"])}
 
 
 # --------------------------------------------------------------------------- renames
@@ -207,9 +213,10 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    map_texts_skipping(out, names_renamer(renames, "tool", harness_names(record, renames)), skip_texts)
+    text_fn = names_renamer(renames, "tool", harness_names(record, renames))
+    map_texts_skipping(out, text_fn, skip_texts)
     _sync_hooks(out, step, before)
-    _map_hook_payloads(out, step)
+    _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)
     return out
 
@@ -369,9 +376,10 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    map_texts_skipping(out, names_renamer(renames, "skill", harness_names(record, renames)), skip_texts)
+    text_fn = names_renamer(renames, "skill", harness_names(record, renames))
+    map_texts_skipping(out, text_fn, skip_texts)
     _sync_hooks(out, step, before)
-    _map_hook_payloads(out, step)
+    _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)
     return out
 
