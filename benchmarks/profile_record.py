@@ -16,6 +16,8 @@ import gc
 import os
 import pstats
 import time
+from collections import defaultdict
+from collections.abc import Callable
 
 
 def input_arguments(p: argparse.ArgumentParser, records: int) -> None:
@@ -42,6 +44,36 @@ def load_inputs(args: argparse.Namespace) -> tuple:
         items = [InputLine(args.input, i + 1, line, i) for i, line in zip(range(args.records), fh)]
     gc.set_threshold(*GC_THRESHOLDS)
     return recipe, items
+
+
+def timed_phases(run: Callable | None = None) -> tuple[dict[str, float], Callable, Callable]:
+    """Wrap the phases of :func:`hsa.pipeline.augment_record` in CPU-time counters (``time.process_time``): ``read``,
+    ``check source``, ``run`` (``run`` given: that function in place of :func:`hsa.transform.run`), ``restore``,
+    ``check variant``, ``rows``. Returns (seconds spent by phase, ``timed(name, fn)`` to wrap more, and the row
+    encoder wrapped as ``encode``)."""
+    from hsa import transform
+    from hsa.io import encode_row
+    from hsa.pipeline import record as rec
+
+    spent: dict[str, float] = defaultdict(float)
+
+    def timed(name: str, fn: Callable) -> Callable:
+        def wrapper(*a, **kw):
+            t = time.process_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[name] += time.process_time() - t
+        return wrapper
+
+    rec.parse_line = timed("read", rec.parse_line)
+    rec.normalize = timed("read", rec.normalize)
+    rec.check_record = timed("check source", rec.check_record)
+    rec.run = timed("run", run or rec.run)
+    transform.restorable = timed("restore", transform.restorable)
+    rec.check_variant = timed("check variant", rec.check_variant)
+    rec.source_row = timed("rows", rec.source_row)
+    return spent, timed, timed("encode", encode_row)
 
 
 def main() -> None:

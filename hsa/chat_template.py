@@ -21,7 +21,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["REWRITES", "render", "template_needs", "adapt", "split_parallel_calls", "alnum9_call_ids",
+__all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered", "adapt", "split_parallel_calls", "alnum9_call_ids",
            "system_as_user", "fold_system", "merge_user_turns", "read_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
@@ -96,6 +96,34 @@ def read_template(spec: str) -> str:
             return read_template(str(p / "tokenizer_config.json"))
         raise ValueError(f"{spec} is a folder without chat_template.jinja or tokenizer_config.json")
     raise FileNotFoundError(f"chat template {spec} does not exist; give a .jinja file or a tokenizer folder")
+
+
+def harness_not_rendered(render_fn: Callable[[list[dict], list[dict] | None], str], messages: Sequence[dict],
+                         tools: Sequence[dict] | None) -> str | None:
+    """What a chat template leaves out of a conversation with tools and tool calls, or None when it renders both.
+
+    ``render_fn(messages, tools) -> text`` renders with the template being checked. A template that ignores
+    ``tools`` (or reads them under another name) or drops ``tool_calls`` gives the same text without them:
+    training would then fit calls to names the model never sees (SmolLM2-Instruct's own template is one). The
+    trainers, ``hsa export --template`` and ``hsa eval run`` run this check."""
+    messages = list(messages)
+    full = render_fn(messages, list(tools) if tools else None)
+
+    def same_without(msgs, tls) -> bool:
+        try:
+            return render_fn(msgs, tls) == full
+        except Exception:  # noqa: BLE001  (a template that needs the part to render at all does render it)
+            return False
+
+    if tools and same_without(messages, None):
+        return ("does not render the 'tools' list (the text is the same without it), so the model would never see "
+                "the harness it is trained to call")
+    if any(m.get("tool_calls") for m in messages):
+        bare = [{k: v for k, v in m.items() if k != "tool_calls"} for m in messages]
+        if same_without(bare, list(tools) if tools else None):
+            return ("does not render assistant 'tool_calls' (the text is the same without them), so there would be "
+                    "no call to learn")
+    return None
 
 
 # --------------------------------------------------------------------------- rewrites
@@ -294,6 +322,23 @@ def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
                               {"role": "assistant", "content": "Answer."}],
                              ("PROBE USER ONE", "PROBE USER TWO")),
     }
+
+
+def probe_harness_not_rendered(render_fn: Callable[[list[dict], list[dict] | None], str],
+                               rewrites: Sequence[str] = ()) -> str | None:
+    """:func:`harness_not_rendered` on a probe conversation (a system message, two tools, one call, its result
+    and a reply; through ``rewrites`` first), so a template is judged before any row is read. None also when the
+    template cannot render the probe at all: the rows then fail with the template's own error."""
+    sys_ = {"role": "system", "content": "You are a probe."}
+    messages = [sys_, {"role": "user", "content": "Use a tool."},
+                {"role": "assistant", "content": "", "tool_calls": [_call("aaaaaaaa1", "probe_alpha", {"x": 4711})]},
+                {"role": "tool", "tool_call_id": "aaaaaaaa1", "name": "probe_alpha", "content": "PROBE_RESULT_A"},
+                {"role": "assistant", "content": "Done."}]
+    messages, _, _ = adapt(messages, [True] * len(messages), rewrites)
+    try:
+        return harness_not_rendered(render_fn, messages, _TOOLS)
+    except Exception:  # noqa: BLE001 - the template refuses the probe itself
+        return None
 
 
 def _renders(render_fn, messages, tools, wanted) -> str | None:

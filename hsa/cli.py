@@ -95,15 +95,21 @@ def _workers(text: str) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from hsa.stats import compute_stats, render_html, render_text
+    from hsa.stats import compute_stats, render_text
 
     if not (Path(args.dataset) / "state.json").exists():
         return _die(f"{args.dataset} is not an hsa output folder (no state.json)")
     stats = compute_stats(args.dataset, tokenizer=args.tokenizer)
     print(render_text(stats))
-    if args.html:
-        Path(args.html).write_text(render_html(stats), encoding="utf-8")
-        print(f"report written to {args.html}", file=sys.stderr)
+    if args.html:  # the page of `hsa report` (one way to make it): overview, plots and a sample of variants
+        from hsa.report import ReportInputError, write_report
+
+        try:
+            write_report(args.dataset, args.html, tokenizer=args.tokenizer, command=_command_line(args))
+        except ReportInputError as exc:
+            return _die(str(exc))
+        print(f"report page written to {args.html} (hsa report {args.dataset} --out {args.html} writes the same; "
+              "it also takes --eval)", file=sys.stderr)
     if args.json:
         public = {k: v for k, v in stats.items() if not k.startswith("_")}
         Path(args.json).write_text(json.dumps(public, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -114,6 +120,11 @@ def _print_summary(manifest: dict, out: str) -> None:
     c = manifest["counts"]
     print(f"{c['input_records']} records read: {c['sources_written']} augmented, {c['rejected']} rejected; "
           f"{c['rows_written']} rows in {len(manifest['shards'])} shard(s) at {out}")
+    run = manifest.get("this_run") or {}
+    if run.get("resumed"):
+        kept = run["shards_kept"]
+        print(f"resumed: {kept} shard{'s' if kept != 1 else ''} ({run['records_kept']} records) kept from the "
+              f"interrupted run, {run['records_augmented']} records augmented now")
     if c.get("task_changing_variants"):
         print(f"{c['task_changing_variants']} of those variants change the task (e.g. tool.irrelevance) "
               "and are not task-preserving")
@@ -202,11 +213,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+class _TemplateHidesHarness(Exception):
+    """``hsa export --template``: the template leaves out the tools or the calls of a row (the message says which)."""
+
+
 def _export_for_template(args: argparse.Namespace, records) -> int:
     """``hsa export --template T``: the rows as the trainers render them for template ``T`` (Hugging Face
-    conversational format, tools in the OpenAI form), adapted where the template's probes show a need."""
-    from hsa.chat_template import read_template, render, template_needs
+    conversational format, tools in the OpenAI form), adapted where the template's probes show a need.
+
+    A template that renders neither the tools nor the tool calls (the check ``trainers.sft`` runs, on a probe
+    and on the first row with both) is refused: exit 2, the bundled template named, nothing written."""
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
+    from hsa.chat_template import harness_not_rendered, probe_harness_not_rendered, read_template, render, \
+        template_needs
 
     try:
         template = read_template(args.template)
@@ -216,15 +235,25 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     def render_fn(messages, tools):
         return render(template, messages, tools)
 
+    def refused(where: str, problem: str) -> int:
+        from trainers.common import bundled_template  # torch-free: the path of the bundled template
+
+        return _die(f"--template {args.template}: {where}the chat template {problem}. Rows exported for it would "
+                    f"train nothing useful; pass --template {bundled_template()} (ChatML with tools and tool calls, "
+                    "bundled) or another template that renders both")
+
     needs = template_needs(render_fn)
+    compat = tuple(c for c in CHAT_COMPAT if c in needs)
+    if problem := probe_harness_not_rendered(render_fn, compat):
+        return refused("", problem)
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
-    compat = tuple(c for c in CHAT_COMPAT if c in needs)
     adapted: dict[str, list[int]] = {}
     failed = 0
+    checked = False
 
     def rows():
-        nonlocal failed
+        nonlocal failed, checked
         for i, rec in enumerate(records, 1):
             where = f"row {i} ({rec.get('id')})"
             try:
@@ -238,6 +267,10 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 failed += 1
                 print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
+            if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
+                checked = True  # the first row with tools and calls, as trainers.sft checks it
+                if problem := harness_not_rendered(render_fn, chat["messages"], chat["tools"]):
+                    raise _TemplateHidesHarness(where, problem)
             for name, k in chat["adapted"].items():
                 adapted.setdefault(name, [0, 0])
                 adapted[name][0] += 1
@@ -245,7 +278,12 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
             out = {k: rec[k] for k in ("id", "source_id", "variant") if rec.get(k) is not None}
             yield {**out, "messages": chat["messages"], "tools": chat["tools"]}
 
-    n = _write_jsonl(rows(), args.out)
+    try:
+        n = _write_jsonl(rows(), args.out)
+    except _TemplateHidesHarness as exc:
+        if args.out != "-":
+            Path(args.out).unlink(missing_ok=True)
+        return refused(f"{exc.args[0]}: ", exc.args[1])
     print(f"{n} rows written for the template to {args.out}; {failed} failed", file=sys.stderr)
     if adapted:
         print(f"rows adapted to the template: {adaptation_summary(adapted)}", file=sys.stderr)
@@ -257,6 +295,7 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
     from hsa.pipeline import canonicalize_record
     from hsa.records import RecordError, normalize
     from hsa.invariants import check_record
+    from hsa.violations import details
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
@@ -285,7 +324,8 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
                 out = canonicalize_record(rec)
                 broken = check_record(normalize(out))
                 if broken:
-                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: {broken[0].detail}")
+                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: "
+                                     f"{details(broken)}")
                 yield out
             except (RecordError, ValueError) as exc:
                 errors += 1
@@ -324,13 +364,64 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from hsa.show import show
+    import shutil
 
+    from hsa.show import DEFAULT_WIDTH, show
+
+    tty = sys.stdout.isatty()
+    width = args.width or (shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if tty else DEFAULT_WIDTH)
     try:
-        text = show(args.dataset, args.id, color=(sys.stdout.isatty() and not args.no_color), context=args.context)
+        text = show(args.dataset, args.id, color=(tty and not args.no_color), context=args.context, width=width)
     except (KeyError, FileNotFoundError, ValueError) as exc:
         return _die(str(exc.args[0] if exc.args else exc))
     print(text)
+    return 0
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from hsa.audit import audit, format_jsonl, format_text
+
+    try:
+        result = audit(args.data, sample=args.sample, seed=args.seed, kinds=args.kind)
+    except (FileNotFoundError, ValueError) as exc:
+        return _die(str(exc))
+    text = format_jsonl(result) if args.format == "jsonl" else format_text(result) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{len(result.changes)} changes of {len(result.read)} variants written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command that made ``args``, as a shell line (shown on the page it writes)."""
+    return "hsa " + " ".join(shlex.quote(a) for a in args.argv)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from hsa.report import ReportInputError, write_report
+
+    if Path(args.out).is_dir():
+        return _die(f"--out {args.out} is a folder; give the HTML file to write (e.g. {Path(args.out) / 'report.html'})")
+    start = time.perf_counter()
+    try:
+        path = write_report(args.dataset, args.out, evals=args.eval, predictions=args.predictions,
+                            sample=args.sample, seed=args.seed, tokenizer=args.tokenizer, title=args.title,
+                            command=_command_line(args))
+    except ReportInputError as exc:
+        return _die(str(exc))
+    size = path.stat().st_size
+    print(f"report page written to {path} ({size / 1e6:.1f} MB, {time.perf_counter() - start:.1f} s); open it in a "
+          "browser", file=sys.stderr)
     return 0
 
 
@@ -478,9 +569,34 @@ def make_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("stats", help="counts, reject reasons, lengths and name diversity of an output folder")
     st.add_argument("dataset", help="an 'hsa augment' output folder")
     st.add_argument("--tokenizer", help="also count tokens with this tokenizer (hub id or local folder)")
-    st.add_argument("--html", help="write an HTML report with plots to this file")
+    st.add_argument("--html", metavar="report.html",
+                    help="also write the report page of `hsa report DATA --out report.html` to this file")
     st.add_argument("--json", help="write the numbers as JSON to this file")
     st.set_defaults(func=cmd_stats)
+
+    rp = sub.add_parser("report", help="one HTML page of a dataset: overview, plots, a variant browser and, with "
+                        "--eval, the evaluation prompt by prompt", description="Write one self-contained HTML page "
+                        "(no network, inline CSS, JavaScript and SVG) of an `hsa augment` output folder: the run's "
+                        "inputs, recipe, counts, rejects, transforms and hooks; plots over every row; a sample of "
+                        "source records beside their variants, part by part; and with --eval the accuracy groups "
+                        "and a per-prompt table that says why each wrong prompt is wrong (docs/report.md).")
+    rp.add_argument("dataset", metavar="DATA", help="an 'hsa augment' output folder")
+    rp.add_argument("--out", required=True, metavar="report.html", help="the HTML file to write")
+    rp.add_argument("--eval", "--compare", dest="eval", action="append", default=[], metavar="REPORT.json",
+                    help="an evaluation report of DATA (hsa eval score / run); repeat it (or add --compare OTHER.json) "
+                         "to show several models on the same prompts, each minus the first with a paired interval")
+    rp.add_argument("--predictions", action="append", default=[], metavar="PREDS.jsonl",
+                    help="the predictions of each --eval report, in the same order (default: the file the report "
+                         "names, when it is there)")
+    from hsa.report import DEFAULT_SAMPLE
+
+    rp.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
+                    help=f"source records shown one by one, with all their variants and prompts (default "
+                         f"{DEFAULT_SAMPLE}); counts, plots and accuracies always cover every row")
+    rp.add_argument("--seed", type=int, default=0, help="which sources the sample takes (default 0)")
+    rp.add_argument("--tokenizer", help="count tokens per row with this tokenizer (hub id or local folder)")
+    rp.add_argument("--title", help="the page's title (default: hsa report: <DATA's name>)")
+    rp.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
     e.add_argument("dataset", help="an 'hsa augment' output folder")
@@ -488,7 +604,8 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--template", metavar="T",
                    help="write the rows as the trainers render them for this chat template (a .jinja file or a "
                         "tokenizer folder): conversational format, adapted where the template's probes show a need "
-                        "(9-character call ids, one call per turn, late system messages folded, user turns merged)")
+                        "(9-character call ids, one call per turn, late system messages folded, user turns merged); "
+                        "a template that renders neither the tools nor the tool calls is refused (exit 2)")
     e.set_defaults(func=cmd_export)
 
     c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
@@ -510,7 +627,26 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--id", required=True, help="row id, <source_id>/<variant>")
     s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
     s.add_argument("--no-color", action="store_true", help="no ANSI colours (the default when not on a terminal)")
+    s.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                   help="wrap lines at this width (default: the terminal's, else 100)")
     s.set_defaults(func=cmd_show)
+
+    au = sub.add_parser("audit", help="old -> new pairs of every change of a sample of variants, grouped by kind",
+                        description="Print what N variants changed (tool, parameter and skill names, values, "
+                        "descriptions, tool fields, added tools and skills, prompt sections, messages, hooks) as "
+                        "old -> new pairs grouped by kind, for reading and hand-labelling (docs/cli.md).")
+    au.add_argument("data", help="an 'hsa augment' output folder, or a JSONL of its rows ('hsa export')")
+    au.add_argument("--sample", type=int, default=20, help="variants to read (0: all; default 20)")
+    au.add_argument("--seed", type=int, default=0, help="fixes which variants are read (default 0)")
+    from hsa.audit import KINDS  # stdlib only at import: --help stays instant
+
+    au.add_argument("--kind", action="append", default=[], choices=KINDS, metavar="KIND",
+                    help="only this kind of change, sampling among the variants that have one (repeatable): "
+                    + ", ".join(KINDS))
+    au.add_argument("--format", choices=("text", "jsonl"), default="text",
+                    help="text: grouped by kind; jsonl: one change a line with an empty 'meaning_changed' label")
+    au.add_argument("--out", help="write the report to this file instead of stdout")
+    au.set_defaults(func=cmd_audit)
 
     r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
     r.add_argument("name", nargs="?")
@@ -550,6 +686,10 @@ def make_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub)
 
+    from hsa.bench.cli import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
+
     t = sub.add_parser("transforms", help="list registered transforms")
     t.set_defaults(func=cmd_transforms)
     return p
@@ -558,6 +698,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -216,12 +216,12 @@ def check_record(record: Record, *, check_names: bool = False) -> list[Violation
             continue
         if quick_valid(tool["parameters"], fn["arguments"]) is True:
             continue
-        try:
-            err = next(iter(validator_for(tool["parameters"]).iter_errors(fn["arguments"])), None)
+        try:  # every error of the call, not only the first (a record's message bounds them: violations.details)
+            errors = list(validator_for(tool["parameters"]).iter_errors(fn["arguments"]))
         except Exception as exc:  # a schema jsonschema cannot use (bad $ref, bad regex)
             out.append(Violation("validity", "unusable schema", f"{where} {fn['name']!r}: {exc}"))
             continue
-        if err is not None:
+        for err in errors:
             at = "/".join(str(p) for p in err.absolute_path) or "(arguments)"
             out.append(Violation("validity", "arguments do not validate",
                                  f"{where} {fn['name']!r} at {at}: {err.message}"))

@@ -12,7 +12,7 @@ environment. This module
   the message byte for byte, so importing never changes what the model sees;
 * finds where a record's prompt is rendered (:func:`locate`) and writes a changed
   prompt back into the record, re-rendering the system message and, for sections
-  placed in the first user message, that message's prefix (:func:`commit`).
+  placed in the user turn, the context message before the user's own words (:func:`commit`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ __all__ = [
     "make_template",
     "split_system",
     "is_structural",
+    "heading_levels",
     "PromptSite",
     "locate",
     "commit",
     "check_sync",
-    "user_prefix",
+    "user_context",
     "system_sections",
     "user_sections",
 ]
@@ -129,10 +130,12 @@ def make_template(style: str, *, gap: str = "\n\n", end: str = "\n", level: int 
         open_, close = f"{title}:", ""
     elif style == "caps_line":
         open_, close = title, ""
+    elif style == "paragraphs":  # untitled sections, bodies alone (the importer's split of unstructured prose)
+        open_, close, head = "", "", ""
     else:
         raise ValueError(f"unknown delimiter style {style!r}; expected one of {', '.join(DELIMITER_STYLES)}")
     for name, value in (("gap", gap), ("end", end), ("head", head)):
-        if not isinstance(value, str) or value.strip("\n") or (name == "head" and not value):
+        if not isinstance(value, str) or value.strip("\n") or (name == "head" and not value and style != "paragraphs"):
             raise ValueError(f"{name} must be a run of newlines (got {value!r})")
     return ("{% for s in sections %}"
             f'{{% if s.id == "{PREAMBLE_ID}" %}}{{{{ s.body }}}}{{% else %}}{open_}{head}{{{{ s.body }}}}{close}'
@@ -272,6 +275,11 @@ def _blocks(text: str, style: str) -> list[tuple[int, int, int, int, str]] | Non
     return out
 
 
+def heading_levels(text: str) -> set[int]:
+    """The levels of the Markdown headings (``#`` to ``######``) of ``text``, code fences excepted."""
+    return {len(m.group(1)) for _, _, line in _unfenced(_line_starts(text)) if (m := _MD_HEADING.match(line))}
+
+
 def _newline_run(text: str) -> str | None:
     return text if text and not text.strip("\n") else None
 
@@ -347,6 +355,38 @@ def _assemble(text: str, style: str) -> Prompt | None:
 
 #: Order in which :func:`split_system` tries the styles (block styles first: they are the least ambiguous).
 _SPLIT_ORDER = ("xml", "bracket", "markdown", "caps", "caps_colon", "caps_line")
+#: Id prefix of the untitled sections of an unstructured message (``paragraph_1``, ``paragraph_2``, ...).
+PARAGRAPH_PREFIX = "paragraph_"
+
+
+def _paragraphs(text: str) -> Prompt | None:
+    """``text`` as untitled, fixed sections, one per paragraph (split at blank lines outside code fences), rendered
+    back exactly by the ``paragraphs`` template; None when it does not render back.
+
+    The fallback for a message without delimiters (a one-sentence prompt, prose paragraphs): the sections let the
+    prompt family paraphrase it and see it in the canonical form, and none of them moves (prose paragraphs point
+    at each other: "Then ...", "Above example ...").
+    """
+    body = text.rstrip("\n")
+    end = text[len(body):]
+    lines = _line_starts(body)
+    outside = {i for i, _, _ in _unfenced(lines)}  # lines outside code fences (fence lines excluded)
+    # a paragraph starts after exactly one blank line between two lines of text, none of them in a fence
+    starts = [0] + [lines[i][0] for i in range(2, len(lines))
+                    if not lines[i - 1][1].strip() and lines[i][1].strip() and lines[i - 2][1].strip()
+                    and {i - 2, i - 1, i} <= outside]
+    pieces = [body[a:b] for a, b in zip(starts, starts[1:] + [len(body)])]
+    bodies = [p[:-2] if k + 1 < len(pieces) else p for k, p in enumerate(pieces)]
+    if not body or any(not b.strip() or not (k + 1 == len(pieces) or pieces[k].endswith("\n\n"))
+                       for k, b in enumerate(bodies)):
+        return None
+    sections: list[PromptSection] = [{"id": f"{PARAGRAPH_PREFIX}{k + 1}", "title": "", "body": b, "movable": False}
+                                     for k, b in enumerate(bodies)]
+    template = make_template("paragraphs", gap="\n\n", end=end)
+    try:
+        return {"sections": sections, "template": template} if render(template, sections) == text else None
+    except PromptRenderError:
+        return None
 
 
 def split_system(text: str) -> Prompt | str:
@@ -357,7 +397,9 @@ def split_system(text: str) -> Prompt | str:
     headers (``[RULES]``, ``RULES:``, or ``RULES`` alone after a blank line). Text before
     the first section becomes a fixed section with id :data:`PREAMBLE_ID`. Inner sections
     are movable; the first and the last stay in place (they usually hold the role and
-    the output format). The result renders back to ``text`` exactly.
+    the output format). A message with none of these (a one-sentence prompt, prose) becomes
+    untitled, fixed sections, one per paragraph (``paragraph_1``, ...). The result renders
+    back to ``text`` exactly.
     """
     if not isinstance(text, str) or not text.strip():
         return "the system message is empty"
@@ -365,8 +407,11 @@ def split_system(text: str) -> Prompt | str:
         prompt = _assemble(text, style)
         if prompt is not None:
             return prompt
+    prompt = _paragraphs(text)
+    if prompt is not None:
+        return prompt
     return ("no section structure reproduces the system message exactly (tried Markdown headings, XML tags, "
-            "[BEGIN OF X]/[END OF X] blocks and all-caps headers)")
+            "[BEGIN OF X]/[END OF X] blocks, all-caps headers and paragraphs)")
 
 
 # --------------------------------------------------------------------------- a record's prompt
@@ -382,12 +427,13 @@ def user_sections(prompt: Prompt) -> list[PromptSection]:
     return [s for s in prompt["sections"] if s.get("placement", "system") == "user"]
 
 
-def user_prefix(prompt: Prompt) -> str:
-    """The text that precedes the first user message's own text: user-placed sections, rendered."""
+def user_context(prompt: Prompt) -> str:
+    """The text of the context message that holds the sections placed in the user turn (see ``prompt.placement``):
+    those sections rendered by the prompt's template; ``""`` when none is placed there."""
     secs = user_sections(prompt)
     if not secs:
         return ""
-    return render(prompt["template"], secs).rstrip("\n") + "\n\n"
+    return render(prompt["template"], secs).rstrip("\n")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,12 +442,13 @@ class PromptSite:
 
     prompt: dict
     system_index: int | None  # the system message rendered from the prompt (None: the record has none)
-    user_index: int | None  # the first user message (string content), where user-placed sections go
+    user_index: int | None  # the first user message of the conversation itself (string content)
     imported: bool  # True when the prompt was split from the system message here
+    context_index: int | None = None  # the user-role message just before it that holds the user-placed sections
 
 
-def _first(record: Record, roles: tuple[str, ...]) -> int | None:
-    for i, m in enumerate(record["messages"]):
+def _first(record: Record, roles: tuple[str, ...], start: int = 0) -> int | None:
+    for i, m in enumerate(record["messages"][start:], start):
         if m.get("role") in roles:
             return i
     return None
@@ -412,8 +459,6 @@ def locate(record: Record) -> PromptSite | str:
     messages = record["messages"]
     si = _first(record, ("system", "developer"))
     ui = _first(record, ("user",))
-    if ui is not None and not isinstance(messages[ui].get("content"), str):
-        ui = None
     prompt = record.get("prompt")
     if prompt:
         if not isinstance(prompt.get("template"), str):
@@ -423,14 +468,21 @@ def locate(record: Record) -> PromptSite | str:
             return "the record's prompt has duplicate section ids"
         try:
             expected = render(prompt["template"], system_sections(prompt))
-            prefix = user_prefix(prompt)
+            context = user_context(prompt)
         except PromptRenderError as exc:
             return str(exc)
         if si is not None and messages[si].get("content") != expected:
             return "the system message is not the prompt template rendered with the sections"
-        if prefix and (ui is None or not messages[ui]["content"].startswith(prefix)):
-            return "the first user message does not start with the sections placed there"
-        return PromptSite(prompt, si, ui, False)
+        ci = None
+        if context:
+            if ui is None or messages[ui].get("content") != context:
+                return "the first user message is not the context message of the sections placed in the user turn"
+            ci, ui = ui, _first(record, ("user",), ui + 1)
+        if ui is not None and not isinstance(messages[ui].get("content"), str):
+            ui = None
+        return PromptSite(prompt, si, ui, False, ci)
+    if ui is not None and not isinstance(messages[ui].get("content"), str):
+        ui = None
     if si is None:
         return "no system message to split into sections"
     content = messages[si].get("content")
@@ -442,27 +494,43 @@ def locate(record: Record) -> PromptSite | str:
     return PromptSite(split, si, ui, True)
 
 
+def _shift_hook_events(record: Record, at: int, by: int) -> None:
+    """Move the ``message_index`` of the hook events at or after message ``at`` by ``by`` (a message was inserted
+    or removed there)."""
+    events = record.get("hook_events")
+    if events:
+        record["hook_events"] = [{**e, "message_index": e["message_index"] + by}
+                                 if isinstance(e.get("message_index"), int) and e["message_index"] >= at else e
+                                 for e in events]
+
+
 def commit(record: Record, site: PromptSite, prompt: dict) -> Record:
     """A copy of ``record`` with ``prompt`` stored and the messages it renders re-rendered.
 
-    Only the messages list and the re-rendered messages are copied; every other part is
-    shared with ``record`` (transforms never modify their input, so sharing is safe).
+    Sections placed in the user turn go into a context message of their own (role ``user``), inserted right
+    before the first user message, never into the user's own words; it is updated or removed as placements
+    change, and hook events after it keep pointing at their messages. Only the messages list and the changed
+    messages are copied; every other part is shared with ``record`` (transforms never modify their input, so
+    sharing is safe).
     """
     out = dict(record)
-    old_prefix = user_prefix(site.prompt)
     out["prompt"] = prompt
     messages = out["messages"] = list(record["messages"])
     if site.system_index is not None:
         msg = messages[site.system_index] = dict(messages[site.system_index])
         msg["content"] = render(prompt["template"], system_sections(prompt))
-    new_prefix = user_prefix(prompt)
-    if old_prefix or new_prefix:
+    new = user_context(prompt)
+    if site.context_index is not None and new:
+        messages[site.context_index] = {**messages[site.context_index], "content": new}
+    elif site.context_index is not None:
+        del messages[site.context_index]
+        _shift_hook_events(out, site.context_index, -1)
+    elif new:
         if site.user_index is None:
-            raise ValueError("sections are placed in the user message but the record has no user message "
-                             "with text content")
-        msg = messages[site.user_index] = dict(messages[site.user_index])
-        own = msg["content"][len(old_prefix):]
-        msg["content"] = new_prefix + own
+            raise ValueError("sections are placed in the user turn but the record has no user message to put "
+                             "them before")
+        messages.insert(site.user_index, {"role": "user", "content": new})
+        _shift_hook_events(out, site.user_index, 1)
     return out
 
 

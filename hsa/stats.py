@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from hsa import _json
 from hsa.io import JSON_COLUMNS
 
-__all__ = ["compute_stats", "render_text", "render_html"]
+__all__ = ["compute_stats", "render_text", "rename_kind"]
 
 
 def _split(messages: list[dict]) -> tuple[str, str]:
@@ -30,6 +29,24 @@ def _split(messages: list[dict]) -> tuple[str, str]:
         return "\n".join(parts)
 
     return text(messages[:first]), text(messages[first:])
+
+
+def rename_kind(old: str, new: str) -> str:
+    """What a rename did to a name, read from the two names: ``prefixed`` (a namespace prefix added or changed),
+    ``restyled <style>`` (the same words in another style: snake, camel, pascal, kebab, screaming), ``reworded``
+    (some words kept, others replaced: a synonym) or ``opaque`` (no word kept: a mask or a scramble)."""
+    from hsa.names import STYLES, namespace_of, split_words
+
+    p_old, p_new = namespace_of(old), namespace_of(new)
+    if p_new != p_old:
+        return "prefixed"
+    w_old, w_new = split_words(old[len(p_old):]), split_words(new[len(p_new):])
+    if w_old == w_new:
+        style = next((s for s, join in STYLES.items() if join(list(w_new)) == new[len(p_new):]), "other")
+        return f"restyled {style}"
+    if set(w_old) & set(w_new):
+        return "reworded"
+    return "opaque"
 
 
 def _quantiles(series) -> dict:
@@ -109,8 +126,10 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
 
         tok = AutoTokenizer.from_pretrained(tokenizer)
     rows = unchanged = 0
-    sources: set[str] = set()
+    sources: Counter = Counter()  # rows per source record
     per_t: Counter = Counter()
+    per_row: Counter = Counter()  # rows by the number of transforms applied to them
+    kinds: dict[str, Counter] = {"tools": Counter(), "skills": Counter()}  # renames by what they did to the name
     lengths = {key: array("q") for key in ("prompt_chars", "completion_chars")}
     if tok is not None:
         lengths.update({key: array("q") for key in ("prompt_tokens", "completion_tokens")})
@@ -129,6 +148,7 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
                                                     batch["mapping"]):
             applied = [t["name"] for t in _json.loads(tr_s)] if tr_s else []
             per_t.update(applied)
+            per_row[len(applied)] += 1
             unchanged += not applied
             messages = _json.loads(msgs_s) if msgs_s else []
             p, c = _split(messages)
@@ -149,8 +169,10 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
             for t in tools:
                 name = (t.get("function") or t).get("name")
                 names["tools"].setdefault(inverse.get(name, name), set()).add(name)
+                kinds["tools"][rename_kind(inverse[name], name) if name in inverse else "kept"] += 1
             for canon, var in mapping.get("skills", {}).items():
                 names["skills"].setdefault(canon, set()).add(var)
+                kinds["skills"][rename_kind(canon, var)] += 1
         lengths["prompt_chars"].extend(map(len, prompts))
         lengths["completion_chars"].extend(map(len, completions))
         if tok is not None:
@@ -162,6 +184,9 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
         return out
     out["sources"] = len(sources)
     out["variants_per_source"] = round(rows / max(out["sources"], 1), 2)
+    out["rows_per_source"] = {str(k): n for k, n in sorted(Counter(sources.values()).items())}
+    out["transforms_per_row"] = {str(k): n for k, n in sorted(per_row.items())}
+    out["renames"] = {key: dict(sorted(c.items())) for key, c in kinds.items() if c}
     out["transforms"] = dict(sorted(per_t.items()))
     families: Counter = Counter()
     for name, n in per_t.items():
@@ -191,7 +216,13 @@ def compute_stats(dataset: str | Path, *, tokenizer: str | None = None) -> dict[
         m = json.loads(manifest.read_text(encoding="utf-8"))
         out["manifest_counts"] = m.get("counts", {})
         out["harness_pool"] = m.get("harness_pool", 0)
+        out["keep_original"] = bool(m.get("keep_original"))
         out["skipped"] = {n: t["skipped"] for n, t in m.get("transforms", {}).items() if t.get("skipped")}
+        # coverage: how many sources each transform varied, and how many variants left the prompt as it was
+        out["transform_sources"] = {n: t["sources"] for n, t in sorted(m.get("transforms", {}).items())
+                                    if "sources" in t}
+        if "prompt_unchanged_variants" in out["manifest_counts"]:
+            out["prompt_unchanged_variants"] = out["manifest_counts"]["prompt_unchanged_variants"]
     return out
 
 
@@ -204,9 +235,17 @@ def render_text(stats: dict) -> str:
     if stats.get("families"):
         lines.append("family       applications")
         lines += [f"  {f:10s} {n:8d}" for f, n in stats["families"].items()]
+    if "prompt_unchanged_variants" in stats and stats.get("manifest_counts"):
+        written = stats["manifest_counts"].get("rows_written", 0) - (
+            stats.get("sources", 0) if stats.get("keep_original") else 0)
+        same = stats["prompt_unchanged_variants"]
+        lines.append(f"prompt as in the source: {same} of {written} variants "
+                     f"({100 * same / max(written, 1):.1f}%; every message before the first answer, word for word)")
     if stats.get("transforms"):
-        lines.append("transform                    applications")
-        lines += [f"  {t:26s} {n:8d}" for t, n in stats["transforms"].items()]
+        sources = stats.get("transform_sources") or {}
+        lines.append("transform                    applications" + ("  sources" if sources else ""))
+        lines += [f"  {t:26s} {n:8d}" + (f"  {sources[t]:7d}" if t in sources else "")
+                  for t, n in stats["transforms"].items()]
     for name, reasons in (stats.get("skipped") or {}).items():
         for reason, n in reasons.items():
             lines.append(f"  skipped {name}: {n} ({reason})")
@@ -219,45 +258,11 @@ def render_text(stats: dict) -> str:
     if stats.get("unrendered_rows"):
         u = stats["unrendered_rows"]
         lines.append(f"{u['rows']} rows the chat template could not render (first: {u['first_error']})")
+    for key, kinds in (stats.get("renames") or {}).items():
+        lines.append(f"{key[:-1]} names by what the rename did: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
     for key, table in (stats.get("names") or {}).items():
         if table:
             vals = sorted(table.values())
             lines.append(f"distinct {key[:-1]} names per {key[:-1]}: min {vals[0]}, median {vals[len(vals) // 2]}, "
                          f"max {vals[-1]} over {len(vals)} {key}")
     return "\n".join(lines)
-
-
-def _svg_hist(values: list[int], title: str, bins: int = 30) -> str:
-    if not values:
-        return ""
-    lo, hi = min(values), max(values)
-    width = max((hi - lo) / bins, 1)
-    counts = [0] * bins
-    for v in values:
-        counts[min(int((v - lo) / width), bins - 1)] += 1
-    top = max(counts) or 1
-    bars = "".join(f'<rect x="{i * 20}" y="{150 - 140 * c / top:.1f}" width="18" height="{140 * c / top:.1f}" '
-                   f'fill="#4a7ab5"><title>{int(lo + i * width)}-{int(lo + (i + 1) * width)}: {c}</title></rect>'
-                   for i, c in enumerate(counts))
-    return (f"<h3>{html.escape(title)}</h3><svg width='{bins * 20}' height='170'>{bars}"
-            f"<text x='0' y='165' font-size='11'>{lo}</text>"
-            f"<text x='{bins * 20 - 60}' y='165' font-size='11'>{hi}</text></svg>")
-
-
-def render_html(stats: dict) -> str:
-    """A self-contained HTML report (tables and SVG histograms, no external assets)."""
-    def table(d: dict, a: str, b: str) -> str:
-        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in d.items())
-        return f"<table border=1 cellpadding=4><tr><th>{a}</th><th>{b}</th></tr>{rows}</table>"
-
-    parts = ["<!doctype html><meta charset='utf-8'><title>hsa stats</title><body style='font-family:sans-serif'>",
-             f"<h1>hsa stats</h1><p>{html.escape(render_text(stats).splitlines()[0])}</p>",
-             "<h2>Transforms</h2>", table(stats.get("transforms", {}), "transform", "applications"),
-             "<h2>Families</h2>", table(stats.get("families", {}), "family", "applications"),
-             "<h2>Rejects</h2>", table(stats.get("rejects", {}), "reason", "count"),
-             "<h2>Lengths</h2>"]
-    for key, values in (stats.get("_hist") or {}).items():
-        parts.append(_svg_hist(values, key))
-    for key, d in (stats.get("names") or {}).items():
-        parts += [f"<h2>Distinct names per {key[:-1]}</h2>", table(d, key[:-1], "distinct names")]
-    return "".join(parts) + "</body>"

@@ -22,7 +22,39 @@ from hsa import _json
 from hsa import cache as _cache
 from hsa.record_model import RecordError, Tool
 
-__all__ = ["normalize_schema", "normalize_tool", "normalize_tools", "read_tool", "denormalize_tool", "read_tool_list"]
+__all__ = ["normalize_schema", "normalize_tool", "normalize_tools", "read_tool", "denormalize_tool", "read_tool_list",
+           "DIALECT_FIELDS", "FIELD_EQUIVALENTS"]
+
+#: The fields each dialect's tool definition defines besides its name, description and parameter schema (kept in a
+#: tool's ``extra``; OpenAI's outer ``type`` is the wrapper, kept in ``outer``). Read from the specifications:
+#:
+#: * ``mcp``: the ``Tool`` of the Model Context Protocol schema, 2025-11-25 (``schema/2025-11-25/schema.ts``:
+#:   ``BaseMetadata`` name, title; ``Icons`` icons; description, inputSchema, execution, outputSchema,
+#:   annotations, ``_meta``) and 2026-07-28 (the same but ``execution``);
+#: * ``anthropic``: ``ToolParam`` of the Messages API (anthropic-sdk-python ``types/tool_param.py``, 2026-08):
+#:   name, description, input_schema, type (``"custom"``), cache_control, strict, input_examples, defer_loading,
+#:   allowed_callers, eager_input_streaming;
+#: * ``openai``: Chat Completions ``FunctionDefinition`` (openai-python ``shared_params/function_definition.py``,
+#:   2026-08): name, description, parameters, strict, inside ``{"type": "function", "function": ...}``;
+#: * ``gemini``: ``FunctionDeclaration`` (google-genai): name, description, parameters, parametersJsonSchema,
+#:   response, responseJsonSchema, behavior.
+#:
+#: ``tool.dialect`` keeps every field the target defines and never converts a tool into its own dialect; the fields
+#: a target cannot hold are noted on the record and given back by ``hsa canonicalize`` (the restore patch).
+DIALECT_FIELDS: dict[str, frozenset[str]] = {
+    "mcp": frozenset({"title", "outputSchema", "annotations", "icons", "execution", "_meta"}),
+    "anthropic": frozenset({"type", "cache_control", "strict", "input_examples", "defer_loading", "allowed_callers",
+                            "eager_input_streaming"}),
+    "openai": frozenset({"strict"}),
+    "gemini": frozenset({"parametersJsonSchema", "response", "responseJsonSchema", "behavior"}),
+}
+
+#: Fields one dialect defines under another name: (from, to) -> {field: the target's field}. MCP's ``outputSchema``
+#: is Gemini's ``responseJsonSchema`` (both JSON Schema of what the function returns).
+FIELD_EQUIVALENTS: dict[tuple[str, str], dict[str, str]] = {
+    ("mcp", "gemini"): {"outputSchema": "responseJsonSchema"},
+    ("gemini", "mcp"): {"responseJsonSchema": "outputSchema"},
+}
 
 
 _TYPE_ALIASES = {

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("hsa", "transforms", "trainers")
 MAX_LINES = 1000
-CLI_MODULES = {"hsa.cli", "hsa.evaluation.cli"}  # the command line may load the plugin packages
+CLI_MODULES = {"hsa.cli", "hsa.evaluation.cli", "hsa.bench.cli"}  # the command line may load the plugin packages
 
 
 def _modules(root: Path = ROOT) -> dict[str, Path]:

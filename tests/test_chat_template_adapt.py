@@ -110,3 +110,31 @@ def test_export_for_a_template_adapts_and_counts(tmp_path, shards, capsys):  # n
         results = [m["tool_call_id"] for m in r["messages"] if m["role"] == "tool"]
         assert all(re.fullmatch(r"[A-Za-z0-9]{9}", i) for i in calls) and sorted(calls) == sorted(results)
         render(MISTRAL, r["messages"], r["tools"])  # renders as written
+
+
+SMOLLM2 = Path(__file__).parent / "data" / "smollm2_instruct.jinja"  # renders role and content only
+
+
+@pytest.mark.parametrize("template, problem", [
+    (SMOLLM2.read_text(encoding="utf-8"), "does not render the 'tools' list"),
+    ("{% if tools %}{{ tools | tojson }}\n{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}\n"
+     "{% endfor %}", "does not render assistant 'tool_calls'"),  # tools shown, calls dropped
+    # the probe's calls rendered, real ones dropped: caught on the first row with tools and calls
+    ("{% if tools %}{{ tools | tojson }}\n{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}"
+     "{% for c in m.tool_calls or [] %}{% if c.function.name.startswith('probe_') %}{{ c | tojson }}{% endif %}"
+     "{% endfor %}\n{% endfor %}", "does not render assistant 'tool_calls'"),
+])
+def test_export_refuses_a_template_that_hides_the_harness(tmp_path, shards, capsys, template,  # noqa: F811
+                                                          problem):
+    """hsa export --template runs the check trainers.sft runs: a template that renders neither the tools nor
+    the calls (SmolLM2-Instruct's own) is exit 2, names the bundled template, writes nothing (before: exit 0,
+    "N rows written ...; 0 failed", rows with no tool and an empty assistant turn)."""
+    from hsa.cli import main
+
+    path = tmp_path / "t.jinja"
+    path.write_text(template, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert problem in err and "hsa_chatml_tools.jinja" in err and "0 failed" not in err
+    assert not out.exists()

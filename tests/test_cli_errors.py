@@ -84,3 +84,35 @@ def test_an_empty_input_is_a_warning(tmp_path, capsys):
     empty.write_text("\n")
     assert main(["augment", str(empty), "--out", str(tmp_path / "out"), "--quiet"]) == 0
     assert "holds no records; nothing was augmented" in capsys.readouterr().err
+
+
+def _broken_record(n_calls: int) -> dict:
+    """A record whose ``n_calls`` calls each break their schema twice (a wrong type and a value not in the enum)."""
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
+        "required": ["city"]}}}
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "get_weather",
+                                                             "arguments": {"city": i, "unit": "kelvin"}}}
+             for i in range(n_calls)]
+    return {"id": "bad", "tools": [tool], "messages": [
+        {"role": "user", "content": "weather?"}, {"role": "assistant", "content": "", "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": c["id"], "content": "sunny"} for c in calls),
+        {"role": "assistant", "content": "Sunny."}]}
+
+
+def test_every_violation_of_a_record_is_reported_and_the_rest_counted(tmp_path, capsys):
+    """A record breaking its schema in two calls, twice in each, reports all four violations (hsa validate, and
+    the reject's detail in rejects.jsonl); past ten, the detail names ten and counts the rest (before: one error
+    per call, and at most three per reject, the rest dropped without a count)."""
+    src = tmp_path / "bad.jsonl"
+    src.write_text(json.dumps(_broken_record(2)) + "\n" + json.dumps({**_broken_record(7), "id": "worse"}) + "\n")
+    assert main(["validate", str(src)]) == 1
+    out, err = capsys.readouterr()
+    first = [line for line in out.splitlines() if line.startswith(f"{src}:1:")]
+    assert len(first) == 4 and sum("tool_calls[1]" in line for line in first) == 2
+    assert "18 violations" in err  # 2 x 2 + 7 x 2
+    assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--quiet", "--workers", "1"]) == 0
+    rejects = [json.loads(x) for x in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()]
+    two, seven = (r["detail"] for r in rejects)
+    assert two.count("; ") == 3 and "is not of type 'string'" in two and "'kelvin' is not one of" in two
+    assert seven.count("tool_calls[") == 10 and seven.endswith("; and 4 more violations")

@@ -329,7 +329,10 @@ def test_bad_input_is_counted_and_named(tmp_path):
     assert pr["unknown_ids"] == {"n": 1, "ids": ["nope#1"]}
     assert [b["line"] for b in pr["bad_lines"]["examples"]] == [4, 5]
     assert pr["duplicate_ids"] == {"n": 1, "ids": ["w1/0#2"]}
-    assert report["canonical"]["n"] == 3 and report["canonical"]["call_accuracy"] == pytest.approx(1 / 3)
+    canonical = report["canonical"]  # #2 and #5 call tools, #7 is a reply
+    assert (canonical["n"], canonical["call_accuracy"]) == (2, pytest.approx(1 / 2))
+    assert (canonical["n_replies"], canonical["reply_accuracy"]) == (1, 0.0)
+    assert (canonical["n_turns"], canonical["turn_accuracy"]) == (3, pytest.approx(1 / 3))
     assert "missing: 4" in to_markdown(report)
 
 
@@ -362,9 +365,12 @@ def test_report_groups_gap_and_held_out():
              "w1/1#2": hermes(("get_weather", {"city": "Paris", "days": 3.0}), ("get_weather", {"city": "Rome"})),
              "w1/1#5": hermes(("load_skill", {"skill": "weather_reply"})), "w1/1#7": "ok"}
     report = score(ROWS, preds, held_out=["skill"], seed=3)
-    assert (report["canonical"]["call_accuracy"], report["variants"]["call_accuracy"]) == (1.0, pytest.approx(1 / 3))
-    assert report["gap"]["call_accuracy"] == pytest.approx(2 / 3) and report["gap"]["n_sources"] == 1
-    assert report["held_out"]["n"] == 3 and report["seen"]["n"] == 0
+    # canonical names under the variant: both call turns wrong, the reply right
+    assert (report["canonical"]["call_accuracy"], report["variants"]["call_accuracy"]) == (1.0, 0.0)
+    assert (report["variants"]["reply_accuracy"], report["variants"]["turn_accuracy"]) == (1.0, pytest.approx(1 / 3))
+    assert report["gap"]["call_accuracy"] == 1.0 and report["gap"]["n_sources"] == 1
+    assert (report["gap"]["reply_accuracy"], report["gap"]["n_replies"]) == (0.0, 2)
+    assert (report["held_out"]["n"], report["held_out"]["n_turns"]) == (2, 3) and report["seen"]["n_turns"] == 0
     assert set(report["by_family"]) == {"skill", "tool"} and report["by_family"]["skill"]["held_out"] is True
     assert set(report["by_transform"]) == {"skill.rename", "tool.param_rename", "tool.rename"}
     assert report["canonical"]["ci95"] == [1.0, 1.0]
@@ -377,12 +383,14 @@ def test_compare_pairs_two_reports():
                                                  ("get_weather", {"city": "Rome"}))), (7, "ok"))}
     other = score(ROWS, {}, bootstrap=0)
     report = score(ROWS, good, bootstrap=100, compare_to=other)
-    assert report["paired"]["n"] == 6 and report["paired"]["call_accuracy"] == pytest.approx(2 / 6)
+    paired = report["paired"]  # right: w1/0#2 of the 4 call turns, w1/0#7 of the 2 replies
+    assert (paired["n"], paired["call_accuracy"]) == (4, pytest.approx(1 / 4))
+    assert (paired["n_replies"], paired["reply_accuracy"]) == (2, pytest.approx(1 / 2))
 
 
 def test_rows_with_a_pool_slot_are_grouped_by_slot():
     """Rows that carry the harness-variant pool's slot get a by_slot group per deployed harness variant."""
     rows = [source_row(), {**variant_row(), "slot": 2}]
     report = score(rows, {}, bootstrap=0)
-    assert list(report["by_slot"]) == ["2"] and report["by_slot"]["2"]["n"] == 3
+    assert list(report["by_slot"]) == ["2"] and report["by_slot"]["2"]["n_turns"] == 3
     assert "by_slot" not in score(ROWS, {}, bootstrap=0)

@@ -52,7 +52,9 @@ def test_prompts_then_score_gold_predictions(shards, tmp_path, capsys):  # noqa:
     report = json.loads(out1.read_text())
     assert report["canonical"]["call_accuracy"] == report["variants"]["call_accuracy"] == 1.0
     assert report["gap"]["call_accuracy"] == 0.0 and report["problems"]["missing"]["n"] == 0
-    assert "call accuracy: canonical 100.0%" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "call accuracy (tool-call turns): canonical 100.0%" in err
+    assert "reply accuracy (reply turns, no call expected): canonical 100.0%" in err
 
 
 def test_canonical_names_under_variants_open_a_gap(shards, tmp_path):  # noqa: F811
@@ -180,3 +182,148 @@ def test_scoring_imports_no_torch(shards):  # noqa: F811
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------------- which prompts are scored
+
+MY_DATA = FIXTURES.parents[2] / "examples" / "my-data.jsonl"  # 5 OpenAI-style and 3 Hermes records
+
+
+@pytest.fixture(scope="module")
+def own_shards(tmp_path_factory):
+    """examples/my-data.jsonl augmented as the README's own-data path does (originals and 4 variants each)."""
+    out = tmp_path_factory.mktemp("own") / "shards"
+    assert main(["augment", str(MY_DATA), "--out", str(out), "--variants", "4", "--keep-original", "--seed", "0",
+                 "--workers", "1", "--quiet"]) == 0
+    return out
+
+
+def _gold_lines(folder, prompts_file, path, *, completion=None):
+    """Predictions for the prompts of ``prompts_file``: the gold turn (or ``completion`` for every prompt)."""
+    if completion is None:
+        return _predictions(folder, prompts_file, path)
+    path.write_text("".join(json.dumps({"id": json.loads(x)["id"], "completion": completion}) + "\n"
+                            for x in prompts_file.read_text().splitlines()))
+    return path
+
+
+def test_a_model_that_never_calls_scores_zero_on_call_turns(own_shards, tmp_path, capsys):
+    """Blank completions: 0% on the tool-call turns (the headline), 100% on the reply turns, reported apart in
+    the summary line, report.json, report.md and the plot (before: one 'call accuracy' of 50%)."""
+    prompts = tmp_path / "prompts.jsonl"
+    assert main(["eval", "prompts", str(own_shards), "--out", str(prompts)]) == 0
+    preds = _gold_lines(own_shards, prompts, tmp_path / "blank.jsonl", completion="")
+    out = tmp_path / "r.json"
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(out),
+                 "--md", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png")]) == 0
+    report = json.loads(out.read_text())
+    for key in ("canonical", "variants", "all"):
+        g = report[key]
+        assert (g["call_accuracy"], g["reply_accuracy"]) == (0.0, 1.0), key
+        assert g["n"] > 0 and g["n_replies"] > 0 and g["n"] + g["n_replies"] == g["n_turns"]
+    assert {r["expects"] for r in report["results"]} == {"call", "reply"}
+    err = capsys.readouterr().err
+    assert "call accuracy (tool-call turns): canonical 0.0%" in err
+    assert "reply accuracy (reply turns, no call expected): canonical 100.0%" in err
+    md = (tmp_path / "r.md").read_text()
+    assert "| group | tool-call turns | 95% CI | n | reply turns | 95% CI | n |" in md
+    assert f"| canonical | 0.0 | [0.0, 0.0] | {report['canonical']['n']} | 100.0 |" in md
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_predictions_for_a_sample_say_the_missing_count_as_wrong(own_shards, tmp_path, capsys):
+    """Predictions made with --max-prompts N, scored without it: every id is a prompt, the rest are missing and
+    count as wrong; the summary says so and names --max-prompts (before: only 'problems: missing 60')."""
+    prompts = tmp_path / "prompts.jsonl"
+    assert main(["eval", "prompts", str(own_shards), "--out", str(prompts), "--max-prompts", "16"]) == 0
+    preds = _gold_lines(own_shards, prompts, tmp_path / "p.jsonl", completion="")
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(tmp_path / "r.json")]) \
+        == 0
+    err = capsys.readouterr().err
+    assert "hint: predictions for 16 of the" in err and "count as wrong" in err and "--max-prompts 16" in err
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--max-prompts", "16",
+                 "--out", str(tmp_path / "r2.json")]) == 0
+    assert "hint:" not in capsys.readouterr().err
+
+
+def test_predictions_for_other_data_stop_with_an_example_from_each_side(own_shards, tmp_path, capsys):
+    """When most prediction ids are no prompt of DATA, score stops (exit 2) and shows an id from each side."""
+    preds = tmp_path / "other.jsonl"
+    preds.write_text("".join(json.dumps({"id": f"ls-{i:06d}/1#2", "completion": ""}) + "\n" for i in range(40)))
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(tmp_path / "r.json")]) \
+        == 2
+    err = capsys.readouterr().err
+    assert "made for other data" in err and "'ls-000000/1#2'" in err and "'own-001/0#2'" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_predictions_for_other_turns_of_the_same_rows_name_prompts(own_shards, tmp_path, capsys):
+    """Predictions for the reply turns scored as --turns calls: most ids are turns of these rows that the
+    options do not select; the error says to pass the prompts file."""
+    prompts = tmp_path / "replies.jsonl"
+    assert main(["eval", "prompts", str(own_shards), "--out", str(prompts), "--turns", "replies"]) == 0
+    preds = _gold_lines(own_shards, prompts, tmp_path / "p.jsonl", completion="ok")
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(tmp_path / "r.json"),
+                 "--turns", "calls"]) == 2
+    assert "--prompts FILE" in capsys.readouterr().err
+
+
+def test_score_scores_exactly_the_prompts_of_a_prompts_file(own_shards, tmp_path, capsys):
+    """Prompts written with --turns calls and perfect predictions: without --prompts, score derives other prompts
+    (reply turns missing) and says how; with --prompts it scores exactly the file's prompts, 100%, and notes
+    that its own options would have chosen others (issue 30: 55.9% for perfect predictions)."""
+    prompts = tmp_path / "calls.jsonl"
+    assert main(["eval", "prompts", str(own_shards), "--out", str(prompts), "--turns", "calls"]) == 0
+    n = len(prompts.read_text().splitlines())
+    preds = _gold_lines(own_shards, prompts, tmp_path / "perfect.jsonl")
+    capsys.readouterr()
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(tmp_path / "a.json")]) \
+        == 0
+    assert "all reply turns: were the prompts written with --turns calls?" in capsys.readouterr().err
+    out = tmp_path / "b.json"
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(out),
+                 "--prompts", str(prompts)]) == 0
+    report = json.loads(out.read_text())
+    assert report["n_prompts"] == n and report["problems"]["missing"]["n"] == 0
+    assert report["all"]["call_accuracy"] == 1.0 and report["options"]["prompts"] == str(prompts)
+    assert f"scored exactly the {n} prompts of --prompts {prompts}; --turns all would have chosen" in \
+        capsys.readouterr().err
+    other = tmp_path / "foreign.jsonl"
+    other.write_text(json.dumps({"id": "ls-000001/0#2"}) + "\n")
+    assert main(["eval", "score", str(own_shards), "--predictions", str(preds), "--out", str(out),
+                 "--prompts", str(other)]) == 2
+    assert "'ls-000001/0#2'" in capsys.readouterr().err
+
+
+def test_max_prompts_samples_across_sources_layouts_and_variants(own_shards, tmp_path):
+    """--max-prompts 40 covers all 8 sources, both input layouts, the canonical row and every variant, and calls
+    and replies; the sample does not depend on the order of the input lines (before: the first 40 prompts, 3 of 8
+    sources and no Hermes row)."""
+    from hsa.evaluation import make_prompts
+
+    prompts = make_prompts(str(own_shards), max_prompts=40)
+    assert len(prompts) == 40
+    assert {p["source_id"] for p in prompts} == {f"own-{i:03d}" for i in range(1, 9)}
+    assert {p["variant"] for p in prompts} == {0, 1, 2, 3, 4}
+    rows = _rows(own_shards)
+    assert any(rows[p["row_id"]]["messages"][p["turn"]].get("tool_calls") for p in prompts)
+    assert any(not rows[p["row_id"]]["messages"][p["turn"]].get("tool_calls") for p in prompts)
+    ids = [p["id"] for p in prompts]
+    assert ids == sorted(ids, key=[p["id"] for p in make_prompts(str(own_shards))].index)  # dataset order
+    reordered = tmp_path / "reordered.jsonl"
+    lines = MY_DATA.read_text().splitlines()
+    reordered.write_text("\n".join(lines[::-1]) + "\n")
+    assert main(["augment", str(reordered), "--out", str(tmp_path / "s2"), "--variants", "4", "--keep-original",
+                 "--seed", "0", "--workers", "1", "--quiet"]) == 0
+    assert sorted(p["id"] for p in make_prompts(str(tmp_path / "s2"), max_prompts=40)) == sorted(ids)
+    few = make_prompts(str(own_shards), max_prompts=5)  # fewer than a source's rows: one source, canonical first
+    assert len({p["source_id"] for p in few}) == 1 and {p["variant"] for p in few} == {0, 1, 2, 3, 4}
+
+
+def test_max_prompts_help_says_how_it_samples(capsys):
+    """`--help` of prompts, score and run says how --max-prompts chooses."""
+    for step in ("prompts", "score", "run"):
+        with pytest.raises(SystemExit):
+            main(["eval", step, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert "spread over the source records" in text and "same data always gives the same sample" in text

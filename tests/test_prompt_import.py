@@ -92,14 +92,30 @@ def test_split_ignores_headings_inside_code_fences():
 
 
 @pytest.mark.parametrize("text,why", [
-    ("You are a helpful assistant.", "no section structure"),
     ("", "empty"),
-    ("## A\nbody\n\n## B\nbody\n\ntrailing words after\n\n\n## C\nx", "no section structure"),
+    ("  \n\n ", "empty"),
 ])
 def test_split_says_why_it_cannot(text, why):
-    """A message without a structure that renders back exactly yields a reason, not a guess."""
+    """A message that cannot be split yields a reason, not a guess."""
     out = split_system(text)
     assert isinstance(out, str) and why in out
+
+
+@pytest.mark.parametrize("text,bodies", [
+    ("You are a helpful assistant.", ["You are a helpful assistant."]),
+    ("## A\nbody\n\n## B\nbody\n\ntrailing words after\n\n\n## C\nx",
+     ["## A\nbody", "## B\nbody", "trailing words after\n\n\n## C\nx"]),
+    ("Act as an expert.\nBe brief.\n\nIf unsure, ask.\n\n```\na\n\nb\n```\n", ["Act as an expert.\nBe brief.",
+                                                                              "If unsure, ask.\n\n```\na\n\nb\n```"]),
+])
+def test_unstructured_messages_split_into_fixed_paragraphs(text, bodies):
+    """A one-sentence or unstructured message becomes untitled, fixed paragraph sections that render it back
+    exactly (before: "no section structure", so no prompt transform could apply); blank lines inside a code
+    fence or runs of two blank lines do not split."""
+    out = split_system(text)
+    assert [s["body"] for s in out["sections"]] == bodies
+    assert not any(s["movable"] or s["title"] for s in out["sections"])
+    assert render(out["template"], out["sections"]) == text
 
 
 def test_fixture_system_messages_split_into_their_own_sections(fixture_records):
@@ -197,20 +213,25 @@ def test_locate_without_system_message():
     assert "no system message" in locate(rec)
 
 
-def test_commit_renders_system_and_user_prefix():
-    """commit stores the prompt, re-renders the system message and moves user-placed sections before the user's text."""
+def test_commit_renders_system_and_a_context_message():
+    """commit stores the prompt, re-renders the system message and puts user-placed sections in a context message
+    of their own before the user's message, whose text stays exactly as written (before: the sections were
+    prepended to it); hook events after it move with their messages."""
     rec = _record("## A\nalpha\n\n## B\nbeta\n")
+    rec["hook_events"] = [{"hook": "h", "message_index": 1}]
     site = locate(rec)
     prompt = {**site.prompt, "sections": [dict(s) for s in site.prompt["sections"]]}
     prompt["sections"][1]["placement"] = "user"
     out = commit(rec, site, prompt)
-    assert out["messages"][0]["content"] == "## A\nalpha\n"
-    assert out["messages"][1]["content"] == "## B\nbeta\n\nhi"
-    assert check_sync(out) is None
+    assert [(m["role"], m["content"]) for m in out["messages"][:3]] == [
+        ("system", "## A\nalpha\n"), ("user", "## B\nbeta"), ("user", "hi")]
+    assert out["hook_events"] == [{"hook": "h", "message_index": 2}]
+    assert check_sync(out) is None and locate(out).user_index == 2 and locate(out).context_index == 1
     assert rec["messages"][1]["content"] == "hi"  # input untouched
     back = dict(prompt, sections=[{k: v for k, v in s.items() if k != "placement"} for s in prompt["sections"]])
     again = commit(out, locate(out), back)
     assert [m["content"] for m in again["messages"]] == [m["content"] for m in rec["messages"]]
+    assert again["hook_events"] == rec["hook_events"]
 
 
 def test_split_keeps_a_blank_line_after_headings_as_layout():

@@ -169,11 +169,17 @@ def test_empty_and_held_out_recipes_are_identity(rec, seed):
         assert applied == [] and out == rec
 
 
-def test_a_skip_reason_for_every_unsplittable_record():
-    """A record whose system message has no structure passes through every prompt and catalogue transform unchanged."""
+def test_a_skip_reason_for_every_unstructured_record():
+    """A record whose system message has no structure (one sentence: an untitled paragraph section) passes through
+    every structural prompt and catalogue transform unchanged, with a reason; only its wording may change."""
     rec = normalize({"id": "plain", "tools": [], "skills": [{"name": "a_b", "description": "d", "content": "c"}],
                      "messages": [{"role": "system", "content": "You are a helpful assistant."},
                                   {"role": "user", "content": "hi"}]})
     for name in [*PROMPT_LEAVES, "skill.catalog"]:
-        out, applied, skipped = run(ALL[name](), rec, random.Random(0))
+        t = P.PromptParaphrase(p=1.0) if name == "prompt.paraphrase" else ALL[name]()
+        out, applied, skipped = run(t, rec, random.Random(0))
+        if name == "prompt.paraphrase":
+            assert applied and out["messages"][0]["content"] != rec["messages"][0]["content"]
+            assert P.canonical_prompt(out) == P.canonical_prompt(rec)
+            continue
         assert out == rec and not applied and skipped and skipped[0][1], name

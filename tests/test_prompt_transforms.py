@@ -191,12 +191,16 @@ def test_user_phrase_bank_extends_the_builtin(tmp_path):
 
 
 @pytest.mark.parametrize("phrasings,msg", [
-    (["Call {tool}", "Use {tool}"], "ends with a placeholder"),
     (["Call {a} now.", "Use {b} now."], "different placeholders"),
+    (["Never call {a} now.", "Do not call {a} now."], "drops a negation 'never'"),
+    (["Quote times only from {a}.", "Times come only from {a}."], "instructions instead of"),
+    (["Reply in at most {n} characters, no lists.", "Reply in at most {n} characters, without lists."],
+     "drops a negation 'no'"),
     (["Call { now.", "Use now."], "unbalanced brace"),
 ])
 def test_bank_errors_say_what_to_fix(tmp_path, phrasings, msg):
-    """Bank files with unusable phrasings are refused with the reason."""
+    """Bank files with unusable phrasings are refused with the reason, phrasings that break the meaning contract
+    too (a negation swapped, an instruction turned into a statement)."""
     f = tmp_path / "b.yaml"
     f.write_text(json.dumps({"version": 1, "groups": [{"id": "g", "phrasings": phrasings}]}))
     with pytest.raises(BankError, match=msg):
@@ -227,14 +231,14 @@ def test_tool_formats_before_after():
         "required": ["item_id"]}}}
     tools = _rec({"messages": [], "tools": [tool]})["tools"]
     assert P.render_tools(tools, "typescript") == (
-        "namespace functions {\n\n// Get an item.\ntype get_item = (_: {\n  // The id\n  item_id: number,\n"
+        "namespace functions {\n\n// Get an item.\ntype get_item = (_: {\n  // The id\n  item_id: number, // integer\n"
         "  tags?: string[],\n}) => any;\n\n} // namespace functions")
     assert P.render_tools(tools, "python") == (
-        'def get_item(item_id: int, tags: list | None = None) -> dict:\n    """Get an item.\n\n    Args:\n'
-        '        item_id: The id\n        tags:\n    """')
+        'def get_item(item_id: int, tags: list[str] | None = None) -> dict:\n    """Get an item.\n\n    Args:\n'
+        '        item_id: The id\n    """')
     assert P.render_tools(tools, "markdown") == (
         "| Tool | Description | Parameters |\n| --- | --- | --- |\n"
-        "| `get_item` | Get an item. | `item_id` (integer, required): The id; `tags` (array) |")
+        "| `get_item` | Get an item. | `item_id` (integer; required): The id<br>`tags` (array of string) |")
     assert P.render_tools(tools, "yaml").startswith("- name: get_item\n  description: Get an item.\n")
     assert json.loads(P.render_tools(tools, "json"))[0]["name"] == "get_item"
 
@@ -249,15 +253,16 @@ def test_tool_format_skips_without_a_tools_section(fixture_records):
 
 
 def test_placement_moves_the_skill_catalogue_to_the_user_message_and_back(fixture_records):
-    """The catalogue leaves the system message for the start of the first user message; a second move restores it."""
+    """The catalogue leaves the system message for a context message before the first user message, whose text stays
+    exactly as written; a second move restores it."""
     raw = next(r for r in fixture_records if not r["hook_events"])
     rec = _rec(raw)
     out, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), rec)
     assert applied[0].params == {"section": "skills", "to": "user"}
     cat = rec["prompt"]["sections"][3]["body"]
     assert cat not in out["messages"][0]["content"]
-    user = out["messages"][1]["content"]
-    assert user.startswith("<skills>\n" + cat) and user.endswith("\n\n" + rec["messages"][1]["content"])
+    assert out["messages"][1] == {"role": "user", "content": "<skills>\n" + cat + "\n</skills>"}
+    assert out["messages"][2:] == rec["messages"][1:]
     _assert_preserved(rec, out)
     back, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), out)
     assert applied[0].params == {"section": "skills", "to": "system"}
@@ -274,11 +279,15 @@ def test_placement_moves_a_tools_section(fixture_records):
     _assert_preserved(rec, out)
 
 
-def test_placement_skips_when_a_hook_judged_the_user_text(fixture_records):
-    """A user message that a hook payload quotes stays as it is (the payload and the message must agree)."""
+def test_placement_keeps_the_user_words_a_hook_judged(fixture_records):
+    """A user message that a hook payload quotes stays exactly as written (before: the record was skipped, and other
+    records had the catalogue prepended to their user's words); the hook events move with their messages."""
     raw = next(r for r in fixture_records if any(e["message_index"] == 2 for e in r["hook_events"]))
-    out, applied, skipped = _run(P.PromptPlacement(), _rec(raw))
-    assert not applied and "a hook judged its text" in skipped[0][1]
+    rec = _rec(raw)
+    out, applied, _ = _run(P.PromptPlacement(kinds=("skills",)), rec)
+    assert applied and out["messages"][2:] == rec["messages"][1:]
+    assert [e["message_index"] for e in out["hook_events"]] == [e["message_index"] + 1 for e in rec["hook_events"]]
+    _assert_preserved(rec, out)
 
 
 # --------------------------------------------------------------------------- records without a prompt
@@ -296,9 +305,11 @@ def test_plain_records_are_imported_and_gain_a_prompt(fixture_records):
 
 
 def test_unsplittable_records_pass_through_and_are_counted(tmp_path):
-    """A system message without structure: every prompt transform skips, the record is copied, the manifest counts it."""
+    """A system message that cannot be split (content parts, not text): every prompt transform skips, the record is
+    copied, the manifest counts it."""
     lines = [json.dumps({"id": f"p{i}", "tools": [], "messages": [
-        {"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "hi"},
+        {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant."}]},
+        {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "hello"}]}) for i in range(3)]
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n")
@@ -307,7 +318,7 @@ def test_unsplittable_records_pass_through_and_are_counted(tmp_path):
     manifest = augment([src], tmp_path / "out", load_recipe("prompt"), variants=2, progress=False)
     assert manifest["counts"]["rows_written"] == 6 and manifest["counts"]["unchanged_variants"] == 6
     reasons = {name: t["skipped"] for name, t in manifest["transforms"].items()}
-    assert any("system message not split" in r for r in reasons["prompt.reorder"])
+    assert any("not plain text" in r for r in reasons["prompt.reorder"])
 
 
 # --------------------------------------------------------------------------- canonical form

@@ -116,6 +116,14 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     md = (docs / "results.md").read_text()
     assert "| hsa_sft_opd_rl |" in md and results["commit"] in md
     assert (docs / "results.png").read_bytes()[:4] == b"\x89PNG"
+    # the report page beside the results: the eval data and every model's report, each prompt with its answers
+    page = (docs / "report.html").read_text()
+    assert results["page"] == "report.html" and "report.html" in md
+    client = json.loads(page.split('<script type="application/json" id="hsa-data">')[1].split("</script>")[0])
+    assert len(client["eval"]["models"]) == 1 + 4 * len(results["seeds"])
+    assert client["eval"]["prompts"] and all(len(p["outcomes"]) == len(client["eval"]["models"])
+                                             for p in client["eval"]["prompts"])
+    assert all("raw" in o for p in client["eval"]["prompts"] for o in p["outcomes"] if o)  # predictions were found
     commands = [json.loads(line) for line in (tmp_path / "run" / "commands.jsonl").read_text().splitlines()]
     evals = [c for c in commands if c["stage"].startswith("eval ")]
     assert len(evals) == 1 + 4 * len(results["seeds"])

@@ -165,18 +165,19 @@ Two sentences."""
 
 
 def test_restructure_before_after():
-    """Sections reordered, headings setext / closed ATX, bullets and ordered delimiters switched: exact text."""
-    out = S.restructure_markdown(BODY, {"order": [2, 0, 1], "heading": "setext", "bullet": "*", "ordered": ")"})
+    """Sections reordered ("When to use" stays first), headings setext / closed ATX, bullets and ordered delimiters
+    switched: exact text."""
+    out = S.restructure_markdown(BODY, {"order": [0, 2, 1], "heading": "setext", "bullet": "*", "ordered": ")"})
     assert out == """Item QA
 =======
-
-Reply style
------------
-Two sentences.
 
 When to use
 -----------
 A viewer asks about a product.
+
+Reply style
+-----------
+Two sentences.
 
 Steps
 -----
@@ -187,7 +188,7 @@ Steps
     closed = S.restructure_markdown(BODY, {"heading": "atx_closed"})
     assert closed.splitlines()[0] == "# Item QA #" and "## Steps ##" in closed
     assert S.restructure_markdown(out, {"heading": "atx", "bullet": "-", "ordered": ".",
-                                        "order": [1, 2, 0]}) == BODY
+                                        "order": [0, 2, 1]}) == BODY
 
 
 def test_restructure_keeps_anchored_sections_in_place():

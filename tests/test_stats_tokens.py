@@ -76,7 +76,9 @@ def test_stats_tokens_with_a_local_tokenizer(out, tmp_path, capsys):
     assert stats["lengths"]["completion_tokens"]["max"] == counts[-1]
     assert stats["lengths"]["completion_tokens"]["min"] == counts[0]
     assert counts[-1] < stats["lengths"]["completion_chars"]["max"]  # words, not characters
-    assert (tmp_path / "s.html").read_text().count("<svg") == 4
+    page = (tmp_path / "s.html").read_text()  # --html writes the page of `hsa report`, lengths in tokens
+    assert 'id="variants"' in page and f"tokens per row ({path}, chat template with tools)" not in page
+    assert f"tokens per row ({path}, message text only)" in page
 
 
 #: a chat template that renders the tool names, then each message's role and text content

@@ -24,7 +24,8 @@ def test_hsa_eval_run_writes_the_report_and_predictions(tiny_model, mini_shards,
     for key in ("canonical", "variants", "seen", "held_out"):
         g = report[key]
         assert {"call_accuracy", "ci95", "n"} <= set(g)
-    assert report["canonical"]["n"] + report["variants"]["n"] == report["n_prompts"] == 6
+    assert report["canonical"]["n_turns"] + report["variants"]["n_turns"] == report["n_prompts"] == 6
+    assert report["all"]["n"] + report["all"]["n_replies"] == 6  # tool-call turns and reply turns apart
     assert report["seen"]["n"] + report["held_out"]["n"] == report["variants"]["n"]
     assert {"call_accuracy", "ci95"} <= set(report["gap"]) and isinstance(report["by_family"], dict)
     inst = report["instructions"]
@@ -62,3 +63,25 @@ def test_eval_run_bad_model_is_one_line(mini_shards, tmp_path, capsys):  # noqa:
     """A model path that does not exist is a clear error, exit status 2."""
     assert main([str(mini_shards), "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "r.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_eval_run_errors_name_its_own_options(tiny_model, mini_shards, tmp_path, capsys):  # noqa: F811
+    """`hsa eval run` names its own options in errors (--chat-template, --model), not the trainers'
+    (--chat_template_path, --model_name_or_path): here a template that renders no tools (SmolLM2-Instruct's)."""
+    from tests.trainers_support import ROOT
+
+    smollm2 = ROOT / "tests" / "data" / "smollm2_instruct.jinja"
+    rc = hsa_main(["eval", "run", str(mini_shards), "--model", str(tiny_model), "--chat-template", str(smollm2),
+                   "--out", str(tmp_path / "r.json"), "--max-new-tokens", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "does not render the 'tools' list" in err
+    assert "Pass --chat-template with a template" in err and "hsa_chatml_tools.jinja" in err
+    assert "--chat_template_path" not in err
+    assert hsa_main(["eval", "run", str(mini_shards), "--model", str(tiny_model), "--chat-template",
+                     str(tmp_path / "none.jinja"), "--out", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--chat-template " in err and "--chat_template_path" not in err
+    assert hsa_main(["eval", "run", str(mini_shards), "--model", str(tmp_path / "nope"), "--out",
+                     str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--model " in err and "--model_name_or_path" not in err

@@ -29,7 +29,7 @@ TABLE = {
     "tool.flatten": lambda: tool.Flatten(),
     "tool.distractors": lambda: tool.Distractors(n=(1, 3), params_p=0.5),
     "tool.add_required": lambda: tool.AddRequired(p=0.8),
-    "tool.values": lambda: tool.Values(p=0.8),
+    "tool.values": lambda: tool.Values(p=0.8, styles=(*tool.VALUE_RESTYLES, "mask")),  # masks too: explained
     "tool.dialect": lambda: tool.Dialect(),
     "tool.irrelevance": lambda: tool.Irrelevance(),
     # skill family

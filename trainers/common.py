@@ -47,6 +47,7 @@ __all__ = [
     "trl_config",
     "peft_config",
     "bundled_path",
+    "bundled_template",
     "has_accelerator",
     "model_init_kwargs",
     "log",
@@ -376,34 +377,27 @@ def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dic
         raise TrainerInputError(str(exc)) from None
 
 
-def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: str = "row") -> None:
-    """Raise :class:`TrainerInputError` when a chat template leaves out the tools or the tool calls of ``chat``.
+def bundled_template() -> str:
+    """The bundled ChatML template with tools and tool calls, as a path to type: relative to the current folder
+    when it is inside it (a checkout), else absolute (an installed package)."""
+    path = bundled_path("hsa_chatml_tools.jinja")
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
-    ``render(messages, tools) -> str`` renders with the template being checked. A template that
-    ignores ``tools`` (or reads them under another name) or drops ``tool_calls`` gives the same
-    text without them: training would then fit calls to names the model never sees.
-    """
-    messages, tools = chat["messages"], chat["tools"]
-    full = render(messages, tools)
 
-    def same_without(msgs, tls) -> bool:
-        try:
-            return render(msgs, tls) == full
-        except Exception:  # noqa: BLE001  (a template that needs the part to render at all does render it)
-            return False
+def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: str = "row",
+                                   flag: str = "--chat_template_path") -> None:
+    """Raise :class:`TrainerInputError` when a chat template leaves out the tools or the tool calls of ``chat``
+    (:func:`hsa.chat_template.harness_not_rendered`); the message names ``flag``, the option of the command
+    that takes the template, and the bundled template that renders both."""
+    from hsa.chat_template import harness_not_rendered
 
-    if tools and same_without(messages, None):
-        raise TrainerInputError(
-            f"{where}: the chat template does not render the 'tools' list (the text is the same without it), so "
-            "the model would never see the harness it is trained to call. Pass --chat_template_path with a "
-            "template that renders tools (trainers/data/hsa_chatml_tools.jinja is bundled).")
-    if any(m.get("tool_calls") for m in messages):
-        bare = [{k: v for k, v in m.items() if k != "tool_calls"} for m in messages]
-        if same_without(bare, tools):
-            raise TrainerInputError(
-                f"{where}: the chat template does not render assistant 'tool_calls' (the text is the same without "
-                "them), so there would be no call to learn. Pass --chat_template_path with a template that renders "
-                "tool calls (trainers/data/hsa_chatml_tools.jinja is bundled).")
+    problem = harness_not_rendered(render, chat["messages"], chat["tools"])
+    if problem:
+        raise TrainerInputError(f"{where}: the chat template {problem}. Pass {flag} with a template that renders "
+                                f"tools and tool calls ({bundled_template()} is bundled).")
 
 
 # --------------------------------------------------------------------------- models and tokenizers
@@ -426,25 +420,30 @@ def resolve_model_path(name_or_path: str | None, *, what: str = "--model_name_or
     return name_or_path
 
 
-def _read_template(path: str) -> str:
-    """``--chat_template_path``: a ``.jinja`` file, a tokenizer folder or its ``tokenizer_config.json``, read as
-    ``hsa export --template`` reads it (:func:`hsa.chat_template.read_template`)."""
+def _read_template(path: str, flag: str = "--chat_template_path") -> str:
+    """``--chat_template_path`` (``flag``): a ``.jinja`` file, a tokenizer folder or its ``tokenizer_config.json``,
+    read as ``hsa export --template`` reads it (:func:`hsa.chat_template.read_template`)."""
     from hsa.chat_template import read_template
 
     try:
         return read_template(path)
     except FileNotFoundError:
-        raise FileNotFoundError(f"--chat_template_path {path}: no such file or folder; pass a .jinja file such as "
-                                f"{bundled_path('hsa_chatml_tools.jinja')}") from None
+        raise FileNotFoundError(f"{flag} {path}: no such file or folder; pass a .jinja file such as "
+                                f"{bundled_template()}") from None
     except ValueError as exc:  # a folder or tokenizer_config.json without a template
-        raise TrainerInputError(f"--chat_template_path {path}: no chat template there ({exc})") from None
+        raise TrainerInputError(f"{flag} {path}: no chat template there ({exc})") from None
 
 
-def load_tokenizer(model: ModelArguments, *, padding_side: str | None = None):
-    """The model's tokenizer with a chat template and a pad token, or a clear error."""
+def load_tokenizer(model: ModelArguments, *, padding_side: str | None = None,
+                   flags: dict[str, str] | None = None):
+    """The model's tokenizer with a chat template and a pad token, or a clear error. ``flags``: the options of
+    the calling command that set ``model_name_or_path`` and ``chat_template_path``, named in the errors (default:
+    those of the trainers, ``--model_name_or_path`` and ``--chat_template_path``)."""
     from transformers import AutoTokenizer
 
-    path = resolve_model_path(model.model_name_or_path)
+    flag = {"model_name_or_path": "--model_name_or_path", "chat_template_path": "--chat_template_path",
+            **(flags or {})}
+    path = resolve_model_path(model.model_name_or_path, what=flag["model_name_or_path"])
     kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code}
     if padding_side:
         kwargs["padding_side"] = padding_side
@@ -455,12 +454,12 @@ def load_tokenizer(model: ModelArguments, *, padding_side: str | None = None):
         raise TrainerInputError(f"could not load a tokenizer for {model.model_name_or_path!r} from {where}: "
                                 f"{type(exc).__name__}: {exc}") from None
     if model.chat_template_path:
-        tok.chat_template = _read_template(model.chat_template_path)
+        tok.chat_template = _read_template(model.chat_template_path, flag["chat_template_path"])
     if not tok.chat_template:
         raise TrainerInputError(
             f"the tokenizer of {model.model_name_or_path!r} has no chat template, so conversations cannot be "
-            f"rendered. Pass --chat_template_path with a .jinja file (for example "
-            f"{bundled_path('hsa_chatml_tools.jinja')}) or use an instruct model's tokenizer.")
+            f"rendered. Pass {flag['chat_template_path']} with a .jinja file (for example {bundled_template()}) or "
+            "use an instruct model's tokenizer.")
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return tok

@@ -23,7 +23,7 @@ from typing import Any
 from trainers.common import TrainerInputError, bundled_path, log
 
 __all__ = ["run", "generate", "render_prompts", "evaluate_instructions", "load_model", "make_parser", "main",
-           "run_error_types"]
+           "run_error_types", "device_for", "dtype_for"]
 
 
 def run_error_types() -> tuple[type[BaseException], ...]:
@@ -31,7 +31,8 @@ def run_error_types() -> tuple[type[BaseException], ...]:
     return (TrainerInputError, FileNotFoundError)
 
 
-def _device(device: str | None) -> str:
+def device_for(device: str | None) -> str:
+    """The device to run on: ``device``, else cuda when torch sees a GPU, else cpu."""
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -39,7 +40,8 @@ def _device(device: str | None) -> str:
     return device or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _dtype(dtype: str | None, device: str) -> str | None:
+def dtype_for(dtype: str | None, device: str) -> str | None:
+    """The weight dtype: ``dtype``, else bfloat16 on a GPU that supports it, else None (the model's float32)."""
     if dtype:
         return dtype
     import torch
@@ -117,6 +119,47 @@ def _generate_vllm(model: str, prompts: Sequence[str], *, max_new_tokens: int, s
     return [o.outputs[0].text for o in llm.generate(list(prompts), params)]
 
 
+def _served(model: str, server: dict, max_new_tokens: int, out: str | None):
+    """``gen(prompts)``: the answer message of each prompt row from an OpenAI-compatible server, through the response
+    cache of ``hsa bench run`` (``server["cache"]``, default beside ``out``); failed requests are logged and left
+    out, so scoring counts them as missing."""
+    import os
+
+    from hsa.bench.client import OpenAIBackend
+    from hsa.bench.pool import BenchError
+    from hsa.bench.run import ResponseCache, generate_all
+
+    if not server.get("base_url"):
+        raise TrainerInputError("--backend openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
+    key = os.environ.get(server["api_key_env"]) if server.get("api_key_env") else None
+    if server.get("api_key_env") and not key:
+        raise TrainerInputError(f"--api-key-env {server['api_key_env']}: that environment variable is not set")
+    backend = OpenAIBackend(model, server["base_url"], api_key=key, concurrency=server.get("concurrency", 4),
+                            max_retries=server.get("max_retries", 3), timeout=server.get("timeout", 120.0),
+                            max_tokens=max_new_tokens, tools_in_prompt=bool(server.get("tools_in_prompt")),
+                            extra_body=server.get("request_extra"))
+    cache_path = server.get("cache") or (f"{out}.cache.sqlite" if out else None)
+
+    def gen(prompts):
+        try:
+            backend.check()
+            cache = ResponseCache(cache_path or ":memory:")
+            try:
+                answers, counts = generate_all(backend, prompts, cache)
+            finally:
+                cache.close()
+        except BenchError as exc:
+            raise TrainerInputError(str(exc)) from None
+        finally:
+            backend.close()
+        log(f"{counts['cache_hits']} answers from the cache, {counts['asked']} asked, {counts['retries']} retries")
+        for kind, f in counts["failed"].items():
+            log(f"warning: {f['n']} requests failed ({kind}, e.g. {f['examples'][0]['detail']!r}): scored as missing")
+        return [a["prediction"]["message"] if a else None for a in answers]
+
+    return gen
+
+
 def _compat(messages: list[dict], compat: Sequence[str]) -> list[dict]:
     """The prompt through the same template rewrites the trainers use (:func:`hsa.chat_template.adapt`)."""
     from hsa.chat_template import adapt
@@ -135,10 +178,11 @@ def _string_arguments(messages: list[dict]) -> list[dict]:
         for c in m["tool_calls"]]} for m in messages]
 
 
-def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] = ()) -> list[str]:
+def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] = (),
+                   template_flag: str = "--chat-template") -> list[str]:
     """Each prompt row rendered with the tokenizer's chat template and the row's tools, ready to generate.
 
-    The first prompt with tools also checks that the template renders them."""
+    The first prompt with tools also checks that the template renders them (an error names ``template_flag``)."""
     from trainers.common import check_template_renders_harness
     from trainers.render import strip_bos
 
@@ -157,7 +201,8 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
     for p in prompts:
         messages = _compat(p["messages"], compat)
         if not checked and p["tools"]:
-            check_template_renders_harness(render, {"messages": messages, "tools": p["tools"]}, where=p["id"])
+            check_template_renders_harness(render, {"messages": messages, "tools": p["tools"]}, where=p["id"],
+                                           flag=template_flag)
             checked = True
         try:
             texts.append(strip_bos(tokenizer, render(messages, p["tools"], True)))
@@ -237,51 +282,63 @@ def run(data: str, model: str, *, out: str | None = None, md: str | None = None,
         seed: int = 0, backend: str = "transformers", fmt: str = "auto", string_match: str = "exact",
         bootstrap: int = 1000, compare: str | None = None, chat_template: str | None = None,
         dtype: str | None = None, chat_compat: Sequence[str] = (), trust_remote_code: bool = False,
-        ifeval: bool = False) -> dict:
+        ifeval: bool = False, server: dict | None = None) -> dict:
     """Generate with ``model`` on the prompts of ``data`` and score them; returns the report (written to
     ``out`` / ``md`` / ``plot`` when given). ``instructions``: a JSONL of verifiable instructions (ours or
     IFEval's input_data.jsonl), or ``"bundled"`` for the bundled set; ``ifeval``: also the real IFEval from the
-    hub (an error when it cannot be reached)."""
+    hub (an error when it cannot be reached). ``server`` (``backend="openai"``): ``base_url``, ``api_key_env``,
+    ``concurrency``, ``max_retries``, ``timeout``, ``tools_in_prompt``, ``cache`` (:mod:`hsa.bench.client`)."""
     import torch
 
     from hsa.evaluation import collect, score, write_report
     from trainers.common import ModelArguments, load_tokenizer
 
-    if backend not in ("transformers", "vllm"):
-        raise TrainerInputError(f"--backend must be transformers or vllm (got {backend!r})")
+    if backend not in ("transformers", "vllm", "openai"):
+        raise TrainerInputError(f"--backend must be transformers, vllm or openai (got {backend!r})")
     items, _ = collect(data, turns=turns, max_prompts=max_prompts)
     inst_path = str(bundled_path("general_instructions.jsonl")) if instructions == "bundled" else instructions
     inst_rows = _instruction_rows(inst_path, max_instructions) if instructions else None  # bad input fails early
     ifeval_rows = _ifeval_rows(max_instructions) if ifeval else None
-    torch.manual_seed(seed)
-    dev = _device(device)
-    dt = _dtype(dtype, dev)
-    tokenizer = load_tokenizer(ModelArguments(model_name_or_path=model, chat_template_path=chat_template,
-                                              trust_remote_code=trust_remote_code), padding_side="left")
     prompts = [it.prompt for it in items]
-    texts = render_prompts(tokenizer, prompts, compat=chat_compat)
-    if backend == "vllm":
-        from trainers.common import resolve_model_path
-
-        path = resolve_model_path(model, what="--model")
-
-        def gen(batch):
-            return _generate_vllm(path, batch, max_new_tokens=max_new_tokens, seed=seed, dtype=dt,
-                                  trust_remote_code=trust_remote_code)
+    if backend == "openai":  # any OpenAI-compatible server (hsa.bench.client): answers are messages
+        if instructions or ifeval:
+            raise TrainerInputError("--instructions / --ifeval are not run with --backend openai yet; score the "
+                                    "instructions with a local backend")
+        dev, dt, tokenizer, texts = "server", None, None, prompts
+        gen = _served(model, dict(server or {}), max_new_tokens, out)
     else:
-        lm = load_model(model, device=dev, dtype=dt, trust_remote_code=trust_remote_code)
+        torch.manual_seed(seed)
+        dev = device_for(device)
+        dt = dtype_for(dtype, dev)
+        tokenizer = load_tokenizer(ModelArguments(model_name_or_path=model, chat_template_path=chat_template,
+                                                  trust_remote_code=trust_remote_code), padding_side="left",
+                                   flags={"model_name_or_path": "--model", "chat_template_path": "--chat-template"})
+        texts = render_prompts(tokenizer, prompts, compat=chat_compat)
+        if backend == "vllm":
+            from trainers.common import resolve_model_path
 
-        def gen(batch):
-            return generate(lm, tokenizer, batch, max_new_tokens=max_new_tokens, batch_size=batch_size)
+            path = resolve_model_path(model, what="--model")
+
+            def gen(batch):
+                return _generate_vllm(path, batch, max_new_tokens=max_new_tokens, seed=seed, dtype=dt,
+                                      trust_remote_code=trust_remote_code)
+        else:
+            lm = load_model(model, device=dev, dtype=dt, trust_remote_code=trust_remote_code)
+
+            def gen(batch):
+                return generate(lm, tokenizer, batch, max_new_tokens=max_new_tokens, batch_size=batch_size)
     started = time.perf_counter()
     completions = gen(texts)
     log(f"{len(texts)} prompts completed in {time.perf_counter() - started:.1f}s on {dev} ({backend})")
-    predictions = {p["id"]: c for p, c in zip(prompts, completions)}
+    predictions = {p["id"]: c for p, c in zip(prompts, completions) if c is not None}
     if predictions_out:
         Path(predictions_out).parent.mkdir(parents=True, exist_ok=True)
         with open(predictions_out, "w", encoding="utf-8") as f:
             for p, c in zip(prompts, completions):
-                f.write(json.dumps({"id": p["id"], "completion": c}, ensure_ascii=False) + "\n")
+                if c is None:
+                    continue
+                f.write(json.dumps({"id": p["id"], ("message" if isinstance(c, dict) else "completion"): c},
+                                   ensure_ascii=False) + "\n")
     report = score(items, predictions, turns=turns, max_prompts=max_prompts, fmt=fmt, string_match=string_match,
                    held_out=held_out, train_manifest=train_manifest, seed=seed, bootstrap=bootstrap,
                    compare_to=compare)

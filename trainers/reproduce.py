@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Plan", "FULL", "QUICK", "MODELS", "main", "make_parser", "summarise", "write_results"]
+__all__ = ["Plan", "FULL", "QUICK", "MODELS", "main", "make_parser", "summarise", "write_results", "write_page"]
 
 TEMPLATE = "hsa_compact_tools.jinja"
 MODELS = ("base", "fixed_sft", "hsa_sft", "hsa_sft_opd", "hsa_sft_opd_rl")
@@ -408,10 +408,15 @@ def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner
     return models
 
 
+def _report_path(out: Path, name: str, seed: int | str | None) -> Path:
+    """Where the ``hsa eval run`` report of one model (and seed) goes; its predictions go beside it."""
+    return out / "eval" / (f"{name}-s{seed}.json" if seed is not None and seed != "-" else f"{name}.json")
+
+
 def evaluate(out: Path, plan: Plan, name: str, seed: int | None, model: str, data: dict[str, Path], runner: Runner,
              device: str) -> dict[str, Any]:
     """One ``hsa eval run`` report (read back from its report.json)."""
-    report = out / "eval" / (f"{name}-s{seed}.json" if seed is not None else f"{name}.json")
+    report = _report_path(out, name, seed)
     report.parent.mkdir(parents=True, exist_ok=True)
     argv = ["hsa", "eval", "run", str(data["eval_shards"]), "--model", model, "--out", str(report),
             "--predictions-out", str(report.with_suffix(".predictions.jsonl")),
@@ -487,6 +492,17 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def write_page(out: Path, docs: Path, eval_shards: Path, reports: dict[str, dict[str, Any]], command: str) -> Path:
+    """report.html in ``docs``, beside the results: the evaluation data and every model's report, prompt by prompt
+    (``hsa report``; the predictions are those each report names)."""
+    from hsa.report import write_report
+
+    evals = [_report_path(out, name, seed) for name, per in reports.items() for seed in per]
+    return write_report(eval_shards, docs / "report.html", evals=evals, command=command,
+                        title="hsa reproduction: the evaluation data and every model's answers",
+                        notes=[f"{len(evals)} evaluation reports: {', '.join(p.stem for p in evals)} (from {out / 'eval'})"])
 
 
 def write_results(results: dict[str, Any], docs: Path, *, json_too: bool = True) -> dict[str, Path]:
@@ -589,7 +605,9 @@ def _markdown(r: dict[str, Any]) -> str:
     lines += ["## Run it yourself", "", "```bash", "make reproduce                      # this table (docs/results.*)",
               "python -m trainers.reproduce --out runs/repro --quick     # a smoke run in minutes",
               "python -m trainers.reproduce --out runs/repro --model YOUR_MODEL_DIR --keep-layers 0 --device cuda",
-              "```", "", "The commands each stage ran are in `OUT/commands.jsonl`.", ""]
+              "```", "", "The commands each stage ran are in `OUT/commands.jsonl`."
+              + (f" `{r['page']}`, beside this file, shows the evaluation data and every model's answer to each "
+                 "prompt with why it was scored wrong (`hsa report`, docs/report.md)." if r.get("page") else ""), ""]
     return "\n".join(lines)
 
 
@@ -844,7 +862,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "notes": ["base is not trained: it is evaluated once, so its lists have one value"],
     }
     results["findings"] = findings(models, results["plan"])
+    page = write_page(out, docs, data["eval_shards"], reports, results["command"])
+    results["page"] = page.name
     paths = write_results(results, docs)
+    paths["page"] = page
     _log(f"done in {results['wall_seconds'] / 60:.1f} min: {', '.join(str(p) for p in paths.values())}")
     print(json.dumps({"results": str(paths["json"]), "wall_seconds": results["wall_seconds"]}))
     return 0

@@ -97,8 +97,10 @@ def _param_texts(schema: Any, out: list[str]) -> None:
 
 
 def tool_words(tool: Mapping[str, Any]) -> dict[str, frozenset[str]]:
-    """``{"name", "description", "params", "all"}``: the content words of each part of a tool definition
-    (internal, OpenAI or flat form); cached per the tool's JSON text (the words follow from it)."""
+    """``{"name", "description", "params", "output", "all"}``: the content words of each part of a tool definition
+    (internal, OpenAI, MCP, Anthropic or flat form): the name; the description with the title (MCP ``title``,
+    ``annotations.title``); the parameters' names, descriptions and string enum values at any depth; the same of
+    the result's schema (:data:`OUTPUT_SCHEMA_KEYS`). Cached per the tool's JSON text (the words follow from it)."""
     try:
         key = _json.dumps_bytes(tool)
     except (TypeError, ValueError):  # not JSON: no cache
@@ -112,14 +114,27 @@ def _tool_words_of(text: bytes) -> dict[str, frozenset[str]]:
     return _tool_words(_json.loads(text))
 
 
+#: Where a tool definition holds the JSON Schema of its result: MCP ``outputSchema``, OpenAI Responses
+#: ``output_schema`` (and the distractor bank's), Gemini ``responseJsonSchema`` / ``response``.
+OUTPUT_SCHEMA_KEYS = ("outputSchema", "output_schema", "responseJsonSchema", "response")
+
+
 def _tool_words(tool: Mapping[str, Any]) -> dict[str, frozenset[str]]:
     fn = tool.get("function", tool) if isinstance(tool.get("function"), dict) else tool
+    fields = fn.get("extra") if isinstance(fn.get("extra"), dict) else fn  # the internal form keeps them in extra
     name = content_words(" ".join(split_words(str(fn.get("name", "")))))
-    desc = content_words(str(fn.get("description") or ""))
+    annotations = fields.get("annotations") if isinstance(fields.get("annotations"), dict) else {}
+    titles = [t for t in (fields.get("title"), annotations.get("title")) if isinstance(t, str)]
+    desc = content_words(" ".join([str(fn.get("description") or ""), *titles]))
     texts: list[str] = []
     _param_texts(fn.get("parameters") or fn.get("input_schema") or fn.get("inputSchema") or {}, texts)
     params = frozenset().union(*(content_words(t) for t in texts)) if texts else frozenset()
-    return {"name": name, "description": desc, "params": params, "all": name | desc | params}
+    out_texts: list[str] = []
+    for key in OUTPUT_SCHEMA_KEYS:
+        _param_texts(fields.get(key) or fn.get(key) or {}, out_texts)
+    output = frozenset().union(*(content_words(t) for t in out_texts)) if out_texts else frozenset()
+    return {"name": name, "description": desc, "params": params, "output": output,
+            "all": name | desc | params | output}
 
 
 #: A candidate distractor whose :func:`relevance` to a real tool reaches this is near it and is never added.
@@ -143,8 +158,8 @@ def pool_tool_words(tool: Mapping[str, Any]) -> dict[str, frozenset[str]]:
 
 
 def words_relevance(a: dict[str, frozenset[str]], b: dict[str, frozenset[str]]) -> float:
-    """:func:`relevance` of two tools given as their :func:`tool_words`."""
-    if a["name"] & b["name"]:
+    """:func:`relevance` of two tools given as their :func:`tool_words` (``a`` the candidate, ``b`` the real tool)."""
+    if a["name"] & b["all"]:  # the candidate's subject is something the real tool names or talks about
         return 1.0
     if not a["all"] or not b["all"]:
         return 0.0
@@ -153,8 +168,10 @@ def words_relevance(a: dict[str, frozenset[str]], b: dict[str, frozenset[str]]) 
 
 def relevance(candidate: Mapping[str, Any], real: Mapping[str, Any]) -> float:
     """How near ``candidate`` is to ``real``, in [0, 1]: the overlap coefficient of their content words
-    (name, description and parameters together, ``|A & B| / min(|A|, |B|)``), and 1.0 when the names share a
-    content word (``search_flights`` and ``search_direct_flights`` share ``flight``)."""
+    (name, title, description, parameters with their enums, and output schema together, ``|A & B| / min(|A|, |B|)``),
+    and 1.0 when a content word of the candidate's name occurs anywhere in the real tool (``search_flights`` beside
+    ``search_direct_flights`` share ``flight``; ``get_weather_forecast`` beside a tool whose output schema describes
+    "Weather conditions")."""
     return words_relevance(tool_words(candidate), tool_words(real))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from hsa import _json
 from hsa.mapping import ARRAY
 from hsa.step_schemas import map_schema_values, node_at, permute_schema, regroup_schema, require_schema, update_at
+from hsa.tool_dialects import DIALECT_FIELDS, FIELD_EQUIVALENTS
 
 __all__ = [
     "strict_problems",
@@ -292,27 +293,40 @@ def nullable(schema: dict) -> dict:
     return out
 
 
-#: Tool keys (besides name, description and schema) each dialect defines; others are dropped on conversion.
-DIALECT_EXTRA_KEYS = {
-    "openai": frozenset({"strict"}),
-    "anthropic": frozenset({"strict", "cache_control", "input_examples"}),
-    "mcp": frozenset({"title", "annotations", "outputSchema", "_meta"}),
-    "gemini": frozenset({"response", "behavior"}),
-}
+#: Tool keys (besides name, description and schema) each dialect defines; others are dropped on conversion (the
+#: core's table, with its sources: :data:`hsa.tool_dialects.DIALECT_FIELDS`).
+DIALECT_EXTRA_KEYS = DIALECT_FIELDS
 
 
 def convert_tool(tool: dict, target: str) -> tuple[dict, list[str]]:
     """``tool`` rendered in dialect ``target``, and the keys dropped on the way.
 
-    Gemini function declarations are the flat ``{"name", "description", "parameters"}``
-    shape with no key of their own, so they are kept (and read back) as the ``plain``
-    dialect. Raises :class:`UnsupportedSchema` when the schema has no faithful Gemini form.
+    A tool already in ``target`` comes back as it is (a dialect is never converted into itself). Every field the
+    target defines is kept (:data:`hsa.tool_dialects.DIALECT_FIELDS`), one it defines under another name is
+    renamed (:data:`hsa.tool_dialects.FIELD_EQUIVALENTS`: MCP ``outputSchema`` is Gemini's ``responseJsonSchema``),
+    and the others are dropped and listed (the record's restore patch gives them back on canonicalize).
+    Gemini function declarations are the flat ``{"name", "description", "parameters"}`` shape with no key of
+    their own, so they are kept (and read back) as the ``plain`` dialect. Raises :class:`UnsupportedSchema` when
+    the schema has no faithful Gemini form.
     """
+    source = tool.get("dialect", "openai")
+    if source == target:
+        return _json.copy(tool), []
     out = _json.copy(tool)
     out["dialect"] = "plain" if target == "gemini" else target
-    keep = DIALECT_EXTRA_KEYS[target] | {"__no_schema__"}
-    dropped = sorted(k for k in out["extra"] if k not in keep)
-    out["extra"] = {k: v for k, v in out["extra"].items() if k in keep}
+    keep = DIALECT_FIELDS[target] | {"__no_schema__"}
+    renamed = FIELD_EQUIVALENTS.get((source, target), {})
+    extra = {}
+    dropped = []
+    for k, v in out["extra"].items():
+        if k in keep:
+            extra[k] = v
+        elif k in renamed and renamed[k] not in out["extra"]:
+            extra[renamed[k]] = v
+        else:
+            dropped.append(k)
+    out["extra"] = extra
+    dropped.sort()
     if target != "openai":
         dropped += sorted(f"(outer) {k}" for k in out.get("outer", {}))
         out["outer"] = {}

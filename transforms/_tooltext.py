@@ -17,6 +17,8 @@ from functools import lru_cache
 
 from transforms._banks import load_banks
 from transforms._domains import domain_applies
+from transforms.meaning import (ABBREVIATIONS, CONSTRAINT, group_changes, is_warning, paraphrase_changes,
+                                shortening_changes)
 
 __all__ = ["paraphrase", "shorten", "has_constraint", "CONSTRAINT", "PHRASE_KINDS"]
 
@@ -60,6 +62,11 @@ def _phrase_table(banks: tuple[str, ...], domain: str | None = None
     table: dict[str, list[tuple[str, str]]] = {}
     for entry in load_banks(banks)["phrases"]:
         phrases, kind, group_domain = _group(entry, "phrases")
+        broken = group_changes(phrases, mood=False)
+        if broken:
+            raise ValueError(f"phrase bank group {phrases!r} does not keep the meaning: {'; '.join(broken)}; "
+                             "a group may only hold phrases with the same negations, modals, numbers and time words "
+                             "(docs/design.md, the meaning contract)")
         if not domain_applies(group_domain, domain):
             continue
         for p in phrases:
@@ -129,7 +136,7 @@ def paraphrase(text: str, rng: random.Random, banks: tuple[str, ...] = (), rate:
         prev_det = _PREV_DET.search(before) is not None
         options = [alt for alt, kind in table[word.lower()]
                    if _fits(kind, word, before, after) and (start or not _WH.match(alt))
-                   and not (prev_det and _DET.match(alt))]
+                   and not (prev_det and _DET.match(alt)) and not paraphrase_changes(word, alt, mood=False)]
         if not options or rng.random() >= rate:
             continue
         alt = rng.choice(options)
@@ -148,48 +155,109 @@ def paraphrase(text: str, rng: random.Random, banks: tuple[str, ...] = (), rate:
         pieces.append(alt)
         pos = m.end()
     pieces.append(text[pos:])
-    return "".join(pieces)
-
-
-#: Words that make a sentence or clause a rule or a condition: shortening never drops one that has them.
-CONSTRAINT = re.compile(r"(?i)\b(only|never|must|always|not|no|unless|if|otherwise|except|cannot|can't|don't|"
-                        r"doesn't|won't|shouldn't|mustn't|should|required|requires|require|before|until|exactly|"
-                        r"at\s+most|at\s+least|no\s+more\s+than|ensure|make\s+sure|avoid|forbidden|prohibited|"
-                        r"instead|mandatory|explicitly)\b")
+    new = "".join(pieces)
+    return text if paraphrase_changes(text, new) else new  # the meaning contract, on the whole text
 
 
 def has_constraint(text: str) -> bool:
-    """True when ``text`` carries a rule or a condition (:data:`CONSTRAINT`; code spans do not count)."""
-    return CONSTRAINT.search(re.sub(r"`[^`]*`", "", text)) is not None
+    """True when ``text`` carries a rule, a condition or a warning (:func:`transforms.meaning.is_warning`: a
+    constraint word of :data:`CONSTRAINT`, or Warning, Unsafe, Note, Deprecated, Important ...; code spans do not
+    count)."""
+    return is_warning(text)
 
 
 #: Where a description may be cut: semicolons, colons, dashes, and commas that open a qualifying
 #: clause (not the commas of a list, which would leave "title, host.").
 _CLAUSE_BREAK = re.compile(r"\s*(?:[;:]|\s[-\u2013\u2014]|,(?=\s+(?:optionally|e\.g\.|such as|for example|"
                            r"including|if|when|unless|which|sorted|with|without|starting|in|at|by)\b))\s")
+_ITEM_LINE = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+\S")
 
 
-def shorten(text: str, max_words: int) -> str:
-    """``text`` cut at a sentence or clause boundary: its first sentence, then, while longer than
+def _units(text: str) -> list[tuple[str, str, str]]:
+    """``text`` as (kind, unit, separator after it): ``list`` units are a whole list (its introducing line ending
+    in a colon, its items and their indented continuation lines); ``prose`` units are sentences."""
+    lines = text.split("\n")
+    blocks: list[tuple[str, list[str]]] = []  # ("list" | "prose" | "blank", lines)
+    for line in lines:
+        if _ITEM_LINE.match(line):
+            if blocks and blocks[-1][0] == "list":
+                blocks[-1][1].append(line)
+            elif blocks and blocks[-1][0] == "prose" and blocks[-1][1][-1].rstrip().endswith(":"):
+                intro = blocks[-1][1].pop()  # "You should:" introduces the list: kept or dropped with it
+                if not blocks[-1][1]:
+                    blocks.pop()
+                blocks.append(("list", [intro, line]))
+            else:
+                blocks.append(("list", [line]))
+        elif not line.strip():
+            blocks.append(("blank", [line]))
+        elif blocks and blocks[-1][0] == "list" and line.startswith((" ", "\t")):
+            blocks[-1][1].append(line)
+        elif blocks and blocks[-1][0] == "prose":
+            blocks[-1][1].append(line)
+        else:
+            blocks.append(("prose", [line]))
+    units: list[list[str]] = []  # [kind, unit, separator]
+    for kind, block in blocks:
+        if kind == "blank":
+            if units:
+                units[-1][2] += "\n"
+            continue
+        if units:
+            units[-1][2] += "\n"
+        if kind == "list":
+            units.append(["list", "\n".join(block), ""])
+            continue
+        para = "\n".join(block)
+        pos = 0
+        for m in re.finditer(rf"(?<=[.;!?]){ABBREVIATIONS}\s+", para):
+            units.append(["prose", para[pos:m.start()], m.group(0)])
+            pos = m.end()
+        units.append(["prose", para[pos:], ""])
+    return [(k, u, sep) for k, u, sep in units]
+
+
+def _names_a_value(text: str, values: tuple[str, ...]) -> bool:
+    return any(re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", text) for v in values if v)
+
+
+def shorten(text: str, max_words: int, values: tuple[str, ...] = ()) -> str:
+    """``text`` cut at sentence, list or clause boundaries: its first sentence, then, while longer than
     ``max_words`` words, up to the last clause break (``,``, ``;``, ``:``, a dash) within the limit.
-    Never cuts inside a word or a code span, and never drops a sentence or a clause that carries a
-    constraint (:func:`has_constraint`: "Only transfer if the user explicitly asks" stays); ``text``
-    itself when there is no such boundary."""
+
+    Never cuts inside a word, a code span or a list (a list and the line that introduces it are kept or
+    dropped whole), and never drops a sentence, list or clause that carries a constraint or a warning
+    (:func:`has_constraint`: "Only transfer if the user explicitly asks", "Unsafe: executes arbitrary
+    JavaScript", "Accepts: ISO 8601 ...", "Defaults to false" stay) or names one of ``values`` (the enum values
+    of the parameter it describes: '"css" produces a screenshot sized in CSS pixels' explains a value); a full
+    stop after "e.g." or "i.e." ends no sentence. ``text`` itself when there is no such boundary."""
     stripped = text.strip()
-    sentences = re.split(r"(?<=[.;!?])\s+", stripped)
-    if len(sentences) > 1 and len(sentences[0].split()) >= 2:
-        kept = [sentences[0]] + [s for s in sentences[1:] if has_constraint(s)]
-        short = " ".join(kept)
+    units = _units(stripped)
+    if len(units) > 1 and units[0][0] == "prose" and len(units[0][1].split()) >= 2:
+        keep = [0] + [i for i in range(1, len(units)) if has_constraint(units[i][1])
+                      or _names_a_value(units[i][1], values)]
+        pieces = []
+        for j, i in enumerate(keep):
+            pieces.append(units[i][1])
+            if j + 1 < len(keep):
+                gap = [units[k][2] for k in range(i, keep[j + 1])]  # the widest break between the two kept units
+                pieces.append(max(gap, key=lambda g: (g.count("\n"), len(g))))
+        short = "".join(pieces)
+        single = len(keep) == 1
     else:
-        kept = [stripped]
-        short = stripped
-    if len(kept) == 1 and len(short.split()) > max_words:
+        short, single = stripped, True
+    if single and "\n" not in short and len(short.split()) > max_words:
         breaks = [m.start() for m in re.finditer(_CLAUSE_BREAK, short)
                   if len(short[:m.start()].split()) <= max_words and len(short[:m.start()].split()) >= 2
-                  and short[:m.start()].count("`") % 2 == 0 and not has_constraint(short[m.start():])]
+                  and short[:m.start()].count("`") % 2 == 0 and not has_constraint(short[m.start():])
+                  and not _names_a_value(short[m.start():], values)]
         if breaks:
             short = short[:breaks[-1]]
-    short = short.rstrip().rstrip(",;:").rstrip()
-    if stripped.endswith(".") and not short.endswith((".", "!", "?")):
-        short += "."
-    return short if short and short != stripped else text
+    short = short.rstrip()
+    if not _ITEM_LINE.match(short.rsplit("\n", 1)[-1]):
+        short = short.rstrip(",;:").rstrip()
+        if stripped.endswith(".") and not short.endswith((".", "!", "?")):
+            short += "."
+    if not short or short == stripped or shortening_changes(stripped, short):
+        return text
+    return short

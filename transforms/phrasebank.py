@@ -31,8 +31,9 @@ from functools import lru_cache
 from typing import Any
 
 from transforms._banks import BankError, builtin_bank_names, read_bank
+from transforms.meaning import group_changes
 
-__all__ = ["Group", "Match", "Bank", "BankError", "load_bank", "builtin_bank_names"]
+__all__ = ["Group", "Match", "Bank", "BankError", "load_bank", "builtin_bank_names", "SENTENCE_BANKS", "MEANING_BANKS"]
 
 _SLOT = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{|\}")
 _BEFORE = r"(?<![A-Za-z0-9_])"
@@ -60,8 +61,10 @@ class Match:
 
 
 def _compile(phrasing: str, where: str) -> tuple[re.Pattern[str], tuple[str, ...], str]:
-    """Regex of one phrasing, its slots, and a format string to render it."""
+    """Regex of one phrasing, its slots, and a format string to render it. A slot that ends the phrasing captures
+    the rest of the line."""
     parts, slots, fmt, seen, pos = [], [], [], set(), 0
+    ends_with_slot = phrasing.endswith("}") and not phrasing.endswith("}}")
     for m in _SLOT.finditer(phrasing):
         literal = phrasing[pos:m.start()]
         parts.append(re.escape(literal))
@@ -75,6 +78,10 @@ def _compile(phrasing: str, where: str) -> tuple[re.Pattern[str], tuple[str, ...
             name = m.group(1)
             if name in seen:
                 parts.append(f"(?P={name})")
+            elif ends_with_slot and m.end() == len(phrasing):
+                parts.append(f"(?P<{name}>[^\\n]+)(?=\\n|\\Z)")  # the last slot: the rest of the line
+                seen.add(name)
+                slots.append(name)
             else:
                 parts.append(f"(?P<{name}>[^\\n]+?)")
                 seen.add(name)
@@ -89,9 +96,6 @@ def _compile(phrasing: str, where: str) -> tuple[re.Pattern[str], tuple[str, ...
         raise BankError(f"{where}: empty phrasing")
     if _SLOT.sub("", phrasing) == "" or re.fullmatch(r"(\{[A-Za-z_][A-Za-z0-9_]*\})+", phrasing):
         raise BankError(f"{where}: phrasing {phrasing!r} is only placeholders; add literal words around them")
-    if phrasing.endswith("}") and not phrasing.endswith("}}"):
-        raise BankError(f"{where}: phrasing {phrasing!r} ends with a placeholder, which would capture one character; "
-                        "end it with literal text (for example the full stop)")
     return re.compile(_BEFORE + "".join(parts) + _AFTER), tuple(sorted(slots)), "".join(fmt)
 
 
@@ -185,8 +189,15 @@ class Bank:
         return None
 
 
-def _read(source: str, data: Any) -> list[Group]:
-    """The groups of one phrase bank file's YAML ``data``, checked."""
+#: Banks of sentences: their groups must also agree on whether each sentence instructs or states.
+SENTENCE_BANKS = ("prompt_paraphrase", "skill_descriptions")
+#: Banks whose groups the meaning contract checks when they load (the name banks have rules of their own).
+MEANING_BANKS = (*SENTENCE_BANKS, "prompt_titles")
+
+
+def _read(source: str, data: Any, meaning: bool = False, mood: bool = False) -> list[Group]:
+    """The groups of one phrase bank file's YAML ``data``, checked; with ``meaning``, also against the meaning
+    contract (:func:`transforms.meaning.group_changes`; ``mood`` for banks of sentences)."""
     if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
         raise BankError(f"{source}: a phrase bank is a mapping with a 'groups' list (got {type(data).__name__})")
     if data.get("version", 1) != 1:
@@ -205,6 +216,12 @@ def _read(source: str, data: Any) -> list[Group]:
         if len(slots) != 1:
             raise BankError(f"{where} ({g['id']}): phrasings use different placeholders {sorted(slots)}; "
                             "every phrasing of a group must carry the same slots")
+        broken = group_changes(phr, mood=mood) if meaning else []
+        if broken:
+            raise BankError(f"{where} ({g['id']}): the phrasings do not say the same thing: {'; '.join(broken)}. "
+                            "A group's phrasings must keep every negation, modal and scope word, number, time or "
+                            "tense word and list" + (" and whether it instructs or states" if mood else "")
+                            + " (docs/design.md, the meaning contract); drop or rewrite the phrasing")
         groups.append(Group(g["id"], tuple(phr), next(iter(slots))))
     return groups
 
@@ -214,9 +231,10 @@ def load_bank(name: str, extra: tuple[str, ...] = ()) -> Bank:
     """The built-in bank ``name`` plus the groups of the YAML files ``extra`` (their ids must be new)."""
     if name not in builtin_bank_names():
         raise BankError(f"no built-in phrase bank {name!r}; built-in banks: {', '.join(builtin_bank_names())}")
-    groups = _read(*read_bank(name))
+    meaning, mood = name in MEANING_BANKS, name in SENTENCE_BANKS
+    groups = _read(*read_bank(name), meaning=meaning, mood=mood)
     for path in extra:
-        groups += _read(*read_bank(path=path, what="phrase bank file"))
+        groups += _read(*read_bank(path=path, what="phrase bank file"), meaning=meaning, mood=mood)
     ids = [g.id for g in groups]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:

@@ -17,9 +17,6 @@ content up to the declared equivalences — is unchanged. Tool calls are never t
 from __future__ import annotations
 
 import dataclasses
-import json
-import keyword
-from functools import lru_cache
 import random
 import re
 from typing import Any, ClassVar
@@ -31,16 +28,19 @@ from hsa.prompt_model import (
     commit,
     is_structural,
     locate,
+    heading_levels,
     make_template,
     render,
     system_sections,
-    user_prefix,
+    user_context,
 )
-from hsa import _json
 from hsa.records import Record
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
+from transforms._toollisting import TOOL_FORMATS, listing_function, render_tools
+from transforms.meaning import paraphrase_changes
 from transforms.phrasebank import BankError, load_bank
 from transforms.skill import find_catalog
+from transforms.skill_functional import movable_runs, order_pins
 
 __all__ = [
     "PromptReorder",
@@ -55,7 +55,6 @@ __all__ = [
     "canonical_prompt",
 ]
 
-TOOL_FORMATS = ("json", "yaml", "typescript", "python", "markdown")
 
 
 def _bank(name: str, extra: tuple[str, ...]):
@@ -75,168 +74,14 @@ def _copy_prompt(prompt: dict) -> dict:
 
 
 def _rendered(prompt: dict) -> tuple[str, str]:
-    return render(prompt["template"], system_sections(prompt)), user_prefix(prompt)
+    return render(prompt["template"], system_sections(prompt)), user_context(prompt)
 
 
 # =========================================================================== tools rendered into the prompt
 
 
-def _fn(tool: dict) -> dict:
-    out: dict[str, Any] = {"name": tool["name"]}
-    if "description" in tool:
-        out["description"] = tool["description"]
-    out["parameters"] = tool["parameters"]
-    return out
-
-
-_TS_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
-
-
-def _comment(text: str, indent: str) -> list[str]:
-    return [f"{indent}// {line}".rstrip() for line in text.split("\n")] if text else []
-
-
-def _ts_type(schema: Any, indent: str) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return " | ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
-    t = schema.get("type")
-    if isinstance(t, list):
-        return " | ".join(_ts_type({**schema, "type": x}, indent) for x in t) or "any"
-    if t == "string":
-        return "string"
-    if t in ("integer", "number"):
-        return "number"
-    if t == "boolean":
-        return "boolean"
-    if t == "null":
-        return "null"
-    if t == "array":
-        inner = _ts_type(schema.get("items"), indent)
-        return f"({inner})[]" if "|" in inner else f"{inner}[]"
-    if t == "object" or "properties" in schema:
-        props = schema.get("properties") or {}
-        if not props:
-            return "object"
-        required = set(schema.get("required") or ())
-        lines = ["{"]
-        for name, sub in props.items():
-            key = name if _TS_IDENT.match(name) else json.dumps(name)
-            desc = sub.get("description") if isinstance(sub, dict) else None
-            lines += _comment(desc or "", indent + "  ")
-            opt = "" if name in required else "?"
-            lines.append(f"{indent}  {key}{opt}: {_ts_type(sub, indent + '  ')},")
-        lines.append(f"{indent}}}")
-        return "\n".join(lines)
-    return "any"
-
-
-def _render_typescript(tools: list[dict]) -> str | None:
-    if any(not _TS_IDENT.match(t["name"]) for t in tools):
-        return None
-    out = ["namespace functions {", ""]
-    for t in tools:
-        out += _comment(t.get("description") or "", "")
-        params = t["parameters"]
-        if params.get("properties"):
-            out.append(f"type {t['name']} = (_: {_ts_type(params, '')}) => any;")
-        else:
-            out.append(f"type {t['name']} = () => any;")
-        out.append("")
-    out.append("} // namespace functions")
-    return "\n".join(out)
-
-
-_PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list",
-             "object": "dict", "null": "None"}
-
-
-def _py_type(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "Any"
-    t = schema.get("type")
-    if isinstance(t, list):
-        return " | ".join(_PY_TYPES.get(x, "Any") for x in t) or "Any"
-    return _PY_TYPES.get(t, "dict" if "properties" in schema else "Any")
-
-
-def _render_python(tools: list[dict]) -> str | None:
-    blocks = []
-    for t in tools:
-        props = t["parameters"].get("properties") or {}
-        names = [t["name"], *props]
-        if any(not n.isidentifier() or keyword.iskeyword(n) for n in names):
-            return None
-        docs = [t.get("description") or "", *[(s or {}).get("description") or "" for s in props.values()]]
-        if any('"""' in d or "\\" in d for d in docs):
-            return None
-        required = [n for n in (t["parameters"].get("required") or ()) if n in props]
-        optional = [n for n in props if n not in required]
-        args = [f"{n}: {_py_type(props[n])}" for n in required] + \
-               [f"{n}: {_py_type(props[n])} | None = None" for n in optional]
-        lines = [f"def {t['name']}({', '.join(args)}) -> dict:"]
-        doc = ['    """' + (t.get("description") or t["name"]).replace("\n", "\n    ")]
-        if props:
-            doc += ["", "    Args:"]
-            for n in required + optional:
-                d = (props[n] or {}).get("description") if isinstance(props[n], dict) else None
-                doc.append(f"        {n}: {(d or '').replace(chr(10), ' ')}".rstrip())
-        doc.append('    """')
-        blocks.append("\n".join(lines + doc))
-    return "\n\n".join(blocks)
-
-
-def _md_cell(text: str) -> str | None:
-    return None if "|" in text or "\n" in text else text
-
-
-def _render_markdown(tools: list[dict]) -> str | None:
-    rows = ["| Tool | Description | Parameters |", "| --- | --- | --- |"]
-    for t in tools:
-        props = t["parameters"].get("properties") or {}
-        required = set(t["parameters"].get("required") or ())
-        parts = []
-        for n, s in props.items():
-            s = s if isinstance(s, dict) else {}
-            kind = s.get("type", "any")
-            kind = "/".join(kind) if isinstance(kind, list) else str(kind)
-            part = f"`{n}` ({kind}{', required' if n in required else ''})"
-            if s.get("description"):
-                part += f": {s['description']}"
-            parts.append(part)
-        cells = [f"`{t['name']}`", t.get("description") or "", "; ".join(parts) or "-"]
-        if any(_md_cell(c) is None for c in cells):
-            return None
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows)
-
-
-def render_tools(tools: list[dict], fmt: str) -> str | None:
-    """The record's tools rendered in ``fmt`` (see :data:`TOOL_FORMATS`); None when ``fmt`` cannot hold them."""
-    if fmt not in TOOL_FORMATS:
-        raise ValueError(f"unknown tool format {fmt!r}; expected one of {', '.join(TOOL_FORMATS)}")
-    return _render_tools_cached(_json.dumps([_fn(t) for t in tools]), fmt)
-
-
-@lru_cache(maxsize=1024)
-def _render_tools_cached(fns_json: str, fmt: str) -> str | None:
-    fns = _json.loads(fns_json)
-    if fmt == "json":
-        return json.dumps(fns, indent=2, ensure_ascii=False)
-    if fmt == "yaml":
-        import yaml
-
-        return yaml.safe_dump(fns, sort_keys=False, allow_unicode=True, width=1 << 20).rstrip("\n")
-    if fmt == "typescript":
-        return _render_typescript(fns)
-    if fmt == "python":
-        return _render_python(fns)
-    return _render_markdown(fns)
-
-
-_FORMAT_PREFIX = {"json": '[\n  {\n    "name": ', "yaml": "- name: ", "typescript": "namespace functions {",
-                  "python": "def ", "markdown": "| Tool | Description | Parameters |"}
+_FORMAT_PREFIX = {"json": ('[\n  {\n    "name": ',), "yaml": ("- name: ",), "typescript": ("namespace functions {",),
+                  "python": ("def ", "class "), "markdown": ("| Tool | Description | Parameters |",)}
 
 
 def find_tool_sections(record: Record, prompt: dict) -> list[tuple[int, str]]:
@@ -278,7 +123,7 @@ def canonical_prompt(record: Record, *, banks: tuple[str, ...] = (), title_banks
     sections: dict[str, dict] = {}
     for i, s in enumerate(prompt["sections"]):
         if i in tools_at:
-            body: Any = {"tools": [_fn(t) for t in record["tools"]]}
+            body: Any = {"tools": [listing_function(t) for t in record["tools"]]}
         elif cat is not None and cat[0] == i:
             body = {"skills": sorted(cat.entries), "text": pbank.canonical(cat.before + "\0" + cat.after)}
         else:
@@ -291,6 +136,16 @@ def canonical_prompt(record: Record, *, banks: tuple[str, ...] = (), title_banks
 
 
 # =========================================================================== prompt.reorder
+
+
+def _free_sections(secs: list[dict]) -> list[int]:
+    """Indices of the movable sections that no text pins (:func:`transforms.skill_functional.order_pins`: the
+    preamble or a section that points to the next one, a sequence title or opening, "above", a shared term)."""
+    head = next((s.get("body") or "" for s in secs if s["id"] == PREAMBLE_ID), "")
+    others = [i for i, s in enumerate(secs) if s["id"] != PREAMBLE_ID]
+    pins = order_pins(head, [(secs[i].get("title") or "", secs[i].get("body") or "") for i in others])
+    pinned = {others[k] for k in pins}
+    return [i for i in others if secs[i].get("movable", False) and i not in pinned]
 
 
 @register
@@ -306,16 +161,18 @@ class PromptReorder(Transform):
         if isinstance(site, Skip):
             return site
         secs = site.prompt["sections"]
-        slots = [i for i, s in enumerate(secs) if s.get("movable", False) and s["id"] != PREAMBLE_ID]
-        if len(slots) < 2:
-            return Skip("fewer than two movable sections")
+        runs = movable_runs(_free_sections(secs))
+        if not runs:
+            return Skip("fewer than two movable sections side by side that no text pins (a pointer such as "
+                        "'above', 'the following' or a closing colon, a sequence title, a shared term)")
         ids = [s["id"] for s in secs]
         for _ in range(4):
-            moved = [ids[i] for i in slots]
-            rng.shuffle(moved)
             order = ids[:]
-            for i, sid in zip(slots, moved):
-                order[i] = sid
+            for run in runs:
+                moved = [ids[i] for i in run]
+                rng.shuffle(moved)
+                for i, sid in zip(run, moved):
+                    order[i] = sid
             if order != ids:
                 return {"order": order}
         return Skip("drew the current order")
@@ -343,12 +200,17 @@ _TAG_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
 def _style_fits(sections: list[dict], style: str, tag: str) -> bool:
+    """Whether ``style`` can delimit ``sections``: every section but the preamble has a one-line title (untitled
+    paragraphs of an unstructured message get no delimiters: a tag or heading would be a label nobody wrote),
+    and its id or title is a tag name for XML."""
     secs = [s for s in sections if s["id"] != PREAMBLE_ID]
+    if not all((s.get("title") or "").strip() and "\n" not in s["title"] for s in secs):
+        return False
     if style == "xml":
         if tag == "id":
             return all(_TAG_SAFE.match(s["id"]) for s in secs)
         return all(_TAG_SAFE.match((s.get("title") or "").lower().replace(" ", "_")) for s in secs)
-    return all((s.get("title") or "").strip() and "\n" not in s["title"] for s in secs)
+    return True
 
 
 @register
@@ -384,9 +246,10 @@ class PromptDelimiters(Transform):
         text = current[0]
         end = text[len(text.rstrip("\n")):]
         options = []
+        levels = _levels_in_hierarchy(prompt, self.levels)
         for style in self.styles:
             if style == "markdown":
-                options += [{"style": style, "level": lv} for lv in self.levels]
+                options += [{"style": style, "level": lv} for lv in levels]
             elif style == "xml":
                 options += [{"style": style, "tag": tag} for tag in self.xml_tags]
             else:
@@ -408,6 +271,23 @@ class PromptDelimiters(Transform):
         prompt = _copy_prompt(site.prompt)
         prompt["template"] = _template(params)
         return commit(record, site, prompt)
+
+
+def _levels_in_hierarchy(prompt: dict, levels: tuple[int, ...]) -> list[int]:
+    """The Markdown levels of ``levels`` at which the sections' headings keep the prompt's heading hierarchy: below
+    every heading of the text above them ("# Airline Agent Policy" stays the only level-1 heading, so its sections
+    are never "# Domain Basic") and above every heading inside their bodies; when the sections already are Markdown
+    headings of some level, each other heading keeps the same side of them."""
+    secs = prompt["sections"]
+    outer = set().union(*(heading_levels(s.get("body") or "") for s in secs if s["id"] == PREAMBLE_ID))
+    inner = set().union(*(heading_levels(s.get("body") or "") for s in secs if s["id"] != PREAMBLE_ID))
+    marked = render(prompt["template"], [{**s, "title": "\x00T\x00", "body": ""} for s in secs
+                                          if s["id"] != PREAMBLE_ID][:1])
+    now = re.match(r"^(#{1,6}) \x00T\x00", marked)
+    if now is not None:  # today's level: keep every other heading on its side of it
+        current = len(now.group(1))
+        return [lv for lv in levels if all((lv < h) == (current < h) and lv != h for h in outer | inner)]
+    return [lv for lv in levels if all(lv > h for h in outer) and all(lv < h for h in inner)]
 
 
 def _template(params: dict) -> str:
@@ -537,8 +417,8 @@ class PromptParaphrase(Transform):
             if choices == [m.phrasing for m in matches]:
                 continue
             new = bank.substitute(body, choices, matches)
-            if bank.canonical(new) != bank.canonical(body):
-                continue  # a phrasing that overlaps another group: not provably equivalent here
+            if bank.canonical(new) != bank.canonical(body) or paraphrase_changes(body, new):
+                continue  # a phrasing that overlaps another group, or breaks the meaning contract in its context
             out[s["id"]] = choices
         if not out:
             return Skip("no bank phrasing in the prompt, or none drawn")
@@ -612,27 +492,16 @@ class PromptToolFormat(Transform):
 PLACEMENT_KINDS = ("skills", "tools")
 
 
-def _judged_by_hook(record: Record, index: int) -> bool:
-    """True when a recorded hook payload holds the text of message ``index`` (a hook judged the viewer's words).
-
-    Prefixing a catalogue to that message would make the payload and the message disagree.
-    """
-    text = record["messages"][index].get("content")
-    for ev in record.get("hook_events") or ():
-        payload = ev.get("payload")
-        if isinstance(payload, dict) and any(v == text for v in payload.values()):
-            return True
-    return False
-
-
 @register
 @dataclasses.dataclass(frozen=True)
 class PromptPlacement(Transform):
-    """Move the skill or tool catalogue between the system message and the start of the first user message.
+    """Move the skill or tool catalogue between the system message and the user turn.
 
     The moved section keeps its place among the prompt's sections with
-    ``"placement": "user"``; the system message is rendered from the others and the
-    first user message starts with the moved sections, rendered by the same template.
+    ``"placement": "user"``; the system message is rendered from the others, and the
+    moved sections, rendered by the same template, form a context message of their own
+    (role ``user``) right before the first user message. The user's own words are never
+    changed (:func:`hsa.prompt_model.commit`).
     """
 
     name: ClassVar[str] = "prompt.placement"
@@ -659,14 +528,13 @@ class PromptPlacement(Transform):
             return Skip("no skill or tool catalogue in the prompt")
         options = []
         in_system = [i for i, s in enumerate(secs) if s.get("placement", "system") != "user"]
-        judged = site.user_index is not None and _judged_by_hook(record, site.user_index)
         for i in found:
             if secs[i].get("placement", "system") == "user":
                 options.append({"section": secs[i]["id"], "to": "system"})
-            elif site.user_index is not None and len(in_system) > 1 and not judged:
+            elif site.user_index is not None and len(in_system) > 1:
                 options.append({"section": secs[i]["id"], "to": "user"})
         if not options:
-            return Skip("no user message to hold the catalogue (none with text, or a hook judged its text)")
+            return Skip("no user message to put the catalogue before (none with text)")
         return rng.choice(options)
 
     def apply(self, record: Record, params: dict) -> Record:

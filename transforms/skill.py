@@ -34,6 +34,9 @@ from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.transform import Skip, Transform, check_choices, check_probability, register
 from transforms import skill_functional as F
 from transforms._banks import group_table
+from transforms._domains import harness_domain
+from transforms._skillpool import as_distractor, skill_candidates
+from transforms.meaning import paraphrase_changes
 from transforms.phrasebank import BankError, load_bank
 from transforms.skill_functional import (
     BULLETS,
@@ -394,6 +397,10 @@ class SkillDescribe(Transform):
                 causes.setdefault("the new wording is not provably equivalent (it overlaps another phrasing group)",
                                   []).append(s["name"])
                 continue
+            if paraphrase_changes(old, new):
+                causes.setdefault("the new wording would change a negation, modal, number, time word or list "
+                                  "(the meaning contract)", []).append(s["name"])
+                continue
             if s["name"] not in listed and F.mentioned_outside(record, old):
                 miss = catalog_miss(record, site)
                 causes.setdefault(f"the description is quoted in text that no catalogue explains ({miss})",
@@ -523,9 +530,13 @@ class SkillRestructure(Transform):
 class SkillCatalog(Transform):
     """Re-render the skill catalogue of the prompt: order shuffled, distractors added, list/table/XML/available_skills.
 
-    Distractors are off-domain skills (``skill_distractors`` bank, extendable with
-    ``banks``) added to the harness and to the catalogue; the trajectory never loads
-    them. Records whose prompt has no catalogue section pass through with a skip.
+    Distractors (``skill_distractors`` bank, extendable with ``banks``) are skills of the
+    harness's own domain (or the one it specialises; ``general`` ones for a harness of no known
+    domain) that are near no real skill — no word of their name in a real skill's name or
+    description, no large overlap of their words — written like their neighbours: the real skills'
+    naming style, and the long or one-line description nearer in length to theirs
+    (:mod:`transforms._skillpool`). They are added to the harness and to the catalogue; the
+    trajectory never loads them. Records whose prompt has no catalogue section pass through with a skip.
     """
 
     name: ClassVar[str] = "skill.catalog"
@@ -554,16 +565,16 @@ class SkillCatalog(Transform):
         dialect = skill_dialect(s["name"] for s in record["skills"])
         taken = record_tokens(record) | hook_literals(record)
         lo, hi = self.distractors
-        pool = list(load_distractors(tuple(self.banks)))
+        pool = skill_candidates(record, load_distractors(tuple(self.banks)), harness_domain(record))
         k = min(rng.randint(lo, hi), len(pool))
         extra = []
         for d in rng.sample(pool, len(pool)):
             if len(extra) >= k:
                 break
-            name = d["name"] if dialect == "hat" else "-".join(split_words(d["name"]))
-            if name in taken or not is_legal_skill_name(name, dialect):
+            skill = as_distractor(d, record, dialect)
+            if skill is None or skill["name"] in taken:
                 continue
-            extra.append({**d, "name": name})
+            extra.append(skill)
         order = names + [d["name"] for d in extra]
         if self.shuffle:
             rng.shuffle(order)

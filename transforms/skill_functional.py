@@ -44,6 +44,7 @@ __all__ = [
     "description_canonical",
     "mentioned_outside",
     "anchored_sections",
+    "order_pins",
     "movable_runs",
     "markdown_plan",
     "restructure_markdown",
@@ -87,7 +88,7 @@ _CAT_LINE = {
 #: The ``<available_skills>`` layout of the Agent Skills integration guide, as :func:`render_catalog` writes it
 #: when the catalogue had another style: one child element per line, indented.
 AVAILABLE_SKILLS_LAYOUT = {"wrapped": True, "open": "\n  ", "sep": "\n  ", "close": "\n", "name_ws": "\n    ",
-                           "desc_ws": "\n    ", "end_ws": "\n  ", "extras": {}}
+                           "desc_ws": "\n    ", "end_ws": "\n  ", "extras": {}, "inner": ["", ""]}
 _AS_BLOCK = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
 _AS_SKILL = re.compile(r"<skill>(.*?)</skill>", re.DOTALL)
 _AS_CHILD = re.compile(r"(\s*)<([A-Za-z_][A-Za-z0-9_-]*)>([^<]*)</\2>")
@@ -116,6 +117,8 @@ def catalog_style_ok(entries: list[tuple[str, str]], style: str) -> bool:
             return False
         if style in ("xml", "available_skills") and ("<" in desc or "&" in desc):
             return False
+        if style == "available_skills" and (desc != desc.strip() or not desc):
+            return False  # the values of the elements are read back stripped
     return True
 
 
@@ -134,8 +137,9 @@ def render_catalog(entries: list[tuple[str, str]], style: str, layout: dict | No
     if style == "available_skills":
         lay = {**AVAILABLE_SKILLS_LAYOUT, **(layout or {})}
         extras = lay.get("extras") or {}
-        items = [f"<skill>{lay['name_ws']}<name>{n}</name>{lay['desc_ws']}<description>{d}</description>"
-                 + "".join(f"{ws}<{tag}>{value}</{tag}>" for ws, tag, value in extras.get(n, ()))
+        a, b = lay.get("inner") or ("", "")  # whitespace inside each element: "<name>\npdf\n</name>"
+        items = [f"<skill>{lay['name_ws']}<name>{a}{n}{b}</name>{lay['desc_ws']}<description>{a}{d}{b}</description>"
+                 + "".join(f"{ws}<{tag}>{a}{value}{b}</{tag}>" for ws, tag, value in extras.get(n, ()))
                  + f"{lay['end_ws']}</skill>" for n, d in entries]
         inner = lay["open"] + lay["sep"].join(items) + lay["close"]
         return f"<available_skills>{inner}</available_skills>" if lay["wrapped"] else inner
@@ -151,13 +155,16 @@ def _available_skills(inner: str, wrapped: bool) -> tuple[list[tuple[str, str]],
     opening, closing = inner[:skills[0].start()], inner[skills[-1].end():]
     if any(g.strip() for g in gaps + [opening, closing]) or len(set(gaps)) > 1:
         return None
-    entries, extras, shapes = [], {}, set()
+    entries, extras, shapes, pads = [], {}, set(), set()
     for m in skills:
         body, pos, children = m.group(1), 0, []
         for c in _AS_CHILD.finditer(body):
             if c.start() != pos:
                 return None
-            children.append((c.group(1), c.group(2), c.group(3)))
+            raw = c.group(3)
+            value = raw.strip()
+            pads.add((raw[:len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()):]))
+            children.append((c.group(1), c.group(2), value))
             pos = c.end()
         tail = body[pos:]
         if tail.strip() or len(children) < 2 or [c[1] for c in children[:2]] != ["name", "description"]:
@@ -169,11 +176,12 @@ def _available_skills(inner: str, wrapped: bool) -> tuple[list[tuple[str, str]],
         if children[2:]:
             extras[name] = [list(c) for c in children[2:]]
         shapes.add((children[0][0], children[1][0], tail))
-    if len(shapes) != 1:
+    if len(shapes) != 1 or len(pads) != 1:
         return None
     name_ws, desc_ws, end_ws = shapes.pop()
     layout = {"wrapped": wrapped, "open": opening, "sep": gaps[0] if gaps else AVAILABLE_SKILLS_LAYOUT["sep"],
-              "close": closing, "name_ws": name_ws, "desc_ws": desc_ws, "end_ws": end_ws, "extras": extras}
+              "close": closing, "name_ws": name_ws, "desc_ws": desc_ws, "end_ws": end_ws, "extras": extras,
+              "inner": list(pads.pop())}
     return entries, layout
 
 
@@ -525,15 +533,21 @@ def _text(elements: list[dict]) -> str:
 
 
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|[ivx]+"
-#: Titles that say where a section sits in a sequence: a number, an ordinal, "Final Review", "Overview", ...
+#: Titles that say where a section sits in a sequence: a number, an ordinal, "Final Review", "Overview", ..., the
+#: sections that come before a procedure ("When to use", "Purpose", "Prerequisites"), and examples (they illustrate
+#: what comes before them)
 _SEQUENCE_TITLE = re.compile(
     r"\d|\b(?:first|second|third|fourth|fifth|then|finally|final|last|next|before|after|afterwards|later|"
-    r"prerequisites?|overview|introduction|intro|getting started|quick ?start|conclusion|summary|wrap[ -]up|recap)\b|"
+    r"prerequisites?|overview|introduction|intro|getting started|quick ?start|conclusion|summary|wrap[ -]up|recap|"
+    r"when (?:not )?to use|when to apply|purpose|goals?|scope|use cases?|about this skill|examples?)\b|"
     rf"\b(?:step|stage|phase|part|round)\s+(?:{_NUMBER_WORDS})\b", re.IGNORECASE)
-#: How a section's first sentence says that it follows another one ("After a theme is selected", "You've run ...").
+#: How a section's first sentence says that it follows another one ("After a theme is selected", "You've run ...",
+#: "To begin, ...": it comes first)
 _SEQUENCE_OPENING = re.compile(
     r"^\W*(?:after|afterwards|once|then|next|finally|lastly|now|having|subsequently|continuing|from here|"
-    r"at this point|with (?:this|that|these|those)|before|you've|you have|you'll now|you will now)\b", re.IGNORECASE)
+    r"at this point|with (?:this|that|these|those)|before|you've|you have|you'll now|you will now|"
+    r"to (?:begin|start)|first(?:ly)?\b|to get started|start by|begin by|also|but|however|similarly|otherwise|"
+    r"instead|in addition|additionally|furthermore|moreover|likewise|so)\b", re.IGNORECASE)
 _CONDITIONAL_OPENING = re.compile(r"^\W*(?:when|if|as soon as)\b", re.IGNORECASE)
 _COMPLETION = re.compile(
     r"\b(?:pass(?:es|ed)?|complete[sd]?|done|finish(?:es|ed)?|succeed(?:s|ed)?|selected|chosen|approved|ready|"
@@ -542,6 +556,18 @@ _COMPLETION = re.compile(
 _NUMBERED_REF = re.compile(rf"\b(?:step|stage|phase|part|section)\s+(?:\d+|{_NUMBER_WORDS})\b", re.IGNORECASE)
 _TITLE_PREFIX = re.compile(rf"^\W*(?:(?:step|stage|phase|part|round)\s+(?:\d+|{_NUMBER_WORDS})|\d+(?:\.\d+)*)[.):\s-]*",
                            re.IGNORECASE)
+#: A text that points at what comes right after it: it ends with a colon ("First, undertake this task:"), or says
+#: "the following", "as follows", "below", "this task".
+_POINTS_FORWARD = re.compile(r"(?:^|\s)(?:the following|as follows|below|these steps|this task|the next)\b|:\s*\Z",
+                             re.IGNORECASE)
+#: Terms a section defines: a capitalised label that opens a line or sentence ("Signature: the single unique
+#: element ...") or a bold phrase; a later section that uses one keeps both in order.
+_DEFINED = re.compile(r"(?:^|[.!?]\s+|^[ \t]*[-*+][ \t]+)(?:\*\*)?([A-Z][a-z]{3,}(?: [a-z]{3,})?)(?:\*\*)?:[ \t]+\S",
+                      re.MULTILINE)
+_BOLD = re.compile(r"\*\*([A-Za-z][A-Za-z -]{2,38}[A-Za-z])\*\*")
+_NOT_TERMS = frozenset("""note notes important warning tip tips example examples output input step steps goal goals
+rule rules usage default defaults purpose overview summary context critical required optional always never yes
+when what where why how why with this that these those each color type layout""".split())
 
 
 @lru_cache(maxsize=256)
@@ -557,54 +583,103 @@ def _title_core(title: str) -> str:
     return re.sub(r"\s+", " ", _TITLE_PREFIX.sub("", title.strip().strip("#*_ ")).strip(" :.-")).lower()
 
 
-def _opening(seg: list[dict]) -> str:
-    """The first sentence of a section's first line of text (lists and code aside: the first line of any kind)."""
-    for e in seg[1:]:
-        if e["kind"] in ("text", "bullet", "ordered"):
-            line = e.get("text") or e["lines"][0]
-            return re.split(r"(?<=[.!?:;])\s", line.strip(), maxsplit=1)[0]
+@lru_cache(maxsize=1024)
+def _title_mention(core: str) -> re.Pattern[str] | None:
+    """How a text names a section titled ``core``: the title's words (two or more), or a one-word title quoted,
+    in bold or code, or next to the word "section" ("refund" in a sentence is a word, "the Refund section" names
+    the section)."""
+    if " " in core:
+        return _phrases_regex((core,))
+    w = re.escape(core)
+    return re.compile(rf"[\"'*`\u201c\u2018]{w}[\"'*`\u201d\u2019]|(?<![\w-]){w}\s+section|section\s+[\"'*`]?{w}(?![\w-])")
+
+
+def _text_opening(text: str) -> str:
+    """The first sentence of the first line of ``text`` (a list marker stripped)."""
+    for line in text.splitlines():
+        line = re.sub(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+", "", line.strip())
+        if line and not line.startswith("#"):
+            return re.split(r"(?<=[.!?:;])\s", line, maxsplit=1)[0]
     return ""
 
 
-def anchored_sections(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...]) -> dict[int, str]:
-    """Why each section that must keep its place does: section index -> reason.
+def _defined_terms(text: str) -> set[str]:
+    """Labels of five letters or more ("Signature: ...") and bold phrases of two words or more."""
+    found = {m.group(1).lower() for m in _DEFINED.finditer(text)} | {
+        m.group(1).lower() for m in _BOLD.finditer(text) if " " in m.group(1).strip()}
+    return {t for t in found if t not in _NOT_TERMS and len(t) >= 5}
 
-    A section keeps its place when it is not a unit at the sections' level, when its title
-    says where it sits in a sequence (a number, "Final", "Overview", "Stage 2"), when its
-    first sentence says it follows something ("After ...", "Once ...", "You've run ...",
-    "When reader testing passes:"), when it refers to a place ("above", "the next step",
-    "Step 3": the ``anchors`` phrases and numbered references), and when it names another
-    section's title or another section names its title. When unsure, it stays.
+
+def order_pins(head: str, sections: list[tuple[str, str]], anchors: tuple[str, ...] = DEFAULT_ANCHORS
+               ) -> dict[int, str]:
+    """Which of ``sections`` (title, body) must keep their place, and why: the order-safety rule shared by
+    ``skill.restructure`` (skill bodies) and ``prompt.reorder`` (prompt sections); ``head`` is the text above the
+    first section.
+
+    A section stays when its title places it in a sequence (a number, "Final", "Overview", "When to use",
+    "Purpose", "Prerequisites"), when its first sentence says it follows or opens something ("After ...",
+    "To begin, ...", "But ...", "When reader testing passes:"), when it refers to a place ("above", "the next
+    step", "Step 3": ``anchors`` and numbered references), when it names another section's title or another
+    section names its title, and when it uses a term another section defines ("Signature: ..." and a later
+    "the signature element") or defines one another section uses. A text that points forward ("First, undertake
+    this task:", "the following", "below", a closing colon) pins the section right after it; the head pins the
+    first section. When unsure, a section stays.
     """
-    cores = [_title_core(s[0]["title"]) for s in segs]
-    texts = [_text(s[1:]).lower() for s in segs]
+    cores = [_title_core(t) for t, _ in sections]
+    texts = [b.lower() for _, b in sections]
     anchor_rx = _phrases_regex(tuple(anchors))
     out: dict[int, str] = {}
-    for k, seg in enumerate(segs):
-        title = seg[0]["title"]
-        opening = _opening(seg)
-        if not units[k]:
-            out[k] = "not at the sections' level"
-        elif _SEQUENCE_TITLE.search(title):
-            out[k] = f"title {title!r} places it in a sequence"
+    if head.strip() and sections and _POINTS_FORWARD.search(head.strip()):
+        out[0] = f"the text above the first section points to it ({head.strip().splitlines()[-1][:40]!r})"
+    for k, (title, body) in enumerate(sections):
+        opening = _text_opening(body)
+        if _SEQUENCE_TITLE.search(title):
+            out.setdefault(k, f"title {title!r} places it in a sequence")
         elif _SEQUENCE_OPENING.search(opening) or (_CONDITIONAL_OPENING.search(opening)
                                                    and _COMPLETION.search(opening)):
-            out[k] = f"opens with {opening[:40]!r}: it follows something"
+            out.setdefault(k, f"opens with {opening[:40]!r}: it follows something")
         elif (m := (anchor_rx.search(texts[k]) if anchor_rx else None) or _NUMBERED_REF.search(texts[k])):
-            out[k] = f"refers to a place ({m.group(0)!r})"
-    for k in range(len(segs)):
+            out.setdefault(k, f"refers to a place ({m.group(0)!r})")
+        if k + 1 < len(sections) and _POINTS_FORWARD.search(body.strip().lower()[-200:]):
+            out.setdefault(k, "points to the section after it")
+            out.setdefault(k + 1, f"section {title!r} points to it")
+    for k in range(len(sections)):
         for j, core in enumerate(cores):
-            if j != k and len(core) >= 4 and (rx := _phrases_regex((core,))) is not None and rx.search(texts[k]):
-                out.setdefault(k, f"names section {segs[j][0]['title']!r}")
-                out.setdefault(j, f"section {segs[k][0]['title']!r} names it")
+            if j != k and len(core) >= 4 and (rx := _title_mention(core)) is not None and rx.search(texts[k]):
+                out.setdefault(k, f"names section {sections[j][0]!r}")
+                out.setdefault(j, f"section {sections[k][0]!r} names it")
+    whole = [head.lower()] + texts
+    for j, defined in enumerate(_defined_terms(b) for _, b in sections):
+        for term in sorted(defined):
+            rx = _phrases_regex((term,))
+            first = next(i for i, t in enumerate(whole) if rx.search(t)) - 1  # -1: the head
+            users = [k for k in range(j + 1, len(sections)) if rx.search(texts[k])]
+            if first == j and users:  # the term appears first where it is defined, and later sections use it
+                out.setdefault(j, f"defines {term!r}, used by section {sections[users[0]][0]!r}")
+                for k in users:
+                    out.setdefault(k, f"uses {term!r}, defined in section {sections[j][0]!r}")
     return out
+
+
+def anchored_sections(segs: list[list[dict]], units: list[bool], anchors: tuple[str, ...],
+                      head: str = "") -> dict[int, str]:
+    """Why each section of a skill body that must keep its place does: section index -> reason.
+
+    A section that is not a unit at the sections' level stays; the others follow :func:`order_pins` (``head`` is
+    the text above the first section).
+    """
+    out = {k: "not at the sections' level" for k in range(len(segs)) if not units[k]}
+    pins = order_pins(head, [(s[0]["title"], _text(s[1:])) for s in segs], anchors)
+    for k, why in pins.items():
+        out.setdefault(k, why)
+    return dict(sorted(out.items()))
 
 
 @lru_cache(maxsize=2048)
 def _anchored_of(body: str, anchors: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
     """:func:`anchored_sections` of a body, cached (skill bodies repeat across records and variants)."""
-    _, segs, units = _segments(list(_elements(body)))
-    return tuple(sorted(anchored_sections(segs, units, anchors).items()))
+    head, segs, units = _segments(list(_elements(body)))
+    return tuple(sorted(anchored_sections(segs, units, anchors, _text(head)).items()))
 
 
 def _movable_of(body: str, anchors: tuple[str, ...]) -> list[int]:
@@ -745,6 +820,9 @@ def load_distractors(extra: tuple[str, ...] = ()) -> tuple[dict, ...]:
                     and is_legal_skill_name(s["name"], "hat")):
                 raise BankError(f"{source}: skills[{i}] needs string name (a legal skill name), description and "
                                 "content")
+            if any(k in s and not isinstance(s[k], str) for k in ("domain", "summary")):
+                raise BankError(f"{source}: skills[{i}] {s['name']!r}: 'domain' and 'summary' must be strings "
+                                "(a domain such as live_commerce, or general; a one-line description)")
             pool.append(dict(s))
     return tuple(pool)
 

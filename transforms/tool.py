@@ -36,6 +36,7 @@ from transforms._banks import load_banks
 from transforms._domains import RELEVANCE_THRESHOLD, content_words, harness_domain, tool_words
 from transforms._toolnames import NAME_STYLES, RANDOM_STYLES, new_name
 from transforms._toolhooks import hooks_read_whole_input
+from transforms._toolshape import distractor_name, dress, shape_of
 from transforms._tooltext import has_constraint, paraphrase, shorten
 from transforms._toolschema import UnsupportedSchema, convert_tool, is_strict, node_at, values_at
 
@@ -56,6 +57,7 @@ __all__ = [
     "new_name",
     "NAME_STYLES",
     "DIALECTS",
+    "VALUE_RESTYLES",
     "paraphrase",
     "shorten",
     "has_constraint",
@@ -141,8 +143,10 @@ class Describe(Transform):
     (a verb group at the start of a sentence, a noun group as a whole noun phrase, wh-phrases
     at the start only), a domain group only on a harness of its domain
     (:func:`transforms._domains.harness_domain`), names and code spans untouched;
-    ``shorten``: first sentence, at most ``max_words`` words, keeping every sentence and
-    clause that carries a constraint such as only, never, must, do not, unless, if). Names that appear in
+    ``shorten``: first sentence, at most ``max_words`` words, keeping every list whole or dropping it, and
+    every sentence and clause that carries a warning or a constraint such as only, never, must, do not,
+    unless, if, accepts, defaults to, or that explains one of the parameter's enum values; each rewrite
+    passes the meaning checker of :mod:`transforms.meaning`). Names that appear in
     descriptions follow later renames like any other text. Dropping descriptions is the
     separate, opt-in ``tool.drop_descriptions``.
     """
@@ -176,7 +180,7 @@ class Describe(Transform):
                 continue
             mode = rng.choice(self.modes)
             new = (paraphrase(text, rng, self.banks, domain=domain) if mode == "paraphrase"
-                   else shorten(text, self.max_words))
+                   else shorten(text, self.max_words, F.enum_words(record, tool, ptr)))
             if new != text and new.strip():
                 texts.append({"tool": tool, "at": ptr, "text": new})
         if not texts:
@@ -353,12 +357,15 @@ class Distractors(Transform):
     ``n`` tools (an int or ``[lo, hi]``) come from the ``tools`` bank (synthetic tools of
     unrelated domains) or, with ``pool_file``, from a JSON / JSONL file of tool definitions
     (for example other records' tools). A candidate must be provably irrelevant to every
-    real tool: one whose name shares a content word with a real tool's name, or whose
-    content words (name, description and parameters) overlap a real tool's by
+    real tool: one whose name words occur anywhere in a real tool (its name, title, description,
+    parameters, enum values or output schema), or whose content words overlap a real tool's by
     ``max_relevance`` or more (:func:`transforms._domains.relevance`), is never added, nor
     one that collides with any token of the record. Candidates of another domain than the
     harness's (:func:`transforms._domains.harness_domain`) are drawn first. They take the
-    record's dialect, and strict form when the record's tools are strict. With probability
+    record's dialect, strict form when the record's tools are strict, and the look of their
+    neighbours (:mod:`transforms._toolshape`): the naming style and namespace prefix of the real
+    tools' names, their parameter-name style, and every field they all have (MCP ``title``,
+    ``annotations``, ``execution``, ``outputSchema``, the schema's ``$schema``, ...). With probability
     ``params_p`` per tool, one optional parameter from the ``params`` bank is added (never
     to strict tools, whose parameters must all be required, nor one whose name shares a word
     with a parameter of that tool). Calls do not change, so the mapping gets no step.
@@ -399,8 +406,10 @@ class Distractors(Transform):
         dialect = tools[0]["dialect"] if tools else "openai"
         strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
         taken = asked_set(_taken_or_mapped, record)
+        shape = shape_of(record)  # what every real tool has: a distractor is written the same way
         legal, pool, other, rest = F.distractor_candidates(record, self._pool(), taken, dialect, self.max_relevance,
-                                                           domain=asked(harness_domain, record))
+                                                           domain=asked(harness_domain, record),
+                                                           name_of=lambda raw: distractor_name(raw, shape))
         out: dict[str, Any] = {"tools": [], "params": []}
         k = min(rng.randint(lo, hi), len(pool))
         if k:
@@ -409,7 +418,7 @@ class Distractors(Transform):
             picks = [pool[i] for i in sorted(chosen)]
             for raw in picks:
                 out["tools"].append({"index": rng.randint(0, len(tools) + len(out["tools"])),
-                                     "tool": F.internal_tool(raw, dialect, strict)})
+                                     "tool": dress(F.internal_tool(raw, dialect, strict), raw, shape)})
         if self.params_p > 0:
             bank = [dict(p) for p in load_banks(tuple(self.banks))["params"]]
             for t in tools:
@@ -489,26 +498,33 @@ class AddRequired(Transform):
 
 
 _VALUE_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
-_VALUE_STYLES = ("snake", "camel", "pascal", "kebab", "screaming", "noun", "mask")
+#: The styles ``tool.values`` draws from by default: case and separators only, so a value keeps its words.
+VALUE_RESTYLES = ("screaming", "camel", "kebab", "snake", "pascal")
+_VALUE_STYLES = (*VALUE_RESTYLES, "noun", "mask")
 
 
 @register
 @dataclasses.dataclass(frozen=True)
 class Values(Transform):
-    """Change the values a schema allows, and the calls with them: enum renames and Hammer default re-draws.
+    """Change the values a schema allows, and the calls with them: enum restyles and Hammer default re-draws.
 
-    ``enum``: string enum values are renamed (each with probability ``p``) in a style of
-    ``styles``; the schema's ``enum``/``default``/``const``/``examples``, the calls, hook
-    payloads and whole-token mentions in every text but tool results follow (a result is
-    what the environment returned: docs/design.md, "Tool results"). A value is left alone (with
-    the reason) when it is a hook literal, a plain word mentioned in text, a name, or also
-    used at another tool or path. ``default``: for a number default that a call passes
-    explicitly, a new default of the same type within the schema's bounds is drawn and the
-    calls passing the old default pass the new one (Hammer), only when neither number
-    occurs in any text and no call passes the new one; booleans (whose only other value
-    inverts the meaning) and string defaults are never re-drawn. The mapping's ``values``
-    steps give the original values back, with their types. Skipped when a tool hook reads
-    the argument object as a whole.
+    ``enum``: string enum values are restyled (each with probability ``p``) in a style of
+    ``styles`` — by default case and separators only (``same_day`` -> ``SAME_DAY``, ``sameDay``,
+    ``same-day``), so a value keeps its words and its meaning; a value written as a phrase
+    (``New York``) is not an identifier and keeps its spelling; the schema's ``enum``/``default``/
+    ``const``/``examples``, the calls, hook payloads and whole-token mentions in every text but tool
+    results follow (a result is what the environment returned: docs/design.md, "Tool results"), and
+    the enum keeps its order. ``mask`` (random strings, Hammer-style) and ``noun`` (a synonym of a
+    word) are opt-in styles; each masked value is explained where the schema describes the parameter
+    (``The value must be one of "kQ3vZr" (error), "warning", ...``, in the enum's order), so the
+    model can still tell what it means and which comes first. A value is left alone (with the reason)
+    when it is a hook literal, a plain word mentioned in text, a name, or also used at another tool or
+    path. ``default``: for a number default that a call passes explicitly, a new default of the same
+    type within the schema's bounds is drawn and the calls passing the old default pass the new one
+    (Hammer), only when neither number occurs in any text and no call passes the new one; booleans
+    (whose only other value inverts the meaning) and string defaults are never re-drawn. The
+    mapping's ``values`` steps give the original values back, with their types. Skipped when a tool
+    hook reads the argument object as a whole.
     """
 
     name: ClassVar[str] = "tool.values"
@@ -517,7 +533,7 @@ class Values(Transform):
 
     modes: tuple[str, ...] = ("enum", "default")
     p: float = 0.5
-    styles: tuple[str, ...] = ("screaming", "camel", "kebab", "mask")
+    styles: tuple[str, ...] = VALUE_RESTYLES
     banks: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -525,7 +541,7 @@ class Values(Transform):
         if not self.modes or bad:
             raise ValueError(f"modes must be some of ['enum', 'default'] (got {list(self.modes)})")
         check_probability(self.p)
-        _check_styles(self.styles, _VALUE_STYLES)
+        _check_styles(self.styles, _VALUE_STYLES)  # mask and noun only when asked: docs/design.md, "Values"
         _check_banks(self.banks)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
@@ -538,7 +554,8 @@ class Values(Transform):
         where = F.value_sites(record)  # every (tool, path) each JSON value occurs at
         mentioned = F.mention_finder(texts)
 
-        steps = []
+        steps: list[dict] = []
+        explain: list[dict] = []  # masked values, explained where the schema describes the parameter
         for t in record["tools"]:
             for path, enum, _, has_default in F.value_nodes(t["parameters"]):  # every path has a node
                 if t["name"] == skill["name"] and path == (skill["argument"],):
@@ -546,6 +563,7 @@ class Values(Transform):
                 enum = list(enum) if enum is not None else None
                 if "enum" in self.modes and enum:
                     table = []
+                    masked = []
                     used = set(enum)
                     for v in enum:
                         if rng.random() >= self.p:
@@ -553,6 +571,8 @@ class Values(Transform):
                         style = rng.choice(self.styles)
                         if not F.enum_value_changeable(v, (t["name"], path), reserved, where, mentioned):
                             continue
+                        if style != "mask" and any(c.isspace() for c in v):
+                            continue  # a phrase ("New York"), not an identifier: no maintainer restyles it
                         new = _fresh(lambda: new_name(v, style, rng, mask_len=(4, 8), banks=self.banks),
                                      lambda n: n != v and n not in used and n not in taken
                                      and _VALUE_TOKEN.fullmatch(n) is not None,
@@ -561,9 +581,13 @@ class Values(Transform):
                             continue
                         used.add(new)
                         table.append([v, new])
+                        if style == "mask":
+                            masked.append([v, new])
                     if table:
                         steps.append({"op": "values", "tool": t["name"], "path": list(path), "map": table,
                                       "texts": True})
+                    if masked:
+                        explain.append({"tool": t["name"], "path": list(path), "map": masked})
                 elif "default" in self.modes and not enum and has_default:
                     node = node_at(t["parameters"], path)
                     d = node["default"]
@@ -581,7 +605,7 @@ class Values(Transform):
                                   "map": [[d, new], [new, d]], "texts": False})
         if not steps:
             return Skip("no value can change safely (no string enum or used number default that is unambiguous)")
-        return {"steps": steps}
+        return {"steps": steps, "explain": explain} if explain else {"steps": steps}
 
     @staticmethod
     def _redraw(d: int | float, node: dict, rng: random.Random) -> int | float | None:
@@ -606,7 +630,8 @@ class Values(Transform):
         return None
 
     def apply(self, record: Record, params: dict) -> Record:
-        return F.apply_steps(record, params["steps"], ("values",), "tool.values")
+        out = F.apply_steps(record, params["steps"], ("values",), "tool.values")
+        return F.explain_values(out, params.get("explain", ()), "tool.values") if params.get("explain") else out
 
 
 # --------------------------------------------------------------------------- dialect
@@ -618,8 +643,11 @@ class Dialect(Transform):
     """Render the tool list as OpenAI, Anthropic, MCP or Gemini (OpenAPI-subset) definitions.
 
     A target is drawn from ``targets`` among those every tool name is legal in and that
-    change the record. Keys the target does not define are
-    dropped (noted in the record's notes). For Gemini, local ``$ref`` s are inlined, ``oneOf``
+    change the record; the dialect every tool is in already is never a target. Every field the
+    target's specification defines is kept (MCP ``title``, ``annotations``, ``outputSchema``,
+    ``execution``, ``icons``, ``_meta``; Anthropic ``cache_control``, ``strict``, ``input_examples``,
+    ...; OpenAI ``strict``: :data:`hsa.tool_dialects.DIALECT_FIELDS`); the fields it cannot hold are
+    noted in the record's notes and given back by canonicalize (the restore patch). For Gemini, local ``$ref`` s are inlined, ``oneOf``
     becomes ``anyOf``, ``[T, "null"]`` becomes ``nullable``; a target whose schemas would no
     longer accept every call (a call passing null to a nullable field) is not drawn. Gemini
     declarations are flat and read back as the ``plain`` dialect; put this transform last in
@@ -642,7 +670,9 @@ class Dialect(Transform):
 
         if not record["tools"]:
             return Skip("no tools")
-        options = [d for d in self.targets if all(DIALECT_NAME_RULES[d].match(t["name"]) for t in record["tools"])]
+        own = {t["dialect"] for t in record["tools"]}
+        options = [d for d in self.targets if all(DIALECT_NAME_RULES[d].match(t["name"]) for t in record["tools"])
+                   and own != {d}]  # never the dialect every tool is in already
         rng.shuffle(options)
         before = _json.canonical(record["tools"])
         for target in options:

@@ -35,6 +35,7 @@ from transforms._toolschema import (
     object_pointers,
     set_pointer,
     to_strict,
+    update_at,
     values_at,
 )
 
@@ -61,6 +62,7 @@ __all__ = [
     "reorder",
     "objects",
     "descriptions",
+    "enum_words",
     "set_descriptions",
     "drop_descriptions",
     "name_in_style",
@@ -340,6 +342,16 @@ def descriptions(record: Record) -> list[tuple[str, str | None, str]]:
     return out
 
 
+def enum_words(record: Record, tool: str, pointer: str | None) -> tuple[str, ...]:
+    """The string enum values of the parameter at ``pointer`` of ``tool`` (its items' when it is a list): what a
+    shortened description must keep explaining. Empty for a tool's own description."""
+    if pointer is None:
+        return ()
+    node = get_pointer(tool_named(record, tool, "tool.describe")["parameters"], pointer)
+    node = node.get("items") if isinstance(node.get("items"), dict) and "enum" not in node else node
+    return tuple(v for v in node.get("enum") or () if isinstance(v, str))
+
+
 def set_descriptions(record: Record, texts: list[dict], what: str = "tool.describe") -> Record:
     """``record`` with the descriptions of ``texts`` (``{"tool", "at": pointer or None, "text"}``) replaced."""
     out = with_own_tools(record)  # set_pointer copies along the path: schemas are never changed in place
@@ -523,17 +535,21 @@ _UNSET = object()  # no domain given
 
 
 def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set[str], dialect: str,
-                          max_relevance: float, *, domain: Any = _UNSET) -> tuple[list[dict], list[dict], list[int],
-                                                                                   list[int]]:
+                          max_relevance: float, *, domain: Any = _UNSET,
+                          name_of: Callable[[dict], str] | None = None) -> tuple[list[dict], list[dict], list[int],
+                                                                                  list[int]]:
     """Which ``candidates`` (pool tools) may be added to ``record``: ``(legal, pool, other, rest)``. ``legal``: names
     free, not a real tool's words, legal in ``dialect``; ``pool``: those of them irrelevant to every real tool
     (relevance below ``max_relevance``); ``other`` / ``rest``: indices into ``pool`` of another domain than the
     harness's (drawn first) / of the same or no domain. ``domain``: the record's :func:`harness_domain`, when the caller
-    has it; only ``record["tools"]`` is read then."""
+    has it; only ``record["tools"]`` is read then. ``name_of``: the name a candidate will have in the record (its
+    pool name restyled like its neighbours, :func:`transforms._toolshape.distractor_name`); it must be free and
+    legal."""
     tools = record["tools"]
     words = {tuple(split_words(t["name"])) for t in tools}
+    named = [name_of(t) if name_of else t["name"] for t in candidates]
     legal_at = [i for i, t in enumerate(candidates)
-                if t["name"] not in taken and tuple(split_words(t["name"])) not in words and is_legal(t["name"], dialect)]
+                if named[i] not in taken and tuple(split_words(t["name"])) not in words and is_legal(named[i], dialect)]
     near = near_candidates(candidates, tools, max_relevance)
     legal = [candidates[i] for i in legal_at]
     pool = [candidates[i] for i in legal_at if not near[i]]
@@ -700,6 +716,34 @@ def value_sites(record: Record) -> dict[str, set]:
     return where
 
 
+def explain_values(record: Record, explain: Sequence[dict], what: str = "tool.values") -> Record:
+    """``record`` with each masked value of ``explain`` (``{"tool", "path", "map": [[old, new], ...]}``, names as in
+    ``record``) explained where its schema describes the parameter: a sentence listing every value of the enum in
+    its order, a masked one with the value it stands for (``The value must be one of "kQ3vZr" (error),
+    "warning".``), appended to the parameter's description (the property's, for an array's items)."""
+    out = with_own_tools(record)
+    for entry in explain:
+        t = tool_named(out, entry["tool"], what)
+        path = tuple(entry["path"])
+        prop = path[:-1] if path and path[-1] == ARRAY else path
+        node = node_at(t["parameters"], path)
+        enum = string_enum(node or {})
+        if node is None or enum is None:
+            raise ValueError(f"{what}: {entry['tool']!r} has no string enum at {list(path)}")
+        meaning = {new: old for old, new in entry["map"]}
+        listed = ", ".join(f"{_json.dumps(v)} ({meaning[v]})" if v in meaning else _json.dumps(v) for v in enum)
+        sentence = f"{'Each item' if prop != path else 'The value'} must be one of {listed}."
+
+        def described(n: dict, sentence: str = sentence) -> dict:
+            desc = n.get("description")
+            text = sentence if not isinstance(desc, str) or not desc.strip() else \
+                f"{desc.rstrip()}{'' if desc.rstrip().endswith(('.', '!', '?')) else '.'} {sentence}"
+            return {**n, "description": text}
+
+        t["parameters"] = update_at(t["parameters"], prop, described) if prop else described(t["parameters"])
+    return out
+
+
 # --------------------------------------------------------------------------- dialect and irrelevance
 
 
@@ -720,7 +764,8 @@ def convert_tools(record: Record, target: str) -> Record:
     for t in out["tools"]:
         new, dropped = convert_tool(t, target)
         if dropped:
-            out["notes"].append(f"tool.dialect: {t['name']!r} to {target}: dropped {', '.join(dropped)}")
+            out["notes"].append(f"tool.dialect: {t['name']!r} to {target}: dropped {', '.join(dropped)} "
+                                f"(the target does not define them; canonicalize gives them back)")
         tools.append(new)
     out["tools"] = tools
     return out

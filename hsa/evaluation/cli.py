@@ -37,6 +37,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     sp.add_argument("--predictions", required=True, metavar="preds.jsonl",
                     help="JSONL of {\"id\", \"completion\": text} or {\"id\", \"message\": {\"content\", "
                          "\"tool_calls\"}} (OpenAI responses and Batch API lines are read too)")
+    sp.add_argument("--prompts", metavar="prompts.jsonl",
+                    help="the prompts file the predictions were made from (`hsa eval prompts --out`): exactly its "
+                         "prompts are scored, whatever --turns and --max-prompts say (a note says when those would "
+                         "choose others)")
     add_score_options(sp)
     sp.set_defaults(func=cmd_score)
     rp = es.add_parser("run", help="generate greedily with a model (the train extra), then score")
@@ -99,7 +103,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     try:
         report = score(args.data, args.predictions, turns=args.turns, max_prompts=args.max_prompts, fmt=args.fmt,
                        string_match=args.string_match, held_out=args.held_out, train_manifest=args.train_manifest,
-                       seed=args.seed, bootstrap=args.bootstrap, compare_to=args.compare)
+                       seed=args.seed, bootstrap=args.bootstrap, compare_to=args.compare, prompts=args.prompts)
         write_report(report, args.out, md=args.md, png=args.plot)
     except EvalInputError as exc:
         return _die(str(exc))

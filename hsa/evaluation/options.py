@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["add_common_options", "add_score_options", "add_run_options", "parse_run_args", "run_kwargs"]
+__all__ = ["add_common_options", "add_score_options", "add_run_options", "parse_run_args", "run_kwargs",
+           "positive_int"]
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
     try:
         n = int(text)
     except ValueError:
@@ -21,7 +23,7 @@ def _positive(text: str) -> int:
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
     """DATA, --turns, --max-prompts: which prompts (the same in prompts, score and run)."""
-    from hsa.evaluation.prompts import TURNS
+    from hsa.evaluation.prompts import MAX_PROMPTS_HELP, TURNS
 
     p.add_argument("data", metavar="DATA",
                    help="an `hsa augment` output folder, or a JSONL file of its rows (`hsa export`); plain records "
@@ -29,8 +31,8 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turns", choices=TURNS, default="all",
                    help="assistant turns to predict: all (default), calls (turns with tool calls), replies (final "
                         "replies), first or last of each row")
-    p.add_argument("--max-prompts", type=_positive, default=None, metavar="N",
-                   help="only the first N prompts (dataset order)")
+    p.add_argument("--max-prompts", type=positive_int, default=None, metavar="N",
+                   help=MAX_PROMPTS_HELP.replace("%", "%%"))
 
 
 def add_score_options(p: argparse.ArgumentParser) -> None:
@@ -64,8 +66,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """The model and generation options of ``run``."""
     p.add_argument("--model", "--model_name_or_path", dest="model", required=True, metavar="M",
                    help="a local model folder (a LoRA adapter folder loads on its base) or a hub id")
-    p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers",
-                   help="generation backend (vllm: when it is installed and a GPU is present)")
+    p.add_argument("--backend", choices=("transformers", "vllm", "openai"), default="transformers",
+                   help="generation backend (vllm: when it is installed and a GPU is present; openai: any "
+                        "OpenAI-compatible server at --base-url)")
     p.add_argument("--predictions-out", metavar="preds.jsonl",
                    help="also write the completions as {\"id\", \"completion\"} lines (hsa eval score reads them)")
     p.add_argument("--instructions", nargs="?", const="bundled", default=None, metavar="FILE",
@@ -74,10 +77,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ifeval", action="store_true",
                    help="also run the real IFEval (google/IFEval from the hub, IFEval's own checkers from "
                         "if-verifiable or lm-eval) when they are reachable: report field 'ifeval'")
-    p.add_argument("--max-instructions", type=_positive, default=None, metavar="N",
+    p.add_argument("--max-instructions", type=positive_int, default=None, metavar="N",
                    help="only the first N instruction prompts")
-    p.add_argument("--batch-size", type=_positive, default=8, metavar="B", help="prompts per batch (default 8)")
-    p.add_argument("--max-new-tokens", type=_positive, default=256, metavar="T",
+    p.add_argument("--batch-size", type=positive_int, default=8, metavar="B", help="prompts per batch (default 8)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=256, metavar="T",
                    help="tokens generated per prompt (default 256)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="where the model runs (default: cuda when available, else cpu)")
@@ -90,6 +93,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="rewrites for templates that cannot render some conversations: split_parallel_calls, "
                         "alnum9_call_ids, system_as_user (see docs/training.md)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow models that ship custom code")
+    from hsa.bench.client import add_server_options
+
+    add_server_options(p)
     p.add_argument("--config", metavar="FILE.yaml",
                    help="YAML file of options (names as the flags, - or _); command-line flags override it")
 
@@ -120,6 +126,8 @@ def parse_run_args(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
 
 def run_kwargs(args: argparse.Namespace) -> dict:
     """The keyword arguments of :func:`trainers.eval.run` from parsed ``run`` options."""
+    from hsa.bench.client import server_options
+
     return {"data": args.data, "model": args.model, "out": args.out, "md": args.md, "plot": args.plot,
             "predictions_out": args.predictions_out, "held_out": args.held_out,
             "train_manifest": args.train_manifest, "instructions": args.instructions,
@@ -128,4 +136,4 @@ def run_kwargs(args: argparse.Namespace) -> dict:
             "seed": args.seed, "backend": args.backend, "fmt": args.fmt, "string_match": args.string_match,
             "bootstrap": args.bootstrap, "compare": args.compare, "chat_template": args.chat_template,
             "dtype": args.dtype, "chat_compat": args.chat_compat, "trust_remote_code": args.trust_remote_code,
-            "ifeval": args.ifeval}
+            "ifeval": args.ifeval, "server": server_options(args)}

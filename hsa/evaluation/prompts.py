@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import gc
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,8 @@ from hsa.mapping import Mapping
 from hsa.records import openai_tools
 
 __all__ = ["TURNS", "Item", "Source", "EvalInputError", "make_prompts", "collect", "iter_items", "iter_source",
-           "row_families", "paused_gc"]
+           "sources_from_manifest", "row_families", "paused_gc", "sample_items", "select_turns", "read_prompt_ids",
+           "MAX_PROMPTS_HELP"]
 
 TURNS = ("all", "calls", "replies", "first", "last")
 
@@ -44,6 +45,7 @@ class Item:
     mapping: Mapping
     schemas: dict  # variant tool name -> parameters schema
     skill_tool: tuple[str, str]  # variant (name, argument)
+    layout: str = "messages"  # the input layout the row was read from (what --max-prompts spreads over)
 
 
 def row_families(transforms: Any) -> tuple[list[str], list[str]]:
@@ -118,6 +120,7 @@ class Source:
 
     rejected: list[dict] = dataclasses.field(default_factory=list)  # {"where", "reason"}
     notes: list[str] = dataclasses.field(default_factory=list)
+    row_ids: set[str] = dataclasses.field(default_factory=set)  # every row that has a prompt (any --turns)
 
 
 def _raw_rows(data: str | Path) -> Iterator[tuple[str, Any]]:
@@ -150,8 +153,10 @@ def _manifest(data: str | Path) -> dict | None:
         return None
 
 
-def _sources_from_manifest(data: str | Path, wanted: set[str]) -> tuple[list[tuple[str, dict]], str]:
-    """The source records whose ids are in ``wanted``, read from the inputs the dataset's manifest names."""
+def sources_from_manifest(data: str | Path, wanted: set[str]) -> tuple[list[tuple[str, dict]], str]:
+    """``(rows, tried)``: the source records whose ids are in ``wanted``, read from the inputs the dataset's manifest
+    names, as canonical rows (variant 0, the identity mapping) ``(where, row)``; and the inputs looked at, in words.
+    ``wanted`` loses the ids found."""
     from hsa.io import InputSource, parse_line
     from hsa.records import RecordError, normalize
 
@@ -216,7 +221,7 @@ def iter_source(data: str | Path | Iterable[dict], source: Source) -> Iterator[t
                             "(variant 0)")
     missing = sources - canonical
     if missing and is_path:
-        found, tried = _sources_from_manifest(data, set(missing))
+        found, tried = sources_from_manifest(data, set(missing))
         if found:
             source.notes.append(f"{len(found)} canonical rows (variant 0) read from the manifest's inputs ({tried}): "
                                 "the data was augmented without --keep-original")
@@ -316,8 +321,9 @@ class _Harness:
         return hit
 
 
-def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = True) -> Iterator[Item]:
-    from hsa.records import RecordError, normalize, parse_skill_tool
+def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = True,
+              rows: set[str] | None = None) -> Iterator[Item]:
+    from hsa.records import RecordError, converted_layouts, normalize, parse_skill_tool
 
     messages = _fast_messages(raw) if raw.get("mapping") is not None else None
     harness = cache.tools_of(raw.get("tools"), where) if messages is not None else None
@@ -329,9 +335,12 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
         messages, row_id, st = record["messages"], str(record["id"]), record["skill_tool"]
         tools = openai_tools(record["tools"])
         schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+        notes = record["notes"]
     else:
         tools, schemas = harness
         row_id, st = str(raw["id"]), parse_skill_tool(raw.get("skill_tool"))
+        notes = raw.get("notes") if isinstance(raw.get("notes"), list) else []
+    layout = next(iter(converted_layouts([n for n in notes if isinstance(n, str)])), "messages")
     mapping = Mapping.from_dict(raw.get("mapping"))
     chat = _chat(messages) if keep else messages
     families, transforms = cache.families_of(raw.get("transforms"))
@@ -340,6 +349,8 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
     assistant = [i for i, m in enumerate(messages) if m["role"] == "assistant" and m.get("train", True) is not False]
     assistant = [i for i in assistant if any(m["role"] == "user" for m in messages[:i])
                  and messages[i - 1]["role"] != "assistant"]
+    if rows is not None and assistant:
+        rows.add(row_id)
     for i in _select(assistant, messages, turns):
         target = messages[i]
         calls = [mapping.to_canonical({"name": c["function"]["name"], "arguments": c["function"]["arguments"]})
@@ -351,7 +362,7 @@ def _items_of(where: str, raw: dict, turns: str, cache: _Harness, keep: bool = T
         if keep:
             prompt["messages"], prompt["tools"] = chat[:i], tools
         yield Item(prompt, {"content": _text(target.get("content")), "calls": calls}, mapping, schemas,
-                   (st["name"], st["argument"]))
+                   (st["name"], st["argument"]), layout)
 
 
 @contextlib.contextmanager
@@ -368,41 +379,173 @@ def paused_gc():
 
 
 def collect(data: str | Path | Iterable[dict], *, turns: str = "all", max_prompts: int | None = None,
-            messages: bool = True) -> tuple[list[Item], Source]:
+            messages: bool = True, ids: Sequence[str] | None = None) -> tuple[list[Item], Source]:
     """The evaluation items of ``data`` (a path, or rows as dicts) and what reading it found.
 
     ``messages=False`` leaves ``messages`` and ``tools`` out of the prompts (scoring does not need them, and a
-    large dataset then is not held in memory)."""
+    large dataset then is not held in memory); ``max_prompts`` and ``ids`` as in :func:`iter_items`."""
     with paused_gc():
-        return _collect(data, turns, max_prompts, messages)
+        return _collect(data, turns, max_prompts, messages, ids)
 
 
 def iter_items(data: str | Path | Iterable[dict], source: Source, *, turns: str = "all",
-               max_prompts: int | None = None, messages: bool = True) -> Iterator[Item]:
-    """The items of :func:`collect`, streamed (what reading found goes to ``source``)."""
+               max_prompts: int | None = None, messages: bool = True, ids: Sequence[str] | None = None
+               ) -> Iterator[Item]:
+    """The items of :func:`collect`, streamed (what reading found goes to ``source``).
+
+    ``max_prompts``: a sample of that many (:func:`sample_items`); ``ids``: exactly the prompts with these ids
+    (any turn of any row; ``turns`` and ``max_prompts`` are then not used). Both read ``data`` twice: once
+    without messages to choose, once to yield the chosen items, in dataset order."""
     if turns not in TURNS:
         raise EvalInputError(f"--turns must be one of {', '.join(TURNS)} (got {turns!r})")
+    if max_prompts is None and ids is None:
+        yield from _iter_all(data, source, turns, messages)
+        return
+    if not isinstance(data, (str, Path)):
+        data = list(data)  # read twice
+    light = list(_iter_all(data, source, "all" if ids is not None else turns, False))
+    if ids is not None:
+        wanted = set(ids)
+        chosen = [it for it in light if it.prompt["id"] in wanted]
+    else:
+        chosen = sample_items(light, max_prompts)
+    if not messages:
+        yield from chosen
+        return
+    keep = {it.prompt["id"] for it in chosen}
+    for item in _iter_all(data, Source(), "all" if ids is not None else turns, True):
+        if item.prompt["id"] in keep:
+            yield item
+
+
+def _iter_all(data, source: Source, turns: str, messages: bool) -> Iterator[Item]:
     seen: set[str] = set()
     cache = _Harness()
-    rows = iter_source(data, source)
-    for where, raw in rows:
-        for item in _items_of(where, raw, turns, cache, messages):
+    for where, raw in iter_source(data, source):
+        for item in _items_of(where, raw, turns, cache, messages, source.row_ids):
             if item.prompt["id"] in seen:
                 raise EvalInputError(f"{where}: prompt id {item.prompt['id']!r} occurs twice; row ids must be unique")
             seen.add(item.prompt["id"])
             yield item
-            if max_prompts is not None and len(seen) >= max_prompts:
-                rows.close()
-                return
 
 
-def _collect(data, turns: str, max_prompts: int | None, messages: bool = True) -> tuple[list[Item], Source]:
+#: How ``--max-prompts`` chooses (the options' help and docs/evaluation.md say the same).
+MAX_PROMPTS_HELP = ("a sample of N prompts spread over the source records, input layouts and variants: source "
+                    "records in turn (alternating between layouts, in a fixed order given by a hash of their ids), "
+                    "each giving one prompt from its canonical row and from every variant row (their turns "
+                    "rotated) before any gives a second; the same data always gives the same sample, written in "
+                    "dataset order")
+
+
+def _hash_key(text: str) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def sample_items(items: Sequence[Item], n: int) -> list[Item]:
+    """``n`` of ``items``, spread as :data:`MAX_PROMPTS_HELP` says, in their own order (all of them when
+    ``n`` is not smaller).
+
+    Whole source records first (each with its canonical row and every variant: the gap pairs them by
+    source), their order alternating between input layouts; within a source, one prompt per row in turn,
+    each row starting at another of its turns, so calls and replies both come early. Nothing depends on
+    the order of the input lines: sources and variant rows are ordered by a hash of their ids."""
+    if n >= len(items):
+        return list(items)
+    sources: dict[str, dict[str, list[int]]] = {}  # source -> row -> item indices (turn order)
+    layout: dict[str, str] = {}
+    for k, it in enumerate(items):
+        sid = it.prompt["source_id"]
+        sources.setdefault(sid, {}).setdefault(it.prompt["row_id"], []).append(k)
+        if it.prompt["variant"] == 0 or sid not in layout:
+            layout[sid] = it.layout
+    by_layout: dict[str, list[str]] = {}
+    for sid in sorted(sources, key=_hash_key):
+        by_layout.setdefault(layout[sid], []).append(sid)
+    order: list[str] = []  # sources, alternating between layouts
+    queues = [by_layout[name] for name in sorted(by_layout)]
+    for depth in range(max(len(q) for q in queues)):
+        order += [q[depth] for q in queues if depth < len(q)]
+
+    def visits(sid: str) -> Iterator[list[int]]:
+        """The source's prompts in rounds: one from each row per round, each row rotating through its turns."""
+        rows = sorted(sources[sid].items(), key=lambda kv: (items[kv[1][0]].prompt["variant"] != 0,
+                                                            _hash_key(kv[0])))
+        turns = [idx[r % len(idx):] + idx[:r % len(idx)] for r, (_, idx) in enumerate(rows)]
+        for depth in range(max(len(t) for t in turns)):
+            yield [t[depth] for t in turns if depth < len(t)]
+
+    chosen: list[int] = []
+    rounds = [visits(sid) for sid in order]
+    while len(chosen) < n and rounds:
+        alive = []
+        for r in rounds:
+            block = next(r, None)
+            if block is None:
+                continue
+            alive.append(r)
+            chosen += block[:n - len(chosen)]
+            if len(chosen) >= n:
+                break
+        rounds = alive
+    return [items[k] for k in sorted(chosen)]
+
+
+def select_turns(items: Sequence[Item], turns: str) -> list[Item]:
+    """The items (of every turn, as ``turns="all"`` gives them) that ``turns`` selects."""
+    if turns == "all":
+        return list(items)
+    out: list[Item] = []
+    rows: dict[str, list[Item]] = {}
+    for it in items:
+        rows.setdefault(it.prompt["row_id"], []).append(it)
+    for it in items:
+        row = rows[it.prompt["row_id"]]
+        if (turns == "calls" and it.gold["calls"]) or (turns == "replies" and not it.gold["calls"]) or \
+                (turns == "first" and it is row[0]) or (turns == "last" and it is row[-1]):
+            out.append(it)
+    return out
+
+
+def read_prompt_ids(path: str | Path) -> list[str]:
+    """The ids of a prompts file (``hsa eval prompts --out``), in its order; a clear error for anything else."""
+    p = Path(path)
+    if not p.is_file():
+        raise EvalInputError(f"--prompts {path}: no such file; give the JSONL file `hsa eval prompts --out` wrote")
+    ids: list[str] = []
+    seen: set[str] = set()
+    with p.open("rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                raise EvalInputError(f"--prompts {path}:{n}: not JSON; give the JSONL file `hsa eval prompts "
+                                     "--out` wrote") from None
+            pid = obj.get("id") if isinstance(obj, dict) else None
+            if not isinstance(pid, str):
+                raise EvalInputError(f"--prompts {path}:{n}: no string 'id'; a prompt row is {{\"id\", \"row_id\", "
+                                     "\"turn\", \"messages\", \"tools\", ...}")
+            if pid in seen:
+                raise EvalInputError(f"--prompts {path}:{n}: prompt id {pid!r} occurs twice")
+            seen.add(pid)
+            ids.append(pid)
+    if not ids:
+        raise EvalInputError(f"--prompts {path} holds no prompts")
+    return ids
+
+
+def _collect(data, turns: str, max_prompts: int | None, messages: bool = True, ids=None
+             ) -> tuple[list[Item], Source]:
     source = Source()
-    items = list(iter_items(data, source, turns=turns, max_prompts=max_prompts, messages=messages))
+    items = list(iter_items(data, source, turns=turns, max_prompts=max_prompts, messages=messages, ids=ids))
     return items, source
 
 
 def make_prompts(data: str | Path | Iterable[dict], *, turns: str = "all", max_prompts: int | None = None
                  ) -> list[dict]:
-    """The prompt rows of ``data`` (see the module docstring), in dataset order."""
+    """The prompt rows of ``data`` (see the module docstring), in dataset order (``max_prompts``: a sample spread
+    over sources, layouts and variants, :func:`sample_items`)."""
     return [item.prompt for item in collect(data, turns=turns, max_prompts=max_prompts)[0]]

@@ -24,7 +24,7 @@ from typing import Any
 from hsa.evaluation.parsers import Parsed
 from hsa.mapping import argument_leaves
 
-__all__ = ["STRING_MATCH", "canonical_call", "values_match", "arguments_match", "score_turn"]
+__all__ = ["STRING_MATCH", "canonical_call", "values_match", "arguments_match", "score_turn", "max_matching"]
 
 STRING_MATCH = ("exact", "bfcl")
 
@@ -147,7 +147,7 @@ def arguments_match(gold: dict, pred: dict, schema: Any = None, string_match: st
 # --------------------------------------------------------------------------- one turn
 
 
-def _max_matching(edges: list[list[int]], n_right: int) -> int:
+def max_matching(edges: list[list[int]], n_right: int) -> int:
     """Size of a maximum bipartite matching (Kuhn's algorithm; turns hold a handful of calls)."""
     match_right = [-1] * n_right
 
@@ -225,7 +225,7 @@ def score_turn(parsed: Parsed | None, gold: dict, mapping, schemas: dict, skill_
         gschema = cschemas.get(g["name"])
         edges.append([j for j, p in enumerate(pred) if p is not None and p["name"] == g["name"]
                       and arguments_match(g["arguments"], p["arguments"], gschema, string_match)])
-    exact = _max_matching(edges, len(pred))
+    exact = max_matching(edges, len(pred))
     out["call"] = int(exact == len(gold_calls) == len(pred))
     out["argument"] = exact / max(len(gold_calls), len(pred))
     out["name"] = int(sorted(g["name"] for g in gold_calls) == sorted(p["name"] if p is not None else "\x00"

@@ -35,7 +35,9 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             tools_file: str | Path | None = None, engine: str = "local", ray_address: str | None = None,
             harness_pool: int = DEFAULT_HARNESS_POOL, strict_hooks: bool = False) -> dict:
     """Augment ``inputs`` into the dataset folder ``out``; returns the manifest (or, for one rank
-    of several, that rank's summary: ``hsa merge`` writes the manifest).
+    of several, that rank's summary: ``hsa merge`` writes the manifest), with ``this_run`` added (not written
+    to manifest.json): ``resumed``, ``shards_kept`` and ``records_kept`` (what a ``resume`` kept of the
+    interrupted run) and ``records_augmented`` (by this invocation).
 
     ``shard_size`` counts input records per shard. ``engine`` is ``"local"`` (a process pool of
     ``workers``) or ``"ray"`` (Ray Data, :mod:`hsa.ray_engine`: one task per shard on the cluster at
@@ -113,9 +115,11 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     done = prepare_out(out, config, resume=resume, overwrite=overwrite)
 
     seen_ids: set[int] = set()  # 64-bit digests of the ids seen: memory stays small on long inputs
+    kept_records = 0
     for k in sorted(done):  # ids of shards written before a resume
-        ids = json.loads((out / STATE_DIR / f"shard-{k:05d}.done.json").read_text(encoding="utf-8"))["ids"]
-        seen_ids.update(id_digest(i) for i in ids)
+        marker = json.loads((out / STATE_DIR / f"shard-{k:05d}.done.json").read_text(encoding="utf-8"))
+        seen_ids.update(id_digest(i) for i in marker["ids"])
+        kept_records += int(marker["stats"].get("input_records", 0))
 
     n_items = 0
 
@@ -127,7 +131,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
             if k % world_size == rank and k not in done:
                 yield item
 
-    bar = Progress(progress, count_items(sources) if progress and world_size == 1 else None)
+    bar = Progress(progress, count_items(sources) if progress and world_size == 1 else None,
+                   kept_records=kept_records, kept_shards=len(done))
     run_kwargs = {"shard_size": shard_size, "seen_ids": seen_ids, "recipe_config": recipe_config,
                   "options": options, "modules": modules, "batch_size": batch_size, "workers": workers,
                   "strict": strict, "progress": bar}
@@ -135,4 +140,9 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
         total = ray_engine.run_shards(out, mine(), address=ray_address, **run_kwargs)
     else:
         total = run_local(out, mine(), **run_kwargs)
-    return end_run(out, rank, world_size, n_items, shard_size, total, command, engine)
+    result = end_run(out, rank, world_size, n_items, shard_size, total, command, engine)
+    # what this invocation did, beside the manifest (not written to it: a resumed run's manifest equals an
+    # uninterrupted one's): the shards a resume kept and the records augmented now
+    result["this_run"] = {"resumed": bool(done), "shards_kept": len(done), "records_kept": kept_records,
+                          "records_augmented": total.input_records}
+    return result

@@ -110,13 +110,48 @@ def run_shard(k: int, items: Iterable[InputLine], seen_ids: set[int] | None = No
 
 
 class Progress:
-    """records/s, rows/s, rejects and ETA on a terminal; silent otherwise."""
+    """The progress line on a terminal (silent otherwise): records done of the total, with the records of the shards
+    a resumed run kept counted as done and named; rates; rejects; and an ETA once the run has warmed up.
 
-    def __init__(self, enabled: bool, total: int | None = None):
+    Rates and the ETA are measured from the first records that came back, not from the start (starting the
+    workers and loading the transforms would otherwise read as a slow run), and the ETA is shown only after
+    :attr:`WARMUP` seconds of that: before, one batch's time says little about the rest."""
+
+    WARMUP = 5.0
+
+    def __init__(self, enabled: bool, total: int | None = None, *, kept_records: int = 0, kept_shards: int = 0):
         self.enabled = enabled
         self.total = total
+        self.kept_records = kept_records
+        self.kept_shards = kept_shards
         self.start = time.monotonic()
+        self.first: tuple[float, int, int] | None = None  # (time, records, rows) of the first update with records
         self.last = 0.0
+
+    def line(self, stats: Stats, now: float) -> str:
+        """The progress line for ``stats`` (this run's) at time ``now``."""
+        n = stats.input_records
+        if self.first is None and n:
+            self.first = (now, n, stats.rows_written)
+        done = self.kept_records + n
+        parts = [f"{done}/{self.total} records" if self.total else f"{done} records"]
+        if self.kept_shards:
+            parts[0] += (f" ({self.kept_records} kept from {self.kept_shards} shard"
+                         f"{'s' if self.kept_shards != 1 else ''} of the interrupted run)")
+        t0, n0, r0 = self.first if self.first is not None else (now, n, stats.rows_written)
+        dt = now - t0
+        rate = (n - n0) / dt if dt > 0 else 0.0
+        rows = f"{stats.rows_written} rows"
+        if dt > 0:
+            parts[0] += f" ({rate:.0f}/s)"
+            rows += f" ({(stats.rows_written - r0) / dt:.0f}/s)"
+        parts += [rows, f"{stats.rejected} rejected", f"{stats.variants_failed} variants failed"]
+        if self.total and dt >= self.WARMUP and rate > 0:
+            left = max(self.total - done, 0) / rate
+            parts.append(f"ETA {int(left // 60)}m{int(left % 60):02d}s")
+        elif self.total and done < self.total:
+            parts.append("ETA after warm-up")
+        return ", ".join(parts)
 
     def update(self, stats: Stats, force: bool = False) -> None:
         if not self.enabled:
@@ -125,15 +160,7 @@ class Progress:
         if not force and now - self.last < 0.5:
             return
         self.last = now
-        dt = max(now - self.start, 1e-9)
-        rate = stats.input_records / dt
-        eta = ""
-        if self.total and rate > 0:
-            left = max(self.total - stats.input_records, 0) / rate
-            eta = f", ETA {int(left // 60)}m{int(left % 60):02d}s"
-        done = f"{stats.input_records}/{self.total}" if self.total else f"{stats.input_records}"
-        sys.stderr.write(f"\r{done} records ({rate:.0f}/s), {stats.rows_written} rows ({stats.rows_written / dt:.0f}/s), "
-                         f"{stats.rejected} rejected, {stats.variants_failed} variants failed{eta}   ")
+        sys.stderr.write(f"\r{self.line(stats, now)}   ")
         if force:
             sys.stderr.write("\n")
         sys.stderr.flush()

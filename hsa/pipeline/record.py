@@ -21,6 +21,7 @@ from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.transform import Sequence, SlotRng, Transform, run
 from hsa.invariants import check_record, check_variant
+from hsa.violations import details
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "Stats", "Result",
            "source_row", "CALL_ARGUMENTS", "augment_record", "canonicalize_record"]
@@ -81,10 +82,13 @@ class Stats:
     rows_written: int = 0
     variants_failed: int = 0
     unchanged_variants: int = 0
+    prompt_unchanged_variants: int = 0  # written variants whose prompt (every message before the first answer) is
+    # the source's, word for word: what a prompt recipe left as it was
     task_changing_variants: int = 0  # written variants whose mapping has an opaque step (e.g. tool.irrelevance)
     reject_reasons: Counter = dataclasses.field(default_factory=Counter)
     variant_failures: Counter = dataclasses.field(default_factory=Counter)
     applied: Counter = dataclasses.field(default_factory=Counter)
+    sources_applied: Counter = dataclasses.field(default_factory=Counter)  # transform -> sources with a variant of it
     skipped: Counter = dataclasses.field(default_factory=Counter)  # (transform, reason) -> n
     failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
     converted: Counter = dataclasses.field(default_factory=Counter)  # input layout converted on reading -> records
@@ -128,6 +132,7 @@ class Stats:
 
         for name, n in sorted(self.applied.items()):
             entry(name)["applied"] = n
+            entry(name)["sources"] = self.sources_applied[name]
         for (name, reason), n in sorted(self.skipped.items()):
             entry(name)["skipped"][reason] = n
         for (name, reason), n in sorted(self.failed.items()):
@@ -142,6 +147,7 @@ class Stats:
             "counts": {"input_records": self.input_records, "sources_written": self.sources_written,
                        "rejected": self.rejected, "rows_written": self.rows_written,
                        "variants_failed": self.variants_failed, "unchanged_variants": self.unchanged_variants,
+                       "prompt_unchanged_variants": self.prompt_unchanged_variants,
                        "task_changing_variants": self.task_changing_variants},
             "reject_reasons": dict(sorted(self.reject_reasons.items())),
             "variant_failures": dict(sorted(self.variant_failures.items())),
@@ -237,8 +243,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     if violations:
         stats.rejected = 1
         stats.reject_reasons[violations[0].reason] += 1
-        detail = "; ".join(v.detail for v in violations[:3])
-        return Result([], [_reject(item, violations[0].reason, detail, source["id"])], stats)
+        return Result([], [_reject(item, violations[0].reason, details(violations), source["id"])], stats)
     stuck: dict[str, str] = {}
     if exec_hooks and source.get("hooks"):
         from hsa.sandbox import NOT_REPLAYED_NOTE, not_replayed
@@ -253,6 +258,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             return Result([], [_reject(item, "hook not replayed", detail[:1000], source["id"])], stats)
     marks = [f"{NOT_REPLAYED_NOTE}{n!r}: {w}" for n, w in stuck.items()] if stuck else []
     rows: list[dict] = []
+    fired: set[str] = set()  # the transforms any written variant of this record applied
     rejects: list[dict] = []
     unchanged = None
     if keep_original:
@@ -297,12 +303,15 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.variant_failures[key] += 1
             for name in dict.fromkeys(a.name for a in applied):
                 stats.failed[(name, key)] += 1
-            rejects.append(_reject(item, key, "; ".join(p.detail for p in problems[:3])[:1000], source["id"], k))
+            rejects.append(_reject(item, key, details(problems), source["id"], k))
             continue
         for a in applied:
             stats.applied[a.name] += 1
+        fired.update(a.name for a in applied)
         if not applied:
             stats.unchanged_variants += 1
+        if variant is source or _prompt_of(variant) == _prompt_of(source):
+            stats.prompt_unchanged_variants += 1
         if not Mapping(variant["mapping"][len(source["mapping"]):]).task_preserving:
             stats.task_changing_variants += 1
         if variant is source and not applied:  # the source's row under this variant's id: denormalised once
@@ -314,6 +323,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rows.append(_marked(row, marks))
         if harness_pool:
             rows[-1]["slot"] = slot
+    stats.sources_applied.update(fired)
     if rows:
         stats.sources_written = 1
         stats.rows_written = len(rows)
@@ -323,6 +333,17 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
     return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+
+
+def _prompt_of(record: Record) -> list:
+    """What the model reads before its first answer: the role and text of every message before the first assistant
+    turn (the system prompt, a context message, the user's words)."""
+    out = []
+    for m in record["messages"]:
+        if m.get("role") == "assistant":
+            break
+        out.append((m.get("role"), m.get("content")))
+    return out
 
 
 def _draws_nothing(recipe: Transform) -> bool:
