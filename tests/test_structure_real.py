@@ -64,6 +64,39 @@ def test_default_recipe_restyles_enum_values_and_never_masks_them():
     assert changed > 50
 
 
+def test_an_enum_is_restyled_whole_in_one_style():
+    """All the values of one enum that change take one style, as when a maintainer restyles an enum.
+
+    Before: each value drew its own style and its own coin, so playwright's browser_network_request ``part``
+    read "request-headers" -> "requestHeaders" beside "request-body" -> "REQUEST_BODY"."""
+    t = Values(modes=("enum",), p=0.5)
+    enums = 0
+    for raw in all_with_calls():
+        record = normalize(raw)
+        for seed in range(12):
+            variant = run(t, record, random.Random(seed))[0]
+            by_enum: dict[tuple, set[str]] = {}
+            for tool, old, new, path in _value_changes(record, variant):
+                if old.lower() != new.lower() or len(split_words(old)) > 1:  # a style is visible in the value
+                    by_enum.setdefault((tool, tuple(path)), set()).add(_style_of(new))
+            for key, styles in by_enum.items():
+                enums += 1
+                assert len(styles - {"lower"}) <= 1, f"{record['id']} {key}: values restyled in {styles}"
+    assert enums > 10
+
+
+def _style_of(value: str) -> str:
+    if "-" in value:
+        return "kebab"
+    if "_" in value:
+        return "screaming" if value.isupper() else "snake"
+    if value.isupper():
+        return "screaming"
+    if value[:1].isupper():
+        return "pascal"
+    return "camel" if any(c.isupper() for c in value) else "lower"
+
+
 def test_masked_values_are_explained_in_the_parameter_description_in_enum_order():
     """Masking, when asked, explains every masked value where its parameter is described, listing the enum in order.
 

@@ -508,7 +508,7 @@ _VALUE_STYLES = (*VALUE_RESTYLES, "noun", "mask")
 class Values(Transform):
     """Change the values a schema allows, and the calls with them: enum restyles and Hammer default re-draws.
 
-    ``enum``: string enum values are restyled (each with probability ``p``) in a style of
+    ``enum``: a string enum is restyled (with probability ``p``), all its values in one style of
     ``styles`` — by default case and separators only (``same_day`` -> ``SAME_DAY``, ``sameDay``,
     ``same-day``), so a value keeps its words and its meaning; a value written as a phrase
     (``New York``) is not an identifier and keeps its spelling; the schema's ``enum``/``default``/
@@ -565,10 +565,13 @@ class Values(Transform):
                     table = []
                     masked = []
                     used = set(enum)
+                    # one decision and one style for the whole enum: a maintainer who restyles an enum restyles
+                    # all of it ("request-headers", "request-body" -> "REQUEST_HEADERS", "REQUEST_BODY"), never
+                    # one value in camelCase beside another in SCREAMING_CASE
+                    if rng.random() >= self.p:
+                        continue
+                    style = rng.choice(self.styles)
                     for v in enum:
-                        if rng.random() >= self.p:
-                            continue
-                        style = rng.choice(self.styles)
                         if not F.enum_value_changeable(v, (t["name"], path), reserved, where, mentioned):
                             continue
                         if style != "mask" and any(c.isspace() for c in v):
