@@ -15,6 +15,7 @@ from hsa import cache as _cache
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, read_row
+from hsa.rename_texts import stale_references
 from hsa.renames import text_fields
 from hsa.violations import Violation
 
@@ -468,13 +469,15 @@ def check_consistency(source: Record, variant: Record, mapping: Mapping, *, thor
 
 
 def _names_left_behind(variant: Record, mapping: Mapping) -> list[Violation]:
-    """A renamed identifier-like tool or skill name is left nowhere in the variant."""
+    """A renamed identifier-like tool or skill name is left nowhere in the variant, and no text refers to an old
+    name (:func:`hsa.rename_texts.stale_references`: plain words in a reference form, compound names inside longer
+    tokens, parameter names)."""
+    out = [Violation("consistency", reason, detail) for reason, detail in stale_references(variant, mapping.steps)]
     renamed = {**mapping.tool_names(), **mapping.skill_names()}
     current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
     stale = [old for old in renamed if is_identifier_like(old) and old not in current]
     if not stale:
-        return []
-    out = []
+        return out
     # A plain name (a token or dotted chain) is found in a text only if it is one of the text's
     # tokens: a cached set lookup rules most texts out before find_tokens splits them.
     plain = {n for n in stale if is_plain_token(n)}

@@ -9,7 +9,9 @@ concatenation, so any sequence of transforms has an exact inverse. Step kinds:
 ``{"op": "params", "tool": name, "paths": [[old_path, new_path], ...]}``
     argument paths of one tool (``name`` as of this step); a path is a list of keys,
     ``"[]"`` standing for every item of an array. Longest prefix wins, so one list
-    expresses renames at any depth, nesting and flattening. Optional ``"fill": [[path,
+    expresses renames at any depth, nesting and flattening. Optional ``"mentions": {"own": {old:
+    new}, "all": {old: new}}`` (a rename or a swap of names): the names whose mentions in texts follow,
+    in the tool's own descriptions and results (``own``) and in every text (``all``). Optional ``"fill": [[path,
     value], ...]`` sets arguments that exist only in the variant (a required parameter
     with one allowed value); ``"drop"`` is its inverse. Other keys (a ``"kind"`` naming
     the record-level applier, and its data) are kept by :meth:`Mapping.inverse`.
@@ -280,6 +282,8 @@ class Mapping:
                 inv.append({"op": "tools", "map": {v: k for k, v in step["map"].items()}})
             elif op == "params":  # other keys (a "kind" and its data) travel with the step
                 inv_step = {**step, "paths": [[b, a] for a, b in step["paths"]]}
+                if isinstance(step.get("mentions"), dict):  # which mentions of the names follow, the other way
+                    inv_step["mentions"] = {k: {v: o for o, v in table.items()} for k, table in step["mentions"].items()}
                 inv_step.pop("fill", None), inv_step.pop("drop", None)
                 if step.get("fill"):
                     inv_step["drop"] = step["fill"]

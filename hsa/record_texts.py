@@ -34,6 +34,7 @@ __all__ = [
     "record_tokens",
     "texts_hold",
     "rewritten_texts",
+    "param_paths",
 ]
 
 
@@ -386,3 +387,38 @@ def _schema_texts_by_json(schema: Any, *, rewritten: bool) -> tuple[str, ...]:
 
 
 _SCHEMA_TEXTS = _lru("record_texts.schema_texts", 16 << 20)
+
+
+# --------------------------------------------------------------------------- declared parameters
+
+
+def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
+    """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``)."""
+    if prefix or not isinstance(schema, dict):
+        return _param_paths(schema, prefix)
+    try:  # the paths follow from the schema's JSON text (its keys and nesting): cached per text
+        key = _json.dumps_bytes(schema)
+    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits, a record built in code)
+        return _param_paths(schema, ())
+    hit = _PATHS.get(key)
+    if hit is None:
+        hit = _PATHS.put(key, tuple(_param_paths(schema, ())), 2 * len(key) + 200)
+    return list(hit)
+
+
+_PATHS = _lru("renames.param_paths", 8 << 20)
+
+
+def _param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
+    out: list[tuple] = []
+    if not isinstance(schema, dict):
+        return out
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            out.append(prefix + (k,))
+            out.extend(_param_paths(sub, prefix + (k,)))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        out.extend(_param_paths(items, prefix + (ARRAY,)))
+    return out

@@ -9,27 +9,32 @@ function returns a new record and appends the matching step to ``record["mapping
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from typing import Any
 
-from hsa.literals import plain_literals
 from hsa import _json, _patch
 from hsa import cache as _cache
 from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY, carry_call
 from hsa.hooks_model import map_content
-from hsa.names import find_tokens, is_identifier_like, prose_uses, replace_tokens
-from hsa.record_texts import (copy_for_texts, labelled_texts, map_schema_descriptions,
-                              map_schema_descriptions_in_place, map_texts, map_texts_skipping, record_tokens,
-                              schema_skipper, text_fields, texts_hold)
+from hsa.mentions import mention_renamer, prose_uses
+from hsa.names import find_tokens, is_identifier_like, replace_tokens
+from hsa.rename_texts import (LEGACY_MENTIONS, harness_names, hook_literals, legacy_param_renamer, names_renamer,
+                              nested_names, param_mentions, prose_only, rename_in_tool_texts, rename_param_mentions,
+                              renames_leaves, step_mentions, word_name_free)
+from hsa.record_texts import (copy_for_texts, map_schema_descriptions, map_texts, map_texts_skipping, param_paths,
+                              record_tokens, schema_skipper, text_fields, texts_hold)
 from hsa.records import Record, clone
 from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
 
 __all__ = [
     "rename_tools",
     "rename_params",
+    "param_mentions",
+    "harness_names",
+    "names_renamer",
+    "nested_names",
+    "LEGACY_MENTIONS",
     "rename_skills",
     "map_texts",
     "record_tokens",
@@ -44,6 +49,7 @@ __all__ = [
     "STEP_APPLIERS",
     "hook_literals",
     "word_uses",
+    "word_name_free",
     "owned_copy",
     "carries",
     "carry_messages",
@@ -56,22 +62,20 @@ _TOOL_ROLES = frozenset({"tool", "tool_re", "tool_pred", "split"})
 
 
 def word_uses(record: Record, names: Iterable[str]) -> dict[str, str]:
-    """The plain-word names among ``names`` (Bash, Read, think) that some text of ``record`` uses where it may mean
-    the word, not the tool: name -> where (``"a user message"``, ``"hook 'guard'"``...). Renaming those is ambiguous.
+    """The plain-word names among ``names`` (Bash, Read, think) that a hook of ``record`` uses where it may mean the
+    word, not the tool: name -> where (``"hook 'guard'"``). Renaming those is ambiguous, since a hook's literals are
+    rewritten whole (docs/design.md, "What names a tool").
 
-    In prose a use is a reference when :func:`hsa.names.prose_uses` says so (code, quotes, a call, a tool-name
-    position). In hook source the codemod analysis decides: a literal compared with the tool name, a matcher or
-    predicate over tool names, a dict key looked up by tool name is a reference; a message or a comment is prose;
-    any other literal holding the name (data) is ambiguous. Identifier-like names are never ambiguous.
+    Prose never makes a name ambiguous: each mention there is a reference or a word (:mod:`hsa.mentions`), and a
+    rename follows the references only. In hook source the codemod analysis decides: a literal compared with the
+    tool name, a matcher or predicate over tool names, a dict key looked up by tool name is a reference; a message
+    or a comment is prose, ambiguous when it uses the word; any other literal holding the name (data) is ambiguous.
+    Identifier-like names are never ambiguous.
     """
     plain = sorted({n for n in names if not is_identifier_like(n)})
     out: dict[str, str] = {}
     if not plain:
         return out
-    for label, text in labelled_texts(record):
-        for n in set(find_tokens(text, [p for p in plain if p not in out])):
-            if prose_uses(text, n)[1]:
-                out[n] = label
     for h in record.get("hooks") or ():
         source = h.get("source", "")
         left = [n for n in plain if n not in out]
@@ -107,38 +111,6 @@ def _hook_word_uses(hook: dict, source: str, names: set[str]) -> set[str]:
 
 
 # --------------------------------------------------------------------------- schemas
-
-
-def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
-    """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``)."""
-    if prefix or not isinstance(schema, dict):
-        return _param_paths(schema, prefix)
-    try:  # the paths follow from the schema's JSON text (its keys and nesting): cached per text
-        key = _json.dumps_bytes(schema)
-    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits, a record built in code)
-        return _param_paths(schema, ())
-    hit = _PATHS.get(key)
-    if hit is None:
-        hit = _PATHS.put(key, tuple(_param_paths(schema, ())), 2 * len(key) + 200)
-    return list(hit)
-
-
-_PATHS = _lru("renames.param_paths", 8 << 20)
-
-
-def _param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
-    out: list[tuple] = []
-    if not isinstance(schema, dict):
-        return out
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for k, sub in props.items():
-            out.append(prefix + (k,))
-            out.extend(_param_paths(sub, prefix + (k,)))
-    items = schema.get("items")
-    if isinstance(items, dict):
-        out.extend(_param_paths(items, prefix + (ARRAY,)))
-    return out
 
 
 def _rename_in_schema(schema: dict, path: tuple, new_key: str) -> dict:
@@ -186,13 +158,19 @@ def _sync_hooks(record: Record, step: dict, before) -> None:
         sync_record_events(record, step, payloads=False)
 
 
-def _map_hook_payloads(record: Record, step: dict) -> None:
-    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names, names in text)."""
+def _map_hook_payloads(record: Record, step: dict, text_fn: Callable[[str], str] | None = None) -> None:
+    """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names, names in text).
+
+    ``text_fn``: the text function the step applied to the messages; a payload's ``reply`` (the text of the message
+    a hook judged) follows it, so that a plain-word name left as a word in the message is left in the reply too."""
     from hsa.hooks_model import map_payload
 
     for ev in record.get("hook_events") or ():
         if isinstance(ev.get("payload"), dict):
-            ev["payload"] = map_payload(ev["payload"], step)
+            before = ev["payload"]
+            ev["payload"] = map_payload(before, step)
+            if text_fn is not None and isinstance(before.get("reply"), str):
+                ev["payload"] = {**ev["payload"], "reply": text_fn(before["reply"])}
 
 
 # --------------------------------------------------------------------------- renames
@@ -235,9 +213,10 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    map_texts_skipping(out, _token_renamer(renames), skip_texts)
+    text_fn = names_renamer(renames, "tool", harness_names(record, renames))
+    map_texts_skipping(out, text_fn, skip_texts)
     _sync_hooks(out, step, before)
-    _map_hook_payloads(out, step)
+    _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)
     return out
 
@@ -289,27 +268,20 @@ def owned_copy(record: Record, share: Callable[[dict], bool]) -> tuple[Record, s
     return out, shared
 
 
-def _token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
-    """``lambda s: replace_tokens(s, renames)`` that first tests for each name as a substring (a whole token
-    is one): most texts name nothing renamed, and the test is cheaper than a token split."""
-    names = tuple(k for k, v in renames.items() if k != v)
-
-    def fn(text: str) -> str:
-        for n in names:
-            if n in text:
-                return replace_tokens(text, renames)
-        return text
-
-    return fn
-
-
 def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True,
-                  shared_schemas: bool = False) -> Record:
+                  shared_schemas: bool = False, mentions: dict | str | None = None,
+                  also: dict[str, str] | None = None) -> Record:
     """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
 
-    The schema (properties, required), every call of the tool, the tool's own
-    descriptions (identifier-like names, whole tokens), hook literals and hook
-    payloads follow; the skill tool's argument name follows when it is renamed.
+    The schema (properties, required), every call of the tool, hook literals and hook payloads follow; the skill
+    tool's argument name follows when it is renamed. Mentions of the names (:mod:`hsa.mentions`: identifier-like
+    names as whole tokens, plain words in a reference form, "the 'tail' parameter", ``head=10``) follow where they
+    can only mean this tool's parameter (:func:`param_mentions`): a name the tool declares once, in its own
+    descriptions and in the results of its calls (its implementation changed with it: docs/design.md, "Tool
+    results"); a name no other tool declares (``also``: or declares and the same transform renames alike) and no
+    schema holds as a value, in every text of the record. The step records both tables (``mentions``), so that
+    replaying or undoing it does the same; ``mentions`` given is a step's (``LEGACY_MENTIONS``: a step without
+    them).
     ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy); with ``shared_schemas``
     the caller owns it as :func:`owned_copy` makes it with every schema shared: the tool's schema is then
     replaced, never edited.
@@ -325,29 +297,31 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     hooks_before = _hook_harness(out)
     idx = next(i for i, t in enumerate(out["tools"]) if t["name"] == tool)
     schema = out["tools"][idx]["parameters"]
-    declared_leaves = [p[-1] for p in param_paths(schema)]
+    if mentions is None:
+        mentions = param_mentions(out, idx, renames, also)
+    legacy = mentions == LEGACY_MENTIONS
+    own, everywhere = ({}, {}) if legacy else step_mentions({"mentions": mentions})
+    if legacy:
+        declared_leaves = [p[-1] for p in param_paths(schema)]
+        unique = {p[-1]: n for p, n in renames.items()
+                  if sum(1 for q in renames if q[-1] == p[-1]) == declared_leaves.count(p[-1])}
+        own_fn = legacy_param_renamer({k: v for k, v in unique.items() if is_identifier_like(k)},
+                                     {k: v for k, v in unique.items() if not is_identifier_like(k)}) if unique else None
+    else:
+        own_fn = mention_renamer(own, "param_own") if own else None
     # rename deepest first so that outer paths stay valid while inner keys change
     for path in sorted(renames, key=len, reverse=True):
         schema = _rename_in_schema(schema, path, renames[path])
     out["tools"][idx]["parameters"] = schema
     step = {"op": "params", "tool": tool, "paths": _rename_pairs(renames)}
+    if not legacy and (own or everywhere):
+        step["mentions"] = {k: v for k, v in (("own", own), ("all", everywhere)) if v}
     _rewrite_calls(out, step)
-    # a leaf renamed wherever the tool declares it: identifier-like names as whole tokens, plain words
-    # ("author") where a description writes them as code (`author`)
-    unique = {p[-1]: n for p, n in renames.items()
-              if sum(1 for q in renames if q[-1] == p[-1]) == declared_leaves.count(p[-1])}
-    leaf_renames = {k: v for k, v in unique.items() if is_identifier_like(k)}
-    quoted = {k: v for k, v in unique.items() if k not in leaf_renames}
-    t = out["tools"][idx]
-    if leaf_renames or quoted:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
-        fn = _param_text_renamer(leaf_renames, quoted)
-        if isinstance(t.get("description"), str):
-            t["description"] = fn(t["description"])
-        skip = schema_skipper(unique)  # fn changes only texts holding an old name: none in the JSON, no walk
-        if (skip is None or not skip(t["parameters"])) and shared_schemas:
-            t["parameters"] = map_schema_descriptions(t["parameters"], fn)
-        elif skip is None or not skip(t["parameters"]):
-            map_schema_descriptions_in_place(t["parameters"], fn)
+    if own_fn is not None:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
+        rename_in_tool_texts(out["tools"][idx], own_fn, own or renames_leaves(renames), shared_schemas)
+    if not legacy:
+        rename_param_mentions(out, tool, idx, own_fn, mention_renamer(everywhere, "param") if everywhere else None,
+                               everywhere, shared_schemas)
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
         if arg in renames:
@@ -365,25 +339,6 @@ def _rename_pairs(renames: dict[tuple, str]) -> list[list[list]]:
         new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
         pairs.append([list(path), list(new_path)])
     return pairs
-
-
-def _param_text_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
-    """Rename parameters in a description: ``tokens`` as whole tokens, ``quoted`` only inside backticks."""
-    pattern = _quoted_pattern(tuple(sorted(quoted, key=len, reverse=True))) if quoted else None
-
-    def fn(text: str) -> str:
-        if tokens:
-            text = replace_tokens(text, tokens)
-        if pattern is not None and "`" in text:
-            text = pattern.sub(lambda m: f"`{quoted[m.group(1)]}`", text)
-        return text
-
-    return fn
-
-
-@lru_cache(maxsize=1024)
-def _quoted_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("`(" + "|".join(map(re.escape, names)) + ")`")
 
 
 def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
@@ -421,9 +376,10 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    map_texts_skipping(out, _token_renamer(renames), skip_texts)
+    text_fn = names_renamer(renames, "skill", harness_names(record, renames))
+    map_texts_skipping(out, text_fn, skip_texts)
     _sync_hooks(out, step, before)
-    _map_hook_payloads(out, step)
+    _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)
     return out
 
@@ -472,7 +428,8 @@ def apply_regroup(record: Record, step: dict) -> Record:
 
 
 def _rename_in_descriptions(tool: dict, names: dict[str, str], before: dict) -> None:
-    """Whole-token renames of identifier-like parameter names in the tool's own descriptions."""
+    """Whole-token renames of identifier-like parameter names in the tool's own descriptions (a permute step made
+    before steps said which mentions follow)."""
     counts: dict[str, int] = {}
     for p in param_paths(before):
         counts[p[-1]] = counts.get(p[-1], 0) + 1
@@ -485,14 +442,29 @@ def _rename_in_descriptions(tool: dict, names: dict[str, str], before: dict) -> 
 
 
 def apply_permute(record: Record, step: dict) -> Record:
-    """Record-level applier of ``{"op": "params", "kind": "permute", ...}`` (names swapped between siblings)."""
+    """Record-level applier of ``{"op": "params", "kind": "permute", ...}`` (names swapped between siblings).
+
+    The step's ``mentions`` (:func:`param_mentions` of the swap) say where mentions of the names follow, as for a
+    rename (:func:`rename_params`); a step without them renames identifier-like names in the tool's descriptions."""
     step = {**step, "op": "params"}
     i = _tool_index(record, step["tool"], "permute")
-    out = _clone_for_step(record, i)
+    own, everywhere = step_mentions(step)
+    if not (own or everywhere):
+        out = _clone_for_step(record, i)
+        tool = out["tools"][i]
+        before = tool["parameters"]
+        tool["parameters"] = permute_schema(before, step)
+        if "mentions" not in step:
+            _rename_in_descriptions(tool, {a[-1]: b[-1] for a, b in step["paths"]}, before)
+        return _finish_step(out, step)
+    out, _ = owned_copy(record, lambda t: True)
     tool = out["tools"][i]
-    before = tool["parameters"]
-    tool["parameters"] = permute_schema(before, step)
-    _rename_in_descriptions(tool, {a[-1]: b[-1] for a, b in step["paths"]}, before)
+    tool["parameters"] = permute_schema(tool["parameters"], step)
+    own_fn = mention_renamer(own, "param_own") if own else None
+    if own_fn is not None:
+        rename_in_tool_texts(tool, own_fn, own, True)
+    rename_param_mentions(out, step["tool"], i, own_fn,
+                           mention_renamer(everywhere, "param") if everywhere else None, everywhere, True)
     return _finish_step(out, step)
 
 
@@ -530,7 +502,8 @@ def _apply_params_step(record: Record, step: dict) -> Record:
         return apply_step(record, {**step, "op": f"params:{step['kind']}"})
     pairs = step["paths"]
     if all(len(a) == len(b) and a[-1] != ARRAY for a, b in pairs):
-        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in pairs})
+        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in pairs},
+                             mentions=step.get("mentions", LEGACY_MENTIONS))
     raise ValueError(f"params step of {step['tool']!r} changes nesting without a kind; no applier undoes it")
 
 
@@ -619,7 +592,9 @@ def carries(record: Record, steps: Iterable[dict]) -> bool:
     """Whether the appliers of ``steps`` change ``record`` in two halves, :data:`STEP_PARTS` and the messages, each
     a function of itself and the steps: no hooks or hook events, only tool, parameter and value steps (a skill step
     takes the skill tool from the harness, a restore step patches everything)."""
-    return not record.get("hooks") and not record.get("hook_events") and all(s["op"] in _SPLIT_OPS for s in steps)
+    steps = list(steps)
+    return not record.get("hooks") and not record.get("hook_events") and all(s["op"] in _SPLIT_OPS for s in steps) \
+        and not nested_names(record, steps)
 
 
 def _splits(record: Record, steps: list[dict]) -> bool:
@@ -684,80 +659,124 @@ def carry_messages(messages: list[dict], steps: Iterable[dict]) -> list[dict]:
 _PLANS = _lru("renames.carry_plans", 4 << 20)
 
 
-def _carry_plan(steps: Iterable[dict]) -> tuple[tuple, tuple, tuple]:
+def _carry_plan(steps: Iterable[dict]) -> tuple[tuple, ...]:
     """What the appliers of ``steps`` (tools, params or values steps) do to the messages of a record without hooks,
-    channel by channel, each in step order: ``calls`` (the tool a step changes the calls of or None, the renamed
-    tools or None, the step that carries them: for a parameter rename the one :func:`rename_params` makes from the
-    names it changes), ``names`` (tool renames of tool-result names) and ``texts`` (a token rename table, whether it
-    is a tool rename, and whether it reaches tool results: a tool rename as :func:`rename_tools` makes it does, a
-    value rename as :func:`apply_values` makes it does not)."""
-    calls: list = []
-    names: list = []
-    texts: list = []
+    in step order, one entry per change: ``("call", tool or None, renamed tools or None, step)`` (the calls a step
+    carries: for a parameter rename the step :func:`rename_params` makes from the names it changes), ``("name",
+    renames)`` (tool-result names), ``("text", table, kind, results too)`` (a token or mention rename of message
+    texts: a tool rename as :func:`rename_tools` makes it reaches tool results, a value rename as
+    :func:`apply_values` makes it does not) and ``("mentions", tool, own, everywhere)`` (a parameter rename: ``own``
+    in the results of the tool's calls, ``everywhere`` in every message)."""
+    plan: list[tuple] = []
     for step in steps:
         op = step["op"]
         if op == "tools":
             renames = {k: v for k, v in step["map"].items() if k != v}
             if renames:
-                calls.append((None, renames, {"op": "tools", "map": renames}))
-                names.append(renames)
-                texts.append((renames, True, True))
-        elif op == "params" and not step.get("kind"):
-            renames = {tuple(p): n for p, n in {tuple(a): b[-1] for a, b in step["paths"]}.items() if p[-1] != n}
-            if renames:
-                calls.append((step["tool"], None, {"op": "params", "tool": step["tool"], "paths": _rename_pairs(renames)}))
-        elif op in ("params", "values"):
-            calls.append((step["tool"], None, step))
-            if op == "values" and step.get("texts"):
+                plan.append(("call", None, renames, {"op": "tools", "map": renames}))
+                plan.append(("name", renames))
+                plan.append(("text", renames, "tool", True))
+        elif op == "params":
+            if not step.get("kind"):
+                renames = {tuple(p): n for p, n in {tuple(a): b[-1] for a, b in step["paths"]}.items() if p[-1] != n}
+                if renames:
+                    plan.append(("call", step["tool"], None,
+                                 {"op": "params", "tool": step["tool"], "paths": _rename_pairs(renames)}))
+            else:
+                plan.append(("call", step["tool"], None, step))
+            own, everywhere = step_mentions(step)
+            if own or everywhere:
+                plan.append(("mentions", step["tool"], own, everywhere))
+        elif op == "values":
+            plan.append(("call", step["tool"], None, step))
+            if step.get("texts"):
                 table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
                 table = {k: v for k, v in table.items() if k != v}  # replace_tokens leaves the others alone
                 if table:
-                    texts.append((table, False, False))
+                    plan.append(("text", table, None, False))
         else:
             raise ValueError(f"no message carry for mapping step op {op!r}")
-    return tuple(calls), tuple(names), tuple(texts)
+    return tuple(plan)
 
 
-def _carry(messages: list[dict], plan: tuple[tuple, tuple, tuple]) -> None:
+def _carry(messages: list[dict], plan: tuple[tuple, ...]) -> None:
     """``messages`` (the caller's own, down to each call's ``function``) rewritten in place by a :func:`_carry_plan`."""
-    calls, names, texts = plan
-    if texts:
-        texts = _text_renamers(messages, texts)
+    if not plan:
+        return
+    fns = _text_renamers(messages, plan)
+    owners_at = any(e[0] == "mentions" for e in plan)
+    names_by_id: dict[str, list] = {}  # call id -> the call's name before each plan entry (parameter mentions)
     for m in messages:
-        if calls and m.get("tool_calls"):
-            for call in m["tool_calls"]:
-                fn = call["function"]
-                name, args, changed = fn["name"], fn["arguments"], False
-                for only, renamed, step in calls:
-                    if (only is not None and name != only) or (renamed is not None and name not in renamed):
+        calls = m.get("tool_calls") or ()
+        states = [[c["function"]["name"], c["function"]["arguments"], False] for c in calls]
+        result = m.get("role") == "tool"
+        owner = m.get("name") if isinstance(m.get("name"), str) else None
+        if result and owners_at and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in names_by_id:
+            seq = names_by_id[m["tool_call_id"]]
+        else:
+            seq = None
+        history = [[] for _ in calls] if owners_at else None
+        for k, entry in enumerate(plan):
+            kind = entry[0]
+            if history is not None:
+                for h, st in zip(history, states):
+                    h.append(st[0])
+            if kind == "call":
+                _, only, renamed, step = entry
+                for st in states:
+                    if (only is not None and st[0] != only) or (renamed is not None and st[0] not in renamed):
                         continue
-                    new = carry_call(step, {"name": name, "arguments": args}, True)
-                    name, args, changed = new["name"], new["arguments"], True
-                if changed:
-                    fn["name"], fn["arguments"] = name, args
-        if names and m.get("role") == "tool" and isinstance(m.get("name"), str):
-            for renames in names:
-                m["name"] = renames.get(m["name"], m["name"])
-        if texts and "content" in m:
-            result = m.get("role") == "tool"
-            for fn_, results_too in texts:
-                if results_too or not result:
-                    m["content"] = map_content(m["content"], fn_)
+                    new = carry_call(step, {"name": st[0], "arguments": st[1]}, True)
+                    st[0], st[1], st[2] = new["name"], new["arguments"], True
+            elif kind == "name":
+                if result and owner is not None:
+                    m["name"] = owner = entry[1].get(owner, owner)
+            elif kind == "text":
+                fn = fns[k]
+                if fn is not None and "content" in m and (entry[3] or not result):
+                    m["content"] = map_content(m["content"], fn)
+            elif kind == "mentions":
+                own_fn, all_fn = fns[k]
+                if "content" not in m:
+                    continue
+                at = seq[k] if seq is not None else owner
+                fn = prose_only(own_fn if at == entry[1] else all_fn) if result else all_fn
+                if fn is not None:
+                    m["content"] = map_content(m["content"], fn)
+        for c, st in zip(calls, states):
+            if st[2]:
+                c["function"]["name"], c["function"]["arguments"] = st[0], st[1]
+        if history is not None:
+            for c, h in zip(calls, history):
+                if isinstance(c.get("id"), str):
+                    names_by_id[c["id"]] = h
 
 
-def _text_renamers(messages: list[dict], texts: tuple) -> list[tuple[Callable[[str], str], bool]]:
-    """The text functions of a plan's ``texts`` for these messages: each table cut to the names that occur in one
-    of their texts (a name that is no substring of any is no token of one: replace_tokens leaves it) or that an
-    earlier table writes, and left out when none does (one substring test over the joined texts)."""
+def _text_renamers(messages: list[dict], plan: tuple[tuple, ...]) -> dict[int, Any]:
+    """The text functions of a plan's text and mention entries for these messages (by entry index): each table cut
+    to the names that occur in one of their texts (a name that is no substring of any is no token of one) or that an
+    earlier table writes, and None when none does (one substring test over the joined texts)."""
     joined = "\x00".join(t for m in messages if "content" in m for t in _content_strings(m["content"]))
-    out = []
+    out: dict[int, Any] = {}
     written = ""
-    for table, tools, results_too in texts:
-        present = {k: v for k, v in table.items() if k in joined or k in written}
-        if present:
-            out.append((_token_renamer(present) if tools else functools.partial(replace_tokens, renames=present),
-                        results_too))
+
+    def cut(table: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in table.items() if k in joined or k in written}
+
+    for k, entry in enumerate(plan):
+        if entry[0] == "text":
+            present = cut(entry[1])
+            if not present:
+                out[k] = None
+                continue
+            kind = entry[2]
+            out[k] = names_renamer(present, kind) if kind else functools.partial(replace_tokens, renames=present)
             written += "\x00" + "\x00".join(present.values())
+        elif entry[0] == "mentions":
+            own, everywhere = cut(entry[2]), cut(entry[3])
+            out[k] = (mention_renamer(own, "param_own") if own else None,
+                      mention_renamer(everywhere, "param") if everywhere else None)
+            written += "\x00" + "\x00".join(own.values())
     return out
 
 
@@ -779,7 +798,8 @@ def _apply_step_in_place(record: Record, step: dict) -> Record:
     if op == "skills":
         return rename_skills(record, step["map"], copy=False)
     if op == "params" and not step.get("kind") and all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
-        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in step["paths"]}, copy=False)
+        return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in step["paths"]}, copy=False,
+                             mentions=step.get("mentions", LEGACY_MENTIONS))
     return apply_step(record, step)
 
 
@@ -933,17 +953,3 @@ def _apply_restore(record: Record, step: dict) -> Record:
 
 
 STEP_APPLIERS["restore"] = _apply_restore
-
-
-def hook_literals(record: Record) -> set[str]:
-    """Every string value that occurs as a literal in the record's hook source."""
-    out: set[str] = set()
-    for h in record.get("hooks") or ():
-        out |= _literals(h.get("source", ""))
-    return out
-
-
-@lru_cache(maxsize=4096)
-def _literals(source: str) -> frozenset[str]:
-    """The values of the plain string literals of ``source`` (and their ``|``-separated parts), cached."""
-    return plain_literals(source)

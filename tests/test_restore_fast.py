@@ -181,7 +181,7 @@ def test_restored_view_is_what_the_restore_step_gives():
 def test_param_paths_from_the_cache_are_the_walk_and_the_callers_own():
     """renames.param_paths: the cached paths equal the walk's, a caller may change its list, 1 and 1.0 (which
     name no path) share an entry, and key order (which orders the paths) does not."""
-    from hsa.renames import _param_paths, param_paths
+    from hsa.record_texts import _param_paths, param_paths
 
     schema = {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": {"default": 1}}},
                                                "a": {"type": "array", "items": {"properties": {"d": {}}}}}}

@@ -24,7 +24,6 @@ from hsa.renames import (
     _rename_skill_values,
     _rewrite_calls,
     _sync_hooks,
-    _token_renamer,
     map_texts,
     param_paths,
     record_tokens,
@@ -33,6 +32,8 @@ from hsa.renames import (
     rename_tools,
     text_fields,
 )
+from hsa.rename_texts import harness_names, names_renamer
+from hsa.rename_texts import token_renamer as _token_renamer
 from hsa.testing import records, tool_schemas
 from tests.conftest import FIXTURES
 
@@ -52,7 +53,7 @@ def _old_record_tokens(record):
 
 
 def _old_rename_tools(record, renames):
-    """rename_tools as it was: the whole record deep-copied, every schema walked."""
+    """rename_tools as it was: the whole record deep-copied, every schema walked (texts through the mention rules)."""
     renames = {k: v for k, v in renames.items() if k != v}
     out = clone(record)
     step = {"op": "tools", "map": dict(renames)}
@@ -64,7 +65,7 @@ def _old_rename_tools(record, renames):
             m["name"] = renames.get(m["name"], m["name"])
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    map_texts(out, lambda s: replace_tokens(s, renames))
+    map_texts(out, names_renamer(renames, "tool", harness_names(record, renames)))
     _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
@@ -72,7 +73,7 @@ def _old_rename_tools(record, renames):
 
 
 def _old_rename_skills(record, renames):
-    """rename_skills as it was: the whole record deep-copied, every schema walked."""
+    """rename_skills as it was: the whole record deep-copied, every schema walked (texts through the mention rules)."""
     renames = {k: v for k, v in renames.items() if k != v}
     out = clone(record)
     st = out["skill_tool"]
@@ -81,7 +82,7 @@ def _old_rename_skills(record, renames):
         s["name"] = renames.get(s["name"], s["name"])
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
-    map_texts(out, lambda s: replace_tokens(s, renames))
+    map_texts(out, names_renamer(renames, "skill", harness_names(record, renames)))
     _sync_hooks(out, step, _hook_harness(record))
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
@@ -215,6 +216,7 @@ def test_param_rename_copies_once_and_leaves_its_input_alone():
     """tool.param_rename over several tools equals one copying rename_params per tool, and never changes
     its input (the first rename copies, the next ones work on that copy)."""
     from transforms.tool import ParamRename
+    from transforms.tool_functional import renamed_alike
 
     t = ParamRename(p=1.0)
     done = 0
@@ -230,8 +232,9 @@ def test_param_rename_copies_once_and_leaves_its_input_alone():
         by_tool = {}
         for e in params["renames"]:
             by_tool.setdefault(e["tool"], {})[tuple(e["path"])] = e["new"]
+        also = renamed_alike(rec, params["renames"])
         for tool, renames in by_tool.items():
-            want = rename_params(want, tool, renames)
+            want = rename_params(want, tool, renames, also=also)
         assert _json.dumps(got) == _json.dumps(want)
         assert _json.dumps(rec) == before
         done += 1

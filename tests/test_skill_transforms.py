@@ -475,21 +475,27 @@ def test_agent_skills_name_styles(style, old, seed, new):
 
 
 def test_general_synonyms_and_verb_to_noun():
-    """The synonym bank holds general words; a leading verb becomes an agent noun or gerund at the end."""
-    out = {S.new_skill_name("frontend-design", "synonym", random.Random(i), dialect="agentskills") for i in range(20)}
-    assert len(out) >= 4 and all(n != "frontend-design" and n.count("-") == 1 for n in out)
+    """The synonym bank holds general words of skill names, one word per rename; a leading verb becomes an agent
+    noun or gerund at the end."""
+    out = {S.new_skill_name("skill-creator", "synonym", random.Random(i), dialect="agentskills") for i in range(20)}
+    assert out == {"skill-builder", "skill-maker"}, out
+    out = {S.new_skill_name("brand-guidelines", "synonym", random.Random(i), dialect="agentskills") for i in range(30)}
+    assert out == {"branding-guidelines", "brand-guide", "brand-standards"}, out
     assert S.new_skill_name("create-skill", "verb_noun", random.Random(0), dialect="agentskills") in (
         "skill-creator", "skill-creating")
 
 
 def test_rename_p1_renames_every_eligible_agent_skill():
-    """With p=1 every skill whose name is free to change gets a new name, whichever style is drawn first."""
+    """With p=1 the catalogue always changes, in one style; mix_styles gives every free skill a name of its own."""
     rec = _agent_record()
     for seed in range(10):
         _, applied, _ = _run(S.SkillRename(p=1.0), rec, seed=seed)
         renames = applied[0].params["renames"]
-        assert set(renames) == {"webapp-testing", "brand-guidelines", "skill-creator", "theme-factory"}, seed
-        assert all(is_legal_skill_name(n, "agentskills") for n in renames.values())
+        assert set(renames) <= {"webapp-testing", "brand-guidelines", "skill-creator", "theme-factory"}, seed
+        assert renames and all(is_legal_skill_name(n, "agentskills") for n in renames.values())
+        _, applied, _ = _run(S.SkillRename(p=1.0, mix_styles=True, styles=S.SKILL_NAME_STYLES), rec, seed=seed)
+        assert set(applied[0].params["renames"]) == {"webapp-testing", "brand-guidelines", "skill-creator",
+                                                     "theme-factory"}, seed
     _, applied, _ = _run(S.SkillRename(p=1.0, styles=("kebab",)), rec)
     assert not applied  # kebab alone cannot change kebab names: said below
 
@@ -503,6 +509,8 @@ def test_skip_reasons_name_the_skill_and_the_cause():
     assert "'docx': a plain word that also occurs in the text" in why
     assert "'webapp-testing', 'brand-guidelines', 'skill-creator', 'theme-factory': no style of kebab gives" in why
     _, _, skipped = _run(S.SkillRename(p=0.0), rec)
+    assert skipped[0][1] == "no skill renamed: the catalogue was not drawn (p=0.0)"
+    _, _, skipped = _run(S.SkillRename(p=0.0, mix_styles=True), rec)
     assert skipped[0][1] == ("no skill renamed: 'webapp-testing', 'brand-guidelines', 'skill-creator', "
                              "'theme-factory', 'docx': not drawn (p=0.0)")
     _, _, skipped = _run(S.SkillRename(styles=("snake",)), rec)

@@ -124,14 +124,15 @@ def test_answers_that_change_force_a_draw():
 
 
 def test_a_word_use_forces_a_draw(caches):
-    """A plain-word tool name used as a word in one record's text (ambiguous there, so kept) and not in another's."""
+    """A plain-word tool name that one record's hook uses as data (ambiguous there, so kept) and another's does not."""
     from hsa.renames import rename_tools
 
     t = next(t for t in load_recipe("tools").leaves() if t.name == "tool.rename")
     rec = next(r for r in FIXTURE if not r.get("hooks") and len(r["tools"]) >= 2)
     rec = rename_tools(rec, {rec["tools"][0]["name"]: "Quokka"})
     worded = clone(rec)
-    worded["messages"].insert(0, {"role": "user", "content": "Quokka facts, please: tell me what you find."})
+    worded["hooks"] = [{"name": "note", "event": "pre_tool_use", "entry": "check",
+                        "source": "def check(p):\n    mode = 'Quokka'\n    return {'decision': 'allow', 'mode': mode}\n"}]
     memo = lru("test.slot_params_words", 8 << 20)
     differ = 0
     for seed in range(40):

@@ -233,15 +233,19 @@ def test_a_plain_word_tool_name_compared_in_a_hook_is_renamed_and_the_hook_follo
 
 
 def test_plain_word_references_and_words_in_prose_and_hooks():
-    """Code, quotes, calls and tool-name positions are references; other uses of the word are ambiguous."""
+    """Prose: code, quotes, calls and tool-name positions are references, other uses words (decided per mention);
+    hooks: a message or data literal using the word makes the name ambiguous."""
+    from hsa.mentions import prose_uses
     from hsa.renames import word_uses
 
     def uses(user: str, hook: str | None = BASH_GUARD) -> dict:
         return word_uses(normalize(_bash_record(hook, user)), ["Bash"])
 
     for ref in ("Use the Bash tool to list files.", "Run `Bash` with ls.", "call Bash(ls)", "tool: Bash"):
+        assert prose_uses(ref, "Bash") == (1, 0), ref
         assert uses(ref) == {}, ref
-    assert uses("Write a Bash script that lists files.") == {"Bash": "a user message"}
+    assert prose_uses("Write a Bash script that lists files.", "Bash") == (0, 1)
+    assert uses("Write a Bash script that lists files.") == {}  # prose never blocks a rename: the word stays
     message_hook = BASH_GUARD.replace("sys.exit(2)", "print('Bash may not delete trees', file=sys.stderr)\n    sys.exit(2)")
     assert uses("List the files.", message_hook) == {"Bash": "hook 'guard'"}
     data_hook = "def check(p):\n    mode = 'Bash'\n    return {'decision': 'allow', 'mode': mode}\n"
@@ -251,16 +255,31 @@ def test_plain_word_references_and_words_in_prose_and_hooks():
                  "        return {'decision': 'deny', 'message': 'the Bash tool may not delete trees'}\n"
                  "    return {'decision': 'allow'}\n")
     assert uses("List the files.", dict_hook) == {}
-    assert word_uses(normalize(_bash_record(None, "Read the file.")), ["Read", "read_file"]) == {"Read": "a user message"}
+    assert prose_uses("Read the file.", "Read") == (0, 1)
+
+
+def test_a_plain_word_tool_used_as_a_word_is_renamed_where_the_text_refers_to_it():
+    """Issue 27 item 10: "Write a Bash script" keeps the word while the tool and "the Bash tool" are renamed."""
+    from transforms.tool import ToolRename
+
+    raw = _bash_record(user="Write a Bash script that lists files, then run it with the Bash tool.")
+    source = normalize(raw)
+    params = ToolRename(styles=("mask",)).sample(source, random.Random(0))
+    assert set(params["renames"]) == {"Bash"}, params
+    new = params["renames"]["Bash"]
+    variant = ToolRename(styles=("mask",)).apply(source, params)
+    assert variant["messages"][0]["content"] == f"Write a Bash script that lists files, then run it with the {new} tool."
+    assert check_variant(source, variant, exec_hooks=True) == []
 
 
 def test_an_ambiguous_plain_word_tool_is_skipped_under_its_own_reason():
-    """A plain-word tool also used as a word is left alone, and the skip reason names it and where."""
+    """A plain-word tool that a hook uses as a word is left alone, and the skip reason names it and where."""
     from transforms.tool import ToolRename
 
-    source = normalize(_bash_record(user="Write a Bash script that lists files."))
+    hook = BASH_GUARD.replace("sys.exit(2)", "print('Bash may not delete trees', file=sys.stderr)\n    sys.exit(2)")
+    source = normalize(_bash_record(hook))
     skip = ToolRename(styles=("mask",)).sample(source, random.Random(0))
-    assert "'Bash' (in a user message)" in skip.reason and "no tool name changed" not in skip.reason, skip
+    assert "'Bash' (in hook 'guard')" in skip.reason and "no tool name changed" not in skip.reason, skip
 
 
 # --------------------------------------------------------------------------- item 2

@@ -174,4 +174,4 @@ def test_builtin_banks_ignore_other_families_files():
     """Files of other families in transforms/banks (no tool bank key) are not read as tool banks."""
     banks = load_banks()
     assert banks["verbs"] and banks["phrases"] and banks["tools"] and banks["replies"]
-    assert all(isinstance(g, tuple) for g in banks["verbs"])
+    assert all(isinstance(g, tuple) or (isinstance(g, dict) and g["cues"]) for g in banks["verbs"])

@@ -23,7 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BankError", "read_bank", "builtin_bank_names", "group_table", "load_banks", "synonyms", "BANK_KINDS"]
+__all__ = ["BankError", "read_bank", "builtin_bank_names", "group_table", "load_banks", "synonyms", "BANK_KINDS",
+           "SenseGroup", "sense_groups", "polysemous"]
 
 
 class BankError(ValueError):
@@ -82,8 +83,9 @@ def group_table(groups: Iterable[Iterable[str]], *, casefold: bool = False) -> d
 
 #: Bank names and the type of their entries.
 BANK_KINDS = {
-    "verbs": "list of synonym groups (lists of words)",
-    "nouns": "list of synonym groups (lists of words)",
+    "verbs": "list of synonym groups (a list of words, or {words, cues})",
+    "nouns": "list of synonym groups (a list of words, or {words, cues})",
+    "polysemous": "list of words with several senses (a synonym only from a group with cues that match)",
     "containers": "list of names",
     "phrases": "list of groups of interchangeable phrases (a list, or {phrases, kind, domain})",
     "tools": "list of tool definitions (OpenAI function format without the outer wrapper)",
@@ -107,6 +109,11 @@ def _tool_banks(source: str, data: Any) -> dict[str, list]:
         if not isinstance(value, list):
             raise BankError(f"bank file {source}: {key!r} must be a list ({BANK_KINDS[key]}), "
                             f"got {type(value).__name__}")
+        if key in ("verbs", "nouns"):
+            for i, entry in enumerate(value):
+                _check_group(entry, f"bank file {source}: {key}[{i}]")
+        if key == "polysemous" and not all(isinstance(w, str) for w in value):
+            raise BankError(f"bank file {source}: polysemous must be a list of words")
         for i, entry in enumerate(value):
             where = _null_key(entry, f"{key}[{i}]")
             if where is not None:
@@ -114,6 +121,21 @@ def _tool_banks(source: str, data: Any) -> dict[str, list]:
                                 f"the value, so {{description: Time, ISO 8601}} makes a key 'ISO 8601'; "
                                 f"quote the text: {{description: \"Time, ISO 8601\"}}")
     return data
+
+
+def _check_group(entry: Any, where: str) -> None:
+    """A synonym group: a list of at least two words, or a mapping with ``words`` (two or more) and ``cues``."""
+    if isinstance(entry, dict):
+        unknown = sorted(set(entry) - {"words", "cues", "note"})
+        if unknown:
+            raise BankError(f"{where}: unknown key(s) {unknown}; a group is {{words: [...], cues: [...]}}")
+        words, cues = entry.get("words"), entry.get("cues", [])
+        if not isinstance(cues, list) or not cues or not all(isinstance(c, str) for c in cues):
+            raise BankError(f"{where}: cues must be a non-empty list of words (or write the group as a plain list)")
+    else:
+        words = entry
+    if not isinstance(words, list) or len(words) < 2 or not all(isinstance(w, str) for w in words):
+        raise BankError(f"{where}: a synonym group needs at least two words (got {words!r})")
 
 
 _MAY_BE_NULL = frozenset({"default", "const", "value", "example"})  # JSON values that null is a fine value of
@@ -174,8 +196,49 @@ def _freeze(value: Any) -> Any:
 
 @lru_cache(maxsize=64)
 def synonyms(kind: str, extra: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
-    """Word -> its synonyms (every other member of every group it is in), for a group bank.
+    """Word -> its synonyms (every other member of every group it is in, cued or not), for a group bank.
 
     Keys are lower case; the synonym lists keep bank order and never contain the word itself.
     """
-    return group_table(load_banks(extra)[kind], casefold=True)
+    return group_table((_group_words(g) for g in load_banks(extra)[kind]), casefold=True)
+
+
+def _group_words(group: Any) -> tuple[str, ...]:
+    return tuple(group["words"]) if isinstance(group, dict) else tuple(group)
+
+
+class SenseGroup(tuple):
+    """One synonym group of a sense: ``words`` (lower case) and the ``cues`` that select its sense (empty: any)."""
+
+    __slots__ = ()
+
+    def __new__(cls, words: tuple[str, ...], cues: frozenset[str]):
+        return super().__new__(cls, (words, cues))
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return self[0]
+
+    @property
+    def cues(self) -> frozenset[str]:
+        return self[1]
+
+
+@lru_cache(maxsize=64)
+def sense_groups(kind: str, extra: tuple[str, ...] = ()) -> dict[str, tuple[SenseGroup, ...]]:
+    """Word (lower case) -> the groups of bank ``kind`` (``verbs``, ``nouns``) it is in, in bank order."""
+    out: dict[str, list[SenseGroup]] = {}
+    for g in load_banks(extra)[kind]:
+        words = tuple(str(w).lower() for w in _group_words(g))
+        cues = frozenset(str(c).lower() for c in g.get("cues", ())) if isinstance(g, dict) else frozenset()
+        group = SenseGroup(words, cues)
+        for w in words:
+            if group not in out.setdefault(w, []):
+                out[w].append(group)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=64)
+def polysemous(extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The words of the ``polysemous`` banks (lower case): a synonym only from a group whose cues match."""
+    return frozenset(str(w).lower() for w in load_banks(extra)["polysemous"])

@@ -65,6 +65,7 @@ __all__ = [
     "SkillRestructure",
     "SkillCatalog",
     "SKILL_NAME_STYLES",
+    "DEFAULT_SKILL_STYLES",
     "CATALOG_STYLES",
     "HEADING_STYLES",
     "new_skill_name",
@@ -83,6 +84,14 @@ __all__ = [
 ]
 
 SKILL_NAME_STYLES = ("kebab", "snake", "opaque", "synonym", "reorder", "abbreviate", "verb_noun")
+
+#: The styles ``skill.rename`` draws from unless told otherwise: the ones that keep a name's meaning and read like
+#: a team's rename. ``opaque`` (random ids, a mask) and ``reorder`` (a word-order swap, ``guidelines-brand``) are
+#: noise for users who ask for it.
+DEFAULT_SKILL_STYLES = ("kebab", "snake", "synonym", "abbreviate", "verb_noun")
+
+#: Skill-name styles that are a convention: in a coherent draw every skill of the catalogue takes it together.
+_SKILL_CONVENTIONS = ("kebab", "snake")
 
 
 # =========================================================================== names
@@ -119,13 +128,15 @@ def new_skill_name(old: str, style: str, rng: random.Random, *, dialect: str = "
         return "_".join(words) or old
     if style == "opaque":
         return _opaque(rng, "-" if dialect == "agentskills" else "_", opaque_len)
-    if style == "synonym":
+    if style == "synonym":  # one word: a rename that swaps every word drifts (new_viewer_welcome -> first_audience_greeting)
         table = synonyms if synonyms is not None else _synonym_table(())
-        swapped = []
-        for w in words:
-            alts = [a for a in table.get(w, ()) if a != w]
-            swapped.append(rng.choice(alts) if alts else w)
-        return sep.join(swapped) or old
+        spots = [i for i, w in enumerate(words) if any(a != w for a in table.get(w, ()))]
+        if not spots:
+            return old
+        i = rng.choice(spots)
+        swapped = list(words)
+        swapped[i] = rng.choice([a for a in table[words[i]] if a != words[i]])
+        return sep.join(swapped)
     if style == "reorder":
         if len(words) < 2:
             return old
@@ -182,10 +193,14 @@ def _names_list(names: list[str], most: int = 6) -> str:
 @register
 @dataclasses.dataclass(frozen=True)
 class SkillRename(Transform):
-    """Rename skills (each with probability ``p``) in a style drawn from ``styles`` (see :func:`new_skill_name`).
+    """Rename skills in a style drawn from ``styles`` (see :func:`new_skill_name`), one style per catalogue.
 
-    The drawn style is tried first, then the others in random order, so a style that
-    cannot change a name (``kebab`` on ``pdf-tools``) does not leave it unrenamed.
+    Coherent by default: the catalogue draws one style; a convention (``kebab``, ``snake``) renames every skill
+    together with probability ``p``, another style renames each skill with probability ``p``, falling back to
+    the other non-convention styles (in random order) where the drawn one cannot change a name (``abbreviate`` on
+    ``pdf``), so the catalogue keeps one convention. ``mix_styles`` draws per skill instead (the drawn style first,
+    then any other). The default styles keep a name's meaning (:data:`DEFAULT_SKILL_STYLES`); ``opaque`` and
+    ``reorder`` are there for users who want noise.
 
     New names are legal in the record's skill-name dialect (Agent Skills when every name
     follows the open specification, else HAT, which allows underscores) and collide with
@@ -197,10 +212,11 @@ class SkillRename(Transform):
     name: ClassVar[str] = "skill.rename"
     family: ClassVar[str] = "skill"
 
-    styles: tuple[str, ...] = SKILL_NAME_STYLES
+    styles: tuple[str, ...] = DEFAULT_SKILL_STYLES
     p: float = 1.0
     opaque_len: int = 4
     banks: tuple[str, ...] = ()
+    mix_styles: bool = False
 
     def __post_init__(self):
         check_choices("styles", self.styles, SKILL_NAME_STYLES)
@@ -230,38 +246,79 @@ class SkillRename(Transform):
         styles = [s for s in self.styles if s != "snake" or dialect == "hat"]
         renames: dict[str, str] = {}
         causes: dict[str, list[str]] = {}
-        for old in names:
-            if rng.random() >= self.p:
-                causes.setdefault(f"not drawn (p={self.p})", []).append(old)
-                continue
-            if old in reserved:
-                causes.setdefault("also a tool or parameter name", []).append(old)
-                continue
-            if old in ambiguous:
-                causes.setdefault("a plain word that also occurs in the text (a whole-token rewrite would reach "
-                                  "the prose)", []).append(old)
-                continue
-            if not styles:
-                causes.setdefault("Agent Skills names hold no underscores: style snake does not apply", []).append(old)
-                continue
-            order = styles[:]
-            rng.shuffle(order)  # the drawn style first, then the others: a style that cannot change the name
-            new = old           # (kebab on a kebab name, verb_noun without a verb) gives way to the next
+
+        def attempt(old: str, order: list[str]) -> str:
             for style in order:
-                for _ in range(1 if style in ("kebab", "snake") else 8):
+                for _ in range(1 if style in _SKILL_CONVENTIONS else 8):
                     cand = new_skill_name(old, style, rng, dialect=dialect, synonyms=synonyms,
                                           opaque_len=self.opaque_len)
                     if (cand != old and cand not in taken and cand not in renames.values()
                             and is_legal_skill_name(cand, dialect)):
-                        new = cand
-                        break
-                if new != old:
-                    break
-            if new != old:
-                renames[old] = new
+                        return cand
+            return old
+
+        def renamable(old: str) -> bool:
+            if old in reserved:
+                causes.setdefault("also a tool or parameter name", []).append(old)
+            elif old in ambiguous:
+                causes.setdefault("a plain word that also occurs in the text (a whole-token rewrite would reach "
+                                  "the prose)", []).append(old)
+            elif not styles:
+                causes.setdefault("Agent Skills names hold no underscores: style snake does not apply", []).append(old)
             else:
-                causes.setdefault(f"no style of {', '.join(styles)} gives a new name that is free and legal",
-                                  []).append(old)
+                return True
+            return False
+
+        if self.mix_styles:
+            for old in names:
+                if rng.random() >= self.p:
+                    causes.setdefault(f"not drawn (p={self.p})", []).append(old)
+                    continue
+                if not renamable(old):
+                    continue
+                order = styles[:]
+                rng.shuffle(order)  # the drawn style first, then the others: a style that cannot change the name
+                new = attempt(old, order)  # (kebab on a kebab name, verb_noun without a verb) gives way to the next
+                if new != old:
+                    renames[old] = new
+                else:
+                    causes.setdefault(f"no style of {', '.join(styles)} gives a new name that is free and legal",
+                                      []).append(old)
+        elif styles:
+            if rng.random() >= self.p:
+                return Skip(f"no skill renamed: the catalogue was not drawn (p={self.p})")
+            first = rng.choice(styles)
+            rest = [s for s in styles if s != first]
+            rng.shuffle(rest)
+            drawn = {old: rng.random() < self.p for old in names}
+            eligible = [old for old in names if renamable(old)]
+            for style in [first, *rest]:
+                if style in _SKILL_CONVENTIONS:
+                    table = {old: attempt(old, [style]) for old in eligible}
+                    clash = [k for k, v in table.items()
+                             if v == k and new_skill_name(k, style, rng, dialect=dialect) != k]
+                    changed = {k: v for k, v in table.items() if v != k}
+                    if clash:  # a skill that cannot take the convention: the catalogue keeps its own
+                        causes.setdefault(f"cannot take the catalogue's {style} style (the new name is taken or "
+                                          "illegal)", []).extend(clash)
+                        continue
+                else:
+                    changed = {}
+                    for old in eligible:
+                        if drawn[old]:
+                            new = attempt(old, [style])
+                            if new != old:
+                                changed[old] = new
+                if changed:
+                    renames.update(changed)
+                    break
+            else:
+                if eligible:
+                    causes.setdefault(f"no style of {', '.join(styles)} gives new names that are free and legal",
+                                      []).extend(eligible)
+        else:
+            for old in names:
+                renamable(old)
         if not renames:
             return Skip("no skill renamed: " + "; ".join(f"{_names_list(ns)}: {cause}" for cause, ns in causes.items()))
         return {"renames": renames}

@@ -24,7 +24,8 @@ from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_leg
 from hsa.records import Record, clone, iter_calls, normalize_schema
 from hsa.renames import STEP_APPLIERS, owned_copy, param_paths, rename_params
 from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
-from transforms._toolnames import detect_style
+from transforms._banks import load_banks
+from transforms._toolnames import NAME_STYLES, detect_style
 from transforms._toolschema import (
     CONSTRAINING_KEYS,
     convert_tool,
@@ -46,12 +47,16 @@ __all__ = [
     "object_paths",
     "local_refs_only",
     "keys_in_calls",
-    "legal_prefixes",
     "harness_names",
     "mention_finder",
     "param_owners",
     "named_paths",
     "tools_named_paths",
+    "check_styles",
+    "check_range",
+    "check_banks",
+    "fresh_name",
+    "renamed_alike",
     "swappable_keys",
     "rename_declared_params",
     "reorder",
@@ -85,6 +90,40 @@ __all__ = [
     "gold_turns",
     "cut_at_turn",
 ]
+
+
+# --------------------------------------------------------------------------- option checks and fresh names
+
+
+def check_styles(styles: tuple[str, ...], allowed: tuple[str, ...] = NAME_STYLES) -> None:
+    """A transform's ``styles`` option: at least one, each of ``allowed``."""
+    if not styles:
+        raise ValueError("styles must name at least one style")
+    bad = [s for s in styles if s not in allowed]
+    if bad:
+        raise ValueError(f"unknown style(s) {bad}; expected some of {list(allowed)}")
+
+
+def check_range(value: Any, what: str, lo_min: int = 0) -> tuple[int, int]:
+    """An int or ``[lo, hi]`` option, as ``(lo, hi)``."""
+    lo, hi = (value, value) if isinstance(value, int) else tuple(value)
+    if not (isinstance(lo, int) and isinstance(hi, int)) or lo < lo_min or hi < lo:
+        raise ValueError(f"{what} must be an int or [lo, hi] with {lo_min} <= lo <= hi (got {value!r})")
+    return lo, hi
+
+
+def check_banks(banks: tuple[str, ...]) -> None:
+    """A ``banks`` option: the files are read and validated now, so a bad path fails when the recipe is built."""
+    load_banks(tuple(banks))
+
+
+def fresh_name(make, ok, retry: bool, tries: int = 8) -> str | None:
+    """The first name ``make()`` draws that passes ``ok`` (one draw unless ``retry``), else None."""
+    for _ in range(tries if retry else 1):
+        name = make()
+        if ok(name):
+            return name
+    return None
 
 
 # --------------------------------------------------------------------------- records and calls
@@ -152,12 +191,6 @@ def keys_in_calls(record: Record, tool: str, parent: tuple) -> set[str]:
 
 
 # --------------------------------------------------------------------------- names
-
-
-def legal_prefixes(prefixes: Sequence[str], tools: list[dict]) -> list[str]:
-    """The namespace ``prefixes`` that make a legal name in the dialect of every tool."""
-    dialects = sorted({t["dialect"] for t in tools})
-    return [p for p in prefixes if all(is_legal(p + "x", d) for d in dialects)]
 
 
 def harness_names(record: Record) -> set[str]:
@@ -244,9 +277,25 @@ def rename_declared_params(record: Record, renames: list[dict], what: str = "too
         if missing:
             raise ValueError(f"{what}: {tool!r} declares no parameter at {missing}")
     out, _ = owned_copy(record, lambda t: True)  # one copy, then each rename in place (schemas replaced)
+    also = renamed_alike(record, renames)
     for tool, table in by_tool.items():
-        out = rename_params(out, tool, table, copy=False, shared_schemas=True)
+        out = rename_params(out, tool, table, copy=False, shared_schemas=True, also=also)
     return out
+
+
+def renamed_alike(record: Record, renames: list[dict]) -> dict[str, str]:
+    """Parameter names that ``renames`` changes at every declaration in the record, each to one new name: their
+    mentions follow in every text although several tools declare them (``path`` -> ``Path`` everywhere)."""
+    news: dict[str, set[str]] = {}
+    count: dict[str, int] = {}
+    for entry in renames:
+        news.setdefault(entry["path"][-1], set()).add(entry["new"])
+        count[entry["path"][-1]] = count.get(entry["path"][-1], 0) + 1
+    declared: dict[str, int] = {}
+    for t in record["tools"]:
+        for p in param_paths(t["parameters"]):
+            declared[p[-1]] = declared.get(p[-1], 0) + 1
+    return {k: next(iter(v)) for k, v in news.items() if len(v) == 1 and declared.get(k) == count[k]}
 
 
 # --------------------------------------------------------------------------- order and descriptions

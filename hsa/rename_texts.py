@@ -1,0 +1,396 @@
+"""Where a rename reaches the free text of a record: which mentions follow it, and which names stay.
+
+:mod:`hsa.mentions` decides, mention by mention, what a text refers to; this module applies that to records: the
+text function of a tool or skill rename (:func:`names_renamer`: identifier-like names as whole tokens, compound
+names inside longer tokens too, plain words where a text refers to them), the texts a parameter rename reaches
+(:func:`param_mentions`: the tool's own descriptions and results, every text for a name only that tool declares),
+the names that stay (:func:`harness_names`), and the check that no reference to an old name is left
+(:func:`stale_references`, invariant 6 in :mod:`hsa.invariants`). :mod:`hsa.renames` makes the renames.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from hsa.hooks_model import map_content
+from hsa.literals import plain_literals
+from hsa.mapping import ARRAY, Mapping
+from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, stale_mentions
+from hsa.names import is_identifier_like, replace_tokens
+from hsa.record_texts import (labelled_texts, map_schema_descriptions, map_schema_descriptions_in_place, param_paths,
+                              schema_skipper)
+from hsa.records import Record
+
+__all__ = [
+    "LEGACY_MENTIONS",
+    "harness_names",
+    "names_renamer",
+    "token_renamer",
+    "nested_names",
+    "word_name_free",
+    "renames_leaves",
+    "param_mentions",
+    "schema_strings",
+    "rename_in_tool_texts",
+    "rename_param_mentions",
+    "legacy_param_renamer",
+    "step_mentions",
+    "hook_literals",
+    "stale_references",
+    "structured",
+    "prose_only",
+]
+
+
+#: ``mentions`` of :func:`rename_params` for a step made before steps said which mentions follow (the tool's own
+#: descriptions, by the rule of that time: identifier-like names as tokens, plain words in backticks).
+LEGACY_MENTIONS = "legacy"
+
+
+def harness_names(record: Record, renames: dict[str, str] | None = None) -> frozenset[str]:
+    """The names of ``record``'s harness (tools, skills, the skill tool, declared parameters) and the new names of
+    ``renames``: the longer tokens a compound name inside them does not make a mention of it."""
+    out = {t["name"] for t in record["tools"]} | {s["name"] for s in record.get("skills") or ()}
+    out.add(record["skill_tool"]["name"])
+    for t in record["tools"]:
+        out.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
+    if renames:
+        out.update(renames.values())
+    return frozenset(out)
+
+
+def names_renamer(renames: dict[str, str], kind: str, keep: frozenset[str] = frozenset()) -> Callable[[str], str]:
+    """The text function of a tool or skill rename (:mod:`hsa.mentions`): identifier-like names as whole tokens and
+    compound names inside longer tokens too (but inside the ``keep`` names), plain words where a text refers to
+    them. Names that are neither plain nor compound (``getItem``) take the token split of :func:`_token_renamer`."""
+    renames = {k: v for k, v in renames.items() if k != v}
+    if all(is_identifier_like(n) and not is_compound(n) for n in renames):
+        return token_renamer(renames)
+    return mention_renamer(renames, kind, inner=True, keep=keep)
+
+
+def nested_names(record: Record, steps: Iterable[dict]) -> bool:
+    """Whether a compound name that a tools or skills step renames is a part of a longer name of the record or of a
+    step (``git_diff`` of ``git_diff_staged``): then a text rewrite depends on the harness (the longer name stays),
+    not on the step alone."""
+    renamed = [n for st in steps if st["op"] in ("tools", "skills") for n in st["map"] if is_compound(n)]
+    if not renamed:
+        return False
+    names = set(harness_names(record))
+    for st in steps:
+        if st["op"] in ("tools", "skills"):
+            names.update(st["map"])
+            names.update(st["map"].values())
+        elif st["op"] == "params":
+            names.update(k for pair in st.get("paths", ()) for path in pair for k in path if isinstance(k, str))
+    joined = "\x00".join(names)
+    return any(inner_spans(joined, n) for n in renamed)
+
+
+def token_renamer(renames: dict[str, str]) -> Callable[[str], str]:
+    """``lambda s: replace_tokens(s, renames)`` that first tests for each name as a substring (a whole token
+    is one): most texts name nothing renamed, and the test is cheaper than a token split."""
+    names = tuple(k for k, v in renames.items() if k != v)
+
+    def fn(text: str) -> str:
+        for n in names:
+            if n in text:
+                return replace_tokens(text, renames)
+        return text
+
+    return fn
+
+
+def word_name_free(record: Record, name: str) -> bool:
+    """Whether a tool may take the plain word ``name`` (``read``, ``bash``) although the record's texts use it as a
+    word: no harness name or hook literal is ``name`` and no text refers to ``name`` as a tool (:mod:`hsa.mentions`),
+    so a rename back finds the references it made and leaves the words alone."""
+    if is_identifier_like(name) or name in harness_names(record) or name in hook_literals(record):
+        return False
+    return not any(referenced(text, name, "tool") for _, text in labelled_texts(record))
+
+
+def renames_leaves(renames: dict[tuple, str]) -> dict[str, str]:
+    """``{old leaf: new leaf}`` of a parameter rename table."""
+    return {p[-1]: n for p, n in renames.items()}
+
+
+def param_mentions(record: Record, idx: int, renames: dict[tuple, str],
+                   also: dict[str, str] | None = None) -> dict:
+    """The ``mentions`` of a rename of the parameters of ``record["tools"][idx]``: ``own``, the names that every
+    declaration of the tool renames to one new name (renamed in its descriptions and results); ``all``, those of
+    them that no other tool declares (but where ``also`` says the same transform renames them there to the same
+    name too), that name no tool or skill, and that no schema holds as a string value (renamed in every text). A
+    plain word that a schema holds as a string value (a quoted 'content' may be an enum value) is in neither."""
+    tools = record["tools"]
+    leaves = [p[-1] for p in param_paths(tools[idx]["parameters"])]
+    news: dict[str, set[str]] = {}
+    for p, n in renames.items():
+        news.setdefault(p[-1], set()).add(n)
+    own = {k: next(iter(v)) for k, v in news.items()
+           if len(v) == 1 and leaves.count(k) == sum(1 for p in renames if p[-1] == k)}
+    if not own:
+        return {}
+    values = schema_strings([t["parameters"] for t in tools])
+    own = {k: v for k, v in own.items() if is_identifier_like(k) or k not in values}
+    also = also or {}
+    others = {p[-1] for i, t in enumerate(tools) if i != idx for p in param_paths(t["parameters"])}
+    names = {t["name"] for t in tools} | {s["name"] for s in record.get("skills") or ()}
+    everywhere = {k: v for k, v in own.items() if k not in names and (k not in others or also.get(k) == v)}
+    return {k: v for k, v in (("own", own), ("all", everywhere)) if v}
+
+
+def schema_strings(schema: Any, out: set[str] | None = None) -> set[str]:
+    """The string values a schema holds (``enum``, ``const``, ``default``, ``examples``), at any depth."""
+    out = set() if out is None else out
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("enum", "examples") and isinstance(v, list):
+                out.update(x for x in v if isinstance(x, str))
+            elif k in ("const", "default") and isinstance(v, str):
+                out.add(v)
+            elif k != "required":
+                schema_strings(v, out)
+    elif isinstance(schema, list):
+        for v in schema:
+            schema_strings(v, out)
+    return out
+
+
+def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[str], shared_schemas: bool) -> None:
+    """``fn`` on the tool's description and the texts of its schema (a shared schema is rebuilt, never edited)."""
+    if isinstance(tool.get("description"), str):
+        tool["description"] = fn(tool["description"])
+    skip = schema_skipper(names)  # fn changes only texts holding an old name: none in the JSON, no walk
+    if skip is not None and skip(tool["parameters"]):
+        return
+    if shared_schemas:
+        tool["parameters"] = map_schema_descriptions(tool["parameters"], fn)
+    else:
+        map_schema_descriptions_in_place(tool["parameters"], fn)
+
+
+def rename_param_mentions(record: Record, tool: str, idx: int, own_fn, all_fn, everywhere: dict[str, str],
+                           shared_schemas: bool) -> None:
+    """The mentions of a parameter rename outside the tool's schema: the results of the tool's calls (``own_fn``),
+    every other message, the other tools' descriptions, the skills and the prompt (``all_fn``). A tool message
+    belongs to the tool of the earlier call with its ``tool_call_id``, else to its ``name``."""
+    names_by_id: dict[str, str] = {}
+    for m in record["messages"]:
+        for c in m.get("tool_calls") or ():
+            if isinstance(c.get("id"), str):
+                names_by_id[c["id"]] = c["function"]["name"]
+        if "content" not in m:
+            continue
+        if m.get("role") == "tool":
+            cid = m.get("tool_call_id")
+            owner = names_by_id[cid] if isinstance(cid, str) and cid in names_by_id else m.get("name")
+            fn = prose_only(own_fn if owner == tool else all_fn)
+        else:
+            fn = all_fn
+        if fn is not None:
+            m["content"] = map_content(m["content"], fn)
+    if all_fn is None:
+        return
+    for i, t in enumerate(record["tools"]):
+        if i != idx:
+            rename_in_tool_texts(t, all_fn, everywhere, True)
+    for sk in record.get("skills") or ():
+        for key in ("description", "content"):
+            if isinstance(sk.get(key), str):
+                sk[key] = all_fn(sk[key])
+    prompt = record.get("prompt")
+    if prompt and isinstance(prompt.get("sections"), list):
+        for sec in prompt["sections"]:
+            if isinstance(sec, dict):
+                for key in ("title", "body"):
+                    if isinstance(sec.get(key), str):
+                        sec[key] = all_fn(sec[key])
+
+
+def legacy_param_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:
+    """Rename parameters in a description: ``tokens`` as whole tokens, ``quoted`` only inside backticks."""
+    pattern = _quoted_pattern(tuple(sorted(quoted, key=len, reverse=True))) if quoted else None
+
+    def fn(text: str) -> str:
+        if tokens:
+            text = replace_tokens(text, tokens)
+        if pattern is not None and "`" in text:
+            text = pattern.sub(lambda m: f"`{quoted[m.group(1)]}`", text)
+        return text
+
+    return fn
+
+
+@lru_cache(maxsize=1024)
+def _quoted_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("`(" + "|".join(map(re.escape, names)) + ")`")
+
+
+def structured(text: str) -> bool:
+    """Whether ``text`` is structured data (a JSON object or array): a tool result whose keys and values stay as
+    recorded when a parameter is renamed (docs/design.md, "Tool results")."""
+    t = text.strip()
+    if not t or t[0] not in "{[" or t[-1] not in "}]":
+        return False
+    try:
+        import json
+
+        json.loads(t)
+    except ValueError:
+        return False
+    return True
+
+
+def prose_only(fn: Callable[[str], str] | None) -> Callable[[str], str] | None:
+    """``fn`` for the texts of tool results: structured data (:func:`structured`) is left as it is."""
+    if fn is None:
+        return None
+    return lambda text: text if structured(text) else fn(text)
+
+
+def step_mentions(step: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """``(own, everywhere)`` of a params step: the parameter names its mentions follow in the tool's own texts and
+    results, and in every text (:func:`rename_params`); none for a step made before steps said so."""
+    m = step.get("mentions") or {}
+    return dict(m.get("own") or {}), dict(m.get("all") or {})
+
+
+def hook_literals(record: Record) -> set[str]:
+    """Every string value that occurs as a literal in the record's hook source."""
+    out: set[str] = set()
+    for h in record.get("hooks") or ():
+        out |= _literals(h.get("source", ""))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _literals(source: str) -> frozenset[str]:
+    """The values of the plain string literals of ``source`` (and their ``|``-separated parts), cached."""
+    return plain_literals(source)
+
+
+# --------------------------------------------------------------------------- invariant 6: references left behind
+
+
+def stale_references(variant: Record, steps: list[dict]) -> list[tuple[str, str]]:
+    """``(reason, detail)`` for each text of ``variant`` that still refers to a name that ``steps`` (the variant's
+    own mapping steps) renamed away: a plain-word tool or skill name in a reference form, a compound tool or skill
+    name inside a longer token that is no name of the harness (``<skill-creator-path>``), and a parameter name in a
+    reference form where it can only mean the renamed parameter: in its tool's descriptions and results when the
+    tool no longer declares it, in any text when no tool does (and no schema holds it as a value). Identifier-like
+    tool and skill names as whole tokens are :mod:`hsa.invariants`' own older check."""
+    mapping = Mapping(steps)
+    out: list[tuple[str, str]] = []
+    texts = list(labelled_texts(variant))
+    current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
+    keep = harness_names(variant)
+    for kind, op in (("tool", "tools"), ("skill", "skills")):
+        old = {n for st in steps if st["op"] == op for n in st["map"]} - current
+        plain = [n for n in old if not is_identifier_like(n)]
+        compound = [n for n in old if is_compound(n)]
+        if not (plain or compound):
+            continue
+        for where, text in texts:
+            hits = stale_mentions(text, plain, kind) if plain else []
+            hits += [n for n in compound if n in text and inner_spans(text, n, keep)]
+            if hits:
+                out.append(("old name left behind", f"{sorted(set(hits))} still referred to in {where}: "
+                                                    f"{_snippet(text, hits[0])!r}"))
+    out.extend(_stale_params(variant, mapping, texts))
+    return out
+
+
+def _snippet(text: str, name: str, width: int = 40) -> str:
+    i = max(0, text.find(name))
+    return text[max(0, i - width):i + len(name) + width].replace("\n", " ")
+
+
+def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    steps = mapping.steps
+    renamed: dict[str, set[str]] = {}  # variant tool name -> old leaves its steps renamed
+    # the mentions a rename step followed are those of its tables (rename_params: "mentions"; none when absent):
+    # a leaf outside them was left on purpose (declared twice, a schema value, another tool's name), so it is
+    # checked where the step's tables say; a swap (kind "permute") follows its tool's own descriptions
+    follow_own: dict[str, set[str]] = {}
+    follow_all: set[str] = set()
+    for k, st in enumerate(steps):
+        if st["op"] != "params" or st.get("kind") not in (None, "permute"):
+            continue
+        tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
+        leaves = {a[-1] for a, b in st["paths"] if a[-1] != b[-1] and a[-1] != ARRAY}
+        renamed.setdefault(tool, set()).update(leaves)
+        if "mentions" not in st and st.get("kind") == "permute":  # a swap without tables: its tool's descriptions
+            follow_own.setdefault(tool, set()).update(leaves)
+        else:
+            own, every = step_mentions(st)
+            follow_own.setdefault(tool, set()).update(leaf for leaf in leaves if leaf in own)
+            follow_all.update(leaf for leaf in leaves if leaf in every)
+    if not renamed:
+        return []
+    tools = {t["name"]: t for t in variant["tools"]}
+    declared = {name: {p[-1] for p in param_paths(t["parameters"])} for name, t in tools.items()}
+    values = schema_strings([t["parameters"] for t in variant["tools"]])
+    names = set(tools) | {s["name"] for s in variant.get("skills") or ()}
+    out = []
+    everywhere = {leaf for leaves in renamed.values() for leaf in leaves
+                  if not any(leaf in d for d in declared.values()) and leaf not in names
+                  and (is_identifier_like(leaf) or leaf not in values) and leaf in follow_all}
+    if everywhere:
+        for where, text in texts:
+            if where == "a tool message" and structured(text):
+                continue  # structured result data stays as recorded
+            hits = stale_mentions(text, everywhere, "param")
+            if hits:
+                out.append(("old parameter name left behind", f"{sorted(hits)} still referred to in {where}: "
+                                                              f"{_snippet(text, hits[0])!r}"))
+    for tool, leaves in renamed.items():
+        t = tools.get(tool)
+        if t is None:
+            continue
+        own_values = schema_strings(t["parameters"])
+        gone = {leaf for leaf in leaves - everywhere if leaf not in declared[tool]
+                and (is_identifier_like(leaf) or leaf not in own_values) and leaf in follow_own.get(tool, ())}
+        if not gone:
+            continue
+        own_texts = [t["description"]] if isinstance(t.get("description"), str) else []
+        own_texts += _own_schema_texts(t["parameters"])
+        own_texts += _result_texts(variant, tool)
+        for text in own_texts:
+            hits = stale_mentions(text, gone, "param_own")
+            if hits:
+                out.append(("old parameter name left behind", f"{sorted(hits)} of {tool!r} still referred to in its "
+                                                              f"own texts: {_snippet(text, hits[0])!r}"))
+    return out
+
+
+def _own_schema_texts(schema: Any) -> list[str]:
+    out: list[str] = []
+    map_schema_descriptions_in_place(schema, lambda text: out.append(text) or text)
+    return out
+
+
+def _result_texts(record: Record, tool: str) -> list[str]:
+    """The texts of the results of ``tool``'s calls (a tool message belongs to the earlier call of its id, else to
+    its ``name``)."""
+    names_by_id: dict[str, str] = {}
+    out = []
+    for m in record["messages"]:
+        for c in m.get("tool_calls") or ():
+            if isinstance(c.get("id"), str):
+                names_by_id[c["id"]] = c["function"]["name"]
+        if m.get("role") != "tool":
+            continue
+        cid = m.get("tool_call_id")
+        owner = names_by_id[cid] if isinstance(cid, str) and cid in names_by_id else m.get("name")
+        if owner == tool:
+            content = m.get("content")
+            if isinstance(content, str):
+                out.append(content)
+            elif isinstance(content, list):
+                out.extend(p["text"] if isinstance(p, dict) else p for p in content
+                           if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+    return [t for t in out if not structured(t)]
