@@ -379,3 +379,29 @@ def test_distractor_skill_descriptions_are_as_long_as_their_neighbours():
                 assert 0.5 <= len(s["description"]) / median <= 2.0, (s["name"], len(s["description"]), median)
                 assert set(s) == {"name", "description", "content"}
 
+
+
+# --------------------------------------------------------------------------- tool.nest: one container word
+
+
+def test_nest_groups_a_variants_parameters_under_one_neutral_word():
+    """tool.nest names its new objects with one word per variant, a word that says nothing of what they do.
+
+    Before: each tool drew its own word, so one git server read options.repoPath, details.repoPath, spec.target,
+    criteria.branchName and config.revision side by side, and browser_tabs' action became criteria.action."""
+    from transforms.tool import Nest
+
+    t = Nest(p=1.0)
+    variants = 0
+    for raw in all_with_calls():
+        record = normalize(raw)
+        for seed in range(8):
+            variant = run(t, record, random.Random(seed))[0]
+            steps = variant["mapping"][len(record["mapping"]):]
+            words = {split_words(s["container"]["path"][-1])[0].lower() for s in steps if s.get("kind") == "regroup"}
+            if len(steps) < 2:
+                continue
+            variants += 1
+            assert not words & {"criteria", "filters"}, f"{record['id']} seed {seed}: {words}"
+            assert len(words) == 1, f"{record['id']} seed {seed}: containers {words}"
+    assert variants > 20

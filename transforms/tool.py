@@ -236,7 +236,9 @@ class Nest(Transform):
     """Group sibling parameters into a new object parameter; calls are rewritten to match.
 
     For each tool (probability ``p``), ``size`` properties of one object level (the top
-    level or a nested object) move into a new object named from the ``containers`` bank.
+    level or a nested object) move into a new object named from the ``containers`` bank: one
+    word for the whole variant (the next one only where a tool already has it), and only
+    words that say nothing of what the parameters do (``options``, ``params``, ``config``...).
     The new object is required when one of the moved properties was, lists the moved
     required ones as required, and has ``additionalProperties: false`` when its parent
     does or the tool is strict, so strict schemas stay strict. The mapping step
@@ -265,7 +267,10 @@ class Nest(Transform):
             return Skip(_WHOLE_INPUT)
         literals = hook_literals(record)
         taken = record_tokens(record)
-        containers = [str(c) for c in load_banks(tuple(self.banks))["containers"]]
+        containers = [str(c) for c in load_banks(tuple(self.banks))["containers"]] or ["options"]
+        # one container word for the whole variant, as one maintainer would choose it (git_diff's and git_show's
+        # parameters both under "options", never "spec" beside "config"); the next word only where it is taken
+        order = rng.sample(containers, len(containers))
         steps = []
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
@@ -281,8 +286,7 @@ class Nest(Transform):
             chosen = sorted(rng.sample(range(len(keys)), k))
             group = [keys[i] for i in chosen]
             siblings = set(node["properties"]) | F.keys_in_calls(record, t["name"], path)
-            cname = _fresh(lambda: rng.choice(containers) if containers else "options",
-                           lambda n: n not in siblings and n not in taken and is_legal_param(n), retry=True)
+            cname = next((n for n in order if n not in siblings and n not in taken and is_legal_param(n)), None)
             if cname is None:
                 continue
             cname = F.name_in_style([cname], next(iter(node["properties"])))
