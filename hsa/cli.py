@@ -35,7 +35,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
         from hsa.sandbox import set_policy, status
 
         set_policy(args.hook_sandbox)
-        print(status().line(), file=sys.stderr)
+        print(status().brief(), file=sys.stderr)
     try:
         manifest = augment(args.inputs, args.out, recipe, seed=args.seed, variants=args.variants,
                            keep_original=args.keep_original, workers=args.workers, shard_size=args.shard_size,
@@ -379,7 +379,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from hsa.sandbox import set_policy, status
 
         set_policy(args.hook_sandbox)
-        print(status().line(), file=sys.stderr)
+        print(status().brief(), file=sys.stderr)
         if args.hook_sandbox == "require" and status().missing_walls():
             return _die(f"--hook-sandbox require: no layer keeps {'; '.join(status().missing_walls())}; run "
                         "`hsa sandbox check` for details, or --hook-sandbox best")

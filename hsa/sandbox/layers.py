@@ -91,6 +91,14 @@ class Status:
         """One line for the start and the summary of a run."""
         return describe(self.to_dict())
 
+    def brief(self) -> str:
+        """:meth:`line` when something is left open; when every wall stands, a short line that is the same on
+        every machine where it does (what each layer is and how it was applied: ``hsa sandbox check``)."""
+        if self.open or self.missing_walls():
+            return self.line()
+        return (f"hook sandbox ({self.policy}): every wall stands ({', '.join(REQUIRED)}); the layers: "
+                "`hsa sandbox check`")
+
     def missing_walls(self) -> list[str]:
         """The walls of :data:`REQUIRED` that no active layer keeps, each with the threats left open."""
         return [f"{wall} ({', '.join(t for t in threats if t in self.open)})" for wall, threats in REQUIRED.items()
