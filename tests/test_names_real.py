@@ -319,3 +319,33 @@ def test_a_full_stop_after_a_neighbour_is_no_dotted_name():
     assert [r for *_, r in mention_spans(text, "province", "param")] == [False]
     assert [r for *_, r in mention_spans(text, "city", "param")] == [False]
     assert [r for *_, r in mention_spans("Use the fs.read and Glob tools.", "Glob")] == [True]
+
+
+def test_a_word_takes_one_synonym_across_a_namespace():
+    """In one variant, a verb or noun that several tools of a namespace share is replaced by one synonym.
+
+    Before: the demo's first variant read fetch_flash_sale_schedule beside retrieve_return_policy (get -> fetch in
+    one tool, get -> retrieve in the next), which no maintainer renaming a server would write."""
+    from hsa.names import split_words
+
+    records = _load(ROOT / "fixtures" / "mcp" / "records.jsonl") + _load(
+        ROOT / "fixtures" / "livestream" / "trajectories.jsonl")[:20]
+    t = ToolRename(styles=("verb", "noun"), p=1.0)
+    shared = 0
+    for record in records:  # _load gives hsa records already
+        for seed in range(6):
+            params = t.sample(record, random.Random(seed))
+            if not isinstance(params, dict):
+                continue
+            by_word: dict[tuple[str, str], set[str]] = {}
+            for old, new in params["renames"].items():
+                a, b = [w.lower() for w in split_words(old)], [w.lower() for w in split_words(new)]
+                if len(a) != len(b):
+                    continue
+                diff = [(x, y) for x, y in zip(a, b) if x != y]
+                if len(diff) == 1:
+                    by_word.setdefault((namespace_of(old), diff[0][0]), set()).add(diff[0][1])
+            for key, news in by_word.items():
+                shared += 1
+                assert len(news) == 1, f"{record['id']} seed {seed}: {key[1]!r} -> {sorted(news)}"
+    assert shared > 20

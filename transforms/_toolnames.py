@@ -143,7 +143,7 @@ def synonym_choices(old: str, kind: str, *, context: frozenset[str] = frozenset(
 
 
 def _synonym(old: str, kind: str, rng: random.Random, banks: tuple[str, ...], context: frozenset[str] = frozenset(),
-             namespace_words: int = 0, param: bool = False) -> str | None:
+             namespace_words: int = 0, param: bool = False, lexicon: dict[str, str] | None = None) -> str | None:
     prefix = namespace_of(old)
     body = old[len(prefix):]
     choices = synonym_choices(body, kind, context=context, namespace_words=0 if prefix else namespace_words,
@@ -152,7 +152,16 @@ def _synonym(old: str, kind: str, rng: random.Random, banks: tuple[str, ...], co
         return None
     i, alts = rng.choice(choices)
     words = split_words(body)
-    new_words = words[:i] + split_words(rng.choice(alts)) + words[i + 1:]
+    if lexicon is None:
+        pick = rng.choice(alts)
+    else:  # a word one name of the namespace already replaced takes the same synonym here (get -> fetch, all of them)
+        known = [(j, a) for j, a in choices if lexicon.get(words[j].lower()) in a]
+        if known:
+            i, alts = known[0]
+            pick = lexicon[words[i].lower()]
+        else:
+            pick = lexicon.setdefault(words[i].lower(), rng.choice(alts))
+    new_words = words[:i] + split_words(pick) + words[i + 1:]
     return prefix + STYLES[detect_style(body)](new_words)
 
 
@@ -191,8 +200,11 @@ def _medium(old: str, rng: random.Random) -> str:
 
 def new_name(old: str, style: str, rng: random.Random, *, mask_len: tuple[int, int] = (5, 15),
              prefix: str | None = None, banks: tuple[str, ...] = (), context: frozenset[str] = frozenset(),
-             namespace_words: int = 0, param: bool = False) -> str:
+             namespace_words: int = 0, param: bool = False, lexicon: dict[str, str] | None = None) -> str:
     """A new name for ``old`` in ``style`` (see :data:`NAME_STYLES`); ``old`` itself when the style does not apply.
+
+    ``lexicon`` (``verb`` and ``noun`` styles): the synonyms already drawn for other names of the namespace, by
+    word; a word found there takes the same synonym, and a new draw is added to it.
 
     ``prefix`` is the namespace prefix the ``prefix`` style adds (``None``: the style
     does not apply); ``banks`` are extra bank files for the ``verb`` and ``noun`` styles, which replace a word only
@@ -205,9 +217,9 @@ def new_name(old: str, style: str, rng: random.Random, *, mask_len: tuple[int, i
     if style == "mask":
         return _mask(rng, *mask_len)
     if style == "verb":
-        return _synonym(old, "verbs", rng, banks, context, namespace_words, param) or old
+        return _synonym(old, "verbs", rng, banks, context, namespace_words, param, lexicon) or old
     if style == "noun":
-        return _synonym(old, "nouns", rng, banks, context, namespace_words, param) or old
+        return _synonym(old, "nouns", rng, banks, context, namespace_words, param, lexicon) or old
     if style == "prefix":  # a name that already carries a namespace keeps it (no mcp__server__mcp__x__y)
         if prefix is None or old.startswith(prefix) or namespace_of(old):
             return old

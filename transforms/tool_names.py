@@ -103,11 +103,13 @@ class ToolRename(Transform):
         renames: dict[str, str] = {}
         kept: dict[str, str] = {}
 
+        lexicon: dict[str, str] | None = None  # one namespace's synonyms by word (None: each name draws its own)
+
         def fresh(old: str, style: str, prefix: str | None, namespace_words: int) -> str | None:
             tool = by_name[old]
             context = cue_words(tool.get("description") or "")
             return fresh_name(lambda: new_name(old, style, rng, mask_len=self.mask_len, prefix=prefix, banks=self.banks,
-                                           context=context, namespace_words=namespace_words),
+                                           context=context, namespace_words=namespace_words, lexicon=lexicon),
                           lambda n: n != old and n not in renames.values() and is_legal(n, tool["dialect"])
                           and (n not in taken or asked(word_name_free, record, n))
                           and _mentions_invert(old, n),
@@ -141,6 +143,7 @@ class ToolRename(Transform):
             for ns in namespaces(names, server=server, banks=self.banks):
                 members = [n for n in ns.members if eligible(n)]
                 if members:
+                    lexicon = {}  # one word, one synonym in a namespace: get_a, get_b -> fetch_a, fetch_b
                     renames.update(namespace_renames(ns, members, [by_name[n] for n in members], self.styles, self.p,
                                                      self.prefixes, rng, fresh))
         if not renames:
