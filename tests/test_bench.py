@@ -389,3 +389,83 @@ def test_compare_pairs_reports_on_the_same_pool_only(small_pool, tmp_path):
     with pytest.raises(BenchError, match="same pool"):
         build_report(pool, sel, gold_answers(pool, sel), run=RUN0, backend={}, bootstrap=10,
                      compare={**good, "pool_sha256": "0" * 64})
+
+
+# --------------------------------------------------------------------------- report.html
+
+
+def _page_claims(html: str, rep: dict) -> None:
+    """The page is self-contained and carries the numbers of ``rep`` (report.json)."""
+    import re
+
+    from hsa.bench.report import fmt_ci, fmt_pct, fmt_points
+
+    fetches = re.findall(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//""", html, flags=re.I)
+    assert fetches == [] and "@import" not in html and "url(http" not in html
+    assert "default-src 'none'" in html  # the page's policy refuses any request
+    assert rep["pool_sha256"] in html and rep["benchmark"] in html and str(rep["backend"]["model"]) in html
+    h = rep["headline"]
+    assert f"{fmt_points(h['gap'])} points, 95% CI {fmt_ci(h['ci95'], True)}" in html
+    for kind in ("call_turns", "no_call_turns"):
+        blk = rep[kind]
+        for group in ("canonical", "variants", "seen", "held_out"):
+            g = blk[group]
+            if g["n"]:
+                assert f"<td>{fmt_pct(g['accuracy'])}</td><td>{fmt_ci(g['ci95'])}</td><td>{g['n']}</td>" in html
+        for name, g in {**blk["by_family"], **blk["by_transform"]}.items():
+            assert f"<td>{fmt_pct(g['accuracy'])}</td><td>{fmt_ci(g['ci95'])}</td><td>{g['n']}</td><td>" \
+                   f"{fmt_points(g['gap']['gap'])}</td><td>{fmt_ci(g['gap']['ci95'], True)}</td>" in html, name
+        for name in blk["by_category"]:
+            assert f"<td>{name}</td>" in html
+
+
+def test_run_writes_a_self_contained_page_of_its_report(small_pool, tmp_path):
+    """hsa bench run writes report.html beside report.json: no request, the report's numbers, wrong prompts and why."""
+    from hsa.report.browser import BrowserError, Chromium, find_chromium
+
+    with StubServer([("ok", "no call here")]) as stub:
+        rep = _run(small_pool, stub.url, tmp_path / "r")
+    page = tmp_path / "r" / "report.html"
+    html = page.read_text(encoding="utf-8")
+    saved = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
+    _page_claims(html, saved)
+    assert saved["call_turns"]["variants"]["accuracy"] == 0.0 and saved["no_call_turns"]["canonical"]["n"] > 0
+    wrong = sorted(r["id"] for r in rep["results"] if not r["correct"])
+    assert wrong and f'id="p-{wrong[0]}"' in html
+    assert "reply instead of call</b>: no call: the gold turn calls" in html  # the stub never calls a tool
+    assert "no call here" in html  # the model's answer, as it came
+    if find_chromium() is None:
+        return  # the browser half needs Chromium (apt-get install chromium); tests/test_report_page.py says so too
+    try:
+        browser = Chromium()
+    except BrowserError as e:
+        pytest.skip(f"Chromium did not start: {e}")
+    with browser:
+        tab = browser.open(page, wait="document.readyState === 'complete'")  # a page without JavaScript
+        try:
+            assert tab.evaluate("document.querySelectorAll('svg.chart').length") >= 2
+            assert tab.console_errors == [] and tab.requests == [page.resolve().as_uri()]
+        finally:
+            tab.close()
+
+
+def test_page_says_why_memorised_names_are_wrong(small_pool, tmp_path):
+    """Canonical names under renamed tools: the page's sampled prompts name the renamed-away tool and its new name."""
+    from hsa.bench.page import PAGE_WRONG, prompt_details
+    from hsa.bench.pool import load_pool
+    from hsa.bench.report import build_report, write_bench_report
+    from hsa.bench.run import select_prompts
+
+    pool = load_pool(small_pool)
+    sel = select_prompts(pool, families=["tool_names"])
+    answers = gold_answers(pool, sel, canonical_names=True)
+    rep = build_report(pool, sel, answers, run=RUN0, backend={"backend": "test", "model": "memorised"}, bootstrap=50)
+    details = prompt_details(sel, answers, rep["results"])
+    write_bench_report(rep, tmp_path, png=False, prompts=details)
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    _page_claims(html, rep)
+    wrong = [d for d in details if not d["result"]["correct"]]
+    assert 0 < len(wrong) <= PAGE_WRONG and all(d["reasons"] for d in wrong)
+    assert all(not d["reasons"] for d in details if d["result"]["correct"])
+    assert any(k == "renamed-away name" for d in wrong for k, _ in d["reasons"])
+    assert "renamed-away name</b>: called `" in html

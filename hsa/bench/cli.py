@@ -56,7 +56,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="transformers / vllm: generate here (the train extra; vllm needs a GPU); openai: any "
                          "OpenAI-compatible server at --base-url")
     rp.add_argument("--out", required=True, metavar="DIR",
-                    help="folder for report.json, report.md, report.png, predictions.jsonl and the response cache")
+                    help="folder for report.json, report.md, report.html, report.png, predictions.jsonl and the "
+                         "response cache")
     add_server_options(rp)
     lg = rp.add_argument_group("transformers / vllm backends")
     lg.add_argument("--chat-template", metavar="FILE",
@@ -203,5 +204,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         if hasattr(backend, "close"):
             backend.close()
     print(summary_text(report), file=sys.stderr)
-    print(f"report written to {args.out}/report.json (and report.md, predictions.jsonl)", file=sys.stderr)
+    print(f"report written to {args.out}/report.json (and report.md, report.html, predictions.jsonl)",
+          file=sys.stderr)
     return 0

@@ -393,14 +393,19 @@ def plot(report: dict, path: str | Path) -> None:
     plt.close(fig)
 
 
-def write_bench_report(report: dict, out: str | Path, *, png: bool = True) -> None:
-    """report.json, report.md and (unless turned off) report.png in the folder ``out``."""
+def write_bench_report(report: dict, out: str | Path, *, png: bool = True,
+                       prompts: Sequence[dict] | None = None) -> None:
+    """report.json, report.md, report.html and (unless turned off) report.png in the folder ``out``; ``prompts``:
+    the sampled prompts the page shows one by one (:func:`hsa.bench.page.prompt_details`; without them the page
+    has the report's numbers only)."""
+    from hsa.bench.page import render_bench_page
     from hsa.evaluation.report import dumps
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(dumps(report), encoding="utf-8")
     (out / "report.md").write_text(to_markdown(report), encoding="utf-8")
+    (out / "report.html").write_text(render_bench_page(report, prompts), encoding="utf-8")
     if png:
         plot(report, out / "report.png")
 

@@ -218,8 +218,9 @@ def run_bench(pool_path: str | Path, backend, *, out: str | Path, suites: Sequen
               seed: int = 0, cache_path: str | Path | None = None, fmt: str = "auto", string_match: str = "bfcl",
               bootstrap: int = 1000, compare: str | Path | None = None, allow_other_version: bool = False,
               progress: bool | None = None, plot: bool = True) -> dict:
-    """Generate on the pool's prompts with ``backend`` and write ``out``/report.json, report.md, report.png and
-    predictions.jsonl; returns the report."""
+    """Generate on the pool's prompts with ``backend`` and write ``out``/report.json, report.md, report.html,
+    report.png and predictions.jsonl; returns the report."""
+    from hsa.bench.page import prompt_details
     from hsa.bench.report import build_report, write_bench_report
 
     pool = load_pool(pool_path, allow_other_version=allow_other_version)
@@ -244,5 +245,6 @@ def run_bench(pool_path: str | Path, backend, *, out: str | Path, suites: Sequen
                           options={"suites": list(suites), "categories": list(categories),
                                    "families": list(families), "per_category": per_category},
                           compare=compare, notes=sel.notes)
-    write_bench_report(report, out, png=plot)
+    write_bench_report(report, out, png=plot,
+                       prompts=prompt_details(sel, answers, report["results"], fmt=fmt, string_match=string_match))
     return report
