@@ -114,12 +114,16 @@ def test_show_says_no_differences_only_when_there_are_none(evaluated, capsys):  
     """A variant that renames a tool shows the rename, and not "(no differences)" under it.
 
     Fails before: the diff lines went into the header list itself, so "(no differences)" was always appended."""
-    assert main(["show", str(evaluated.data), "--id", evaluated.renamed_row, "--no-color"]) == 0
+    assert main(["show", str(evaluated.data), "--id", evaluated.renamed_row, "--no-color", "--width", "400"]) == 0
     out = capsys.readouterr().out
     canon, new = evaluated.renamed
-    # a name changed in place is one "~" line with its word change marked ([-old-]{+new+}), or a -/+ pair
+    # a name changed in place is one "~" line with its word changes marked ([-old-]{+new+}), or a -/+ pair
+    import re
+
     name_lines = [line for line in out.splitlines() if '"name":' in line and line[:1] in "~-+"]
-    assert any(canon in line for line in name_lines) and any(new in line for line in name_lines), out
+    olds = [re.sub(r"\[-(.*?)-\]", r"\1", re.sub(r"\{\+.*?\+\}", "", x)) for x in name_lines if x[0] in "~-"]
+    news = [re.sub(r"\{\+(.*?)\+\}", r"\1", re.sub(r"\[-.*?-\]", "", x)) for x in name_lines if x[0] in "~+"]
+    assert any(canon in x for x in olds) and any(new in x for x in news), out
     assert "(no differences)" not in out
 
 
@@ -309,8 +313,15 @@ def test_overview_lists_rejects_sandbox_layers_and_hooks_not_replayed(tmp_path):
     html = build_report(tmp_path / "out")
     assert f"{src}:2" in html and "1 lines in rejects.jsonl" in html
     assert "No input record was rejected" not in html
-    assert "does not say which sandbox layers" in html  # an hsa that did not record them
+    # the layers as this hsa records them (hsa.sandbox.Status.to_dict: policy, layers with how / why, open)
+    recorded = json.loads((tmp_path / "out" / "manifest.json").read_text())["hook_sandbox"]
+    assert f"policy {recorded['policy']}" in html
+    for layer, st in recorded["layers"].items():
+        assert f"<td>{layer}</td><td>{'on' if st['on'] else 'off'}</td>" in html
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    del manifest["hook_sandbox"]
+    (tmp_path / "out" / "manifest.json").write_text(json.dumps(manifest))
+    assert "does not say which sandbox layers" in build_report(tmp_path / "out")  # an hsa that did not record them
     manifest["hook_sandbox"] = {"network": {"on": True}, "seccomp": {"on": False, "why": "libseccomp missing"}}
     manifest["hooks_not_replayed"] = {"check_stock (imports shop_helpers)": 2}
     (tmp_path / "out" / "manifest.json").write_text(json.dumps(manifest))

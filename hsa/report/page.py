@@ -152,7 +152,17 @@ def _transforms(m: dict) -> str:
 def _hooks(m: dict) -> str:
     out = ["<h3>Hooks</h3>"]
     sandbox = m.get("hook_sandbox")
-    if isinstance(sandbox, dict) and sandbox:
+    if isinstance(sandbox, dict) and isinstance(sandbox.get("layers"), dict):  # hsa.sandbox.Status.to_dict()
+        rows = [[_e(layer), "on" if st.get("on") else "off", _e(st.get("how") or st.get("why") or "")]
+                for layer, st in sandbox["layers"].items() if isinstance(st, dict)]
+        left = sandbox.get("open") or []
+        out.append(f"<p>The sandbox the hooks were replayed in (policy {_e(sandbox.get('policy', '?'))}), layer by "
+                   "layer:</p>" + _table(["layer", "state", "how / why off"], rows, raw=True)
+                   + (f'<p class="note">Left open: {_e(", ".join(map(str, left)))}</p>' if left
+                      else "<p>Nothing known left open.</p>"))
+    elif isinstance(sandbox, dict) and sandbox.get("exec_hooks") is False:
+        out.append("<p>Hook sandbox: not used (no hook was run).</p>")
+    elif isinstance(sandbox, dict) and sandbox:
         rows = []
         for layer, state in sandbox.items():
             if isinstance(state, dict):
