@@ -289,3 +289,22 @@ def test_skipped_blocks_say_so_in_the_block():
         text = (ROOT / page).read_text(encoding="utf-8")
         for m in skip.finditer(text):
             assert "not run by the docs test" in m["first"], f"{page}: {m['first']!r}"
+
+
+def test_command_cache_key_follows_command_and_inputs(tmp_path):
+    """The cache key changes with the command line and with each input it names (content, or absence), not with
+    comments; blocks with pipes, expansions or changes of folder run whole."""
+    (tmp_path / "in.jsonl").write_text("a\n", encoding="utf-8")
+    key = _key(_argv("hsa validate in.jsonl   # a comment; with `ticks`"), tmp_path)
+    assert key == _key(_argv("hsa validate in.jsonl"), tmp_path)
+    assert key != _key(_argv("hsa validate in.jsonl --strict"), tmp_path)
+    (tmp_path / "in.jsonl").write_text("b\n", encoding="utf-8")
+    assert key != _key(_argv("hsa validate in.jsonl"), tmp_path)
+    out = _key(_argv("hsa augment in.jsonl --out shards/"), tmp_path)
+    (tmp_path / "shards").mkdir()
+    assert out != _key(_argv("hsa augment in.jsonl --out shards/"), tmp_path)
+    for block in ("hsa validate a.jsonl | head", "cd x\nhsa validate a.jsonl", "echo $HOME", "X=1 hsa validate a",
+                  "hsa augment a \\\n  --out b", "hsa validate a && hsa validate b"):
+        assert _plain_lines(block) is None, block
+    assert _plain_lines("hsa export s/ --out v.jsonl\n# note\nhsa validate v.jsonl") == [
+        "hsa export s/ --out v.jsonl", "hsa validate v.jsonl"]
