@@ -241,7 +241,8 @@ def _workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_page(page: str, tmp_path: Path, monkeypatch, cache: Path | None = None) -> tuple[list[int], list[tuple[int, str]]]:
+def run_page(page: str, tmp_path: Path, monkeypatch,
+             cache: Path | None = None) -> tuple[list[int], list[tuple[int, str]]]:
     """Run every block of ``page``; return the lines of the blocks run and the (line, reason) of those skipped."""
     from sybil import Sybil
     from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
