@@ -314,16 +314,13 @@ def map_payload(payload: dict, step: dict, *, table: dict[str, str] | None = Non
     return out
 
 
-def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[str, str] | None = None,
-               text_fn: Callable[[str], str] | None = None) -> Any:
+def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[str, str] | None = None) -> Any:
     """A hook's raw output carried through one mapping step.
 
     Strings follow :func:`text_map` (dict keys are structure and stay); a rewritten
     tool input (``updatedInput``/``updated_input``, at any depth) follows the step as
     the arguments of a call of ``tool_name`` (the payload's tool, before the step).
-    ``table`` is ``text_map(step)`` when the caller has it already. ``text_fn``: the text function the step applied to
-    the messages (a rename's :func:`hsa.rename_texts.names_renamer`); strings follow it instead of the token table,
-    so that a decision message stays the message the hook injected (a plain-word name is renamed per mention).
+    ``table`` is ``text_map(step)`` when the caller has it already.
     """
     from hsa.codemods.analysis import UPDATED_KEYS  # the decision keys, defined once beside MESSAGE_KEYS
 
@@ -332,8 +329,6 @@ def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[st
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
-            if text_fn is not None:
-                return text_fn(value)
             return replace_tokens(value, table) if table else value
         if isinstance(value, list):
             return [walk(v) for v in value]

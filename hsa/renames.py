@@ -145,18 +145,17 @@ def _hook_harness(record: Record):
     return HarnessBefore(record)
 
 
-def _sync_hooks(record: Record, step: dict, before, text_fn: Callable[[str], str] | None = None) -> None:
-    """Make hooks, and the events they recorded, follow ``step`` (``before``: :func:`_hook_harness` of the input;
-    ``text_fn``: the text function the step applied to the messages, which recorded decisions follow too)."""
+def _sync_hooks(record: Record, step: dict, before) -> None:
+    """Make hooks, and the events they recorded, follow ``step`` (``before``: :func:`_hook_harness` of the input)."""
     if before is not None:  # role-aware sync; refusals become notes (hsa.codemods.sync)
         from hsa.codemods.sync import sync_record_hooks
 
-        sync_record_hooks(record, step, before, payloads=False, text_fn=text_fn)
+        sync_record_hooks(record, step, before, payloads=False)
         return
     if record.get("hook_events"):  # events without hook source follow as in sync_record_hooks
         from hsa.codemods.sync import sync_record_events
 
-        sync_record_events(record, step, payloads=False, text_fn=text_fn)
+        sync_record_events(record, step, payloads=False)
 
 
 def _map_hook_payloads(record: Record, step: dict, text_fn: Callable[[str], str] | None = None) -> None:
@@ -216,7 +215,7 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
     st["name"] = renames.get(st["name"], st["name"])
     text_fn = names_renamer(renames, "tool", harness_names(record, renames))
     map_texts_skipping(out, text_fn, skip_texts)
-    _sync_hooks(out, step, before, text_fn)
+    _sync_hooks(out, step, before)
     _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)
     return out
@@ -379,7 +378,7 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
     _rename_skill_values(out, renames)
     text_fn = names_renamer(renames, "skill", harness_names(record, renames))
     map_texts_skipping(out, text_fn, skip_texts)
-    _sync_hooks(out, step, before, text_fn)
+    _sync_hooks(out, step, before)
     _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)
     return out

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -711,7 +710,7 @@ def parse_refusal_note(note: str) -> tuple[str, str] | None:
 
 
 def sync_record_hooks(record: dict, step: dict, before: dict | Harness | HarnessBefore, *,
-                      payloads: bool = True, text_fn: Callable[[str], str] | None = None) -> None:
+                      payloads: bool = True) -> None:
     """Carry every hook of ``record`` (changed in place) through ``step``.
 
     ``before`` is the record before the step, its :func:`harness_of`, or a :class:`HarnessBefore` made of it
@@ -719,8 +718,7 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
 
     Hook sources are rewritten (or a refusal note is added), matchers follow tool
     renames, and each hook event's payload, decision and injected message follow
-    the step, so the recorded events stay what the rewritten hooks produce (``text_fn``: see
-    :func:`sync_record_events`).
+    the step, so the recorded events stay what the rewritten hooks produce.
     """
     if not isinstance(before, HarnessBefore):
         before = _Known(before if isinstance(before, Harness) else harness_of(before))
@@ -751,7 +749,7 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
                 record["notes"].append(refusal_note(hook, exc.refusal))
                 continue
             hook["matcher"] = new_matcher
-    sync_record_events(record, step, payloads=payloads, text_fn=text_fn)
+    sync_record_events(record, step, payloads=payloads)
 
 
 class _Known:
@@ -766,19 +764,15 @@ class _Known:
         return _harness_for(step, self._h)
 
 
-def sync_record_events(record: dict, step: dict, *, payloads: bool = True,
-                       text_fn: Callable[[str], str] | None = None) -> None:
+def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> None:
     """Carry each hook event of ``record`` (in place) through ``step``: its decision, its payload (with
-    ``payloads``) and, for a parameter rename, the message the hook injected (text or text parts). ``text_fn``: the
-    text function a tool or skill rename applied to the messages (:func:`hsa.rename_texts.names_renamer`); the
-    decision's texts follow it, as the injected message did, instead of the step's token table."""
+    ``payloads``) and, for a parameter rename, the message the hook injected (text or text parts)."""
     table = text_map(step)
     for ev in record.get("hook_events") or ():
         payload = ev.get("payload")
         tool_name = payload.get("tool_name") if isinstance(payload, dict) else None
         if isinstance(ev.get("decision"), dict):
-            ev["decision"] = map_output(ev["decision"], step, tool_name if isinstance(tool_name, str) else None,
-                                        table=table, text_fn=text_fn)
+            ev["decision"] = map_output(ev["decision"], step, tool_name if isinstance(tool_name, str) else None)
         if payloads and isinstance(payload, dict):
             ev["payload"] = map_payload(payload, step)
         if step.get("op") == "params" and table:
