@@ -318,6 +318,16 @@ def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]
     follow_own: dict[str, set[str]] = {}
     follow_all: set[str] = set()
     for k, st in enumerate(steps):
+        if st["op"] == "params" and st.get("kind") == "regroup":
+            # a later flatten / nest moves a parameter and leaves its mentions as they are (they name the parameter
+            # it was): a leaf renamed earlier and declared again by then (a swap) is no longer judged by this check
+            tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
+            moved = {a[-1] for a, _ in st["paths"] if a and a[-1] != ARRAY}
+            for table in (renamed, follow_own):
+                if tool in table:
+                    table[tool] -= moved
+            follow_all -= moved
+            continue
         if st["op"] != "params" or st.get("kind") not in (None, "permute"):
             continue
         tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])

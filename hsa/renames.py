@@ -214,11 +214,34 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
     text_fn = names_renamer(renames, "tool", harness_names(record, renames))
+    injected = _hook_injected(out)
     map_texts_skipping(out, text_fn, skip_texts)
+    _map_injected(out, injected, renames)
     _sync_hooks(out, step, before)
     _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)
     return out
+
+
+def _hook_injected(record: Record) -> dict[int, Any]:
+    """The contents of the messages that hooks injected (an event's ``message_index`` whose decision has a
+    message), by index, before a rename changes them."""
+    out: dict[int, Any] = {}
+    for ev in record.get("hook_events") or ():
+        i, decision = ev.get("message_index"), ev.get("decision")
+        if isinstance(i, int) and 0 <= i < len(record["messages"]) and isinstance(decision, dict) \
+                and isinstance(decision.get("message"), str) and "content" in record["messages"][i]:
+            out[i] = record["messages"][i]["content"]
+    return out
+
+
+def _map_injected(record: Record, injected: dict[int, Any], renames: dict[str, str]) -> None:
+    """A message a hook injected follows the rename as the hook's own text does (every token, as
+    :mod:`hsa.codemods.sync` rewrites the hook and its recorded decision), not the per-mention rule of the other
+    texts: the recorded decision, the injected message and what the rewritten hook returns stay one text."""
+    table = {k: v for k, v in renames.items() if k != v}
+    for i, content in injected.items():
+        record["messages"][i]["content"] = map_content(content, lambda text: replace_tokens(text, table))
 
 
 def _skip_all_or(skip: Callable[[Any], bool] | None, record: Record) -> Callable[[Any], bool] | None:
@@ -377,7 +400,9 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
     _rewrite_calls(out, step)
     _rename_skill_values(out, renames)
     text_fn = names_renamer(renames, "skill", harness_names(record, renames))
+    injected = _hook_injected(out)
     map_texts_skipping(out, text_fn, skip_texts)
+    _map_injected(out, injected, renames)
     _sync_hooks(out, step, before)
     _map_hook_payloads(out, step, text_fn)
     out["mapping"].append(step)

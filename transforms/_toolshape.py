@@ -171,6 +171,8 @@ def dress(tool: dict, raw: dict, shape: dict) -> dict:
             given = raw.get("annotations") if isinstance(raw.get("annotations"), dict) else {}
             extra[key] = {k: (title if k == "title" else given.get(k, _DEFAULT_HINTS.get(k, value.get(k))))
                           for k in shape.get("hints", ())}
+        elif key == "strict":  # strict form is the caller's choice (internal_tool): never claimed for a loose schema
+            extra[key] = False
         elif key == "outputSchema":
             schema = raw.get("output_schema") or raw.get("outputSchema") or _DEFAULT_OUTPUT
             output = _json.copy(schema) if isinstance(schema, dict) else _json.copy(_DEFAULT_OUTPUT)

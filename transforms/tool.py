@@ -408,7 +408,10 @@ class Distractors(Transform):
         lo, hi = _check_range(self.n, "n")
         tools = record["tools"]
         dialect = tools[0]["dialect"] if tools else "openai"
-        strict = bool(tools) and sum(is_strict(t) for t in tools) * 2 > len(tools)
+        # strict form when most real tools are strict (the skill tool aside, as in shape_of: its neighbours)
+        skill = (record.get("skill_tool") or {}).get("name")
+        real = [t for t in tools if t["name"] != skill] or tools
+        strict = bool(real) and sum(is_strict(t) for t in real) * 2 > len(real)
         taken = asked_set(_taken_or_mapped, record)
         shape = shape_of(record)  # what every real tool has: a distractor is written the same way
         legal, pool, other, rest = F.distractor_candidates(record, self._pool(), taken, dialect, self.max_relevance,
