@@ -279,10 +279,10 @@ def test_readme_mapping_example(tmp_path, fixture_lines):
 
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(fixture_lines[:2]) + "\n", encoding="utf-8")
-    assert main(["augment", str(src), "--out", str(tmp_path / "shards"), "--variants", "4", "--seed", "0",
+    assert main(["augment", str(src), "--out", str(tmp_path / "shards"), "--variants", "2", "--seed", "0",
                  "--quiet"]) == 0
-    row = datasets.load_from_disk(str(tmp_path / "shards"))[3]
-    assert row["id"] == "ls-000001/4"
+    row = datasets.load_from_disk(str(tmp_path / "shards"))[2]
+    assert row["id"] == "ls-000002/1"
     m = hsa.Mapping.from_dict(row["mapping"])
     assert m.tool_names()["get_product_info_by_link_id"] == "GetProductInfoByLinkId"
     assert m.to_canonical({"name": "GetProductInfoByLinkId", "arguments": {"link_id": 3}}) == \

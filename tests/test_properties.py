@@ -92,10 +92,12 @@ def test_generated_records_round_trip_through_the_input_format(raw):
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_records_cover_every_dialect_and_argument_encoding(dialect):
-    """records(dialects=d) writes tools in dialect d; arguments come as JSON strings and as objects."""
+    """records(dialects=d) writes tools in dialect d; arguments come as JSON strings and as objects.
+
+    40 examples: at 15, one full-suite run under load saw only objects for openai (each record draws one encoding)."""
     seen: set[str] = set()
 
-    @settings(max_examples=15, database=None, derandomize=True)
+    @settings(max_examples=40, database=None, derandomize=True)
     @given(records(dialects=dialect, max_turns=2))
     def draw(raw):
         tools_ = raw["tools"] if isinstance(raw["tools"], list) else json.loads(raw["tools"])

@@ -56,7 +56,7 @@ GEN_YAML = "generation_kwargs:\n  exponential_decay_length_penalty: [2, 4.0]\n"
 
 
 def hooked_mini_shards_at(out: Path) -> Path:
-    """:data:`HOOKED_RECORDS` augmented into ``out`` (originals and two variants each)."""
+    """:data:`HOOKED_RECORDS` augmented into ``out`` (originals and two variants each; seed 3 draws a rename of the product tool, which the rollout tests need)."""
     import hsa
     from hsa.pipeline import augment
 
@@ -65,7 +65,7 @@ def hooked_mini_shards_at(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     src = out / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in HOOKED_RECORDS), encoding="utf-8")
-    augment([src], out / "shards", hsa.load_recipe("default"), variants=2, keep_original=True)
+    augment([src], out / "shards", hsa.load_recipe("default"), variants=2, keep_original=True, seed=3)
     return out / "shards"
 
 

@@ -14,7 +14,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from hsa.report.page import CSP, _asset, _code, _e, _kv, _n, _table
+from hsa.report.page import CSP
+from hsa.report.page import asset as _asset
+from hsa.report.page import code as _code
+from hsa.report.page import escape_html as _e
+from hsa.report.page import key_values as _kv
+from hsa.report.page import number as _n
+from hsa.report.page import table as _table
 from hsa.report.plots import Bar, bars
 
 __all__ = ["PAGE_WRONG", "PAGE_RIGHT", "prompt_details", "render_bench_page"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from hsa.report.plots import Bar, bars, histogram
 
-__all__ = ["render_page", "CSP"]
+__all__ = ["render_page", "CSP", "asset", "code", "escape_html", "key_values", "number", "table"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
@@ -388,3 +388,7 @@ def render_page(page: dict, *, title: str = "hsa report", command: str | None = 
     return (head + header + "".join(body) + "</main>"
             f'<script type="application/json" id="hsa-data">{_json_script(client)}</script>'
             f"<script>{_asset('report.js')}</script></body></html>\n")
+
+
+# the pieces other pages are drawn with (hsa.bench.page): the stylesheet and script, escaping, numbers, tables
+asset, code, escape_html, key_values, number, table = _asset, _code, _e, _kv, _n, _table
