@@ -114,3 +114,17 @@ def test_sandbox_check_blocks_every_attack_and_fails_on_a_missing_layer(capsys, 
     layers.disable("syscalls", "failed in the worker: seccomp: turned off by the test")
     assert main(["sandbox", "check"]) == 1
     assert "layers off that this policy wants on: syscalls" in capsys.readouterr().err
+
+
+def test_an_interpreter_under_tmp_stays_visible_in_the_namespace(monkeypatch, tmp_path):
+    """bwrap mounts an empty /tmp; a virtualenv under /tmp (a CI checkout there) is bound back read-only, before the
+    worker's own folder. Before: bwrap could not exec the interpreter and the namespaces layer was off there."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    assert str(venv).startswith("/tmp/"), "pytest's tmp_path is under /tmp on the machines this runs on"
+    monkeypatch.setattr(layers.sys, "prefix", str(venv))
+    monkeypatch.setitem(layers._STATE, "bwrap", {"path": "/usr/bin/bwrap"})
+    args = layers.bwrap_args(str(tmp_path / "home"), keep_caps=False)
+    tmpfs = args.index("--tmpfs")
+    bind = [i for i in range(len(args) - 2) if args[i:i + 3] == ["--ro-bind", str(venv), str(venv)]]
+    assert bind and bind[0] > tmpfs and bind[0] < args.index("--chdir"), args

@@ -384,7 +384,14 @@ def bwrap_args(home: str, *, keep_caps: bool) -> list[str]:
     b = _STATE["bwrap"]["path"]
     args = [b, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-            "--tmpfs", "/tmp", "--bind", home, home, "--chdir", home]
+            "--tmpfs", "/tmp"]
+    # an interpreter or virtualenv under /tmp (a checkout in /tmp, as CI machines make) stays visible, read-only,
+    # above the empty /tmp: before, bwrap could not exec it and the namespaces layer was off on such machines
+    for path in sorted({sys.prefix, os.path.realpath(sys.prefix), sys.base_prefix, os.path.realpath(sys.base_prefix),
+                        os.path.dirname(os.path.realpath(sys.executable))}):
+        if path.startswith("/tmp/") and os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--bind", home, home, "--chdir", home]
     if not keep_caps and os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
     return args + ["--"]

@@ -187,15 +187,17 @@ class Sandbox:
         kernel end every process of the namespace and bubblewrap exit after reaping it, so no zombie is handed to
         a pid 1 that may never reap it (containers). Then the whole group is killed (SIGKILL before the leader is
         reaped, so its id cannot have been reused)."""
-        for child in _children(proc.pid):
+        children = _children(proc.pid)
+        for child in children:
             try:
                 os.kill(child, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            proc.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            pass
+        if children:  # bubblewrap exits once its namespace's init is gone; a worker without bwrap is killed below
+            try:     # (waiting here for a worker that was never told to stop cost a second per worker)
+                proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
