@@ -20,7 +20,7 @@ from hsa.mapping import ARRAY
 from hsa.names import is_plain_token, text_tokens
 from hsa.records import Record
 
-__all__ = [
+__all__ = ["content_parts", 
     "map_schema_descriptions",
     "map_schema_descriptions_in_place",
     "copy_for_texts",
@@ -39,6 +39,17 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- free text
+
+
+def content_parts(content: Any) -> list[str]:
+    """The texts of a message's ``content``: the string itself, or the text parts (strings or ``{"text": ...}``)
+    of a list of parts; nothing for anything else."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] if isinstance(p, dict) else p for p in content
+                if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+    return []
 
 
 def map_schema_descriptions(schema: Any, fn: Callable[[str], str]) -> Any:
@@ -186,12 +197,7 @@ def _texts(record: Record, *, schemas: bool, rewritten: bool, hooks: bool) -> li
     section titles and bodies, and (``hooks``) hook sources."""
     out: list[str] = []
     for m in record["messages"]:
-        c = m.get("content")
-        if isinstance(c, str):
-            out.append(c)
-        elif isinstance(c, list):
-            out.extend(p["text"] if isinstance(p, dict) else p for p in c
-                       if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+        out.extend(content_parts(m.get("content")))
     for t in record["tools"]:
         if isinstance(t.get("description"), str):
             out.append(t["description"])
@@ -209,14 +215,7 @@ def _texts(record: Record, *, schemas: bool, rewritten: bool, hooks: bool) -> li
 def labelled_texts(record: Record):
     """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose."""
     for m in record["messages"]:
-        c = m.get("content")
-        if isinstance(c, str):
-            parts = [c]
-        elif isinstance(c, list):
-            parts = [p["text"] if isinstance(p, dict) else p for p in c
-                     if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
-        else:
-            parts = []
+        parts = content_parts(m.get("content"))
         for part in parts:
             yield f"a {m.get('role', 'message')} message", part
     for t in record["tools"]:

@@ -20,6 +20,7 @@ from hsa.literals import plain_literals
 from hsa.mapping import ARRAY, Mapping
 from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, stale_mentions
 from hsa.names import is_identifier_like, replace_tokens
+from hsa.record_texts import content_parts
 from hsa.record_texts import (labelled_texts, map_schema_descriptions, map_schema_descriptions_in_place, param_paths,
                               schema_skipper)
 from hsa.records import Record
@@ -397,10 +398,5 @@ def _result_texts(record: Record, tool: str) -> list[str]:
         cid = m.get("tool_call_id")
         owner = names_by_id[cid] if isinstance(cid, str) and cid in names_by_id else m.get("name")
         if owner == tool:
-            content = m.get("content")
-            if isinstance(content, str):
-                out.append(content)
-            elif isinstance(content, list):
-                out.extend(p["text"] if isinstance(p, dict) else p for p in content
-                           if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str))
+            out.extend(content_parts(m.get("content")))
     return [t for t in out if not structured(t)]

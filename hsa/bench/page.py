@@ -29,16 +29,19 @@ __all__ = ["PAGE_WRONG", "PAGE_RIGHT", "prompt_details", "render_bench_page"]
 PAGE_WRONG, PAGE_RIGHT = 50, 10
 
 
-def _pct(v: Any) -> str:
+def fmt_pct(v: Any) -> str:
+    """A fraction as a percentage with one decimal ("–" for None)."""
     return "–" if v is None else f"{100 * v:.1f}"
 
 
-def _pts(v: Any) -> str:
+def fmt_points(v: Any) -> str:
+    """A difference of fractions in signed percentage points."""
     return "–" if v is None else f"{100 * v:+.1f}"
 
 
-def _ci(ci: Any, points: bool = False) -> str:
-    f = _pts if points else _pct
+def fmt_ci(ci: Any, pts: bool = False) -> str:
+    """An interval ``[lo, hi]`` in % (or points with ``pts``)."""
+    f = fmt_points if pts else fmt_pct
     return "–" if not ci else f"[{f(ci[0])}, {f(ci[1])}]"
 
 
@@ -137,8 +140,8 @@ def _groups_table(blk: dict) -> str:
     for name, g, gap in (("canonical", blk["canonical"], None), ("variants", blk["variants"], blk["gap"]),
                          ("seen families", blk["seen"], blk["seen_gap"]),
                          ("held-out families", blk["held_out"], blk["held_out_gap"])):
-        rows.append([_e(name), _pct(g["accuracy"]), _ci(g["ci95"]), _n(g["n"]), _n(g["n_items"]),
-                     _pts(gap["gap"]) if gap else "", _ci(gap["ci95"], True) if gap else ""])
+        rows.append([_e(name), fmt_pct(g["accuracy"]), fmt_ci(g["ci95"]), _n(g["n"]), _n(g["n_items"]),
+                     fmt_points(gap["gap"]) if gap else "", fmt_ci(gap["ci95"], True) if gap else ""])
     return _table(["group", "accuracy %", "95% CI", "prompts", "items", "gap vs canonical (points)", "gap 95% CI"],
                   rows, raw=True, cls="wide")
 
@@ -146,8 +149,8 @@ def _groups_table(blk: dict) -> str:
 def _by_table(by: dict, label: str, *, family: bool = False) -> str:
     rows = []
     for name, g in by.items():
-        rows.append([_e(name) + (" (held out)" if family and g.get("held_out") else ""), _pct(g["accuracy"]),
-                     _ci(g["ci95"]), _n(g["n"]), _pts(g["gap"]["gap"]), _ci(g["gap"]["ci95"], True)])
+        rows.append([_e(name) + (" (held out)" if family and g.get("held_out") else ""), fmt_pct(g["accuracy"]),
+                     fmt_ci(g["ci95"]), _n(g["n"]), fmt_points(g["gap"]["gap"]), fmt_ci(g["gap"]["ci95"], True)])
     return _table([label, "accuracy %", "95% CI", "prompts", "gap vs canonical (points)", "gap 95% CI"], rows,
                   raw=True, cls="wide", empty=f"No variant prompts (no {label}).")
 
@@ -157,8 +160,8 @@ def _category_table(by: dict) -> str:
     for name, g in by.items():
         c, v = g["canonical"], g["variants"]
         diff = None if c["accuracy"] is None or v["accuracy"] is None else c["accuracy"] - v["accuracy"]
-        rows.append([_e(name), _pct(c["accuracy"]), _ci(c["ci95"]), _n(c["n"]), _pct(v["accuracy"]), _ci(v["ci95"]),
-                     _n(v["n"]), _pts(diff)])
+        rows.append([_e(name), fmt_pct(c["accuracy"]), fmt_ci(c["ci95"]), _n(c["n"]), fmt_pct(v["accuracy"]), fmt_ci(v["ci95"]),
+                     _n(v["n"]), fmt_points(diff)])
     return _table(["suite/category", "canonical %", "95% CI", "n", "variants %", "95% CI", "n",
                    "canonical − variants (points)"], rows, raw=True, cls="wide")
 
@@ -207,8 +210,8 @@ def render_bench_page(report: dict, prompts: Sequence[dict] | None = None, *, ti
                  f'{_e(report.get("hsa_version", __version__))} · the numbers of report.json beside this page</p>'
                  "</header><main>"]
     out.append('<section id="overview"><h2>Overview</h2>')
-    out.append(f'<p class="lead"><b>Headline — {_e(h["name"])}: {_pts(h["gap"])} points, 95% CI '
-               f'{_ci(h["ci95"], True)}</b> (canonical {_pct(h["canonical"])}%, variants {_pct(h["variants"])}%, '
+    out.append(f'<p class="lead"><b>Headline — {_e(h["name"])}: {fmt_points(h["gap"])} points, 95% CI '
+               f'{fmt_ci(h["ci95"], True)}</b> (canonical {fmt_pct(h["canonical"])}%, variants {fmt_pct(h["variants"])}%, '
                f'relative {rel}; {_n(h["n_items"])} items). {_e(h["definition"])}.</p>')
     for note in report.get("notes") or ():
         out.append(f'<p class="note">{_e(note)}</p>')
@@ -236,7 +239,7 @@ def render_bench_page(report: dict, prompts: Sequence[dict] | None = None, *, ti
         p = report["paired"]
         out.append("<h3>Paired with another report on the same pool</h3>" + _table(
             ["turns", "difference (points)", "95% CI", "prompts"],
-            [[_e(k.replace("_", "-")), _pts(p[f"{k}_turns"]["difference"]), _ci(p[f"{k}_turns"]["ci95"], True),
+            [[_e(k.replace("_", "-")), fmt_points(p[f"{k}_turns"]["difference"]), fmt_ci(p[f"{k}_turns"]["ci95"], True),
               _n(p[f"{k}_turns"]["n"])] for k in ("call", "no_call") if f"{k}_turns" in p], raw=True) +
             f'<p class="muted">other: {_code(p.get("other"))}, {_e(json.dumps(p.get("other_backend")))}</p>')
     out.append("</section>")

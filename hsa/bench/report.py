@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hsa.bench.page import fmt_ci, fmt_pct, fmt_points
 from hsa.bench.pool import BenchError
 
 __all__ = ["HEADLINE", "score_prompt", "bfcl_turn_correct", "build_report", "write_bench_report", "to_markdown",
@@ -287,22 +288,6 @@ def _compare(results: list[dict], other: str | Path | dict, sha: str, *, seed: i
 
 
 # --------------------------------------------------------------------------- output
-
-
-def fmt_pct(v: Any) -> str:
-    """A fraction as a percentage with one decimal ("–" for None)."""
-    return "–" if v is None else f"{100 * v:.1f}"
-
-
-def fmt_points(v: Any) -> str:
-    """A difference of fractions in signed percentage points."""
-    return "–" if v is None else f"{100 * v:+.1f}"
-
-
-def fmt_ci(ci: Any, pts: bool = False) -> str:
-    """An interval ``[lo, hi]`` in % (or points with ``pts``)."""
-    f = fmt_points if pts else fmt_pct
-    return "–" if not ci else f"[{f(ci[0])}, {f(ci[1])}]"
 
 
 def to_markdown(report: dict) -> str:
