@@ -293,22 +293,44 @@ def rename_mentions(text: str, renames: Mapping[str, str], kind: str = "tool", *
                     keep: Collection[str] = ()) -> str:
     """``text`` with every reference to a key of ``renames`` replaced by its value, all at once (swaps work).
 
-    ``inner``: compound names inside longer tokens follow too (:func:`inner_spans`, but tokens in ``keep``)."""
+    ``inner``: compound names inside longer tokens follow too (:func:`inner_spans`, but tokens in ``keep``).
+    Whether a plain word is a reference can hang on its neighbour ("get Get (Get)": the capitalised word after a
+    lower-case one), and a neighbour may be a name that just changed; so the text is read again until no old name
+    outside the replaced spans reads as a reference: the result refers to none of them (what
+    :func:`stale_mentions` checks), and a replaced span is never renamed twice (swaps stay swaps)."""
     if not text or not renames:
         return text
     names = [k for k, v in renames.items() if k != v and k in text]
     if not names:
         return text
-    spans = _spans(text, names, kind, inner, keep)
-    if not spans:
-        return text
-    pieces, pos = [], 0
-    for s, e, n in spans:
-        pieces.append(text[pos:s])
-        pieces.append(renames[n])
-        pos = e
-    pieces.append(text[pos:])
-    return "".join(pieces)
+    done: list[tuple[int, int]] = []  # the replaced spans, in the current text
+    for _ in range(8):
+        spans = [(s, e, n) for s, e, n in _spans(text, names, kind, inner, keep)
+                 if not any(s < de and ds < e for ds, de in done)]
+        if not spans:
+            break
+        pieces, pos, shift, moved = [], 0, 0, []
+        for s, e, n in spans:
+            pieces.append(text[pos:s])
+            new = renames[n]
+            moved.append((s, e, len(new) - (e - s)))
+            pieces.append(new)
+            pos = e
+        pieces.append(text[pos:])
+        text = "".join(pieces)
+        done = [_shifted(span, moved) for span in done] + \
+            [(s + sum(d for ms, _, d in moved if ms < s), s + sum(d for ms, _, d in moved if ms < s) + len(renames[n]))
+             for s, e, n in spans]
+        names = [n for n in names if n in text]
+        if not names:
+            break
+    return text
+
+
+def _shifted(span: tuple[int, int], moved: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """``span`` after the replacements ``moved`` (start, end, change of length), none of which overlaps it."""
+    d = sum(delta for s, _, delta in moved if s < span[0])
+    return span[0] + d, span[1] + d
 
 
 def mention_renamer(renames: Mapping[str, str], kind: str = "tool", *, inner: bool = False,

@@ -349,3 +349,32 @@ def test_a_word_takes_one_synonym_across_a_namespace():
                 shared += 1
                 assert len(news) == 1, f"{record['id']} seed {seed}: {key[1]!r} -> {sorted(news)}"
     assert shared > 20
+
+
+def test_a_reference_made_by_a_renamed_neighbour_follows_too():
+    """'get Get (Get)': "(Get)" after "Get" reads as the word, after the new lower-case "teG" as the tool; the
+    renamer reads the text again, so invariant 6 finds no reference left (hypothesis found it, 2026-12-02)."""
+    from hsa.mentions import rename_mentions, stale_mentions
+
+    out = rename_mentions("Set get Get (Get).", {"Get": "teG", "set": "geeA"}, "tool")
+    assert out == "Set get teG (teG)."
+    assert stale_mentions(out, ["Get", "set"], "tool") == []
+    assert rename_mentions("Use `a` and `b`, then `b`.", {"a": "b", "b": "a"}, "tool") == "Use `b` and `a`, then `a`."
+
+
+def test_two_tools_never_meet_in_one_new_name():
+    """get and Get in one namespace: the screaming convention would give both GET; one keeps its name instead
+    (before: 'duplicate tool name' under invariant 1)."""
+    record = normalize({"messages": [{"role": "user", "content": "Hi."}],
+                        "tools": [{"name": n, "input_schema": {"type": "object", "properties": {}}}
+                                  for n in ("get", "Get", "set")]})
+    seen = 0
+    for seed in range(40):
+        for styles in (("screaming", "mask"), ("snake", "camel", "pascal", "kebab", "screaming", "verb", "mask")):
+            params = ToolRename(styles=styles).sample(record, random.Random(seed))
+            if isinstance(params, dict):
+                news = list(params["renames"].values()) + [n for n in ("get", "Get", "set")
+                                                           if n not in params["renames"]]
+                assert len(news) == len(set(news)), params
+                seen += 1
+    assert seen

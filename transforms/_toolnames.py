@@ -358,7 +358,7 @@ def namespace_renames(ns: Namespace, members: list[str], tools: list[dict], styl
                 new = fresh(old, style, None, ns.words) if drawn[old] else None
                 if new is None and drawn[old] and other:  # a synonym of another word: Read -> View, Bash -> Shell
                     new = fresh(old, other, None, ns.words)
-                if new is not None:
+                if new is not None and new not in table.values():  # get, Get -> GET, GET: the second keeps its name
                     table[old] = new
         else:
             table = _convention(ns, members, tools, style, prefixes, rng, fresh)
@@ -381,6 +381,8 @@ def _convention(ns: Namespace, members: list[str], tools: list[dict], style: str
         new = fresh(old, style, prefix, ns.words)
         if new is None and new_name(old, style, random.Random(0), prefix=prefix, namespace_words=ns.words) != old:
             return {}  # a member cannot take the convention (its new name is taken): the namespace keeps its own
+        if new is not None and new in table.values():
+            return {}  # two members meet in the convention (get, Get -> GET): the namespace keeps its own
         if new is not None:
             table[old] = new
     return table
