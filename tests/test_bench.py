@@ -354,6 +354,17 @@ def test_build_command_prints_the_sha256_and_refuses_a_full_folder(tmp_path, cap
     assert "neither a BFCL category" in capsys.readouterr().err
 
 
+def test_parts_name_the_suites_read(tmp_path):
+    """build_pool(parts={"bfcl": [...]}) reads BFCL only, as `--categories simple_python` does (before, every
+    AgentDojo suite came along: the served-model test's 19-prompt pool held 122 prompts)."""
+    from hsa.bench.pool import build_pool
+
+    card = build_pool(tmp_path / "p", parts={"bfcl": ["simple_python"]}, limit=1, k=1, families=["order"],
+                      progress=False)
+    assert list(card["counts"]["by_suite"]) == ["bfcl"] and card["counts"]["items"] == 1
+    assert list(card["parts"]) == ["bfcl"]
+
+
 def test_transformers_backend_runs_and_caches(small_pool, tiny_model, tmp_path):
     """`hsa bench run --backend transformers` with a tiny local model: every prompt answered and scored, token
     counts reported, and a rerun generates nothing (all cache hits)."""

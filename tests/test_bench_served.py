@@ -38,7 +38,9 @@ def server():
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory) -> Path:
-    """3 simple_python and 3 irrelevance items, K=1 of three families: 24 prompts."""
+    """3 simple_python and 3 irrelevance items, K=1 of three families: 19 prompts, BFCL only (before, the pool
+    also held every AgentDojo suite's first 3 tasks: 122 prompts with long multi-turn contexts, half an hour on
+    the loaded server, which is why the resumed run of the kill test timed out)."""
     from hsa.bench.pool import build_pool
 
     out = tmp_path_factory.mktemp("served") / "pool"

@@ -193,11 +193,15 @@ def build_pool(out: str | Path, *, suites: Iterable[str] = SUITES, parts: dict[s
                progress: bool | None = None) -> dict:
     """Build the pool into the folder ``out``; returns bench.json's content.
 
-    ``parts``: per suite, the BFCL categories or AgentDojo suites to read (default all); ``limit``: the first N
-    items of each category (a smaller pool for a quick look; it is not hsa-bench v1 and its card says so)."""
+    ``parts``: per suite, the BFCL categories or AgentDojo suites to read (``None``: all of that suite); given, only
+    the suites it names are read, as ``--categories`` does (``{"bfcl": [...]}`` is a BFCL-only pool); ``limit``:
+    the first N items of each category (a smaller pool for a quick look; it is not hsa-bench v1 and its card says
+    so)."""
     from hsa._version import __version__
 
     suites = list(suites)
+    if parts:
+        suites = [s for s in suites if s in parts]
     bad = [s for s in suites if s not in SUITES]
     if bad:
         raise BenchError(f"--suite: unknown {bad}; expected bfcl, agentdojo or all")
