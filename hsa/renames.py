@@ -158,6 +158,10 @@ def _sync_hooks(record: Record, step: dict, before) -> None:
         sync_record_events(record, step, payloads=False)
 
 
+def _unchanged(text: str) -> str:
+    return text
+
+
 def _map_hook_payloads(record: Record, step: dict, text_fn: Callable[[str], str] | None = None) -> None:
     """Carry recorded hook payloads through ``step`` (tool_name / tool_input, skill names, names in text).
 
@@ -342,15 +346,17 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     _rewrite_calls(out, step)
     if own_fn is not None:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
         rename_in_tool_texts(out["tools"][idx], own_fn, own or renames_leaves(renames), shared_schemas)
+    reply_fn = None  # a payload's reply is the text of the message a hook judged: it follows as that message did
     if not legacy:
-        rename_param_mentions(out, tool, idx, own_fn, mention_renamer(everywhere, "param") if everywhere else None,
-                               everywhere, shared_schemas)
+        all_fn = mention_renamer(everywhere, "param") if everywhere else None
+        rename_param_mentions(out, tool, idx, own_fn, all_fn, everywhere, shared_schemas)
+        reply_fn = all_fn or _unchanged
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
         if arg in renames:
             out["skill_tool"]["argument"] = renames[arg]
     _sync_hooks(out, step, hooks_before)
-    _map_hook_payloads(out, step)
+    _map_hook_payloads(out, step, reply_fn)
     out["mapping"].append(step)
     return out
 

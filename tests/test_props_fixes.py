@@ -59,3 +59,25 @@ def test_flatten_after_a_parameter_swap_leaves_no_stale_mention():
     order = ["distractors", "describe", "dialect", "values", "reorder", "param_rename", "drop_descriptions",
              "add_required", "swap_names", "nest", "rename", "flatten"]
     assert_task_preserving(Sequence(tuple(CONFIGS[n] for n in order)), _fixture("ls-000001"), 0)
+
+
+def test_a_judged_reply_follows_a_parameter_rename_as_its_message_does():
+    """A hook payload's reply is the text of the message the hook judged: a parameter mention renamed in the
+    message ("search" beside the identifier-like "v2" reads as a list of names) is renamed in the reply too
+    (before, the reply kept "search": invariant 6, "hook payload and judged message disagree"; hypothesis)."""
+    from hsa.records import normalize
+    from hsa.renames import rename_params
+
+    text = "Set list search and v2 a room."
+    rec = normalize({"messages": [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": text},
+                                  {"role": "system", "content": "Keep it short."},
+                                  {"role": "assistant", "content": "Ok."}],
+                     "tools": [{"name": "link", "inputSchema": {"type": "object",
+                                                                "properties": {"search": {"type": "string"}}}}],
+                     "hook_events": [{"hook": "reply_format", "message_index": 1, "payload": {"reply": text},
+                                      "decision": {"decision": "retry", "message": "Keep it short."}}]})
+    out = rename_params(rec, "link", {("search",): "uarch"})
+    message = out["messages"][1]["content"]
+    message = message if isinstance(message, str) else message[0]["text"]
+    assert message == "Set list uarch and v2 a room."
+    assert out["hook_events"][0]["payload"]["reply"] == message
