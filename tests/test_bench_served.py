@@ -93,7 +93,7 @@ def test_served_report_equals_transformers_where_the_text_is_the_same(server, po
     """The same model (the GGUF dequantised for transformers, the bundled ChatML tools template) greedy on both
     backends: the prompt text is the same token for token, and wherever the two completions are the same text the
     two reports score the prompt the same. How many completions differ (quantised vs fp32 arithmetic) is
-    printed; docs/benchmark.md explains it."""
+    printed with where the others part (the first character that differs); docs/benchmark.md explains it."""
     from hsa.bench.client import OpenAIBackend
     from hsa.bench.run import run_bench
     from trainers.backends import local_backend
@@ -122,6 +122,14 @@ def test_served_report_equals_transformers_where_the_text_is_the_same(server, po
     for i in same:
         assert (ra[i]["correct"], ra[i]["calls"], ra[i]["status"]) == (rb[i]["correct"], rb[i]["calls"],
                                                                          rb[i]["status"]), i
-    print(f"\nserved vs transformers: {len(same)}/{len(ta)} completions identical; call-turn accuracy "
+    prefix = {i: len(os.path.commonprefix([ta[i], tb[i]])) for i in ta}
+    parted = sorted(prefix[i] for i in ta if ta[i] != tb[i])
+    print(f"\nserved vs transformers: {len(same)}/{len(ta)} completions identical; the others part after "
+          f"{parted} characters; call-turn accuracy "
           f"{a['call_turns']['canonical']['accuracy']} / {b['call_turns']['canonical']['accuracy']} (canonical)")
-    assert len(same) >= len(ta) // 2, [(i, ta[i][:80], tb[i][:80]) for i in ta if ta[i] != tb[i]][:3]
+    # the check above ran on at least one prompt, and the two backends run the same model: greedy texts of one model
+    # start alike and drift apart at a near-tie (Q4_1 kernels with 8-bit activations against fp32 on the
+    # dequantised weights), while another model or another prompt differs from the first words
+    assert same, [(i, ta[i][:80], tb[i][:80]) for i in ta][:3]
+    assert sum(p >= 16 for p in prefix.values()) >= 0.75 * len(prefix), [(i, ta[i][:80], tb[i][:80]) for i in ta
+                                                                  if ta[i] != tb[i]][:3]
