@@ -32,7 +32,7 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-__all__ = ["SlotPlan", "LeafRun", "PlanTable", "PLANS", "DEFAULT_PLANS", "BRANCHES", "same_part"]
+__all__ = ["SlotPlan", "LeafRun", "PlanTable", "PLANS", "DEFAULT_PLANS", "BRANCHES", "DIGEST_KEYS"]
 
 #: The default bound of :data:`PLANS`: 8 slots of 64 harnesses.
 DEFAULT_PLANS = 8 * 64
@@ -45,15 +45,18 @@ DIGEST_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
 
 class LeafRun:
     """One leaf run of a slot: the leaf and its seed (the same for every variant of the slot), and the branches
-    of what it gave, each with what it read (``[inputs, ...]``, newest last)."""
+    of what it gave, each with what it read (``[inputs, ...]``, newest last), and how many variants took what it
+    gave from it (``taken``)."""
 
-    __slots__ = ("leaf", "seed", "harness", "steps")
+    __slots__ = ("leaf", "seed", "harness", "steps", "taken")
 
     def __init__(self, leaf: Any, seed: int):
         self.leaf = leaf
         self.seed = seed
+        # a part read is [value, whether it is the source's own part of a DIGEST_KEYS key, its exact key or None]
         self.harness: list = []  # [parts read, facts key, params or Skip, parts made]
-        self.steps: list = []  # [params, parts read, (parts made, steps) or None while seen once]
+        self.steps: list = []  # [params key, parts read, (parts made, steps) or None while seen once]
+        self.taken = 0
 
     def is_for(self, leaf: Any, seed: int) -> bool:
         return self.seed == seed and (self.leaf is leaf or self.leaf == leaf)
@@ -66,16 +69,6 @@ class SlotPlan:
 
     def __init__(self):
         self.runs: list[LeafRun] = []
-
-
-def same_part(value: Any, held: Any, value_is_source: bool, held_is_source: bool) -> bool:
-    """Whether a part ``value`` read now is the part ``held`` that a plan entry was made from: the same object,
-    both the source's part of a key the harness digest pins (same plan: equal), or exactly equal."""
-    if value is held or (value_is_source and held_is_source):
-        return True
-    from hsa.cache import exact_key
-
-    return exact_key(value) == exact_key(held)
 
 
 def _size_from_env() -> int:
@@ -129,8 +122,13 @@ class PlanTable:
         return len(self._data)
 
     def stats(self) -> dict:
+        """The table's counts, and over the plans it holds: their leaf runs, the branches that hold a leaf's work
+        (``kept``) and the leaf runs that a variant took from a plan instead of running the leaf (``taken``)."""
+        runs = [r for p in self._data.values() for r in p.runs]
+        kept = sum(sum(b[3] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps) for r in runs)
         return {"plans": len(self._data), "max_plans": self.max_plans, "hits": self.hits, "misses": self.misses,
-                "evictions": self.evictions}
+                "evictions": self.evictions, "leaf_runs": len(runs), "kept": kept,
+                "taken": sum(r.taken for r in runs)}
 
 
 #: The plan table of this process (one per worker process).

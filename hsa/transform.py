@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from hsa.records import Record
 
+from hsa.cache import exact_key
+from hsa.plans import BRANCHES, DIGEST_KEYS
+
 if TYPE_CHECKING:
     from hsa.plans import LeafRun, SlotPlan
 
@@ -361,12 +364,11 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             if not t.harness_parts and t.reuses_params():
                 return _run_reusing(t, record, seed, rng, applied, skipped, run)
             if run is not None and t.harness_parts:
-                from hsa.cache import exact_key
-
                 read = _parts_read(t.harness_parts, record, source)
                 facts = exact_key(t.harness_facts(record))
                 for held, held_facts, params, parts in run.harness:
                     if held_facts == facts and _same_read(read, held):
+                        run.taken += 1
                         if isinstance(params, Skip):
                             skipped.append((t.name, params.reason))
                             return record
@@ -396,28 +398,31 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
 
 
 def _parts_read(keys: tuple[str, ...], record: Record, source: Record | None) -> list:
-    """What a harness-level leaf reads of ``record``: each part, and whether it is the source's own part of a key
-    the harness digest pins (then every record of the plan has it equal)."""
-    from hsa.plans import DIGEST_KEYS
-
-    out = []
-    for k in keys:
-        v = record.get(k, _ABSENT)
-        out.append((v, source is not None and k in DIGEST_KEYS and v is source.get(k, _ABSENT)))
-    return out
+    """What a harness-level leaf reads of ``record``: each part as ``[value, is_source, exact key or None]``, where
+    ``is_source`` says it is the source's own part of a key the harness digest pins (:data:`hsa.plans.DIGEST_KEYS`:
+    every record of the plan has it equal) and the exact key (:func:`hsa.cache.exact_key`) is made when needed."""
+    if source is None:
+        return [[record.get(k, _ABSENT), False, None] for k in keys]
+    return [[v, k in DIGEST_KEYS and v is source.get(k, _ABSENT), None] for k in keys for v in (record.get(k, _ABSENT),)]
 
 
 def _same_read(read: list, held: list) -> bool:
-    """Whether the parts read now are those a plan branch was made from (:func:`hsa.plans.same_part`)."""
-    from hsa.plans import same_part
-
-    return all(same_part(v, h, vs, hs) for (v, vs), (h, hs) in zip(read, held))
+    """Whether the parts read now are those a plan branch was made from: each the same object, both the source's
+    part of a key the harness digest pins (one plan: equal), or exactly equal (their exact keys, made once)."""
+    for a, b in zip(read, held):
+        if a[0] is b[0] or (a[1] and b[1]):
+            continue
+        if a[2] is None:
+            a[2] = exact_key(a[0])
+        if b[2] is None:
+            b[2] = exact_key(b[0])
+        if a[2] != b[2]:
+            return False
+    return True
 
 
 def _keep(branches: list, branch: list) -> None:
     """Add ``branch`` to a leaf run's branches, the oldest dropped past :data:`hsa.plans.BRANCHES`."""
-    from hsa.plans import BRANCHES
-
     branches.append(branch)
     if len(branches) > BRANCHES:
         del branches[0]
@@ -545,7 +550,6 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     input's. A kept branch's parts and steps are shared, read only (transforms never modify their input, and no
     mapping step is changed in place)."""
     from hsa import _json
-    from hsa.cache import exact_key
     from hsa.renames import STEP_PARTS, carries, carry_messages
 
     if not carries(record, ()):
@@ -557,6 +561,7 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     read = _parts_read(STEP_PARTS, record, source)
     branch = next((b for b in run.steps if b[0] == key and _same_read(read, b[1])), None)
     if branch is not None and branch[2] is not None:
+        run.taken += 1
         parts, steps = branch[2]
         out = dict(record)
         out.update(parts)

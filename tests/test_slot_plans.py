@@ -39,7 +39,8 @@ def test_plan_table_of_size_0_or_1_gives_the_bytes_of_an_unbounded_one(tmp_path,
     src = tmp_path / "in.jsonl"
     _bench_augment().make_input(32, src, 4)
     unbounded, stats, kept = _augment(tmp_path, src, 10**6, monkeypatch)
-    assert stats["hits"] > 0 and stats["evictions"] == 0 and kept > 0  # slots shared, harness-level work held
+    assert stats["hits"] > 0 and stats["evictions"] == 0 and kept == stats["kept"] > 0  # slots shared, work held
+    assert stats["taken"] > 0  # and taken from the plans by later variants
     one, stats1, _ = _augment(tmp_path, src, 1, monkeypatch)
     assert stats1["plans"] == 1 and stats1["evictions"] > 0
     none, stats0, kept0 = _augment(tmp_path, src, 0, monkeypatch)
