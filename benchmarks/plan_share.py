@@ -51,8 +51,8 @@ def main() -> None:
     slot_seed_of: dict[int, int] = {}
     init = transform.SlotRng.__init__
 
-    def slot_init(self, seed, trajectory):
-        init(self, seed, trajectory)
+    def slot_init(self, seed, trajectory, *plan):  # plan: the slot's plan (hsa.plans), where the tree has them
+        init(self, seed, trajectory, *plan)
         slot_seed_of[id(self)] = seed
 
     transform.SlotRng.__init__ = slot_init

@@ -122,6 +122,12 @@ def main() -> None:
     print(f"hook replay: {replay}; hook workers' CPU {worker:.2f} s (the ones still running at the end), ended "
           f"children {child.ru_utime + child.ru_stime:.2f} s")
     print("caches:", {k: (v["hits"], v["misses"]) for k, v in cache.stats().items()})
+    try:
+        from hsa.plans import PLANS
+    except ImportError:  # a tree from before the slot plans (issue 29, step 3)
+        pass
+    else:
+        print("slot plans:", PLANS.stats())
     st.sort_stats(args.sort)
     if args.grep:
         st.print_stats(args.grep, args.top)

@@ -239,6 +239,9 @@ def stats() -> dict[str, dict]:
 
 
 def clear() -> None:
-    """Empty every cache (and read ``HSA_CACHE`` again)."""
+    """Empty every cache and the slot plans (:data:`hsa.plans.PLANS`), and read ``HSA_CACHE`` again."""
     for c in _CACHES.values():
         c.clear()
+    plans = sys.modules.get("hsa.plans")
+    if plans is not None:
+        plans.PLANS.clear()

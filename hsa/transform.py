@@ -17,9 +17,15 @@ import dataclasses
 import functools
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hsa.records import Record
+
+from hsa.cache import exact_key
+from hsa.plans import BRANCHES, DIGEST_KEYS
+
+if TYPE_CHECKING:
+    from hsa.plans import LeafRun, SlotPlan
 
 __all__ = [
     "Transform",
@@ -43,6 +49,7 @@ __all__ = [
     "replay",
     "restorable",
     "SlotRng",
+    "config_key",
     "FAMILIES",
     "check_probability",
     "check_choices",
@@ -181,15 +188,15 @@ class Transform:
     task_preserving: ClassVar[bool] = True
     #: The record keys that ``sample`` reads and ``apply`` changes, when a transform reads and changes nothing
     #: else but what :meth:`harness_facts` gives (``("tools",)`` for one that only reorders or rewords tools). Under a harness-variant pool such a
-    #: leaf is sampled and applied once per (its parts, its config, its slot draw) and then looked up
-    #: (:func:`hsa.cache.lru` ``transform.harness_leaf``). Leave it empty when in doubt: it is only a speed-up.
+    #: leaf is sampled and applied once per slot (and per parts read and facts) and what it gave is held by the
+    #: slot's plan (:mod:`hsa.plans`). Leave it empty when in doubt: it is only a speed-up.
     harness_parts: ClassVar[tuple[str, ...]] = ()
     #: True when ``apply`` changes a record only as the mapping steps it appends do (:data:`hsa.renames.STEP_APPLIERS`:
     #: a rename of tools or parameters, a value or structural step), so that on a record without hooks the harness
     #: parts it gives (:data:`hsa.renames.STEP_PARTS`) are a function of those parts and the params, and the messages
     #: are the input's carried through the steps (:func:`hsa.renames.carry_messages`). Under a harness-variant pool
-    #: such a leaf's apply is then made once per (params, parts) and looked up (``transform.step_leaf``), what a miss
-    #: gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
+    #: such a leaf's apply is then made once per slot (and per params and parts read) and held by the slot's plan
+    #: (:mod:`hsa.plans`), what it gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
     carries_steps: ClassVar[bool] = False
     #: The record keys ``sample`` reads, when it reads nothing else of the record but through :func:`asked` and
     #: :func:`asked_set` (``("tools", "skill_tool")`` for one that draws new tool names and asks whether they are
@@ -204,8 +211,8 @@ class Transform:
 
     def harness_facts(self, record: Record) -> Any:
         """What ``sample`` of a leaf with :attr:`harness_parts` reads of the rest of the record, as a JSON value (the
-        harness's domain for one whose draws depend on it): part of the ``transform.harness_leaf`` key, so that a
-        record of the same parts but another answer gets its own draw. None when it reads nothing else."""
+        harness's domain for one whose draws depend on it): a slot plan's entry is used only by a record that gives
+        the same answer (:mod:`hsa.plans`), another answer gets its own draw. None when it reads nothing else."""
         return None
 
     def reuses_params(self) -> bool:
@@ -302,11 +309,38 @@ class SlotRng(random.Random):
     draws depend on the record (a fresh-name retry, a text it reads) cannot shift the draws of the leaves after
     it. Leaves of the ``trajectory`` family sample with ``trajectory``, the per-record rng of (seed, record id,
     variant index): the trajectory stays as varied as without a pool.
+
+    ``plan`` is the slot's :class:`hsa.plans.SlotPlan` (from :data:`hsa.plans.PLANS`), which the harness-level
+    leaves of the variant read and build (:func:`leaf_run`); None runs every leaf as a record leaf.
     """
 
-    def __init__(self, seed: int, trajectory: random.Random):
+    def __init__(self, seed: int, trajectory: random.Random, plan: SlotPlan | None = None):
         super().__init__(seed)
         self.trajectory = trajectory
+        self.plan = plan
+        self.cursor = 0  # the leaf runs drawn so far: the index of the next one in the plan
+        self.source: Record | None = None  # the record the variant is made from (set by run)
+
+    def leaf_run(self, t: Transform, seed: int) -> LeafRun | None:
+        """The plan's entry of the next leaf run (``t`` drawn ``seed``), made on the first variant that reaches
+        it; None without a plan."""
+        plan = self.plan
+        if plan is None:
+            return None
+        i = self.cursor
+        self.cursor = i + 1
+        runs = plan.runs
+        if i < len(runs):
+            found = runs[i]
+            if found.is_for(t, seed):
+                return found
+            self.plan = None  # not this slot's sequence of leaf runs (a plan keyed wrong): record leaves from here
+            return None
+        from hsa.plans import LeafRun
+
+        found = LeafRun(t, seed)
+        runs.append(found)
+        return found
 
     def for_leaf(self, t: Transform) -> random.Random:
         return self.trajectory if t.family == "trajectory" else random.Random(self.leaf_seed())
@@ -316,50 +350,82 @@ class SlotRng(random.Random):
 
 
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
-    key = None
-    rng_in = rng
+    run = None  # the slot plan's entry of this leaf run (harness-level leaves under a pool)
+    source = None
+    branch = None  # a new branch of a harness_parts leaf: filled below and kept by the plan
     if isinstance(rng, SlotRng):
         if t.family == "trajectory":
             rng = rng.trajectory
         else:
             seed = rng.leaf_seed()
+            if t.harness_parts or t.carries_steps:
+                run = rng.leaf_run(t, seed)
+                source = rng.source
             if not t.harness_parts and t.reuses_params():
-                return _run_reusing(t, record, seed, rng, applied, skipped)
-            if t.harness_parts:
-                from hsa.cache import digest, lru
-
-                cache = lru("transform.harness_leaf", 32 << 20)
-                key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.harness_parts],
-                             t.harness_facts(record))
-                hit = cache.get(key)
-                if hit is not None:
-                    params, parts = hit
-                    if isinstance(params, Skip):
-                        skipped.append((t.name, params.reason))
-                        return record
-                    out = dict(record)
-                    out.update(parts)
-                    applied.append(Applied(t.name, t.config(), params))
-                    return out
+                return _run_reusing(t, record, seed, rng, applied, skipped, run)
+            if run is not None and t.harness_parts:
+                read = _parts_read(t.harness_parts, record, source)
+                facts = exact_key(t.harness_facts(record))
+                for held, held_facts, params, parts in run.harness:
+                    if held_facts == facts and _same_read(read, held):
+                        run.taken += 1
+                        if isinstance(params, Skip):
+                            skipped.append((t.name, params.reason))
+                            return record
+                        out = dict(record)
+                        out.update(parts)
+                        applied.append(Applied(t.name, t.config(), params))
+                        return out
+                branch = [read, facts]
             rng = random.Random(seed)
     try:
         params = t.sample(record, rng)
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
-            if key is not None:
-                cache.put(key, (params, None), 200)
+            if branch is not None:
+                _keep(run.harness, branch + [params, None])
             return record
-        out = _apply_carried(t, record, params) if isinstance(rng_in, SlotRng) and t.carries_steps else \
+        out = _apply_carried(t, record, params, run, source) if run is not None and t.carries_steps else \
             t.apply(record, params)
-        if key is not None and all(k in out for k in t.harness_parts) and \
+        if branch is not None and all(k in out for k in t.harness_parts) and \
                 all(out.get(k) is record.get(k) for k in out.keys() | record.keys() if k not in t.harness_parts):
-            parts = {k: out[k] for k in t.harness_parts}
-            cache.put(key, (params, parts), _json_size(params) + _json_size(parts))
+            _keep(run.harness, branch + [params, {k: out[k] for k in t.harness_parts}])
     except Exception as exc:
         _name_the_raiser(exc, t)
         raise
     applied.append(Applied(t.name, t.config(), params))
     return out
+
+
+def _parts_read(keys: tuple[str, ...], record: Record, source: Record | None) -> list:
+    """What a harness-level leaf reads of ``record``: each part as ``[value, is_source, exact key or None]``, where
+    ``is_source`` says it is the source's own part of a key the harness digest pins (:data:`hsa.plans.DIGEST_KEYS`:
+    every record of the plan has it equal) and the exact key (:func:`hsa.cache.exact_key`) is made when needed."""
+    if source is None:
+        return [[record.get(k, _ABSENT), False, None] for k in keys]
+    return [[v, k in DIGEST_KEYS and v is source.get(k, _ABSENT), None] for k in keys for v in (record.get(k, _ABSENT),)]
+
+
+def _same_read(read: list, held: list) -> bool:
+    """Whether the parts read now are those a plan branch was made from: each the same object, both the source's
+    part of a key the harness digest pins (one plan: equal), or exactly equal (their exact keys, made once)."""
+    for a, b in zip(read, held):
+        if a[0] is b[0] or (a[1] and b[1]):
+            continue
+        if a[2] is None:
+            a[2] = exact_key(a[0])
+        if b[2] is None:
+            b[2] = exact_key(b[0])
+        if a[2] != b[2]:
+            return False
+    return True
+
+
+def _keep(branches: list, branch: list) -> None:
+    """Add ``branch`` to a leaf run's branches, the oldest dropped past :data:`hsa.plans.BRANCHES`."""
+    branches.append(branch)
+    if len(branches) > BRANCHES:
+        del branches[0]
 
 
 def _name_the_raiser(exc: Exception, t: Transform) -> None:
@@ -371,7 +437,8 @@ def _name_the_raiser(exc: Exception, t: Transform) -> None:
             pass
 
 
-def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied: list, skipped: list) -> Record:
+def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied: list, skipped: list,
+                 run: LeafRun | None = None) -> Record:
     """:func:`_run_leaf` of a leaf with :attr:`Transform.sample_parts` under a pool: its params looked up by (leaf,
     slot draw, parts) among those drawn before whose answers this record gives too (``transform.slot_params``),
     else drawn with the questions recorded; then applied as usual. The same params as a draw, without it: the draw
@@ -383,7 +450,8 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
-        out = _apply_carried(t, record, params) if t.carries_steps else t.apply(record, params)
+        out = _apply_carried(t, record, params, run, slot.source) if run is not None and t.carries_steps else \
+            t.apply(record, params)
     except Exception as exc:
         _name_the_raiser(exc, t)
         raise
@@ -472,37 +540,37 @@ class _AskedSet:
         return found
 
 
-def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
-    """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`: the harness parts and the new
-    mapping steps looked up by (leaf, config, params, parts) (``transform.step_leaf``) and the messages carried
-    through those steps. A miss applies ``t``; from the second miss of a key on, it keeps what it gave only when it is
-    that: the other keys as they
-    were (same order), the mapping the input's plus steps :func:`hsa.renames.carries`, and the messages exactly
-    what :func:`hsa.renames.carry_messages` makes of the input's. A hit's parts and steps are shared, read only
-    (transforms never modify their input, and no mapping step is changed in place)."""
+def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, source: Record | None = None) -> Record:
+    """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`, under a pool: the harness parts
+    and the new mapping steps taken from the slot plan's entry ``run`` (by params and the parts read,
+    :data:`hsa.renames.STEP_PARTS`) and the messages carried through those steps. A branch seen once is only
+    noted (a slot that serves one variant pays no check); from its second sighting on, what the apply gave is kept
+    when it is that: the other keys as they were (same order), the mapping the input's plus steps
+    :func:`hsa.renames.carries`, and the messages exactly what :func:`hsa.renames.carry_messages` makes of the
+    input's. A kept branch's parts and steps are shared, read only (transforms never modify their input, and no
+    mapping step is changed in place)."""
     from hsa import _json
-    from hsa.cache import digest, lru
     from hsa.renames import STEP_PARTS, carries, carry_messages
 
     if not carries(record, ()):
         return t.apply(record, params)
-    cache = lru("transform.step_leaf", 32 << 20)
     try:
-        key = digest(_leaf_key(t), params, [record.get(k, _ABSENT) for k in STEP_PARTS])
-    except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
+        key = exact_key(params)
+    except (TypeError, ValueError):  # pragma: no cover - exact_key falls back to repr
         return t.apply(record, params)
-    hit = cache.get(key)
-    if hit is not None:
-        parts, steps = hit
+    read = _parts_read(STEP_PARTS, record, source)
+    branch = next((b for b in run.steps if b[0] == key and _same_read(read, b[1])), None)
+    if branch is not None and branch[2] is not None:
+        run.taken += 1
+        parts, steps = branch[2]
         out = dict(record)
         out.update(parts)
         out["messages"] = carry_messages(record["messages"], steps)
         out["mapping"] = record["mapping"] + list(steps)
         return out
     out = t.apply(record, params)
-    seen = lru("transform.step_leaf_seen", 1 << 20)
-    if seen.get(key) is None:  # kept from its second sighting on: a key seen once (a record's own harness) costs no check
-        seen.put(key, True, 100)
+    if branch is None:  # seen once: noted, not checked
+        _keep(run.steps, [key, read, None])
         return out
     n = len(record["mapping"])
     steps = out["mapping"][n:]
@@ -511,8 +579,7 @@ def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
             all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
                 for k in out if k not in STEP_PARTS and k not in ("messages", "mapping")) and \
             _same_messages(carry_messages(record["messages"], steps), out["messages"]):
-        parts = {k: out[k] for k in STEP_PARTS if k in out}
-        cache.put(key, (parts, tuple(steps)), _json_size(parts) + _json_size(steps))
+        branch[2] = ({k: out[k] for k in STEP_PARTS if k in out}, tuple(steps))
     return out
 
 
@@ -529,6 +596,12 @@ def _json_size(value: Any) -> int:
 def _same_messages(a: list, b: list) -> bool:
     """``a`` and ``b`` the same exactly: types, values and key order (their reprs: C speed)."""
     return repr(a) == repr(b)
+
+
+def config_key(t: Transform) -> bytes:
+    """A digest of ``t``'s name and config, a leaf's or a whole recipe's (part of a slot plan's key,
+    :mod:`hsa.plans`): equal configs give one key."""
+    return _leaf_key(t)
 
 
 def _leaf_key(t: Transform) -> bytes:
@@ -558,6 +631,8 @@ def run(transform: Transform, record: Record, rng: random.Random) -> tuple[Recor
     """
     applied: list[Applied] = []
     skipped: list[tuple[str, str]] = []
+    if isinstance(rng, SlotRng) and rng.source is None:
+        rng.source = record
     out = _run(transform, record, rng, applied, skipped)
     if applied:
         out = restorable(record, out)

@@ -13,7 +13,11 @@ The inputs:
   message; each record its own tools), `public_layout` of benchmarks/bench_augment.py;
 - 8 shared full harnesses: generated records of 8 deployments (`make_input(n, path, 8)` of
   benchmarks/bench_augment.py), so that records really share pool slots (the livestream slice never does); with
-  `--workers 2` too, which must give the bytes of `--workers 1`.
+  `--workers 2` too, which must give the bytes of `--workers 1`;
+- a small input that hsa rejects in part (`_with_rejects`): good livestream records, a malformed JSON line, a
+  record whose call does not validate against its tool's schema, and a record whose hook compares a string
+  computed from a tool name (every variant's hook sync refuses it). Every other input writes an empty rejects
+  file; this one pins the reject lines (reasons, details, their order).
 
 The generated inputs are pinned too (the sha256 of the input file), so that a pin that moves says whether the
 generator or hsa moved it.
@@ -77,12 +81,37 @@ def _shared(path: Path) -> None:
     _bench_augment().make_input(SHARED_RECORDS, path, SHARED_HARNESSES)
 
 
+def _with_rejects(path: Path) -> None:
+    records = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()[:6]]
+    bad_call = json.loads(json.dumps(records[3]))
+    bad_call["id"] = "bad-call"
+    call = next(c for m in bad_call["messages"] for c in m.get("tool_calls") or ()
+                if json.loads(c["function"]["arguments"]))
+    args = json.loads(call["function"]["arguments"])
+    args[next(iter(args))] = {"not": ["what", "the", "schema", "says"]}  # a string argument given an object
+    call["function"]["arguments"] = json.dumps(args)
+    hooked = json.loads(json.dumps(records[4]))
+    hooked["id"] = "name-reading-hook"
+    reversed_names = [t["function"]["name"][::-1] for t in hooked["tools"]]
+    hooked["hooks"].append({"name": "reversed_names", "event": "pre_tool_use", "entry": "check", "source": (
+        "def check(payload: dict) -> dict:\n"
+        "    name = payload[\"tool_name\"]\n"
+        f"    if name[::-1] not in {reversed_names!r}:\n"
+        "        return {\"decision\": \"deny\", \"message\": \"unknown tool \" + name[::-1]}\n"
+        "    return {\"decision\": \"allow\"}\n")})
+    lines = [json.dumps(r, ensure_ascii=False) for r in records[:3]]
+    lines += ['{"id": "broken", "messages": [', json.dumps(bad_call, ensure_ascii=False),
+              json.dumps(hooked, ensure_ascii=False), json.dumps(records[5], ensure_ascii=False)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 #: input name -> (writer of the input file, whether the input is generated and so pinned itself)
 INPUTS = {
     "livestream": (_livestream, False),
     "mcp": (_mcp, False),
     f"public-{PUBLIC_RECORDS}": (_public, True),
     f"shared-{SHARED_RECORDS}-h{SHARED_HARNESSES}": (_shared, True),
+    "with-rejects": (_with_rejects, True),
 }
 
 
@@ -91,7 +120,8 @@ def _run(source: str, recipe: str, tmp: Path, extra: list[str]) -> dict[str, str
     write, generated = INPUTS[source]
     write(src)
     out = tmp / "shards"
-    argv = ["augment", str(src), "--out", str(out), "--variants", str(VARIANTS), "--seed", str(SEED),
+    # the input named as a relative path from tmp: a reject line names its input file as given
+    argv = ["augment", "in.jsonl", "--out", str(out), "--variants", str(VARIANTS), "--seed", str(SEED),
             "--recipe", recipe, "--workers", "1", "--quiet", *extra]
     assert main(argv) == 0
     assert main(["export", str(out), "--out", str(tmp / "variants.jsonl")]) == 0
@@ -116,6 +146,7 @@ CASES = [("livestream", r, e) for r, e in LIVESTREAM] + [
     (f"public-{PUBLIC_RECORDS}", "default", []),
     (SHARED, "default", []),
     (SHARED, "default", ["--workers", "2"]),
+    ("with-rejects", "default", []),
 ]
 
 
@@ -124,8 +155,10 @@ def _key(source: str, recipe: str, extra: list[str]) -> str:
 
 
 @pytest.mark.parametrize(("source", "recipe", "extra"), CASES, ids=[_key(*c) for c in CASES])
-def test_recipe_output_bytes_are_pinned(source: str, recipe: str, extra: list[str], tmp_path: Path) -> None:
+def test_recipe_output_bytes_are_pinned(source: str, recipe: str, extra: list[str], tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """hsa's output on each input, recipe and options has the pinned sha256 (export, rejects, canonicalized)."""
+    monkeypatch.chdir(tmp_path)
     got = _run(source, recipe, tmp_path, extra)
     pins = json.loads(PINS.read_text()) if PINS.exists() else {}
     key = _key(source, recipe, extra)
@@ -162,3 +195,11 @@ def test_shared_input_really_shares_slots(tmp_path: Path) -> None:
     assert len(records) == SHARED_RECORDS and len(set(digests)) == SHARED_HARNESSES
     shared = [pair for pair, n in uses.items() if n > 1]
     assert len(shared) >= SHARED_HARNESSES, f"only {len(shared)} (harness, slot) pairs serve more than one variant"
+
+
+def test_a_pin_covers_rejects() -> None:
+    """The rejects input's pin hashes a rejects file with lines in it (every other input rejects nothing), so
+    that the reject reasons, details and their order are pinned too."""
+    pins = json.loads(PINS.read_text())
+    empty = hashlib.sha256(b"").hexdigest()
+    assert pins[_key("with-rejects", "default", [])]["rejects"] != empty

@@ -201,12 +201,13 @@ def test_stats_report_rows_per_slot(tmp_path, shared_jsonl):
 
 
 def test_a_harness_parts_leaf_is_looked_up_only_when_it_changed_nothing_else():
-    """Under a slot rng, a leaf declaring harness_parts is cached by its parts; one whose apply also changed
-    another key is never stored, so a second record gets its own apply."""
+    """Under a slot rng, a leaf declaring harness_parts is held by the slot's plan by its parts; one whose apply
+    also changed another key is never kept, so a second record gets its own apply."""
     import dataclasses
     from typing import ClassVar
 
     from hsa import cache
+    from hsa.plans import SlotPlan
     from hsa.transform import Transform
 
     calls = []
@@ -238,7 +239,8 @@ def test_a_harness_parts_leaf_is_looked_up_only_when_it_changed_nothing_else():
     for touch, expected_calls in ((False, 1), (True, 2)):
         calls.clear()
         t = Tag(touch_messages=touch)
-        outs = [run(t, rec, SlotRng(3, random.Random(0)))[0] for rec in (a, b)]
+        plan = SlotPlan()  # the slot's plan, shared by the two records
+        outs = [run(t, rec, SlotRng(3, random.Random(0), plan))[0] for rec in (a, b)]
         assert len(calls) == expected_calls
         assert outs[0]["tools"] == outs[1]["tools"] and outs[1]["messages"] == b["messages"]
         assert outs[1]["id"] == "b"

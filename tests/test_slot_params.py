@@ -170,6 +170,7 @@ def test_reused_params_on_generated_records(raw):
 
 
 def test_pool_runs_give_the_same_rows_with_the_caches_on_and_off(monkeypatch):
+    from hsa.plans import PLANS
     from hsa.transform import SlotRng, run
 
     recipe = load_recipe("default")
@@ -180,7 +181,8 @@ def test_pool_runs_give_the_same_rows_with_the_caches_on_and_off(monkeypatch):
         for i, rec in enumerate(FIXTURE[:12]):
             for k in range(3):
                 for other in (rec, _trajectories(rec, ["zq_word"], random.Random(k))[k]):
-                    v = run(recipe, other, SlotRng(k, random.Random(i * 10 + k)))[0]
+                    plan = PLANS.get(("test", i, k))  # one slot plan for both trajectories (none kept when off)
+                    v = run(recipe, other, SlotRng(k, random.Random(i * 10 + k), plan))[0]
                     out.append(json.dumps(v, sort_keys=False, default=repr))
         return out
 
@@ -209,6 +211,7 @@ def test_describe_under_a_pool_draws_per_domain(monkeypatch):
     harness's domain (meta.domain, the system prompt): records sharing tools in other domains got each other's
     draws, so output depended on record order and on HSA_CACHE. The lookup key now holds the domain."""
     import transforms.tool as TT
+    from hsa.plans import SlotPlan
     from hsa.transform import SlotRng, _run_leaf
 
     t = TT.Describe(modes=("paraphrase",), p=1.0)
@@ -224,7 +227,9 @@ def test_describe_under_a_pool_draws_per_domain(monkeypatch):
                 if off:
                     monkeypatch.setenv("HSA_CACHE", "0")
                 cache.clear()
-                out = [json.dumps(_run_leaf(t, v, SlotRng(seed, random.Random(0)), [], [])["tools"]) for v in variants]
+                plan = None if off else SlotPlan()  # one slot plan for the three domains when on
+                out = [json.dumps(_run_leaf(t, v, SlotRng(seed, random.Random(0), plan), [], [])["tools"])
+                       for v in variants]
                 monkeypatch.delenv("HSA_CACHE", raising=False)
                 cache.clear()
                 return out

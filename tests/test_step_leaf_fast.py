@@ -1,10 +1,11 @@
-"""A leaf that carries its steps (``Transform.carries_steps``) applied through ``transform.step_leaf`` (issue 18)
-gives what its plain apply gives.
+"""A leaf that carries its steps (``Transform.carries_steps``) applied through its slot plan's entry
+(:class:`hsa.plans.LeafRun`, issues 18 and 29) gives what its plain apply gives.
 
-The harness parts and steps are looked up by (leaf, params, parts) and the messages carried through the steps
-(:func:`hsa.renames.carry_messages`): compared with ``t.apply`` on the fixtures (without hooks, where it applies,
-and with them, where it does not), on records that share a harness but not a trajectory (the case the lookup is
-for: the hit was made on another record), on generated records, caches on and off; the input is never modified.
+The harness parts and steps are kept by the leaf run's branch of (params, parts read) from the second sighting
+on, and the messages carried through the steps (:func:`hsa.renames.carry_messages`): compared with ``t.apply``
+on the fixtures (without hooks, where it applies, and with them, where it does not), on records that share a
+harness but not a trajectory (the case the plan is for: the branch was kept from another record), on generated
+records, caches on and off; the input is never modified.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hsa.records import clone, normalize
 from hsa.recipes import load_recipe
 from hsa.renames import carry_messages
 from hsa.testing import records
+from hsa.plans import LeafRun
 from hsa.transform import Skip, _apply_carried
 from tests.conftest import normalized_fixtures, without_hooks
 from tests.exact_support import exact
@@ -58,20 +60,26 @@ def _other_trajectory(record, rng):
     return out
 
 
-def _check(t, record, params, other=None):
+def _check(t, record, params, other=None) -> bool:
+    """``t``'s apply through one leaf run, three times on ``record`` (noted, checked and kept, taken from the
+    plan) and once on ``other``; whether the plan kept what the apply gave."""
     before = copy.deepcopy(record)
     want = t.apply(record, params)
-    got = _apply_carried(t, record, params)
+    run = LeafRun(t, 0)
+    got = _apply_carried(t, record, params, run)  # seen once: noted
     assert exact(got, want)
-    again = _apply_carried(t, record, params)  # a hit where the cache is on
+    again = _apply_carried(t, record, params, run)  # seen twice: checked, kept when it carries
     assert exact(again, want)
+    kept = bool(run.steps) and run.steps[0][2] is not None
+    assert exact(_apply_carried(t, record, params, run), want)  # taken from the plan where kept
     assert exact(record, before)  # the input is never modified
     if other is not None:
-        assert exact(_apply_carried(t, other, params), t.apply(other, params))
+        assert exact(_apply_carried(t, other, params, run), t.apply(other, params))
+    return kept
 
 
 def test_step_leaves_equal_their_plain_apply(caches):
-    seen = 0
+    seen = kept = 0
     for i, rec in enumerate(FIXTURE):
         rng = random.Random(i)
         other = _other_trajectory(rec, rng)
@@ -79,9 +87,10 @@ def test_step_leaves_equal_their_plain_apply(caches):
             params = t.sample(rec, random.Random(i * 31 + seen))
             if isinstance(params, Skip):
                 continue
-            _check(t, rec, params, other)
+            kept += _check(t, rec, params, other)
             seen += 1
     assert seen > 40
+    assert kept > 20  # the plan's branch was taken, not only the plain apply
 
 
 def test_carry_messages_copies_and_follows_the_steps():

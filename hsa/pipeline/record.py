@@ -19,7 +19,8 @@ from hsa import _json
 from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
-from hsa.transform import Sequence, SlotRng, Transform, run
+from hsa.plans import PLANS, SlotPlan
+from hsa.transform import Sequence, SlotRng, Transform, config_key, run
 from hsa.invariants import check_record, check_variant
 from hsa.violations import details
 
@@ -65,11 +66,12 @@ def harness_digest(record: Record) -> str:
     return hashlib.blake2b(_json.dumps(part).encode(), digest_size=16).hexdigest()
 
 
-def slot_rng(seed: int, digest: str, slot: int, trajectory: random.Random) -> SlotRng:
+def slot_rng(seed: int, digest: str, slot: int, trajectory: random.Random, plan: SlotPlan | None = None) -> SlotRng:
     """The rng of pool slot ``slot`` of the harness with ``digest`` (:func:`harness_digest`); trajectory-level
-    leaves draw from ``trajectory`` (:class:`hsa.transform.SlotRng`)."""
+    leaves draw from ``trajectory`` (:class:`hsa.transform.SlotRng`), harness-level ones read and build ``plan``,
+    the slot's plan (:mod:`hsa.plans`)."""
     key = hashlib.sha256(f"hsa-pool\x00{seed}\x00{digest}\x00{slot}".encode()).digest()
-    return SlotRng(int.from_bytes(key[:16], "big"), trajectory)
+    return SlotRng(int.from_bytes(key[:16], "big"), trajectory, plan)
 
 
 @dataclasses.dataclass
@@ -270,6 +272,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             rows[-1]["slot"] = None
     noop = _draws_nothing(recipe)
     digest = harness_digest(source) if harness_pool and not noop else None
+    recipe_key = config_key(recipe) if digest is not None else None  # the plans of another recipe are others
     order = _slot_order(seed, source["id"], harness_pool) if harness_pool else None
     for k in range(1, variants + 1):
         if harness_pool:
@@ -279,7 +282,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         else:
             rng = rng_for(seed, source["id"], k)
             if harness_pool:
-                rng = slot_rng(seed, digest, slot, rng)
+                rng = slot_rng(seed, digest, slot, rng, PLANS.get((digest, slot, seed, recipe_key)))
         try:
             if not noop:
                 variant, applied, skipped = run(recipe, source, rng)

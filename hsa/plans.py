@@ -1,0 +1,135 @@
+"""Slot plans: the harness-level work of one harness-variant pool slot, done once and held by one table.
+
+Under a harness-variant pool (``--harness-pool``, docs/design.md) a variant's :class:`hsa.transform.SlotRng` is
+seeded from (seed, harness digest, slot), so the leaves a slot runs, in which order and with which leaf seeds,
+are a function of (seed, harness digest, slot, recipe) alone (docs/design-slot-plans.md, section 2). A
+:class:`SlotPlan` holds, for each leaf run of the slot in that order (:class:`LeafRun`), what the leaves that
+are declared harness-level gave:
+
+- a leaf with :attr:`hsa.transform.Transform.harness_parts`: its params (or its skip) and the parts it made,
+  by the parts it read and its :meth:`~hsa.transform.Transform.harness_facts`;
+- a leaf that :attr:`~hsa.transform.Transform.carries_steps`: the harness parts and the mapping steps its apply
+  gave, by its params and the parts it read (:data:`hsa.renames.STEP_PARTS`), kept from the second record that
+  asks for them on (a slot that serves one variant pays no check), each checked once against the plain apply.
+
+The first variant of a slot builds the plan as it runs those leaves; every later variant of the slot takes
+what they gave from the plan, and runs every other leaf as a record leaf (sampled and applied on the record).
+What a leaf read is compared, not assumed: the parts a plan entry was made from are held with it and a record
+uses the entry only when its parts are those objects (the parts a plan entry made, or the source's harness parts,
+which the harness digest pins), or else equal to them exactly (:func:`hsa.cache.exact_key`: key order, ``1`` /
+``1.0`` / ``True`` told apart). A leaf run that another record reaches with other parts or facts (a record leaf
+before it changed them) gets its own branch, up to :data:`BRANCHES` of them, the oldest dropped. So a plan
+never changes a byte: what it gives is what the leaf gives.
+
+:data:`PLANS`, the one plan table of a process, is keyed by (harness digest, slot, seed, recipe key) and bounded by
+a count of plans (least recently used dropped first): ``HSA_PLANS`` in the environment sets it (default
+:data:`DEFAULT_PLANS`), ``HSA_PLANS=0`` or ``HSA_CACHE=0`` builds a fresh plan for every variant and keeps none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+__all__ = ["SlotPlan", "LeafRun", "PlanTable", "PLANS", "DEFAULT_PLANS", "BRANCHES", "DIGEST_KEYS"]
+
+#: The default bound of :data:`PLANS`: 8 slots of 64 harnesses.
+DEFAULT_PLANS = 8 * 64
+#: How many branches (other parts read, other facts, other params) a leaf run keeps, the oldest dropped first.
+BRANCHES = 4
+#: The harness keys the harness digest covers exactly (:func:`hsa.pipeline.harness_digest`): two records of one
+#: plan have equal values there. The prompt is not one: its section bodies are the trajectory's.
+DIGEST_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
+
+
+class LeafRun:
+    """One leaf run of a slot: the leaf and its seed (the same for every variant of the slot), and the branches
+    of what it gave, each with what it read (``[inputs, ...]``, newest last), and how many variants took what it
+    gave from it (``taken``)."""
+
+    __slots__ = ("leaf", "seed", "harness", "steps", "taken")
+
+    def __init__(self, leaf: Any, seed: int):
+        self.leaf = leaf
+        self.seed = seed
+        # a part read is [value, whether it is the source's own part of a DIGEST_KEYS key, its exact key or None]
+        self.harness: list = []  # [parts read, facts key, params or Skip, parts made]
+        self.steps: list = []  # [params key, parts read, (parts made, steps) or None while seen once]
+        self.taken = 0
+
+    def is_for(self, leaf: Any, seed: int) -> bool:
+        return self.seed == seed and (self.leaf is leaf or self.leaf == leaf)
+
+
+class SlotPlan:
+    """The leaf runs of one slot, in the order the slot's variants run them (:class:`LeafRun`)."""
+
+    __slots__ = ("runs",)
+
+    def __init__(self):
+        self.runs: list[LeafRun] = []
+
+
+def _size_from_env() -> int:
+    from hsa.cache import enabled
+
+    if not enabled():
+        return 0
+    raw = os.environ.get("HSA_PLANS", "").strip()
+    if not raw:
+        return DEFAULT_PLANS
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise ValueError(f"HSA_PLANS must be a whole number of plans (got {raw!r})") from None
+
+
+class PlanTable:
+    """Slot plans by (harness digest, slot, seed, recipe key), at most ``max_plans`` of them (least recently used
+    dropped first). A table of size 0 hands out a fresh plan each time and keeps none."""
+
+    __slots__ = ("max_plans", "hits", "misses", "evictions", "_data")
+
+    def __init__(self, max_plans: int | None = None):
+        self.max_plans = _size_from_env() if max_plans is None else max(0, int(max_plans))
+        self.hits = self.misses = self.evictions = 0
+        self._data: OrderedDict = OrderedDict()
+
+    def get(self, key: tuple) -> SlotPlan:
+        """The plan of ``key``, made empty on a miss (the variant that asked builds it as it runs)."""
+        plan = self._data.get(key)
+        if plan is not None:
+            self._data.move_to_end(key)
+            self.hits += 1
+            return plan
+        self.misses += 1
+        plan = SlotPlan()
+        if self.max_plans:
+            self._data[key] = plan
+            while len(self._data) > self.max_plans:
+                self._data.popitem(last=False)
+                self.evictions += 1
+        return plan
+
+    def clear(self, max_plans: int | None = None) -> None:
+        """Drop every plan; read ``HSA_PLANS`` and ``HSA_CACHE`` again (or take ``max_plans``)."""
+        self._data.clear()
+        self.hits = self.misses = self.evictions = 0
+        self.max_plans = _size_from_env() if max_plans is None else max(0, int(max_plans))
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def stats(self) -> dict:
+        """The table's counts, and over the plans it holds: their leaf runs, the branches that hold a leaf's work
+        (``kept``) and the leaf runs that a variant took from a plan instead of running the leaf (``taken``)."""
+        runs = [r for p in self._data.values() for r in p.runs]
+        kept = sum(sum(b[3] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps) for r in runs)
+        return {"plans": len(self._data), "max_plans": self.max_plans, "hits": self.hits, "misses": self.misses,
+                "evictions": self.evictions, "leaf_runs": len(runs), "kept": kept,
+                "taken": sum(r.taken for r in runs)}
+
+
+#: The plan table of this process (one per worker process).
+PLANS = PlanTable()

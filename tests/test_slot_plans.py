@@ -1,0 +1,64 @@
+"""Slot plans (:mod:`hsa.plans`, issue 29 step 3): the plan table's size never changes a byte.
+
+docs/design-slot-plans.md, section 6: a plan table of size 0 (every plan built afresh for every variant) or 1
+writes the bytes of an unbounded one, on records that really share pool slots (8 records of each of 4 harnesses).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hsa import cache
+from hsa.cli import main
+from hsa.plans import PLANS, PlanTable
+from tests.test_golden_outputs import _bench_augment
+
+
+def _kept(table: PlanTable) -> int:
+    """The leaf-run branches that hold what a harness-level leaf gave, over every plan of ``table``."""
+    return sum(sum(b[3] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps)
+               for p in table._data.values() for r in p.runs)
+
+
+def _augment(tmp: Path, src: Path, plans: int, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, dict, int]:
+    monkeypatch.setenv("HSA_PLANS", str(plans))
+    cache.clear()
+    out = tmp / f"shards-{plans}"
+    assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--seed", "7", "--recipe", "default",
+                 "--workers", "1", "--quiet"]) == 0
+    assert main(["export", str(out), "--out", str(tmp / f"v-{plans}.jsonl")]) == 0
+    got = (tmp / f"v-{plans}.jsonl").read_bytes(), PLANS.stats(), _kept(PLANS)
+    monkeypatch.delenv("HSA_PLANS")
+    cache.clear()
+    return got
+
+
+def test_plan_table_of_size_0_or_1_gives_the_bytes_of_an_unbounded_one(tmp_path, monkeypatch):
+    src = tmp_path / "in.jsonl"
+    _bench_augment().make_input(32, src, 4)
+    unbounded, stats, kept = _augment(tmp_path, src, 10**6, monkeypatch)
+    assert stats["hits"] > 0 and stats["evictions"] == 0 and kept == stats["kept"] > 0  # slots shared, work held
+    assert stats["taken"] > 0  # and taken from the plans by later variants
+    one, stats1, _ = _augment(tmp_path, src, 1, monkeypatch)
+    assert stats1["plans"] == 1 and stats1["evictions"] > 0
+    none, stats0, kept0 = _augment(tmp_path, src, 0, monkeypatch)
+    assert stats0["plans"] == 0 and stats0["hits"] == 0 and kept0 == 0
+    assert one == unbounded
+    assert none == unbounded
+
+
+def test_plan_table_size_from_the_environment(monkeypatch):
+    monkeypatch.setenv("HSA_PLANS", "3")
+    assert PlanTable().max_plans == 3
+    monkeypatch.setenv("HSA_CACHE", "0")
+    assert PlanTable().max_plans == 0  # every cache off: no plan kept either
+    monkeypatch.delenv("HSA_CACHE")
+    monkeypatch.setenv("HSA_PLANS", "many")
+    with pytest.raises(ValueError, match="HSA_PLANS must be a whole number"):
+        PlanTable()
+    table = PlanTable(2)
+    plans = [table.get(("h", slot)) for slot in (0, 1, 0, 2)]
+    assert plans[0] is plans[2] and len(table) == 2 and table.evictions == 1
+    assert table.get(("h", 1)) is not plans[1]  # the least recently used was dropped
