@@ -176,24 +176,10 @@ def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[s
 
 def rename_param_mentions(record: Record, tool: str, idx: int, own_fn, all_fn, everywhere: dict[str, str],
                            shared_schemas: bool) -> None:
-    """The mentions of a parameter rename outside the tool's schema: the results of the tool's calls (``own_fn``),
-    every other message, the other tools' descriptions, the skills and the prompt (``all_fn``). A tool message
-    belongs to the tool of the earlier call with its ``tool_call_id``, else to its ``name``."""
-    names_by_id: dict[str, str] = {}
-    for m in record["messages"]:
-        for c in m.get("tool_calls") or ():
-            if isinstance(c.get("id"), str):
-                names_by_id[c["id"]] = c["function"]["name"]
-        if "content" not in m:
-            continue
-        if m.get("role") == "tool":
-            cid = m.get("tool_call_id")
-            owner = names_by_id[cid] if isinstance(cid, str) and cid in names_by_id else m.get("name")
-            fn = prose_only(own_fn if owner == tool else all_fn)
-        else:
-            fn = all_fn
-        if fn is not None:
-            m["content"] = map_content(m["content"], fn)
+    """The mentions of a parameter rename in the harness outside the tool's schema: the other tools' descriptions,
+    the skills and the prompt (``all_fn``). The messages (the results of the tool's calls with ``own_fn``, every
+    other message with ``all_fn``) follow the step's message carry (:class:`hsa.steps.ParamsStep`,
+    :mod:`hsa.step_carry`)."""
     if all_fn is None:
         return
     for i, t in enumerate(record["tools"]):

@@ -24,14 +24,16 @@ __all__ = ["carry_messages", "compile_carry"]
 
 
 def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: frozenset[str] = frozenset(),
-                   entries: tuple[tuple, ...] | None = None) -> None:
+                   entries: tuple[tuple, ...] | None = None, calls_only: bool = False) -> None:
     """``messages`` (the caller's own, down to each call's ``function``, and every message whose content or name a
     step may change) rewritten in place as the steps' record-level appliers rewrite them, in step order
     (:meth:`Step.message_carry`). ``keep``: the harness names inside which a compound tool or skill name is no
     mention of it (:func:`hsa.rename_texts.names_renamer`). ``entries``: the steps' message carry, when the
-    caller has it compiled already."""
+    caller has it compiled already. ``calls_only``: carry the tool calls and nothing else (names, texts)."""
     if entries is None:
         entries = compile_carry(steps)
+    if calls_only:
+        entries = tuple(e for e in entries if e[0] == "call")
     if not entries:
         return
     fns = _text_renamers(messages, entries, keep)
