@@ -25,7 +25,7 @@ from hsa.record_texts import (copy_for_texts, map_schema_descriptions, map_texts
 from hsa.records import Record, clone
 from hsa.step_carry import carry_messages as _carry_steps
 from hsa.step_carry import compile_carry
-from hsa.steps import ARRAY, rename_pairs
+from hsa.steps import ARRAY, OpaqueStep, ParamsStep, SkillsStep, Step, ToolsStep, ValuesStep, rename_pairs, steps_of
 from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
 
 __all__ = [
@@ -574,7 +574,7 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     _check_mapping_names(record, Mapping(steps))
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
-    inverse = [step for step in Mapping(steps).inverse().steps if step["op"] != "opaque"]
+    inverse = [step.to_json() for step in Mapping(steps).inverse().typed() if not isinstance(step, OpaqueStep)]
     if _splits(out, inverse) and _undo_split(out, inverse):
         pass
     else:
@@ -588,8 +588,8 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 #: them as a function of themselves and the step alone, and the messages as a function of the messages and the step
 #: alone (:func:`carry_messages`; no hooks: a hook sync ties the two).
 STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
-#: The step kinds :func:`carry_messages` carries (a ``params`` step with or without a kind).
-_SPLIT_OPS = frozenset({"tools", "params", "values"})
+#: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind).
+_SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep)
 _UNDONE = _lru("renames.undone_harness", 16 << 20)
 _UNDONE_SEEN = _lru("renames.undone_harness_seen", 1 << 20)
 
@@ -599,7 +599,7 @@ def carries(record: Record, steps: Iterable[dict]) -> bool:
     a function of itself and the steps: no hooks or hook events, only tool, parameter and value steps (a skill step
     takes the skill tool from the harness, a restore step patches everything)."""
     steps = list(steps)
-    return not record.get("hooks") and not record.get("hook_events") and all(s["op"] in _SPLIT_OPS for s in steps) \
+    return not record.get("hooks") and not record.get("hook_events") and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) \
         and not nested_names(record, steps)
 
 
@@ -658,12 +658,13 @@ def carry_messages(messages: list[dict], steps: Iterable[dict]) -> list[dict]:
 
 def _apply_step_in_place(record: Record, step: dict) -> Record:
     """:func:`apply_step` on a record the caller owns: renames rewrite it in place, other steps copy what they change."""
-    op = step["op"]
-    if op == "tools":
+    typed = Step.from_json(step)
+    if isinstance(typed, ToolsStep):
         return rename_tools(record, step["map"], copy=False)
-    if op == "skills":
+    if isinstance(typed, SkillsStep):
         return rename_skills(record, step["map"], copy=False)
-    if op == "params" and not step.get("kind") and all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
+    if isinstance(typed, ParamsStep) and not typed.kind and \
+            all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
         return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in step["paths"]}, copy=False,
                              mentions=step.get("mentions", LEGACY_MENTIONS))
     return apply_step(record, step)

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from hsa import _json
+from hsa.names import is_identifier_like
 
 __all__ = ["Step", "ToolsStep", "SkillsStep", "ParamsStep", "RegroupStep", "PermuteStep", "RequireStep",
            "ValuesStep", "RestoreStep", "OpaqueStep", "UnknownStep", "step_of", "steps_of", "rename_pairs"]
@@ -183,6 +184,9 @@ class Step:
     op: ClassVar[str | None] = None
     renames_tools: ClassVar[bool] = False
     renames_skills: ClassVar[bool] = False
+    #: The kind of name the step changes, as the hook analysis names the kinds (``"tool"``, ``"skill"``,
+    #: ``"param"``, ``"value"``); None for a step that changes no name (restore, opaque).
+    renames_kind: ClassVar[str | None] = None
     #: Whether a tool call can come out of the step other than it went in.
     changes_calls: ClassVar[bool] = True
     #: False for a task-changing step (``tool.irrelevance``).
@@ -234,6 +238,11 @@ class Step:
         """``call`` carried through the step: towards the variant (``forward``) or back to the source."""
         return call
 
+    def hook_text_map(self) -> dict[str, str]:
+        """The token renames the step applies to text a hook reads or writes (hook payloads, decisions, the
+        messages hooks injected: :func:`hsa.hooks_model.text_map`); none for a step that renames no name."""
+        return {}
+
     def message_carry(self) -> tuple[tuple, ...]:
         """What the step's record-level applier does to a record's messages, as entries that
         :func:`hsa.step_carry.carry_messages` runs in order: ``("call", tool or None, renamed tools or None, step)`` (the calls
@@ -257,7 +266,6 @@ class _NameStep(Step):
     """A rename of tools or skills: ``{"op": ..., "map": {old: new}}``."""
 
     __slots__ = ()
-    kind: ClassVar[str] = ""
 
     def renamed(self) -> dict[str, str]:
         return {k: v for k, v in self.data["map"].items() if k != v}
@@ -265,6 +273,9 @@ class _NameStep(Step):
     def names(self) -> set[str]:
         table = self.data["map"]
         return set(table) | set(table.values())
+
+    def hook_text_map(self) -> dict[str, str]:
+        return self.renamed()  # every text, as the messages' texts
 
     def rename(self, name: str, forward: bool) -> str:
         """``name`` through the step's table (forward) or its inverse."""
@@ -277,8 +288,8 @@ class ToolsStep(_NameStep):
 
     __slots__ = ()
     op = "tools"
-    kind = "tool"
     renames_tools = True
+    renames_kind = "tool"
 
     def invert(self) -> Step:
         return ToolsStep({"op": "tools", "map": {v: k for k, v in self.data["map"].items()}})
@@ -301,8 +312,8 @@ class SkillsStep(_NameStep):
 
     __slots__ = ()
     op = "skills"
-    kind = "skill"
     renames_skills = True
+    renames_kind = "skill"
 
     @property
     def tool(self) -> str | None:
@@ -347,6 +358,7 @@ class ParamsStep(Step):
 
     __slots__ = ()
     op = "params"
+    renames_kind = "param"
 
     @property
     def tool(self) -> str | None:
@@ -361,6 +373,17 @@ class ParamsStep(Step):
         in every text; none for a step made before steps said so."""
         m = self.data.get("mentions") or {}
         return dict(m.get("own") or {}), dict(m.get("all") or {})
+
+    def hook_text_map(self) -> dict[str, str]:
+        """Identifier-like names of top-level parameters only (a name renamed two ways: none)."""
+        out: dict[str, str] = {}
+        bad: set[str] = set()
+        for src, dst in self.data["paths"]:
+            if len(src) == 1 and len(dst) == 1 and src[0] != dst[0] and is_identifier_like(src[0]):
+                if src[0] in out and out[src[0]] != dst[0]:
+                    bad.add(src[0])
+                out[src[0]] = dst[0]
+        return {k: v for k, v in out.items() if k not in bad}
 
     def names(self) -> set[str]:
         out: set[str] = set()
@@ -441,6 +464,7 @@ class ValuesStep(Step):
 
     __slots__ = ()
     op = "values"
+    renames_kind = "value"
 
     @property
     def tool(self) -> str | None:
