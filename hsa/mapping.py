@@ -84,10 +84,11 @@ class Mapping:
     {'name': 'get_weather', 'arguments': {'city': 'Paris'}}
     """
 
-    __slots__ = ("steps",)
+    __slots__ = ("steps", "_typed")
 
     def __init__(self, steps: Iterable[dict] = ()):
         self.steps: list[dict] = list(steps)
+        self._typed: list[Step] | None = None
 
     # -- construction and serialisation
     @classmethod
@@ -123,31 +124,34 @@ class Mapping:
     def inverse(self) -> Mapping:
         """The mapping from the variant back to the source, as a mapping of its own (each step's
         :meth:`hsa.steps.Step.invert`, newest first)."""
-        return Mapping([Step.from_json(step).invert().to_json() for step in reversed(self.steps)])
+        return Mapping([step.invert().to_json() for step in reversed(self.typed())])
 
     def typed(self) -> list[Step]:
-        """The steps as typed steps (:mod:`hsa.steps`), in order."""
-        return steps_of(self.steps)
+        """The steps as typed steps (:mod:`hsa.steps`), in order; made once (a step's JSON is never changed)."""
+        typed = self._typed
+        if typed is None or len(typed) != len(self.steps):
+            typed = self._typed = steps_of(self.steps)
+        return typed
 
     # -- calls
     def to_variant(self, call: Call) -> Call:
         """Carry a call made under the source harness to the variant harness."""
         call = {"name": call["name"], "arguments": call.get("arguments") or {}}
-        for step in self.steps:
-            call = Step.from_json(step).carry_call(call, True)
+        for step in self.typed():
+            call = step.carry_call(call, True)
         return call
 
     def to_canonical(self, call: Call) -> Call:
         """Carry a call made under the variant harness back to the source harness."""
         call = {"name": call["name"], "arguments": call.get("arguments") or {}}
-        for step in reversed(self.steps):
-            call = Step.from_json(step).carry_call(call, False)
+        for step in reversed(self.typed()):
+            call = step.carry_call(call, False)
         return call
 
     # -- names
     def _rename(self, skills: bool, name: str, forward: bool) -> str:
-        for step in (self.steps if forward else reversed(self.steps)):
-            s = Step.from_json(step)
+        typed = self.typed()
+        for s in (typed if forward else reversed(typed)):
             if (s.renames_skills if skills else s.renames_tools):
                 name = s.rename(name, forward)  # type: ignore[attr-defined]
         return name
@@ -166,11 +170,10 @@ class Mapping:
 
     def _names(self, skills: bool) -> dict[str, str]:
         current: dict[str, str] = {}  # canonical name -> name after the steps so far
-        for step in self.steps:
-            s = Step.from_json(step)
+        for s in self.typed():
             if not (s.renames_skills if skills else s.renames_tools):
                 continue
-            table = step["map"]
+            table = s.to_json()["map"]
             produced = set(current.values())
             fresh = {old: new for old, new in table.items() if old not in produced and old not in current}
             current = {c: table.get(v, v) for c, v in current.items()}
@@ -189,14 +192,14 @@ class Mapping:
         """Every tool, skill and parameter name a step of this mapping names, before or after it: the names the
         source (and each intermediate harness) had, which a transform that adds a tool or a parameter must avoid."""
         out: set[str] = set()
-        for step in self.steps:
-            out |= Step.from_json(step).names()
+        for step in self.typed():
+            out |= step.names()
         return out
 
     @property
     def task_preserving(self) -> bool:
         """False when a step changed the task (for example ``tool.irrelevance``)."""
-        return all(Step.from_json(s).task_preserving for s in self.steps)
+        return all(s.task_preserving for s in self.typed())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Mapping) and _json.canonical(self.steps) == _json.canonical(other.steps)

@@ -10,14 +10,11 @@ once. (A module of its own because the text functions it builds import modules t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import partial
 from typing import Any
 
 from hsa.hooks_model import map_content
 from hsa.mentions import mention_renamer
-from hsa.names import replace_tokens
-from hsa.record_texts import content_parts
-from hsa.rename_texts import names_renamer, prose_only
+from hsa.rename_texts import names_renamer, prose_only, token_renamer
 from hsa.steps import Step
 
 __all__ = ["carry_messages", "compile_carry"]
@@ -36,7 +33,7 @@ def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: 
         entries = tuple(e for e in entries if e[0] == "call")
     if not entries:
         return
-    fns = _text_renamers(messages, entries, keep)
+    fns = _text_renamers(entries, keep)
     owners_at = any(e[0] == "mentions" for e in entries)
     names_by_id: dict[str, list] = {}  # call id -> the call's name before each entry (parameter mentions)
     for m in messages:
@@ -93,29 +90,16 @@ def compile_carry(steps: Iterable[dict | Step]) -> tuple[tuple, ...]:
     return tuple(out)
 
 
-def _text_renamers(messages: list[dict], entries: tuple[tuple, ...], keep: frozenset[str]) -> dict[int, Any]:
+def _text_renamers(entries: tuple[tuple, ...], keep: frozenset[str]) -> dict[int, Any]:
     """The text functions of the text and mention entries (by entry index), as the appliers make them from the
-    entries' whole tables; None where no name of a table occurs in a message text or is written by an earlier
-    table (one substring test over the joined texts: a name that is no substring of any text is no token of one)."""
-    joined = "\x00".join(t for m in messages if "content" in m for t in content_parts(m["content"]))
+    entries' whole tables (each tests for its names as substrings before it splits a text into tokens)."""
     out: dict[int, Any] = {}
-    written = ""
-
-    def present(table: dict[str, str]) -> bool:
-        return any(k in joined or k in written for k in table)
-
     for k, entry in enumerate(entries):
         if entry[0] == "text":
-            table = entry[1]
-            if not present(table):
-                out[k] = None
-                continue
-            kind = entry[2]
-            out[k] = names_renamer(table, kind, keep) if kind else partial(replace_tokens, renames=table)
-            written += "\x00" + "\x00".join(table.values())
+            table, kind = entry[1], entry[2]
+            out[k] = names_renamer(table, kind, keep) if kind else token_renamer(table)
         elif entry[0] == "mentions":
             own, everywhere = entry[2], entry[3]
-            out[k] = (mention_renamer(own, "param_own") if own and present(own) else None,
-                      mention_renamer(everywhere, "param") if everywhere and present(everywhere) else None)
-            written += "\x00" + "\x00".join(own.values())
+            out[k] = (mention_renamer(own, "param_own") if own else None,
+                      mention_renamer(everywhere, "param") if everywhere else None)
     return out

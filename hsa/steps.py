@@ -198,28 +198,28 @@ class Step:
     @staticmethod
     def from_json(data: dict | Step) -> Step:
         """The typed step of a step's JSON dict (a step given is returned as it is)."""
-        if isinstance(data, Step):
-            return data
-        op = data.get("op")
+        try:
+            op = data["op"]  # type: ignore[index]
+        except KeyError:
+            return UnknownStep(data)  # type: ignore[arg-type]
+        except TypeError:  # not a dict
+            if isinstance(data, Step):
+                return data
+            raise
         if op == "params":
-            return _PARAMS_KINDS.get(data.get("kind"), ParamsStep)(data)
-        return _CLASSES.get(op, UnknownStep)(data)
+            return _PARAMS_KINDS.get(data.get("kind"), ParamsStep)(data)  # type: ignore[union-attr]
+        return _CLASSES.get(op, UnknownStep)(data)  # type: ignore[arg-type]
 
     def to_json(self) -> dict:
         """The step's JSON dict: the very dict it was made from (never changed)."""
         return self.data
 
     # -- what readers ask
-    @property
-    def renames_names(self) -> bool:
-        """Whether the step renames tools or skills (a ``map`` of names)."""
-        return self.renames_tools or self.renames_skills
-
-    @property
-    def tool(self) -> str | None:
-        """The tool whose calls (and only those) the step changes, by its name before the step; None for a step
-        that is not about one tool."""
-        return None
+    #: Whether the step renames tools or skills (a ``map`` of names).
+    renames_names: ClassVar[bool] = False
+    #: The tool whose calls (and only those) the step changes, by its name before the step; None for a step that is
+    #: not about one tool (a params, values and skills step has it as an attribute).
+    tool: ClassVar[str | None] = None
 
     def renamed(self) -> dict[str, str]:
         """The names the step renames, old -> new, without those it keeps (tools and skills steps)."""
@@ -266,6 +266,7 @@ class _NameStep(Step):
     """A rename of tools or skills: ``{"op": ..., "map": {old: new}}``."""
 
     __slots__ = ()
+    renames_names = True
 
     def renamed(self) -> dict[str, str]:
         return {k: v for k, v in self.data["map"].items() if k != v}
@@ -310,14 +311,14 @@ class SkillsStep(_NameStep):
     """``{"op": "skills", "map": {old: new}, "tool": name, "argument": key}``: skill names, as passed to the skill
     tool ``tool`` (its name as of this step) in ``argument``."""
 
-    __slots__ = ()
+    __slots__ = ("tool",)  # type: ignore[misc]
     op = "skills"
     renames_skills = True
     renames_kind = "skill"
 
-    @property
-    def tool(self) -> str | None:
-        return self.data["tool"]
+    def __init__(self, data: dict):
+        self.data = data
+        self.tool = data.get("tool")
 
     def names(self) -> set[str]:
         out = super().names()
@@ -356,13 +357,13 @@ class ParamsStep(Step):
     ``kind`` naming the record-level applier, and its data), all kept by :meth:`invert`. Without a ``kind`` it is
     a rename of parameters (:func:`hsa.renames.rename_params`)."""
 
-    __slots__ = ()
+    __slots__ = ("tool",)  # type: ignore[misc]
     op = "params"
     renames_kind = "param"
 
-    @property
-    def tool(self) -> str | None:
-        return self.data["tool"]
+    def __init__(self, data: dict):
+        self.data = data
+        self.tool = data.get("tool")
 
     @property
     def kind(self) -> str | None:
@@ -462,13 +463,13 @@ class ValuesStep(Step):
     renames, re-drawn defaults), compared strictly; ``"texts": true``: whole-token mentions of the string values
     follow in every text but tool results."""
 
-    __slots__ = ()
+    __slots__ = ("tool",)  # type: ignore[misc]
     op = "values"
     renames_kind = "value"
 
-    @property
-    def tool(self) -> str | None:
-        return self.data["tool"]
+    def __init__(self, data: dict):
+        self.data = data
+        self.tool = data.get("tool")
 
     def names(self) -> set[str]:
         return {self.data["tool"]} if isinstance(self.data.get("tool"), str) else set()
