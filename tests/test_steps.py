@@ -144,3 +144,20 @@ def test_the_message_carry_is_what_the_appliers_do_to_messages():
     assert any(c["function"]["name"] == "zq_tool" and c["function"]["arguments"][key] == "zq_y"
                for m in msgs for c in m.get("tool_calls") or ())
     assert all(("zq_y" in m["content"]) == (m.get("role") != "tool") for m in msgs)  # values: not in tool results
+
+
+def test_the_appliers_carry_messages_with_the_steps_own_carry(monkeypatch):
+    """One carry per step: the tool-rename applier changes messages only through :meth:`ToolsStep.message_carry`
+    (with a carry that does nothing, the tools are renamed and the calls, result names and texts stay)."""
+    from hsa.renames import rename_tools
+
+    rec = next(without_hooks(r) for r in normalized_fixtures(3) if any(m.get("tool_calls") for m in r["messages"]))
+    name = next(m["tool_calls"][0]["function"]["name"] for m in rec["messages"] if m.get("tool_calls"))
+    for m in rec["messages"]:
+        m["content"] = f"{m.get('content') or ''} call {name} now"
+    carried = rename_tools(rec, {name: "zq_tool"})
+    assert not exact(carried["messages"], rec["messages"])
+    monkeypatch.setattr(ToolsStep, "message_carry", lambda self: ())
+    out = rename_tools(rec, {name: "zq_tool"})
+    assert "zq_tool" in [t["name"] for t in out["tools"]]
+    assert exact(out["messages"], rec["messages"])
