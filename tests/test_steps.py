@@ -12,12 +12,14 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
 
 from hsa.mapping import Mapping
 from hsa.recipes import load_recipe
 from hsa.steps import (OpaqueStep, ParamsStep, PermuteStep, RegroupStep, RequireStep, RestoreStep, SkillsStep, Step,
                        ToolsStep, UnknownStep, ValuesStep)
 from hsa.step_carry import carry_messages
+from hsa.testing import records
 from hsa.transform import Skip
 from tests.conftest import normalized_fixtures, without_hooks
 from tests.exact_support import exact
@@ -81,6 +83,33 @@ def test_an_unknown_op_is_kept_but_carries_no_call():
         step.message_carry()
 
 
+def _old_inverse(steps):
+    """``Mapping.inverse`` as it was before the typed steps (the oracle: the same JSON, key order included)."""
+    inv = []
+    for step in reversed(steps):
+        op = step["op"]
+        if op == "tools":
+            inv.append({"op": "tools", "map": {v: k for k, v in step["map"].items()}})
+        elif op == "params":
+            inv_step = {**step, "paths": [[b, a] for a, b in step["paths"]]}
+            if isinstance(step.get("mentions"), dict):
+                inv_step["mentions"] = {k: {v: o for o, v in table.items()} for k, table in step["mentions"].items()}
+            inv_step.pop("fill", None), inv_step.pop("drop", None)
+            if step.get("fill"):
+                inv_step["drop"] = step["fill"]
+            if step.get("drop"):
+                inv_step["fill"] = step["drop"]
+            inv.append(inv_step)
+        elif op == "values":
+            inv.append({**step, "map": [[b, a] for a, b in step["map"]]})
+        elif op == "skills":
+            inv.append({"op": "skills", "tool": step["tool"], "argument": step["argument"],
+                        "map": {v: k for k, v in step["map"].items()}})
+        else:
+            inv.append(step)
+    return inv
+
+
 def _leaf_steps():
     """The steps the leaves of the built-in recipes make on some fixtures, with the record they made them on."""
     out = []
@@ -102,6 +131,8 @@ def test_the_leaves_steps_are_typed_and_carry_their_calls_back():
     seen: set[type] = set()
     calls = 0
     for rec, variant, data in _leaf_steps():
+        steps = variant["mapping"]
+        assert json.dumps(Mapping(steps).inverse().steps) == json.dumps(_old_inverse(steps))
         step = Step.from_json(data)
         assert not isinstance(step, UnknownStep), data
         seen.add(type(step))
@@ -118,6 +149,22 @@ def test_the_leaves_steps_are_typed_and_carry_their_calls_back():
                 calls += 1
     assert {ToolsStep, ParamsStep, ValuesStep, RegroupStep} <= seen
     assert calls > 100
+
+
+@settings(max_examples=20, deadline=None)
+@given(records(max_tools=3, hooks=True))
+def test_generated_variants_mappings_invert_as_before(raw):
+    """The mappings of the default and hooks recipes' variants of generated records (restore steps included, as
+    :func:`hsa.transform.run` makes them): every step typed, the inverse the JSON it always was."""
+    from hsa.records import normalize
+    from hsa.transform import run
+
+    rec = normalize(raw)
+    for k, name in enumerate(("default", "hooks")):
+        variant, _, _ = run(load_recipe(name), rec, random.Random(k))  # its restore step added
+        steps = variant["mapping"]
+        assert not any(isinstance(s, UnknownStep) for s in Mapping(steps).typed())
+        assert json.dumps(Mapping(steps).inverse().steps) == json.dumps(_old_inverse(steps))
 
 
 def test_the_message_carry_is_what_the_appliers_do_to_messages():
