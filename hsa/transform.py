@@ -478,8 +478,10 @@ def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
     through those steps. A miss applies ``t``; from the second miss of a key on, it keeps what it gave only when it is
     that: the other keys as they
     were (same order), the mapping the input's plus steps :func:`hsa.renames.carries`, and the messages exactly
-    what :func:`hsa.renames.carry_messages` makes of the input's. A hit's parts and steps are shared, read only
-    (transforms never modify their input, and no mapping step is changed in place)."""
+    what :func:`hsa.renames.carry_messages` makes of the input's (the leaf's claim that its apply is its steps: the
+    steps' appliers carry messages with the same message carry, :mod:`hsa.step_carry`, so a leaf that does only
+    that passes). A hit's parts and steps are shared, read only (transforms never modify their input, and no mapping
+    step is changed in place)."""
     from hsa import _json
     from hsa.cache import digest, lru
     from hsa.renames import STEP_PARTS, carries, carry_messages
