@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hsa import _json
-from hsa.steps import ARRAY, Step, move_paths, steps_of
+from hsa.steps import ARRAY, Step, move_paths, rename_through, step_class, steps_of
 
 __all__ = ["Mapping", "Call", "argument_leaves", "carry_call", "move_paths", "Step"]
 
@@ -84,11 +84,12 @@ class Mapping:
     {'name': 'get_weather', 'arguments': {'city': 'Paris'}}
     """
 
-    __slots__ = ("steps", "_typed")
+    __slots__ = ("steps", "_typed", "_classes")
 
     def __init__(self, steps: Iterable[dict] = ()):
         self.steps: list[dict] = list(steps)
         self._typed: list[Step] | None = None
+        self._classes: list[type[Step]] | None = None
 
     # -- construction and serialisation
     @classmethod
@@ -133,6 +134,14 @@ class Mapping:
             typed = self._typed = steps_of(self.steps)
         return typed
 
+    def _step_classes(self) -> list[type[Step]]:
+        """The typed steps' classes (:func:`hsa.steps.step_class`), for the readers that ask only what a class
+        says; made once."""
+        classes = self._classes
+        if classes is None or len(classes) != len(self.steps):
+            classes = self._classes = [step_class(s) for s in self.steps]
+        return classes
+
     # -- calls
     def to_variant(self, call: Call) -> Call:
         """Carry a call made under the source harness to the variant harness."""
@@ -150,10 +159,10 @@ class Mapping:
 
     # -- names
     def _rename(self, skills: bool, name: str, forward: bool) -> str:
-        typed = self.typed()
-        for s in (typed if forward else reversed(typed)):
-            if (s.renames_skills if skills else s.renames_tools):
-                name = s.rename(name, forward)  # type: ignore[attr-defined]
+        pairs = list(zip(self.steps, self._step_classes()))
+        for step, cls in (pairs if forward else reversed(pairs)):
+            if (cls.renames_skills if skills else cls.renames_tools):
+                name = rename_through(step, name, forward)
         return name
 
     def tool_to_variant(self, name: str) -> str:
@@ -170,10 +179,10 @@ class Mapping:
 
     def _names(self, skills: bool) -> dict[str, str]:
         current: dict[str, str] = {}  # canonical name -> name after the steps so far
-        for s in self.typed():
-            if not (s.renames_skills if skills else s.renames_tools):
+        for step, cls in zip(self.steps, self._step_classes()):
+            if not (cls.renames_skills if skills else cls.renames_tools):
                 continue
-            table = s.to_json()["map"]
+            table = step["map"]
             produced = set(current.values())
             fresh = {old: new for old, new in table.items() if old not in produced and old not in current}
             current = {c: table.get(v, v) for c, v in current.items()}
@@ -199,7 +208,7 @@ class Mapping:
     @property
     def task_preserving(self) -> bool:
         """False when a step changed the task (for example ``tool.irrelevance``)."""
-        return all(s.task_preserving for s in self.typed())
+        return all(cls.task_preserving for cls in self._step_classes())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Mapping) and _json.canonical(self.steps) == _json.canonical(other.steps)

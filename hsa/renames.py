@@ -646,13 +646,14 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     return True
 
 
-def carry_messages(messages: list[dict], steps: Iterable[dict]) -> list[dict]:
+def carry_messages(messages: list[dict], steps: Iterable[dict], *, entries: tuple | None = None) -> list[dict]:
     """``messages`` (of a record that :func:`carries` ``steps``) as the appliers of ``steps`` leave them: a copy,
     sharing with ``messages`` what no step changes (call arguments and texts are replaced, never edited). The
-    appliers carry their own messages with the same steps' message carry (:mod:`hsa.step_carry`)."""
+    appliers carry their own messages with the same steps' message carry (:mod:`hsa.step_carry`); ``entries``: that
+    carry compiled (:func:`hsa.step_carry.compile_carry`), where the caller keeps it with the steps."""
     out = [{**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
            if m.get("tool_calls") else dict(m) for m in messages]
-    _carry_steps(out, steps)
+    _carry_steps(out, steps, entries=entries)
     return out
 
 

@@ -35,17 +35,20 @@ def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: 
         return
     fns = _text_renamers(entries, keep)
     owners_at = any(e[0] == "mentions" for e in entries)
+    calls_only = all(e[0] == "call" for e in entries)  # a message without calls is left as it is
     names_by_id: dict[str, list] = {}  # call id -> the call's name before each entry (parameter mentions)
     for m in messages:
         calls = m.get("tool_calls") or ()
-        states = [[c["function"]["name"], c["function"]["arguments"], False] for c in calls]
+        if calls_only and not calls:
+            continue
+        states = [[c["function"]["name"], c["function"]["arguments"], False] for c in calls] if calls else []
         result = m.get("role") == "tool"
-        owner = m.get("name") if isinstance(m.get("name"), str) else None
+        owner = m.get("name") if result and isinstance(m.get("name"), str) else None  # read for tool results only
         if result and owners_at and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in names_by_id:
             seq = names_by_id[m["tool_call_id"]]
         else:
             seq = None
-        history = [[] for _ in calls] if owners_at else None
+        history = [[] for _ in calls] if owners_at and calls else None
         for k, entry in enumerate(entries):
             kind = entry[0]
             if history is not None:

@@ -29,7 +29,8 @@ from hsa import _json
 from hsa.names import is_identifier_like
 
 __all__ = ["Step", "ToolsStep", "SkillsStep", "ParamsStep", "RegroupStep", "PermuteStep", "RequireStep",
-           "ValuesStep", "RestoreStep", "OpaqueStep", "UnknownStep", "step_of", "steps_of", "rename_pairs"]
+           "ValuesStep", "RestoreStep", "OpaqueStep", "UnknownStep", "step_of", "steps_of", "step_class",
+           "rename_pairs", "rename_through"]
 
 ARRAY = "[]"
 Call = dict[str, Any]
@@ -198,17 +199,9 @@ class Step:
     @staticmethod
     def from_json(data: dict | Step) -> Step:
         """The typed step of a step's JSON dict (a step given is returned as it is)."""
-        try:
-            op = data["op"]  # type: ignore[index]
-        except KeyError:
-            return UnknownStep(data)  # type: ignore[arg-type]
-        except TypeError:  # not a dict
-            if isinstance(data, Step):
-                return data
-            raise
-        if op == "params":
-            return _PARAMS_KINDS.get(data.get("kind"), ParamsStep)(data)  # type: ignore[union-attr]
-        return _CLASSES.get(op, UnknownStep)(data)  # type: ignore[arg-type]
+        if isinstance(data, Step):
+            return data
+        return step_class(data)(data)
 
     def to_json(self) -> dict:
         """The step's JSON dict: the very dict it was made from (never changed)."""
@@ -280,8 +273,7 @@ class _NameStep(Step):
 
     def rename(self, name: str, forward: bool) -> str:
         """``name`` through the step's table (forward) or its inverse."""
-        table = self.data["map"] if forward else {v: k for k, v in self.data["map"].items()}
-        return table.get(name, name)
+        return rename_through(self.data, name, forward)
 
 
 class ToolsStep(_NameStep):
@@ -531,6 +523,22 @@ _CLASSES: dict[Any, type[Step]] = {"tools": ToolsStep, "skills": SkillsStep, "va
                                    "restore": RestoreStep, "opaque": OpaqueStep}
 _PARAMS_KINDS: dict[Any, type[ParamsStep]] = {"regroup": RegroupStep, "permute": PermuteStep,
                                               "require": RequireStep}
+
+
+def rename_through(data: dict, name: str, forward: bool) -> str:
+    """``name`` through the table of the tools or skills step whose JSON is ``data`` (forward) or its inverse:
+    :meth:`ToolsStep.rename` without making the step."""
+    table = data["map"] if forward else {v: k for k, v in data["map"].items()}
+    return table.get(name, name)
+
+
+def step_class(data: dict) -> type[Step]:
+    """The class of the typed step of a step's JSON dict, without making the step: for a reader that asks only
+    what the class says (:attr:`Step.renames_tools`, :attr:`Step.task_preserving`, ...)."""
+    op = data.get("op")
+    if op == "params":
+        return _PARAMS_KINDS.get(data.get("kind"), ParamsStep)
+    return _CLASSES.get(op, UnknownStep)
 
 
 def step_of(data: dict | Step) -> Step:

@@ -485,6 +485,7 @@ def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
     from hsa import _json
     from hsa.cache import digest, lru
     from hsa.renames import STEP_PARTS, carries, carry_messages
+    from hsa.step_carry import compile_carry
 
     if not carries(record, ()):
         return t.apply(record, params)
@@ -495,10 +496,10 @@ def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
         return t.apply(record, params)
     hit = cache.get(key)
     if hit is not None:
-        parts, steps = hit
+        parts, steps, entries = hit
         out = dict(record)
         out.update(parts)
-        out["messages"] = carry_messages(record["messages"], steps)
+        out["messages"] = carry_messages(record["messages"], steps, entries=entries)
         out["mapping"] = record["mapping"] + list(steps)
         return out
     out = t.apply(record, params)
@@ -514,7 +515,7 @@ def _apply_carried(t: Transform, record: Record, params: dict) -> Record:
                 for k in out if k not in STEP_PARTS and k not in ("messages", "mapping")) and \
             _same_messages(carry_messages(record["messages"], steps), out["messages"]):
         parts = {k: out[k] for k in STEP_PARTS if k in out}
-        cache.put(key, (parts, tuple(steps)), _json_size(parts) + _json_size(steps))
+        cache.put(key, (parts, tuple(steps), compile_carry(steps)), _json_size(parts) + 2 * _json_size(steps))
     return out
 
 
