@@ -641,7 +641,7 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
         if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
             plan = compile_carry(steps)
             _UNDONE.put(key, (data, plan), 3 * len(data) + 200)
-    _carry_steps(record["messages"], steps, entries=plan)
+    _carry_steps(record["messages"], steps, entries=plan, sift=True)
     record.update(undone)
     return True
 
@@ -653,7 +653,7 @@ def carry_messages(messages: list[dict], steps: Iterable[dict], *, entries: tupl
     carry compiled (:func:`hsa.step_carry.compile_carry`), where the caller keeps it with the steps."""
     out = [{**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
            if m.get("tool_calls") else dict(m) for m in messages]
-    _carry_steps(out, steps, entries=entries)
+    _carry_steps(out, steps, entries=entries, sift=True)
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from hsa.hooks_model import map_content
 from hsa.mentions import mention_renamer
+from hsa.record_texts import content_parts
 from hsa.rename_texts import names_renamer, prose_only, token_renamer
 from hsa.steps import Step
 
@@ -21,19 +22,22 @@ __all__ = ["carry_messages", "compile_carry"]
 
 
 def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: frozenset[str] = frozenset(),
-                   entries: tuple[tuple, ...] | None = None, calls_only: bool = False) -> None:
+                   entries: tuple[tuple, ...] | None = None, calls_only: bool = False, sift: bool = False) -> None:
     """``messages`` (the caller's own, down to each call's ``function``, and every message whose content or name a
     step may change) rewritten in place as the steps' record-level appliers rewrite them, in step order
     (:meth:`Step.message_carry`). ``keep``: the harness names inside which a compound tool or skill name is no
     mention of it (:func:`hsa.rename_texts.names_renamer`). ``entries``: the steps' message carry, when the
-    caller has it compiled already. ``calls_only``: carry the tool calls and nothing else (names, texts)."""
+    caller has it compiled already. ``calls_only``: carry the tool calls and nothing else (names, texts).
+    ``sift``: first look for each table's names in the joined message texts, and skip the texts of an entry none
+    of whose names occurs there or is written by an earlier entry (the same bytes: a text function leaves a text
+    without its names as it is; worth it where several steps are carried over messages that name few of them)."""
     if entries is None:
         entries = compile_carry(steps)
     if calls_only:
         entries = tuple(e for e in entries if e[0] == "call")
     if not entries:
         return
-    fns = _text_renamers(entries, keep)
+    fns = _text_renamers(entries, keep, messages if sift else None)
     owners_at = any(e[0] == "mentions" for e in entries)
     calls_only = all(e[0] == "call" for e in entries)  # a message without calls is left as it is
     names_by_id: dict[str, list] = {}  # call id -> the call's name before each entry (parameter mentions)
@@ -93,16 +97,32 @@ def compile_carry(steps: Iterable[dict | Step]) -> tuple[tuple, ...]:
     return tuple(out)
 
 
-def _text_renamers(entries: tuple[tuple, ...], keep: frozenset[str]) -> dict[int, Any]:
+def _text_renamers(entries: tuple[tuple, ...], keep: frozenset[str], messages: list[dict] | None) -> dict[int, Any]:
     """The text functions of the text and mention entries (by entry index), as the appliers make them from the
-    entries' whole tables (each tests for its names as substrings before it splits a text into tokens)."""
+    entries' whole tables (each tests for its names as substrings before it splits a text into tokens). With
+    ``messages``: None for a table none of whose names occurs in their joined texts or is written by an earlier
+    table (a name that is no substring of any text is no token of one)."""
+    if messages is not None:
+        joined = "\x00".join(t for m in messages if "content" in m for t in content_parts(m["content"]))
+    written = ""
+
+    def present(table: dict[str, str]) -> bool:
+        return messages is None or any(k in joined or k in written for k in table)
+
     out: dict[int, Any] = {}
     for k, entry in enumerate(entries):
         if entry[0] == "text":
             table, kind = entry[1], entry[2]
+            if not present(table):
+                out[k] = None
+                continue
             out[k] = names_renamer(table, kind, keep) if kind else token_renamer(table)
+            if messages is not None:
+                written += "\x00" + "\x00".join(table.values())
         elif entry[0] == "mentions":
             own, everywhere = entry[2], entry[3]
-            out[k] = (mention_renamer(own, "param_own") if own else None,
-                      mention_renamer(everywhere, "param") if everywhere else None)
+            out[k] = (mention_renamer(own, "param_own") if own and present(own) else None,
+                      mention_renamer(everywhere, "param") if everywhere and present(everywhere) else None)
+            if messages is not None:
+                written += "\x00" + "\x00".join(own.values())
     return out
