@@ -30,6 +30,7 @@ from typing import Any
 
 from hsa import _json
 from hsa.mapping import ARRAY, Mapping, argument_leaves
+from hsa.steps import ValuesStep
 from hsa.step_schemas import node_at
 
 __all__ = ["KINDS", "Change", "changes", "audit", "format_text", "format_jsonl", "sample_ids"]
@@ -188,8 +189,8 @@ def _changes_of_tools(rid: str, source: dict, variant: dict, steps: list[dict], 
     for v in variant["tools"]:
         if v["name"] not in mapped:
             out.append(Change(rid, "added tool", v["name"], "", f"{_describe_tool(v)}  [{_tool_fields(v)}]"))
-    for i, step in enumerate(steps):
-        if step["op"] != "values":
+    for i, (step, typed) in enumerate(zip(steps, m.typed())):
+        if not isinstance(typed, ValuesStep):
             continue
         tool = Mapping(steps[:i]).tool_to_canonical(step["tool"])
         where = f"{tool}.{_dotted(step['path'])}"

@@ -38,8 +38,8 @@ except ImportError:  # pragma: no cover
     _orjson = None
 
 from hsa import _json
-from hsa.mapping import carry_call
-from hsa.names import is_identifier_like, replace_tokens
+from hsa.steps import Step
+from hsa.names import replace_tokens
 
 __all__ = [
     "EVENTS",
@@ -256,21 +256,9 @@ def text_map(step: dict) -> dict[str, str]:
     Tool and skill renames apply to every text (as :func:`hsa.renames.map_texts`
     does to the trajectory); a parameter rename applies to identifier-like names of
     top-level parameters only;
-    value and opaque steps change no text.
+    value and opaque steps change no text. (:meth:`hsa.steps.Step.hook_text_map` of the typed step.)
     """
-    op = step.get("op")
-    if op in ("tools", "skills"):
-        return {k: v for k, v in step["map"].items() if k != v}
-    if op == "params":
-        out: dict[str, str] = {}
-        bad: set[str] = set()
-        for src, dst in step["paths"]:
-            if len(src) == 1 and len(dst) == 1 and src[0] != dst[0] and is_identifier_like(src[0]):
-                if src[0] in out and out[src[0]] != dst[0]:
-                    bad.add(src[0])
-                out[src[0]] = dst[0]
-        return {k: v for k, v in out.items() if k not in bad}
-    return {}
+    return Step.from_json(step).hook_text_map()
 
 
 def map_text(text: str, step: dict) -> str:
@@ -298,12 +286,13 @@ def map_payload(payload: dict, step: dict, *, table: dict[str, str] | None = Non
     ``table`` is ``text_map(step)`` when the caller has it already (many payloads, one step).
     """
     out = dict(payload)
+    typed = Step.from_json(step)
     if isinstance(out.get("tool_name"), str) and isinstance(out.get("tool_input"), dict):
-        call = carry_call(step, {"name": out["tool_name"], "arguments": out["tool_input"]}, True)
+        call = typed.carry_call({"name": out["tool_name"], "arguments": out["tool_input"]}, True)
         out["tool_name"], out["tool_input"] = call["name"], call["arguments"]
-    if step.get("op") in ("tools", "skills"):
+    if typed.renames_names:
         if table is None:
-            table = text_map(step)
+            table = typed.hook_text_map()
         for key, value in list(out.items()):
             if key in _TEXT_SKIP_KEYS:
                 continue
@@ -324,8 +313,9 @@ def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[st
     """
     from hsa.codemods.analysis import UPDATED_KEYS  # the decision keys, defined once beside MESSAGE_KEYS
 
+    typed = Step.from_json(step)
     if table is None:
-        table = text_map(step)
+        table = typed.hook_text_map()
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
@@ -336,7 +326,7 @@ def map_output(output: Any, step: dict, tool_name: str | None, *, table: dict[st
             out = {}
             for k, v in value.items():
                 if k in UPDATED_KEYS and isinstance(v, dict) and tool_name is not None:
-                    out[k] = carry_call(step, {"name": tool_name, "arguments": v}, True)["arguments"]
+                    out[k] = typed.carry_call({"name": tool_name, "arguments": v}, True)["arguments"]
                 else:
                     out[k] = walk(v)
             return out

@@ -16,6 +16,7 @@ from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, read_row
 from hsa.rename_texts import stale_references
+from hsa.steps import RestoreStep
 from hsa.renames import text_fields
 from hsa.violations import Violation
 
@@ -338,14 +339,13 @@ def _carried_as_is(mapping: Mapping, name: str) -> bool:
     """True when ``mapping.to_variant`` gives a call of tool ``name`` its arguments object as it is: every step
     renames tools only, puts back or changes no call (``restore``, ``opaque``), or is a ``params``, ``values`` or
     ``skills`` step of another tool (by the name the call has at that step)."""
-    for step in mapping.steps:
-        op = step["op"]
-        if op == "tools":
-            name = step["map"].get(name, name)
-        elif op in ("params", "values", "skills"):
-            if step["tool"] == name:
+    for step in mapping.typed():
+        if step.renames_tools:
+            name = step.rename(name, True)  # type: ignore[attr-defined]
+        elif step.tool is not None:  # a params, values or skills step
+            if step.tool == name:
                 return False
-        elif op not in ("opaque", "restore"):
+        elif step.changes_calls:
             return False  # an unknown op: to_variant says what is wrong with it
     return True
 
@@ -364,7 +364,7 @@ _ADDED_NAMES = _cache.lru("invariants.added_names", 8 << 20)
 def _added_names_cached(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
     """:func:`_check_added_names`, looked up by (source tools, variant tools, mapping steps but ``restore``): it
     reads nothing else, and a ``restore`` step changes no name (records of one pool slot share the verdict)."""
-    key = _cache.digest(source["tools"], variant["tools"], [s for s in mapping.steps if s["op"] != "restore"])
+    key = _cache.digest(source["tools"], variant["tools"], [s for s, t in zip(mapping.steps, mapping.typed()) if not isinstance(t, RestoreStep)])
     hit = _ADDED_NAMES.get(key)
     if hit is None:
         hit = _ADDED_NAMES.put(key, tuple(_check_added_names(source, variant, mapping)),

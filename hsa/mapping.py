@@ -2,7 +2,8 @@
 
 A mapping is a chain of *steps*, each a small JSON object that knows how to carry a
 tool call forward (``to_variant``) and back (``to_canonical``). Composition is
-concatenation, so any sequence of transforms has an exact inverse. Step kinds:
+concatenation, so any sequence of transforms has an exact inverse. What each step kind means (its inverse, how
+it carries calls and messages) is its typed step in :mod:`hsa.steps`; the JSON form below is what is stored. Step kinds:
 
 ``{"op": "tools", "map": {old: new}}``
     tool names (a bijection).
@@ -34,13 +35,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from hsa import _json
+from hsa.steps import ARRAY, Step, move_paths, rename_through, step_class, steps_of
 
-__all__ = ["Mapping", "Call", "argument_leaves", "carry_call"]
+__all__ = ["Mapping", "Call", "argument_leaves", "carry_call", "move_paths", "Step"]
 
 Call = dict[str, Any]  # {"name": str, "arguments": dict}
 
 MAPPING_VERSION = 1
-ARRAY = "[]"
 
 
 # --------------------------------------------------------------------------- argument paths
@@ -61,169 +62,15 @@ def argument_leaves(value: Any, prefix: tuple = (), out: dict | None = None) -> 
     return out
 
 
-def _flatten(value: Any, prefix: tuple, out: list) -> None:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten(v, prefix + (k,), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _flatten(v, prefix + (i,), out)
-    else:
-        out.append((prefix, value))
-
-
-def _matches(pattern: tuple, path: tuple) -> bool:
-    if len(pattern) > len(path):
-        return False
-    for p, q in zip(pattern, path):
-        if p == ARRAY:
-            if not isinstance(q, int):
-                return False
-        elif p != q or isinstance(q, int):
-            return False
-    return True
-
-
-def _substitute(src: tuple, dst: tuple, path: tuple) -> tuple:
-    """Replace the ``src`` prefix of ``path`` by ``dst``, carrying array indices across in order."""
-    indices = [q for p, q in zip(src, path) if p == ARRAY]
-    it = iter(indices)
-    head = tuple(next(it) if d == ARRAY else d for d in dst)
-    return head + path[len(src):]
-
-
-def _assemble(leaves: list) -> Any:
-    root: Any = None
-    for path, value in leaves:
-        if not path:
-            return value
-        if root is None:
-            root = [] if isinstance(path[0], int) else {}
-        node = root
-        for i, key in enumerate(path):
-            last = i == len(path) - 1
-            nxt = None if last else ([] if isinstance(path[i + 1], int) else {})
-            if isinstance(node, list):
-                while len(node) <= key:
-                    node.append(None)
-                if last:
-                    node[key] = value
-                else:
-                    if node[key] is None:
-                        node[key] = nxt
-                    node = node[key]
-            else:
-                if last:
-                    node[key] = value
-                else:
-                    if key not in node:
-                        node[key] = nxt
-                    node = node[key]
-    return root if root is not None else {}
-
-
-def move_paths(arguments: dict, pairs: Iterable[tuple[tuple, tuple]]) -> dict:
-    """Rewrite the key paths of ``arguments`` by ``(src, dst)`` prefix pairs, longest ``src`` first."""
-    pairs = sorted(pairs, key=lambda p: -len(p[0]))
-    if not pairs or not arguments:
-        return _json.copy(arguments)
-    leaves: list = []
-    _flatten(arguments, (), leaves)
-    moved = []
-    for path, value in leaves:
-        for src, dst in pairs:
-            if _matches(src, path):
-                path = _substitute(src, dst, path)
-                break
-        moved.append((path, value))
-    out = _assemble(moved)
-    return out if isinstance(out, dict) else {}
-
-
-def _map_values(arguments: Any, path: tuple, table: list, forward: bool) -> Any:
-    if not path:
-        for old, new in table:
-            a, b = (old, new) if forward else (new, old)
-            if _json.strict_equal(arguments, a):
-                return _json.copy(b)
-        return arguments
-    head, rest = path[0], path[1:]
-    if head == ARRAY:
-        if isinstance(arguments, list):
-            return [_map_values(v, rest, table, forward) for v in arguments]
-        return arguments
-    if isinstance(arguments, dict) and head in arguments:
-        out = dict(arguments)
-        out[head] = _map_values(arguments[head], rest, table, forward)
-        return out
-    return arguments
-
-
-def _fill(arguments: dict, remove: list | None, add: list | None) -> dict:
-    """Delete the ``remove`` entries (``[path, value]``, only where the value is exactly that) and set the ``add`` ones."""
-    if not remove and not add:
-        return arguments
-    out = _json.copy(arguments)
-    for path, value in remove or ():
-        node = out
-        for key in path[:-1]:
-            node = node.get(key) if isinstance(node, dict) else None
-        if isinstance(node, dict) and path[-1] in node and _json.strict_equal(node[path[-1]], value):
-            del node[path[-1]]
-    for path, value in add or ():
-        node = out
-        for key in path[:-1]:
-            node = node.setdefault(key, {}) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node[path[-1]] = _json.copy(value)
-    return out
-
-
 # --------------------------------------------------------------------------- steps
 
 
-def carry_call(step: dict, call: Call, forward: bool) -> Call:
+def carry_call(step: dict | Step, call: Call, forward: bool) -> Call:
     """``call`` carried through one mapping ``step``: towards the variant (``forward``) or back to the source.
 
-    What :meth:`Mapping.to_variant` / :meth:`Mapping.to_canonical` do step by step, and what the record-level
-    appliers (:func:`hsa.renames.apply_step`) and the hook model use to carry calls and tool inputs."""
-    op = step["op"]
-    name, args = call["name"], call["arguments"]
-    if op == "tools":
-        table = step["map"] if forward else {v: k for k, v in step["map"].items()}
-        return {"name": table.get(name, name), "arguments": args}
-    if op == "params":
-        if name != step["tool"]:
-            return call
-        pairs = [(tuple(a), tuple(b)) if forward else (tuple(b), tuple(a)) for a, b in step["paths"]]
-        if not forward:
-            args = _fill(args, step.get("fill"), step.get("drop"))
-        args = move_paths(args, pairs)
-        if forward:
-            args = _fill(args, step.get("drop"), step.get("fill"))
-        return {"name": name, "arguments": args}
-    if op == "values":
-        if name != step["tool"]:
-            return call
-        return {"name": name, "arguments": _map_values(args, tuple(step["path"]), step["map"], forward)}
-    if op == "skills":
-        if name != step["tool"] or not isinstance(args, dict):
-            return call
-        arg = step["argument"]
-        value = args.get(arg)
-        table = step["map"] if forward else {v: k for k, v in step["map"].items()}
-        if isinstance(value, str) and value in table:
-            args = dict(args)
-            args[arg] = table[value]
-        return {"name": name, "arguments": args}
-    if op in ("opaque", "restore"):  # a task-changing step, or what the record-level inverse puts back: no call changes
-        return call
-    raise ValueError(f"unknown mapping step op {op!r}; expected tools, params, values, skills, restore or opaque")
-
-
-def _rename_through(step: dict, name: str, forward: bool) -> str:
-    table = step["map"] if forward else {v: k for k, v in step["map"].items()}
-    return table.get(name, name)
+    What :meth:`Mapping.to_variant` / :meth:`Mapping.to_canonical` do step by step (:meth:`hsa.steps.Step.carry_call`
+    of the typed step), and what the hook model uses to carry tool inputs."""
+    return Step.from_json(step).carry_call(call, forward)
 
 
 class Mapping:
@@ -237,10 +84,12 @@ class Mapping:
     {'name': 'get_weather', 'arguments': {'city': 'Paris'}}
     """
 
-    __slots__ = ("steps",)
+    __slots__ = ("steps", "_typed", "_classes")
 
     def __init__(self, steps: Iterable[dict] = ()):
         self.steps: list[dict] = list(steps)
+        self._typed: list[Step] | None = None
+        self._classes: list[type[Step]] | None = None
 
     # -- construction and serialisation
     @classmethod
@@ -274,69 +123,64 @@ class Mapping:
     __add__ = then
 
     def inverse(self) -> Mapping:
-        """The mapping from the variant back to the source, as a mapping of its own."""
-        inv = []
-        for step in reversed(self.steps):
-            op = step["op"]
-            if op == "tools":
-                inv.append({"op": "tools", "map": {v: k for k, v in step["map"].items()}})
-            elif op == "params":  # other keys (a "kind" and its data) travel with the step
-                inv_step = {**step, "paths": [[b, a] for a, b in step["paths"]]}
-                if isinstance(step.get("mentions"), dict):  # which mentions of the names follow, the other way
-                    inv_step["mentions"] = {k: {v: o for o, v in table.items()} for k, table in step["mentions"].items()}
-                inv_step.pop("fill", None), inv_step.pop("drop", None)
-                if step.get("fill"):
-                    inv_step["drop"] = step["fill"]
-                if step.get("drop"):
-                    inv_step["fill"] = step["drop"]
-                inv.append(inv_step)
-            elif op == "values":
-                inv.append({**step, "map": [[b, a] for a, b in step["map"]]})
-            elif op == "skills":
-                inv.append({"op": "skills", "tool": step["tool"], "argument": step["argument"],
-                            "map": {v: k for k, v in step["map"].items()}})
-            else:
-                inv.append(step)
-        return Mapping(inv)
+        """The mapping from the variant back to the source, as a mapping of its own (each step's
+        :meth:`hsa.steps.Step.invert`, newest first)."""
+        return Mapping([step.invert().to_json() for step in reversed(self.typed())])
+
+    def typed(self) -> list[Step]:
+        """The steps as typed steps (:mod:`hsa.steps`), in order; made once (a step's JSON is never changed)."""
+        typed = self._typed
+        if typed is None or len(typed) != len(self.steps):
+            typed = self._typed = steps_of(self.steps)
+        return typed
+
+    def _step_classes(self) -> list[type[Step]]:
+        """The typed steps' classes (:func:`hsa.steps.step_class`), for the readers that ask only what a class
+        says; made once."""
+        classes = self._classes
+        if classes is None or len(classes) != len(self.steps):
+            classes = self._classes = [step_class(s) for s in self.steps]
+        return classes
 
     # -- calls
     def to_variant(self, call: Call) -> Call:
         """Carry a call made under the source harness to the variant harness."""
         call = {"name": call["name"], "arguments": call.get("arguments") or {}}
-        for step in self.steps:
-            call = carry_call(step, call, True)
+        for step in self.typed():
+            call = step.carry_call(call, True)
         return call
 
     def to_canonical(self, call: Call) -> Call:
         """Carry a call made under the variant harness back to the source harness."""
         call = {"name": call["name"], "arguments": call.get("arguments") or {}}
-        for step in reversed(self.steps):
-            call = carry_call(step, call, False)
+        for step in reversed(self.typed()):
+            call = step.carry_call(call, False)
         return call
 
     # -- names
-    def _rename(self, op: str, name: str, forward: bool) -> str:
-        for step in (self.steps if forward else reversed(self.steps)):
-            if step["op"] == op:
-                name = _rename_through(step, name, forward)
+    def _rename(self, skills: bool, name: str, forward: bool) -> str:
+        pairs = list(zip(self.steps, self._step_classes()))
+        for step, cls in (pairs if forward else reversed(pairs)):
+            if (cls.renames_skills if skills else cls.renames_tools):
+                name = rename_through(step, name, forward)
         return name
 
     def tool_to_variant(self, name: str) -> str:
-        return self._rename("tools", name, True)
+        return self._rename(False, name, True)
 
     def tool_to_canonical(self, name: str) -> str:
-        return self._rename("tools", name, False)
+        return self._rename(False, name, False)
 
     def skill_to_variant(self, name: str) -> str:
-        return self._rename("skills", name, True)
+        return self._rename(True, name, True)
 
     def skill_to_canonical(self, name: str) -> str:
-        return self._rename("skills", name, False)
+        return self._rename(True, name, False)
 
-    def _names(self, op: str) -> dict[str, str]:
+    def _names(self, skills: bool) -> dict[str, str]:
         current: dict[str, str] = {}  # canonical name -> name after the steps so far
-        for step in self.steps:
-            if step["op"] != op:
+        for step, cls in zip(self.steps, self._step_classes()):
+            if not (cls.renames_skills if skills else cls.renames_tools):
                 continue
             table = step["map"]
             produced = set(current.values())
@@ -347,35 +191,24 @@ class Mapping:
 
     def tool_names(self) -> dict[str, str]:
         """Composed tool renames, canonical name -> variant name."""
-        return self._names("tools")
+        return self._names(False)
 
     def skill_names(self) -> dict[str, str]:
         """Composed skill renames, canonical name -> variant name."""
-        return self._names("skills")
+        return self._names(True)
 
     def names(self) -> set[str]:
         """Every tool, skill and parameter name a step of this mapping names, before or after it: the names the
         source (and each intermediate harness) had, which a transform that adds a tool or a parameter must avoid."""
         out: set[str] = set()
-        for step in self.steps:
-            op = step["op"]
-            if op in ("tools", "skills"):
-                out.update(step["map"])
-                out.update(step["map"].values())
-            if op in ("params", "values", "skills") and isinstance(step.get("tool"), str):
-                out.add(step["tool"])
-            if op == "params":
-                for pair in step.get("paths", ()):
-                    for path in pair:
-                        out.update(k for k in path if isinstance(k, str) and k != ARRAY)
-                for path, _ in [*(step.get("fill") or ()), *(step.get("drop") or ())]:
-                    out.update(k for k in path if isinstance(k, str) and k != ARRAY)
+        for step in self.typed():
+            out |= step.names()
         return out
 
     @property
     def task_preserving(self) -> bool:
         """False when a step changed the task (for example ``tool.irrelevance``)."""
-        return all(s["op"] != "opaque" for s in self.steps)
+        return all(cls.task_preserving for cls in self._step_classes())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Mapping) and _json.canonical(self.steps) == _json.canonical(other.steps)

@@ -55,7 +55,7 @@ class LeafRun:
         self.seed = seed
         # a part read is [value, whether it is the source's own part of a DIGEST_KEYS key, its exact key or None]
         self.harness: list = []  # [parts read, facts key, params or Skip, parts made]
-        self.steps: list = []  # [params key, parts read, (parts made, steps) or None while seen once]
+        self.steps: list = []  # [params key, parts read, (parts made, steps, their compiled carry) or None while seen once]
         self.taken = 0
 
     def is_for(self, leaf: Any, seed: int) -> bool:

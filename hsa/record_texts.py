@@ -106,7 +106,7 @@ def copy_for_texts(record: Record, names: Iterable[str] | None = None) -> Record
 
 
 def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
-              tool_descriptions: bool = True, names: Iterable[str] | None = None) -> Record:
+              tool_descriptions: bool = True, names: Iterable[str] | None = None, messages: bool = True) -> Record:
     """Apply ``fn`` to every free-text field of ``record`` (in place on a record the caller owns).
 
     Free text: message contents, tool and parameter descriptions, skill descriptions
@@ -116,15 +116,17 @@ def map_texts(record: Record, fn: Callable[[str], str], *, hooks: bool = True,
 
     ``names``: when given, ``fn`` leaves every text that contains none of them (as a
     substring) unchanged, as a token rename does; a parameter schema whose JSON holds
-    none of them is then skipped without walking it.
+    none of them is then skipped without walking it. ``messages=False``: the harness texts only (a step's
+    appliers carry the messages with the step's message carry, :mod:`hsa.step_carry`).
     """
-    return map_texts_skipping(record, fn, schema_skipper(names), tool_descriptions=tool_descriptions)
+    return map_texts_skipping(record, fn, schema_skipper(names), tool_descriptions=tool_descriptions,
+                              messages=messages)
 
 
 def map_texts_skipping(record: Record, fn: Callable[[str], str], skip: Callable[[Any], bool] | None, *,
-               tool_descriptions: bool = True) -> Record:
+               tool_descriptions: bool = True, messages: bool = True) -> Record:
     """:func:`map_texts`; ``skip(schema)`` true: ``fn`` changes no text of that parameter schema."""
-    for m in record["messages"]:
+    for m in record["messages"] if messages else ():
         if "content" in m:
             m["content"] = map_content(m["content"], fn)
     if tool_descriptions:

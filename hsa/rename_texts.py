@@ -18,6 +18,7 @@ from typing import Any
 from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa.mapping import ARRAY, Mapping
+from hsa.steps import ParamsStep, RegroupStep, steps_of
 from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, stale_mentions
 from hsa.names import is_identifier_like, replace_tokens
 from hsa.record_texts import content_parts
@@ -77,16 +78,17 @@ def nested_names(record: Record, steps: Iterable[dict]) -> bool:
     """Whether a compound name that a tools or skills step renames is a part of a longer name of the record or of a
     step (``git_diff`` of ``git_diff_staged``): then a text rewrite depends on the harness (the longer name stays),
     not on the step alone."""
-    renamed = [n for st in steps if st["op"] in ("tools", "skills") for n in st["map"] if is_compound(n)]
+    typed = steps_of(steps)
+    renamed = [n for st in typed if st.renames_names for n in st.to_json()["map"] if is_compound(n)]
     if not renamed:
         return False
     names = set(harness_names(record))
-    for st in steps:
-        if st["op"] in ("tools", "skills"):
-            names.update(st["map"])
-            names.update(st["map"].values())
-        elif st["op"] == "params":
-            names.update(k for pair in st.get("paths", ()) for path in pair for k in path if isinstance(k, str))
+    for st in typed:
+        if st.renames_names:
+            names.update(st.to_json()["map"])
+            names.update(st.to_json()["map"].values())
+        elif isinstance(st, ParamsStep):
+            names.update(k for pair in st.to_json().get("paths", ()) for path in pair for k in path if isinstance(k, str))
     joined = "\x00".join(names)
     return any(inner_spans(joined, n) for n in renamed)
 
@@ -176,24 +178,10 @@ def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[s
 
 def rename_param_mentions(record: Record, tool: str, idx: int, own_fn, all_fn, everywhere: dict[str, str],
                            shared_schemas: bool) -> None:
-    """The mentions of a parameter rename outside the tool's schema: the results of the tool's calls (``own_fn``),
-    every other message, the other tools' descriptions, the skills and the prompt (``all_fn``). A tool message
-    belongs to the tool of the earlier call with its ``tool_call_id``, else to its ``name``."""
-    names_by_id: dict[str, str] = {}
-    for m in record["messages"]:
-        for c in m.get("tool_calls") or ():
-            if isinstance(c.get("id"), str):
-                names_by_id[c["id"]] = c["function"]["name"]
-        if "content" not in m:
-            continue
-        if m.get("role") == "tool":
-            cid = m.get("tool_call_id")
-            owner = names_by_id[cid] if isinstance(cid, str) and cid in names_by_id else m.get("name")
-            fn = prose_only(own_fn if owner == tool else all_fn)
-        else:
-            fn = all_fn
-        if fn is not None:
-            m["content"] = map_content(m["content"], fn)
+    """The mentions of a parameter rename in the harness outside the tool's schema: the other tools' descriptions,
+    the skills and the prompt (``all_fn``). The messages (the results of the tool's calls with ``own_fn``, every
+    other message with ``all_fn``) follow the step's message carry (:class:`hsa.steps.ParamsStep`,
+    :mod:`hsa.step_carry`)."""
     if all_fn is None:
         return
     for i, t in enumerate(record["tools"]):
@@ -289,8 +277,9 @@ def stale_references(variant: Record, steps: list[dict]) -> list[tuple[str, str]
     texts = list(labelled_texts(variant))
     current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
     keep = harness_names(variant)
-    for kind, op in (("tool", "tools"), ("skill", "skills")):
-        old = {n for st in steps if st["op"] == op for n in st["map"]} - current
+    typed = mapping.typed()
+    for kind in ("tool", "skill"):
+        old = {n for st in typed if st.renames_kind == kind for n in st.to_json()["map"]} - current
         plain = [n for n in old if not is_identifier_like(n)]
         compound = [n for n in old if is_compound(n)]
         if not (plain or compound):
@@ -318,8 +307,8 @@ def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]
     # checked where the step's tables say; a swap (kind "permute") follows its tool's own descriptions
     follow_own: dict[str, set[str]] = {}
     follow_all: set[str] = set()
-    for k, st in enumerate(steps):
-        if st["op"] == "params" and st.get("kind") == "regroup":
+    for k, (st, typed) in enumerate(zip(steps, mapping.typed())):
+        if isinstance(typed, RegroupStep):
             # a later flatten / nest moves a parameter and leaves its mentions as they are (they name the parameter
             # it was): a leaf renamed earlier and declared again by then (a swap) is no longer judged by this check
             tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
@@ -329,7 +318,7 @@ def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]
                     table[tool] -= moved
             follow_all -= moved
             continue
-        if st["op"] != "params" or st.get("kind") not in (None, "permute"):
+        if not isinstance(typed, ParamsStep) or typed.kind not in (None, "permute"):  # a rename or a swap only
             continue
         tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
         leaves = {a[-1] for a, b in st["paths"] if a[-1] != b[-1] and a[-1] != ARRAY}

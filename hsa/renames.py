@@ -8,23 +8,24 @@ function returns a new record and appends the matching step to ``record["mapping
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from hsa import _json, _patch
 from hsa import cache as _cache
 from hsa.cache import lru as _lru
-from hsa.mapping import ARRAY, carry_call
 from hsa.hooks_model import map_content
 from hsa.mentions import mention_renamer, prose_uses
 from hsa.names import find_tokens, is_identifier_like, replace_tokens
 from hsa.rename_texts import (LEGACY_MENTIONS, harness_names, hook_literals, legacy_param_renamer, names_renamer,
-                              nested_names, param_mentions, prose_only, rename_in_tool_texts, rename_param_mentions,
+                              nested_names, param_mentions, rename_in_tool_texts, rename_param_mentions,
                               renames_leaves, step_mentions, word_name_free)
 from hsa.record_texts import (copy_for_texts, map_schema_descriptions, map_texts, map_texts_skipping, param_paths,
                               record_tokens, schema_skipper, text_fields, texts_hold)
 from hsa.records import Record, clone
+from hsa.step_carry import carry_messages as _carry_steps
+from hsa.step_carry import compile_carry
+from hsa.steps import ARRAY, OpaqueStep, ParamsStep, SkillsStep, Step, ToolsStep, ValuesStep, rename_pairs, steps_of
 from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
 
 __all__ = [
@@ -181,18 +182,8 @@ def _map_hook_payloads(record: Record, step: dict, text_fn: Callable[[str], str]
 
 
 def _rewrite_calls(record: Record, step: dict) -> None:
-    op = step["op"]
-    # the calls a step can change: those of its tool, or (a tool rename) of a renamed tool; carry_call gives every
-    # other call back as it is
-    only = step["tool"] if op in ("params", "values", "skills") else None
-    renamed = step["map"] if op == "tools" else None
-    for m in record["messages"]:
-        for call in m.get("tool_calls") or ():
-            fn = call["function"]
-            if (only is not None and fn["name"] != only) or (renamed is not None and fn["name"] not in renamed):
-                continue
-            new = carry_call(step, {"name": fn["name"], "arguments": fn["arguments"]}, True)
-            fn["name"], fn["arguments"] = new["name"], new["arguments"]
+    """The record's tool calls carried through ``step`` (its message carry, calls only: :mod:`hsa.step_carry`)."""
+    _carry_steps(record["messages"], (step,), calls_only=True)
 
 
 def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) -> Record:
@@ -211,15 +202,13 @@ def rename_tools(record: Record, renames: dict[str, str], *, copy: bool = True) 
     step = {"op": "tools", "map": dict(renames)}
     for t in out["tools"]:
         t["name"] = renames.get(t["name"], t["name"])
-    _rewrite_calls(out, step)
-    for m in out["messages"]:
-        if m.get("role") == "tool" and isinstance(m.get("name"), str):
-            m["name"] = renames.get(m["name"], m["name"])
+    keep = harness_names(record, renames)
+    injected = _hook_injected(out)
+    _carry_steps(out["messages"], (step,), keep=keep)  # the step's message carry: calls, tool-result names, texts
     st = out["skill_tool"]
     st["name"] = renames.get(st["name"], st["name"])
-    text_fn = names_renamer(renames, "tool", harness_names(record, renames))
-    injected = _hook_injected(out)
-    map_texts_skipping(out, text_fn, skip_texts)
+    text_fn = names_renamer(renames, "tool", keep)
+    map_texts_skipping(out, text_fn, skip_texts, messages=False)
     _map_injected(out, injected, renames)
     _sync_hooks(out, step, before)
     _map_hook_payloads(out, step, text_fn)
@@ -340,10 +329,10 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     for path in sorted(renames, key=len, reverse=True):
         schema = _rename_in_schema(schema, path, renames[path])
     out["tools"][idx]["parameters"] = schema
-    step = {"op": "params", "tool": tool, "paths": _rename_pairs(renames)}
+    step = {"op": "params", "tool": tool, "paths": rename_pairs(renames)}
     if not legacy and (own or everywhere):
         step["mentions"] = {k: v for k, v in (("own", own), ("all", everywhere)) if v}
-    _rewrite_calls(out, step)
+    _carry_steps(out["messages"], (step,))  # the step's message carry: calls, mentions in messages
     if own_fn is not None:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
         rename_in_tool_texts(out["tools"][idx], own_fn, own or renames_leaves(renames), shared_schemas)
     reply_fn = None  # a payload's reply is the text of the message a hook judged: it follows as that message did
@@ -359,15 +348,6 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     _map_hook_payloads(out, step, reply_fn)
     out["mapping"].append(step)
     return out
-
-
-def _rename_pairs(renames: dict[tuple, str]) -> list[list[list]]:
-    """The ``paths`` of the params step of :func:`rename_params` (``renames`` without the unchanged names)."""
-    pairs = []
-    for path in renames:
-        new_path = tuple(renames.get(path[:i + 1], k) if k != ARRAY else k for i, k in enumerate(path))
-        pairs.append([list(path), list(new_path)])
-    return pairs
 
 
 def _rename_skill_values(record: Record, renames: dict[str, str]) -> None:
@@ -403,11 +383,12 @@ def rename_skills(record: Record, renames: dict[str, str], *, copy: bool = True)
     step = {"op": "skills", "map": dict(renames), "tool": st["name"], "argument": st["argument"]}
     for s in out.get("skills") or ():
         s["name"] = renames.get(s["name"], s["name"])
-    _rewrite_calls(out, step)
-    _rename_skill_values(out, renames)
-    text_fn = names_renamer(renames, "skill", harness_names(record, renames))
+    keep = harness_names(record, renames)
     injected = _hook_injected(out)
-    map_texts_skipping(out, text_fn, skip_texts)
+    _carry_steps(out["messages"], (step,), keep=keep)  # the step's message carry: skill-tool calls, texts
+    _rename_skill_values(out, renames)
+    text_fn = names_renamer(renames, "skill", keep)
+    map_texts_skipping(out, text_fn, skip_texts, messages=False)
     _map_injected(out, injected, renames)
     _sync_hooks(out, step, before)
     _map_hook_payloads(out, step, text_fn)
@@ -442,8 +423,10 @@ def _clone_for_step(record: Record, i: int) -> Record:
     return out
 
 
-def _finish_step(out: Record, step: dict) -> Record:
-    _rewrite_calls(out, step)
+def _finish_step(out: Record, step: dict, *, calls_only: bool = True) -> Record:
+    """The step's message carry on ``out`` (calls only, unless ``calls_only`` is false: the messages are then
+    ``out``'s own), its hook payloads, and the step appended to the mapping."""
+    _carry_steps(out["messages"], (step,), calls_only=calls_only)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
@@ -496,7 +479,7 @@ def apply_permute(record: Record, step: dict) -> Record:
         rename_in_tool_texts(tool, own_fn, own, True)
     rename_param_mentions(out, step["tool"], i, own_fn,
                            mention_renamer(everywhere, "param") if everywhere else None, everywhere, True)
-    return _finish_step(out, step)
+    return _finish_step(out, step, calls_only=False)  # calls and the mentions in messages
 
 
 def apply_require(record: Record, step: dict) -> Record:
@@ -520,11 +503,9 @@ def apply_values(record: Record, step: dict) -> Record:
         table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
         if not texts_hold(out, [k for k, v in table.items() if k != v]):
             return _finish_step(out, step)  # no text holds an old value: the token rename changes none
-        out = copy_for_texts(out, table)  # every message is the copy's own: results can be put back as they were
-        results = {k: m["content"] for k, m in enumerate(out["messages"]) if m.get("role") == "tool" and "content" in m}
-        map_texts(out, lambda s: replace_tokens(s, table), names=table)
-        for k, content in results.items():
-            out["messages"][k]["content"] = content
+        out = copy_for_texts(out, table)  # every message is the copy's own
+        map_texts(out, lambda s: replace_tokens(s, table), names=table, messages=False)
+        return _finish_step(out, step, calls_only=False)  # calls, and the texts of messages but tool results
     return _finish_step(out, step)
 
 
@@ -599,7 +580,7 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     _check_mapping_names(record, Mapping(steps))
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
-    inverse = [step for step in Mapping(steps).inverse().steps if step["op"] != "opaque"]
+    inverse = [step.to_json() for step in Mapping(steps).inverse().typed() if not isinstance(step, OpaqueStep)]
     if _splits(out, inverse) and _undo_split(out, inverse):
         pass
     else:
@@ -613,8 +594,8 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 #: them as a function of themselves and the step alone, and the messages as a function of the messages and the step
 #: alone (:func:`carry_messages`; no hooks: a hook sync ties the two).
 STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
-#: The step kinds :func:`carry_messages` carries (a ``params`` step with or without a kind).
-_SPLIT_OPS = frozenset({"tools", "params", "values"})
+#: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind).
+_SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep)
 _UNDONE = _lru("renames.undone_harness", 16 << 20)
 _UNDONE_SEEN = _lru("renames.undone_harness_seen", 1 << 20)
 
@@ -624,7 +605,7 @@ def carries(record: Record, steps: Iterable[dict]) -> bool:
     a function of itself and the steps: no hooks or hook events, only tool, parameter and value steps (a skill step
     takes the skill tool from the harness, a restore step patches everything)."""
     steps = list(steps)
-    return not record.get("hooks") and not record.get("hook_events") and all(s["op"] in _SPLIT_OPS for s in steps) \
+    return not record.get("hooks") and not record.get("hook_events") and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) \
         and not nested_names(record, steps)
 
 
@@ -638,8 +619,8 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     applies them, in two halves: the harness parts (:data:`STEP_PARTS`) by the plain appliers on the record
     without its messages, kept per (steps, parts) as JSON (``renames.undone_harness``: the records of a harness
     and pool slot undo the same steps on the same harness, whatever their trajectories), and the messages step by
-    step (:func:`_carry`: calls, tool-result names, texts). Where the plain loop would raise, the harness
-    half raises the same (it runs every applier); the messages half raises nothing of its own. False (``record`` as
+    step (their message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would
+    raise, the harness half raises the same (it runs every applier); the messages half raises nothing of its own. False (``record`` as
     it was): the first sighting of these steps and parts, which the plain loop undoes (a harness seen once, a
     record's own, costs no split)."""
     parts = {k: record[k] for k in STEP_PARTS if k in record}
@@ -664,171 +645,33 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
         except (TypeError, ValueError):
             data = None
         if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
-            plan = _carry_plan(steps)
+            plan = compile_carry(steps)
             _UNDONE.put(key, (data, plan), 3 * len(data) + 200)
-    _carry(record["messages"], plan if plan is not None else _carry_plan(steps))
+    _carry_steps(record["messages"], steps, entries=plan, sift=True)
     record.update(undone)
     return True
 
 
-def carry_messages(messages: list[dict], steps: Iterable[dict]) -> list[dict]:
+def carry_messages(messages: list[dict], steps: Iterable[dict], *, entries: tuple | None = None) -> list[dict]:
     """``messages`` (of a record that :func:`carries` ``steps``) as the appliers of ``steps`` leave them: a copy,
-    sharing with ``messages`` what no step changes (call arguments and texts are replaced, never edited)."""
+    sharing with ``messages`` what no step changes (call arguments and texts are replaced, never edited). The
+    appliers carry their own messages with the same steps' message carry (:mod:`hsa.step_carry`); ``entries``: that
+    carry compiled (:func:`hsa.step_carry.compile_carry`), where the caller keeps it with the steps."""
     out = [{**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
            if m.get("tool_calls") else dict(m) for m in messages]
-    if isinstance(steps, tuple):  # a cached tuple of steps (transform.step_leaf): its plan is kept beside it
-        hit = _PLANS.get(id(steps))
-        if hit is None or hit[0] is not steps:
-            hit = _PLANS.put(id(steps), (steps, _carry_plan(steps)), 400 * len(steps) + 200)
-        plan = hit[1]
-    else:
-        plan = _carry_plan(steps)
-    _carry(out, plan)
+    _carry_steps(out, steps, entries=entries, sift=True)
     return out
-
-
-_PLANS = _lru("renames.carry_plans", 4 << 20)
-
-
-def _carry_plan(steps: Iterable[dict]) -> tuple[tuple, ...]:
-    """What the appliers of ``steps`` (tools, params or values steps) do to the messages of a record without hooks,
-    in step order, one entry per change: ``("call", tool or None, renamed tools or None, step)`` (the calls a step
-    carries: for a parameter rename the step :func:`rename_params` makes from the names it changes), ``("name",
-    renames)`` (tool-result names), ``("text", table, kind, results too)`` (a token or mention rename of message
-    texts: a tool rename as :func:`rename_tools` makes it reaches tool results, a value rename as
-    :func:`apply_values` makes it does not) and ``("mentions", tool, own, everywhere)`` (a parameter rename: ``own``
-    in the results of the tool's calls, ``everywhere`` in every message)."""
-    plan: list[tuple] = []
-    for step in steps:
-        op = step["op"]
-        if op == "tools":
-            renames = {k: v for k, v in step["map"].items() if k != v}
-            if renames:
-                plan.append(("call", None, renames, {"op": "tools", "map": renames}))
-                plan.append(("name", renames))
-                plan.append(("text", renames, "tool", True))
-        elif op == "params":
-            if not step.get("kind"):
-                renames = {tuple(p): n for p, n in {tuple(a): b[-1] for a, b in step["paths"]}.items() if p[-1] != n}
-                if renames:
-                    plan.append(("call", step["tool"], None,
-                                 {"op": "params", "tool": step["tool"], "paths": _rename_pairs(renames)}))
-            else:
-                plan.append(("call", step["tool"], None, step))
-            own, everywhere = step_mentions(step)
-            if own or everywhere:
-                plan.append(("mentions", step["tool"], own, everywhere))
-        elif op == "values":
-            plan.append(("call", step["tool"], None, step))
-            if step.get("texts"):
-                table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
-                table = {k: v for k, v in table.items() if k != v}  # replace_tokens leaves the others alone
-                if table:
-                    plan.append(("text", table, None, False))
-        else:
-            raise ValueError(f"no message carry for mapping step op {op!r}")
-    return tuple(plan)
-
-
-def _carry(messages: list[dict], plan: tuple[tuple, ...]) -> None:
-    """``messages`` (the caller's own, down to each call's ``function``) rewritten in place by a :func:`_carry_plan`."""
-    if not plan:
-        return
-    fns = _text_renamers(messages, plan)
-    owners_at = any(e[0] == "mentions" for e in plan)
-    names_by_id: dict[str, list] = {}  # call id -> the call's name before each plan entry (parameter mentions)
-    for m in messages:
-        calls = m.get("tool_calls") or ()
-        states = [[c["function"]["name"], c["function"]["arguments"], False] for c in calls]
-        result = m.get("role") == "tool"
-        owner = m.get("name") if isinstance(m.get("name"), str) else None
-        if result and owners_at and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in names_by_id:
-            seq = names_by_id[m["tool_call_id"]]
-        else:
-            seq = None
-        history = [[] for _ in calls] if owners_at else None
-        for k, entry in enumerate(plan):
-            kind = entry[0]
-            if history is not None:
-                for h, st in zip(history, states):
-                    h.append(st[0])
-            if kind == "call":
-                _, only, renamed, step = entry
-                for st in states:
-                    if (only is not None and st[0] != only) or (renamed is not None and st[0] not in renamed):
-                        continue
-                    new = carry_call(step, {"name": st[0], "arguments": st[1]}, True)
-                    st[0], st[1], st[2] = new["name"], new["arguments"], True
-            elif kind == "name":
-                if result and owner is not None:
-                    m["name"] = owner = entry[1].get(owner, owner)
-            elif kind == "text":
-                fn = fns[k]
-                if fn is not None and "content" in m and (entry[3] or not result):
-                    m["content"] = map_content(m["content"], fn)
-            elif kind == "mentions":
-                own_fn, all_fn = fns[k]
-                if "content" not in m:
-                    continue
-                at = seq[k] if seq is not None else owner
-                fn = prose_only(own_fn if at == entry[1] else all_fn) if result else all_fn
-                if fn is not None:
-                    m["content"] = map_content(m["content"], fn)
-        for c, st in zip(calls, states):
-            if st[2]:
-                c["function"]["name"], c["function"]["arguments"] = st[0], st[1]
-        if history is not None:
-            for c, h in zip(calls, history):
-                if isinstance(c.get("id"), str):
-                    names_by_id[c["id"]] = h
-
-
-def _text_renamers(messages: list[dict], plan: tuple[tuple, ...]) -> dict[int, Any]:
-    """The text functions of a plan's text and mention entries for these messages (by entry index): each table cut
-    to the names that occur in one of their texts (a name that is no substring of any is no token of one) or that an
-    earlier table writes, and None when none does (one substring test over the joined texts)."""
-    joined = "\x00".join(t for m in messages if "content" in m for t in _content_strings(m["content"]))
-    out: dict[int, Any] = {}
-    written = ""
-
-    def cut(table: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in table.items() if k in joined or k in written}
-
-    for k, entry in enumerate(plan):
-        if entry[0] == "text":
-            present = cut(entry[1])
-            if not present:
-                out[k] = None
-                continue
-            kind = entry[2]
-            out[k] = names_renamer(present, kind) if kind else functools.partial(replace_tokens, renames=present)
-            written += "\x00" + "\x00".join(present.values())
-        elif entry[0] == "mentions":
-            own, everywhere = cut(entry[2]), cut(entry[3])
-            out[k] = (mention_renamer(own, "param_own") if own else None,
-                      mention_renamer(everywhere, "param") if everywhere else None)
-            written += "\x00" + "\x00".join(own.values())
-    return out
-
-
-def _content_strings(content: Any) -> list[str]:
-    """The texts of a message ``content`` that :func:`hsa.hooks_model.map_content` maps."""
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [p["text"] if isinstance(p, dict) else p for p in content
-                if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
-    return []
 
 
 def _apply_step_in_place(record: Record, step: dict) -> Record:
     """:func:`apply_step` on a record the caller owns: renames rewrite it in place, other steps copy what they change."""
-    op = step["op"]
-    if op == "tools":
+    typed = Step.from_json(step)
+    if isinstance(typed, ToolsStep):
         return rename_tools(record, step["map"], copy=False)
-    if op == "skills":
+    if isinstance(typed, SkillsStep):
         return rename_skills(record, step["map"], copy=False)
-    if op == "params" and not step.get("kind") and all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
+    if isinstance(typed, ParamsStep) and not typed.kind and \
+            all(len(a) == len(b) and a[-1] != ARRAY for a, b in step["paths"]):
         return rename_params(record, step["tool"], {tuple(a): b[-1] for a, b in step["paths"]}, copy=False,
                              mentions=step.get("mentions", LEGACY_MENTIONS))
     return apply_step(record, step)

@@ -616,13 +616,14 @@ def merge_skills(raw: dict[str, Any], skills: list[dict[str, Any]]) -> dict[str,
 def skill_renames(mapping: Any) -> dict[str, str]:
     """Source name -> current name of every skill a record's ``mapping`` (steps or an output row's dict) renamed."""
     from hsa.mapping import Mapping
+    from hsa.steps import steps_of
 
     steps = mapping if isinstance(mapping, list) else Mapping.from_dict(mapping).steps if mapping else []
     current: dict[str, str] = {}
-    for step in steps:
-        if step.get("op") != "skills":
+    for step in steps_of(steps):
+        if not step.renames_skills:
             continue
-        for old, new in step["map"].items():
+        for old, new in step.to_json()["map"].items():
             src = next((k for k, v in current.items() if v == old), old)
             current[src] = new
     return {k: v for k, v in current.items() if k != v}

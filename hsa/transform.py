@@ -551,6 +551,7 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     mapping step is changed in place)."""
     from hsa import _json
     from hsa.renames import STEP_PARTS, carries, carry_messages
+    from hsa.step_carry import compile_carry
 
     if not carries(record, ()):
         return t.apply(record, params)
@@ -562,10 +563,10 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     branch = next((b for b in run.steps if b[0] == key and _same_read(read, b[1])), None)
     if branch is not None and branch[2] is not None:
         run.taken += 1
-        parts, steps = branch[2]
+        parts, steps, entries = branch[2]
         out = dict(record)
         out.update(parts)
-        out["messages"] = carry_messages(record["messages"], steps)
+        out["messages"] = carry_messages(record["messages"], steps, entries=entries)
         out["mapping"] = record["mapping"] + list(steps)
         return out
     out = t.apply(record, params)
@@ -579,7 +580,7 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
             all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
                 for k in out if k not in STEP_PARTS and k not in ("messages", "mapping")) and \
             _same_messages(carry_messages(record["messages"], steps), out["messages"]):
-        branch[2] = ({k: out[k] for k in STEP_PARTS if k in out}, tuple(steps))
+        branch[2] = ({k: out[k] for k in STEP_PARTS if k in out}, tuple(steps), compile_carry(steps))
     return out
 
 

@@ -23,6 +23,7 @@ from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, _analyze, 
 from hsa.hooks_model import entry_of, infer_entry, text_map
 from hsa.names import render_style, replace_tokens
 from hsa.records import normalize
+from hsa.steps import Step
 from tests.conftest import FIXTURES
 
 # ---------------------------------------------------------------------------- the old implementation (oracle)
@@ -30,7 +31,7 @@ from tests.conftest import FIXTURES
 
 def _old_plan(an, step, h):
     op = step.get("op")
-    kind = S._STEP_KIND.get(op)
+    kind = Step.from_json(step).renames_kind
     renamed = S._renamed(step)
     if kind is None or not renamed:
         return {}

@@ -46,6 +46,7 @@ from hsa.codemods.interpreter.values import MESSAGE_KEYS, UPDATED_KEYS
 from hsa.codemods.results import (HARD_ROLES, NAME_ROLES, SOFT_ROLES, STYLES, Analysis, LiteralSite, Problem,
                                   entry_style)
 from hsa.codemods.spans import concat_parts, find_literals, string_parts
+from hsa.steps import ParamsStep, Step
 
 __all__ = ["analyze", "transport", "cache_stats", "Analysis", "LiteralSite", "Problem", "STYLES", "entry_style",
            "MESSAGE_KEYS", "UPDATED_KEYS", "NAME_ROLES", "HARD_ROLES", "SOFT_ROLES", "AGENT_EVENTS"]
@@ -160,13 +161,14 @@ def transport(an: Analysis, new_source: str, new_values: dict[int, str], step: d
     key = (new_source, an.entry)
     if key in _CACHE:
         return _CACHE[key]
-    op = step.get("op")
-    tools_map = {k: v for k, v in step["map"].items() if k != v} if op == "tools" else {}
+    typed = Step.from_json(step)
+    params = isinstance(typed, ParamsStep)
+    tools_map = typed.renamed() if typed.renames_tools else {}
     pairs = sorted(((tuple(a), tuple(b)) for a, b in step.get("paths", ())), key=lambda p: -len(p[0]))
     tool = step.get("tool")
 
     def path_map(tools, path):
-        if op != "params" or (tools is not None and tool not in tools):
+        if not params or (tools is not None and tool not in tools):
             return path
         for src, dst in pairs:
             if path[:len(src)] == src:
@@ -176,7 +178,7 @@ def transport(an: Analysis, new_source: str, new_values: dict[int, str], step: d
     shift = _shifter((start, end, new_len) for start, end, new_len in replaced)
 
     # only tool renames (tool sets of constraints) and parameter renames (argument paths) change roles
-    mapped: dict | None = {} if tools_map or op == "params" else None
+    mapped: dict | None = {} if tools_map or params else None
     sites = []
     for site in an.sites:
         roles = site.roles

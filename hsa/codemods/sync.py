@@ -36,6 +36,7 @@ from hsa.codemods.analysis import HARD_ROLES, NAME_ROLES, SOFT_ROLES, Analysis, 
 from hsa.codemods.splice import apply_edits, render_literal
 from hsa.hooks_model import entry_of, map_content, map_output, map_payload, map_text, text_map
 from hsa.names import replace_tokens
+from hsa.steps import ParamsStep, SkillsStep, Step, ValuesStep
 
 __all__ = ["Harness", "HarnessBefore", "harness_of", "sync_source", "sync_record_hooks", "render_literal", "REFUSAL_PREFIX",
            "refusal_note", "parse_refusal_note", "cache_info"]
@@ -167,7 +168,7 @@ def _param_key(site: LiteralSite, tools, path: tuple, step: dict, h: Harness) ->
     return new_key
 
 
-def _resolve_member(site, tools, path: tuple, value: str, step: dict, h: Harness, op: str) -> tuple[str, tuple]:
+def _resolve_member(site, tools, path: tuple, value: str, step: dict, h: Harness) -> tuple[str, tuple]:
     """``value in <input at path>``: a key test on an object, an item test on an array, a substring test on text."""
     T = step.get("tool")
     kinds_T = (h.kind_map(T) or {}) if T else {}
@@ -243,13 +244,13 @@ def _regex_check(fn: str, old: str, new: str, names: tuple, table: dict, site) -
 
 def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
     """The value a literal must have after the step, as demanded by one name role."""
-    op = step["op"]
+    s = Step.from_json(step)
     v = site.value
     kind = role[0]
-    if op in ("tools", "skills"):
-        which = "tool" if op == "tools" else "skill"
-        table = {k: n for k, n in step["map"].items() if k != n}
-        names = h.tools if op == "tools" else h.skills
+    if s.renames_names:
+        which = s.renames_kind
+        table = s.renamed()
+        names = h.tools if s.renames_tools else h.skills
         if kind == which:
             return table.get(v, v)
         if kind == "split" and role[1] == which:
@@ -279,7 +280,7 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
                     raise Refused("substring test on names", f"line {site.line}: {t!r} in {v!r} changes under "
                                                              "the rename")
             return new
-        if op == "skills" and kind in ("value", "member"):
+        if isinstance(s, SkillsStep) and kind in ("value", "member"):
             tool, arg = step["tool"], step["argument"]
             path = role[2]
             if kind == "member":
@@ -291,11 +292,11 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
                                                             f"{arg!r} of several tools, a skill only for {tool!r}")
                 return table.get(v, v)
         return v
-    if op == "params":
+    if isinstance(s, ParamsStep):
         if kind == "param":
             return _param_key(site, role[1], role[2], step, h)
         if kind == "member":
-            how, path = _resolve_member(site, role[1], role[2], v, step, h, op)
+            how, path = _resolve_member(site, role[1], role[2], v, step, h)
             return _param_key(site, role[1], path, step, h) if how == "param" else v
         if kind == "value":
             path = role[2]
@@ -304,11 +305,11 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
                     and T in _candidates(role[1], h):
                 return _param_key(site, role[1], path[:-1] + (v,), step, h)
         return v
-    if op == "values":
+    if isinstance(s, ValuesStep):
         if kind == "value":
             return _values_key(site, role[1], role[2], v, step, h)
         if kind == "member":
-            how, path = _resolve_member(site, role[1], role[2], v, step, h, op)
+            how, path = _resolve_member(site, role[1], role[2], v, step, h)
             if how == "value":
                 return _values_key(site, role[1], path, v, step, h)
         return v
@@ -316,17 +317,14 @@ def _name_value(site: LiteralSite, role: tuple, step: dict, h: Harness) -> str:
 
 
 def _renamed(step: dict) -> set[str]:
-    op = step["op"]
-    if op in ("tools", "skills"):
-        return {k for k, n in step["map"].items() if k != n}
-    if op == "params":
+    s = Step.from_json(step)
+    if s.renames_names:
+        return set(s.renamed())
+    if isinstance(s, ParamsStep):
         return {src[-1] for src, dst in step["paths"] if src[-1] != dst[-1]}
-    if op == "values":
+    if isinstance(s, ValuesStep):
         return {old for old, new in step["map"] if isinstance(old, str) and old != new}
     return set()
-
-
-_STEP_KIND = {"tools": "tool", "skills": "skill", "params": "param", "values": "value"}
 
 #: Roles whose verdict under a tool or skill rename does not depend on the literal naming a renamed name.
 _PREDICATE_ROLES = frozenset({"tool_re", "tool_pred", "skill_pred", "in_text"})
@@ -393,17 +391,17 @@ class _SiteIndex:
         self.name_blob = "\0".join(sites[i].value for i in self.name_pos)
         self.text_blob = "\0".join(sites[i].value for i in self.text_pos)
 
-    def select(self, op: str, step: dict, renamed: set[str], table: dict[str, str]) -> list[int]:
+    def select(self, step: Step, renamed: set[str], table: dict[str, str]) -> list[int]:
         """Positions (in site order) of the sites that ``step`` may change or refuse on."""
         sites = self.sites
         picked: list[int] = []
-        if op in ("tools", "skills"):
+        if step.renames_names:
             picked += self.pred_pos
             if any(k in self.name_blob for k in renamed):
                 picked += [i for i in self.name_pos if any(k in sites[i].value for k in renamed)]
-        elif op in ("params", "values"):
+        elif isinstance(step, (ParamsStep, ValuesStep)):
             picked += self.any_tool
-            picked += self.by_tool.get(step["tool"], ())
+            picked += self.by_tool.get(step.tool, ())
         if self.unknown_pos and not renamed.isdisjoint(self.unknown_values):
             picked += [i for i in self.unknown_pos if sites[i].value in renamed]
         if table and any(k in self.text_blob for k in table):
@@ -450,10 +448,10 @@ def _site_index(an: Analysis) -> _SiteIndex:
 
 def _problem(an: Analysis, step: dict) -> Refusal | None:
     """The refusal an analysis problem gives ``step`` (of a known kind), whatever the sites say."""
-    op = step.get("op")
-    kind = _STEP_KIND.get(op)
+    s = Step.from_json(step)
+    kind = s.renames_kind
     for p in an.problems:
-        if kind in p.kinds and (op in ("tools", "skills") or p.tools is None or step["tool"] in p.tools):
+        if kind in p.kinds and (s.renames_names or p.tools is None or step["tool"] in p.tools):
             return Refusal(p.reason, f"line {p.line}: {p.detail}")
     return None
 
@@ -468,8 +466,7 @@ def _plan(an: Analysis, step: dict, h: Harness, *, select: bool, known: tuple | 
     """:func:`plan`; ``select=False`` looks at every site instead of those the :class:`_SiteIndex` picks
     (the same result, slower: kept to test the selection against). ``known``: ``(renamed, text table)``
     of ``step`` when the caller has them (:func:`_step_info`)."""
-    op = step.get("op")
-    kind = _STEP_KIND.get(op)
+    kind = Step.from_json(step).renames_kind
     renamed, table = known if known is not None else (_renamed(step), None)
     if kind is None or not renamed:
         return {}
@@ -480,7 +477,7 @@ def _plan(an: Analysis, step: dict, h: Harness, *, select: bool, known: tuple | 
         return refusal
     ix = _site_index(an)
     sites, cats = ix.sites, ix.cats
-    positions = ix.select(op, step, renamed, table) if select else range(len(sites))
+    positions = ix.select(Step.from_json(step), renamed, table) if select else range(len(sites))
     out: dict[int, str] = {}
     try:
         for pos in positions:
@@ -577,14 +574,14 @@ def _untouched(source: str, entry: str | None, step_json: str) -> bool:
     an = analyze(source, entry)
     if not an.ok:
         return not any(n in source for n in renamed)
-    op = step.get("op")
-    if op not in _STEP_KIND:
+    typed = Step.from_json(step)
+    if typed.renames_kind is None:
         return True
     if _problem(an, step) is not None:
         return False
     ix = _site_index(an)
-    positions = ix.select(op, step, renamed, table)
-    if op in ("tools", "skills") or not positions:
+    positions = ix.select(typed, renamed, table)
+    if typed.renames_names or not positions:
         return not positions
     # a parameter or value step: a name site it picks keeps its value, whatever the harness, when no role of it
     # reads what the step renames (the branches of _name_value that return the literal before reading a kind)
@@ -596,7 +593,7 @@ def _role_kept(step: dict, role: tuple, value: str) -> bool:
     """Whether :func:`_name_value` gives ``value`` back for this role under a params or values ``step`` on any harness
     (False: it may not, or it reads the harness to know)."""
     kind, path = role[0], role[2] if len(role) > 2 else None
-    if step["op"] == "params":
+    if isinstance(Step.from_json(step), ParamsStep):
         if kind == "param":
             return _param_read_kept(path, step["paths"])
         if kind == "member":  # read as a key below path, or compared as a value (kept)
@@ -649,7 +646,7 @@ class HarnessBefore:
 
     def for_step(self, step: dict) -> Harness:
         """``_harness_for(step, self.full())``; for tool and skill renames without encoding every schema."""
-        if self._full is not None or step.get("op") not in ("tools", "skills"):
+        if self._full is not None or not Step.from_json(step).renames_names:
             return _harness_for(step, self.full())
         arg = self.skill_tool[1]
         kinds = []
@@ -682,7 +679,7 @@ def sync_source(source: str, entry: str | None, step: dict, harness: Harness) ->
 
 def _harness_for(step: dict, h: Harness) -> Harness:
     # tool and skill renames need only the names: a smaller key, more cache hits
-    if step.get("op") in ("tools", "skills") and h.kinds:
+    if Step.from_json(step).renames_names and h.kinds:
         st_arg = h.skill_tool[1]
         kinds = tuple((name, tuple((p, k) for p, k in table if p == (st_arg,))) for name, table in h.kinds)
         return Harness(h.tools, h.skills, h.skill_tool, kinds)
@@ -723,6 +720,7 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
     if not isinstance(before, HarnessBefore):
         before = _Known(before if isinstance(before, Harness) else harness_of(before))
     step_json, hk = _json.sorted_key(step), None  # once per step, not per hook
+    typed = Step.from_json(step)
     hooks = record.get("hooks") or ()
     code = [(hook.get("source", ""), entry_of(hook)) for hook in hooks]
     touched = _touched(tuple(code), step_json) if _SKIP_UNTOUCHED else range(len(code))
@@ -739,8 +737,8 @@ def sync_record_hooks(record: dict, step: dict, before: dict | Harness | Harness
             continue
         hook["source"] = new
         matcher = hook.get("matcher")
-        if isinstance(matcher, str) and step.get("op") == "tools":
-            table = {k: v for k, v in step["map"].items() if k != v}
+        if isinstance(matcher, str) and typed.renames_tools:
+            table = typed.renamed()
             new_matcher = _regex_rewrite(matcher, table)
             try:
                 site = LiteralSite(-1, "simple", matcher, 0, 0, 0, frozenset())
@@ -775,7 +773,7 @@ def sync_record_events(record: dict, step: dict, *, payloads: bool = True) -> No
             ev["decision"] = map_output(ev["decision"], step, tool_name if isinstance(tool_name, str) else None)
         if payloads and isinstance(payload, dict):
             ev["payload"] = map_payload(payload, step)
-        if step.get("op") == "params" and table:
+        if isinstance(Step.from_json(step), ParamsStep) and table:
             i = ev.get("message_index")
             if isinstance(i, int) and 0 <= i < len(record["messages"]):
                 m = record["messages"][i]

@@ -313,13 +313,13 @@ def mapping_rows(mapping: Any) -> list[dict]:
     in order (``where`` names the tool as of that step). The ``restore`` step (content given back on the way
     home, not a rename) is counted, not listed."""
     from hsa.mapping import Mapping
+    from hsa.steps import OpaqueStep, ParamsStep, ValuesStep
 
     m = Mapping.from_dict(mapping)
     rows = [{"kind": "tool", "where": "", "old": a, "new": b} for a, b in m.tool_names().items()]
     rows += [{"kind": "skill", "where": "", "old": a, "new": b} for a, b in m.skill_names().items()]
-    for step in m.steps:
-        op = step.get("op")
-        if op == "params":
+    for step, typed in zip(m.steps, m.typed()):
+        if isinstance(typed, ParamsStep):
             rows += [{"kind": "parameter", "where": str(step.get("tool")), "old": _path(a), "new": _path(b)}
                      for a, b in step.get("paths", ())]
             rows += [{"kind": "fixed argument", "where": str(step.get("tool")), "old": "(absent)",
@@ -327,11 +327,11 @@ def mapping_rows(mapping: Any) -> list[dict]:
             rows += [{"kind": "dropped argument", "where": str(step.get("tool")),
                       "old": f"{_path(p)} = {json.dumps(v, ensure_ascii=False)}", "new": "(absent)"}
                      for p, v in step.get("drop") or ()]
-        elif op == "values":
+        elif isinstance(typed, ValuesStep):
             where = f"{step.get('tool')}: {_path(step.get('path'))}"
             rows += [{"kind": "value", "where": where, "old": json.dumps(a, ensure_ascii=False),
                       "new": json.dumps(b, ensure_ascii=False)} for a, b in step.get("map", ())]
-        elif op == "opaque":
+        elif isinstance(typed, OpaqueStep):
             rows.append({"kind": "task-changing", "where": str(step.get("transform") or ""), "old": "",
                          "new": "nothing maps back: this variant poses another task"})
     return rows

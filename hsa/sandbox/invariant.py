@@ -18,6 +18,7 @@ from hsa import _json
 from hsa import cache as _cache
 from hsa.cache import exact_key
 from hsa.sandbox.pool import COUNTERS, execution_enabled, hook_set_key, payload_key, replay_items
+from hsa.steps import ParamsStep, RestoreStep, ValuesStep, steps_of
 
 __all__ = ["check_hooks", "not_replayed", "NOT_REPLAYED_NOTE"]
 
@@ -61,13 +62,12 @@ class _Carrier:
     the per-pair mapping would have produced too.
     """
 
-    __slots__ = ("steps", "tables", "payloads", "outputs")
+    __slots__ = ("steps", "typed", "tables", "payloads", "outputs")
 
     def __init__(self, steps: list[dict]):
-        from hsa.hooks_model import text_map
-
         self.steps = steps
-        self.tables = [text_map(step) for step in steps]
+        self.typed = steps_of(steps)
+        self.tables = [step.hook_text_map() for step in self.typed]
         self.payloads: dict[bytes | str | tuple, tuple[dict, tuple]] = {}
         self.outputs: dict[tuple, dict] = {}
 
@@ -84,18 +84,17 @@ class _Carrier:
         tool = p.get("tool_name")
         if not (isinstance(tool, str) and isinstance(p.get("tool_input"), dict)):
             # no tool call to carry: only the text of tool and skill renames changes, never tool_name or tool_input
-            for step, table in zip(self.steps, self.tables):
-                if step.get("op") in ("tools", "skills"):
+            for step, typed, table in zip(self.steps, self.typed, self.tables):
+                if typed.renames_names:
                     p = map_payload(p, step, table=table)
             tools = (tool if isinstance(tool, str) else None,) * len(self.steps)
         else:
             names = []
-            for step, table in zip(self.steps, self.tables):
+            for step, typed, table in zip(self.steps, self.typed, self.tables):
                 tool = p.get("tool_name")
                 names.append(tool if isinstance(tool, str) else None)
-                op = step.get("op")
-                if op in ("opaque", "restore") or (op in ("params", "values") and not (
-                        isinstance(tool, str) and isinstance(p.get("tool_input"), dict) and tool == step["tool"])):
+                if not typed.changes_calls or (isinstance(typed, (ParamsStep, ValuesStep)) and not (
+                        isinstance(tool, str) and isinstance(p.get("tool_input"), dict) and tool == typed.tool)):
                     continue  # map_payload would return an equal copy: a step for another tool changes no text
                 p = map_payload(p, step, table=table)
             tools = tuple(names)
@@ -268,7 +267,8 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
         if same and not steps:
             continue
         if steps_key is None:  # a restore step's patch is read by neither the payload nor the output mapping
-            steps_key = payload_key([{"op": "restore"} if s.get("op") == "restore" else s for s in steps])
+            steps_key = payload_key([{"op": "restore"} if isinstance(t, RestoreStep) else s
+                                     for s, t in zip(steps, steps_of(steps))])
         # everything the comparison of a and b on one payload reads, but the payload
         pair = hashlib.blake2b(set_key + payload_key([a, b, a.get("name") in reworded]) + steps_key,
                                digest_size=16).digest()
