@@ -3,7 +3,7 @@
 Each typed step says what its record-level applier does to messages (calls, tool-result names, texts, parameter
 mentions); :func:`carry_messages` runs those entries over a list of messages. The appliers of
 :mod:`hsa.renames` carry their messages with it, and so does the messages-only path that the split undo and the
-``transform.step_leaf`` lookup use (:func:`hsa.renames.carry_messages`): what a step does to messages is written
+slot plans use (:func:`hsa.renames.carry_messages`): what a step does to messages is written
 once. (A module of its own because the text functions it builds import modules that import :mod:`hsa.mapping`.)
 """
 
