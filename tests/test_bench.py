@@ -365,6 +365,25 @@ def test_parts_name_the_suites_read(tmp_path):
     assert list(card["parts"]) == ["bfcl"]
 
 
+def test_progress_goes_to_a_log_as_lines(tmp_path, capsys):
+    """Not on a terminal (a log, nohup, CI), `hsa bench build` and `hsa bench run` still report progress: whole
+    lines (no carriage returns), a last one with the count; --quiet (progress=False) prints none."""
+    from hsa.bench.pool import build_pool
+    from hsa.bench.run import _Progress
+
+    build_pool(tmp_path / "p", parts={"bfcl": ["simple_python"]}, limit=2, k=1, families=["order"])
+    err = capsys.readouterr().err
+    assert "hsa bench build: 2/2 items" in err and "\r" not in err
+    build_pool(tmp_path / "q", parts={"bfcl": ["simple_python"]}, limit=2, k=1, families=["order"], progress=False)
+    assert capsys.readouterr().err == ""
+    bar = _Progress(3, 1, "lines", every=0.0)
+    for _ in range(3):
+        bar.update({"ok": True, "usage": {"prompt_tokens": 10, "completion_tokens": 2}}, 0)
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("hsa bench run: 3/3 asked (1 cached)") and "30 in / 6 out" in lines[-1]
+
+
 def test_transformers_backend_runs_and_caches(small_pool, tiny_model, tmp_path):
     """`hsa bench run --backend transformers` with a tiny local model: every prompt answered and scored, token
     counts reported, and a rerun generates nothing (all cache hits)."""

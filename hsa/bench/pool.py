@@ -154,21 +154,29 @@ def pool_digest(config: dict, files: dict[str, dict]) -> str:
 
 
 class _Progress:
-    def __init__(self, total: int, label: str, enabled: bool):
-        self.total, self.label, self.enabled = total, label, enabled
-        self.done, self.start, self.last = 0, time.monotonic(), 0.0
+    """Items done, rate and ETA on standard error: one line redrawn each second on a terminal (``bar``), else a line
+    every ``every`` seconds and a last one (``lines``: a log, a ``nohup`` run, CI), or nothing (``None``)."""
+
+    def __init__(self, total: int, label: str, mode: str | None, every: float = 30.0):
+        self.total, self.label, self.mode, self.every = total, label, mode, every
+        self.done, self.start, self.last = 0, time.monotonic(), time.monotonic()
 
     def step(self, n: int = 1) -> None:
         self.done += n
         now = time.monotonic()
-        if self.enabled and (now - self.last > 1.0 or self.done == self.total):
-            self.last = now
-            rate = self.done / max(now - self.start, 1e-9)
-            eta = (self.total - self.done) / rate if rate > 0 and self.done >= min(20, self.total) else None
-            print(f"\r{self.label}: {self.done}/{self.total} items, {rate:.1f}/s"
-                  + (f", ETA {eta:.0f}s" if eta is not None else "") + " " * 8, end="", file=sys.stderr, flush=True)
-            if self.done == self.total:
-                print(file=sys.stderr)
+        end = self.done == self.total
+        if self.mode is None or not (end or now - self.last > (1.0 if self.mode == "bar" else self.every)):
+            return
+        self.last = now
+        rate = self.done / max(now - self.start, 1e-9)
+        eta = (self.total - self.done) / rate if rate > 0 and self.done >= min(20, self.total) else None
+        text = (f"{self.label}: {self.done}/{self.total} items, {rate:.1f}/s"
+                + (f", ETA {eta:.0f}s" if eta is not None and not end else "")
+                + (f", {now - self.start:.0f}s" if end else ""))
+        if self.mode == "bar":
+            print(f"\r{text}" + " " * 8, end="\n" if end else "", file=sys.stderr, flush=True)
+        else:
+            print(text, file=sys.stderr, flush=True)
 
 
 def _check_versions(suites: list[str], allow_other: bool) -> dict[str, dict]:
@@ -231,8 +239,8 @@ def build_pool(out: str | Path, *, suites: Iterable[str] = SUITES, parts: dict[s
     out.mkdir(parents=True, exist_ok=True)
     for name in ("bench.json", "items.jsonl", "rows.jsonl.gz", "rejects.jsonl"):
         (out / name).unlink(missing_ok=True)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = _Progress(len(items), "hsa bench build", show)
+    mode = ("bar" if sys.stderr.isatty() else "lines") if progress is None or progress is True else None
+    bar = _Progress(len(items), "hsa bench build", mode)
     counts = {"items": 0, "rows": 0, "prompts": Counter(), "by_suite": {}, "by_family": {}}
     family_counts: dict[str, Counter] = {f: Counter() for f in recipes}
     rejects_n = 0

@@ -134,10 +134,12 @@ def select_prompts(pool: Pool, *, suites: Sequence[str] = (), categories: Sequen
 
 
 class _Progress:
-    """One line on standard error: done / total, cache hits, rate, ETA, tokens, retries, failures."""
+    """done / total, cache hits, rate, ETA, tokens, retries, failures on standard error: one line redrawn each second
+    on a terminal (``bar``), else a line every ``every`` seconds and a last one (``lines``: a log, a ``nohup`` run),
+    or nothing (``None``)."""
 
-    def __init__(self, total: int, hits: int, enabled: bool):
-        self.total, self.hits, self.enabled = total, hits, enabled
+    def __init__(self, total: int, hits: int, mode: str | None, every: float = 30.0):
+        self.total, self.hits, self.mode, self.every = total, hits, mode, every
         self.done = 0
         self.failed = 0
         self.tokens = [0, 0]
@@ -150,16 +152,20 @@ class _Progress:
         self.tokens[0] += usage.get("prompt_tokens", 0)
         self.tokens[1] += usage.get("completion_tokens", 0)
         now = time.monotonic()
-        if self.enabled and (now - self.last >= 1.0 or self.done == self.total):
+        wait = 1.0 if self.mode == "bar" else self.every
+        if self.mode is not None and (now - self.last >= wait or self.done == self.total):
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
             eta = f", ETA {_clock((self.total - self.done) / rate)}" if self.done >= min(8, self.total) else ""
-            print(f"\rhsa bench run: {self.done}/{self.total} asked ({self.hits} cached), {rate:.2f} prompts/s{eta}, "
-                  f"tokens {self.tokens[0]:,} in / {self.tokens[1]:,} out, retries {retries}, failed {self.failed}"
-                  + " " * 4, end="", file=sys.stderr, flush=True)
+            text = (f"hsa bench run: {self.done}/{self.total} asked ({self.hits} cached), {rate:.2f} prompts/s{eta}, "
+                    f"tokens {self.tokens[0]:,} in / {self.tokens[1]:,} out, retries {retries}, failed {self.failed}")
+            if self.mode == "bar":
+                print(f"\r{text}" + " " * 4, end="", file=sys.stderr, flush=True)
+            else:
+                print(text, file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        if self.enabled and self.done:
+        if self.mode == "bar" and self.done:
             print(file=sys.stderr)
 
 
@@ -184,7 +190,8 @@ def generate_all(backend, prompts: Sequence[dict], cache: ResponseCache, *, prog
         if a is None:
             todo.setdefault(k, []).append(i)
     hits = len(prompts) - sum(len(v) for v in todo.values())
-    bar = _Progress(len(todo), hits, sys.stderr.isatty() if progress is None else progress)
+    mode = ("bar" if sys.stderr.isatty() else "lines") if progress is None or progress is True else None
+    bar = _Progress(len(todo), hits, mode)
     failures: dict[str, dict] = {}
     try:
         work = [(idx[0], payloads[idx[0]]) for idx in todo.values()]
