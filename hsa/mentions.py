@@ -309,27 +309,26 @@ def rename_mentions(text: str, renames: Mapping[str, str], kind: str = "tool", *
                  if not any(s < de and ds < e for ds, de in done)]
         if not spans:
             break
-        pieces, pos, shift, moved = [], 0, 0, []
+        pieces, pos, shifts, added = [], 0, [], []
         for s, e, n in spans:
-            pieces.append(text[pos:s])
             new = renames[n]
-            moved.append((s, e, len(new) - (e - s)))
-            pieces.append(new)
+            pieces += (text[pos:s], new)
+            start = s + sum(d for _, d in shifts)  # where the new name starts in the new text
+            added.append((start, start + len(new)))
+            shifts.append((s, len(new) - (e - s)))
             pos = e
         pieces.append(text[pos:])
         text = "".join(pieces)
-        done = [_shifted(span, moved) for span in done] + \
-            [(s + sum(d for ms, _, d in moved if ms < s), s + sum(d for ms, _, d in moved if ms < s) + len(renames[n]))
-             for s, e, n in spans]
+        done = [_shifted(span, shifts) for span in done] + added
         names = [n for n in names if n in text]
         if not names:
             break
     return text
 
 
-def _shifted(span: tuple[int, int], moved: list[tuple[int, int, int]]) -> tuple[int, int]:
-    """``span`` after the replacements ``moved`` (start, end, change of length), none of which overlaps it."""
-    d = sum(delta for s, _, delta in moved if s < span[0])
+def _shifted(span: tuple[int, int], shifts: list[tuple[int, int]]) -> tuple[int, int]:
+    """``span`` after the replacements ``shifts`` (start in the old text, change of length), none overlapping it."""
+    d = sum(delta for s, delta in shifts if s < span[0])
     return span[0] + d, span[1] + d
 
 
