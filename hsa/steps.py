@@ -299,24 +299,30 @@ class ToolsStep(_NameStep):
                 ("text", renames, "tool", True))
 
 
-class SkillsStep(_NameStep):
-    """``{"op": "skills", "map": {old: new}, "tool": name, "argument": key}``: skill names, as passed to the skill
-    tool ``tool`` (its name as of this step) in ``argument``."""
+class _ToolStep(Step):
+    """A step about one tool's calls (``{"tool": name, ...}``): params and values steps."""
 
     __slots__ = ("tool",)  # type: ignore[misc]
-    op = "skills"
-    renames_skills = True
-    renames_kind = "skill"
 
     def __init__(self, data: dict):
         self.data = data
         self.tool = data.get("tool")
 
     def names(self) -> set[str]:
-        out = super().names()
-        if isinstance(self.data.get("tool"), str):
-            out.add(self.data["tool"])
-        return out
+        return {self.tool} if isinstance(self.tool, str) else set()
+
+
+class SkillsStep(_NameStep, _ToolStep):
+    """``{"op": "skills", "map": {old: new}, "tool": name, "argument": key}``: skill names, as passed to the skill
+    tool ``tool`` (its name as of this step) in ``argument``."""
+
+    __slots__ = ()
+    op = "skills"
+    renames_skills = True
+    renames_kind = "skill"
+
+    def names(self) -> set[str]:
+        return _NameStep.names(self) | _ToolStep.names(self)
 
     def invert(self) -> Step:
         d = self.data
@@ -342,20 +348,16 @@ class SkillsStep(_NameStep):
         return (("call", self.data["tool"], None, self), ("text", renames, "skill", True))
 
 
-class ParamsStep(Step):
+class ParamsStep(_ToolStep):
     """``{"op": "params", "tool": name, "paths": [[old_path, new_path], ...]}``: argument paths of one tool, at any
     depth (longest prefix wins); optional ``mentions`` (``{"own": {old: new}, "all": {old: new}}``: the names whose
     mentions in texts follow), ``fill`` / ``drop`` (arguments that exist only in the variant) and other keys (a
     ``kind`` naming the record-level applier, and its data), all kept by :meth:`invert`. Without a ``kind`` it is
     a rename of parameters (:func:`hsa.renames.rename_params`)."""
 
-    __slots__ = ("tool",)  # type: ignore[misc]
+    __slots__ = ()
     op = "params"
     renames_kind = "param"
-
-    def __init__(self, data: dict):
-        self.data = data
-        self.tool = data.get("tool")
 
     @property
     def kind(self) -> str | None:
@@ -379,9 +381,7 @@ class ParamsStep(Step):
         return {k: v for k, v in out.items() if k not in bad}
 
     def names(self) -> set[str]:
-        out: set[str] = set()
-        if isinstance(self.data.get("tool"), str):
-            out.add(self.data["tool"])
+        out = super().names()
         for pair in self.data.get("paths", ()):
             for path in pair:
                 out.update(_path_names(path))
@@ -450,21 +450,14 @@ class RequireStep(ParamsStep):
     __slots__ = ()
 
 
-class ValuesStep(Step):
+class ValuesStep(_ToolStep):
     """``{"op": "values", "tool": name, "path": path, "map": [[old, new], ...]}``: values at one argument path (enum
     renames, re-drawn defaults), compared strictly; ``"texts": true``: whole-token mentions of the string values
     follow in every text but tool results."""
 
-    __slots__ = ("tool",)  # type: ignore[misc]
+    __slots__ = ()
     op = "values"
     renames_kind = "value"
-
-    def __init__(self, data: dict):
-        self.data = data
-        self.tool = data.get("tool")
-
-    def names(self) -> set[str]:
-        return {self.data["tool"]} if isinstance(self.data.get("tool"), str) else set()
 
     def invert(self) -> Step:
         return ValuesStep({**self.data, "map": [[b, a] for a, b in self.data["map"]]})
