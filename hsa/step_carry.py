@@ -39,11 +39,11 @@ def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: 
         return
     fns = _text_renamers(entries, keep, messages if sift else None)
     owners_at = any(e[0] == "mentions" for e in entries)
-    calls_only = all(e[0] == "call" for e in entries)  # a message without calls is left as it is
+    calls_alone = all(e[0] == "call" for e in entries)  # a message without calls is left as it is
     names_by_id: dict[str, list] = {}  # call id -> the call's name before each entry (parameter mentions)
     for m in messages:
         calls = m.get("tool_calls") or ()
-        if calls_only and not calls:
+        if calls_alone and not calls:
             continue
         states = [[c["function"]["name"], c["function"]["arguments"], False] for c in calls] if calls else []
         result = m.get("role") == "tool"
@@ -124,5 +124,5 @@ def _text_renamers(entries: tuple[tuple, ...], keep: frozenset[str], messages: l
             out[k] = (mention_renamer(own, "param_own") if own and present(own) else None,
                       mention_renamer(everywhere, "param") if everywhere and present(everywhere) else None)
             if messages is not None:
-                written += "\x00" + "\x00".join(own.values())
+                written += "\x00" + "\x00".join([*own.values(), *everywhere.values()])
     return out

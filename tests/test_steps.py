@@ -208,3 +208,20 @@ def test_the_appliers_carry_messages_with_the_steps_own_carry(monkeypatch):
     out = rename_tools(rec, {name: "zq_tool"})
     assert "zq_tool" in [t["name"] for t in out["tools"]]
     assert exact(out["messages"], rec["messages"])
+
+
+def test_sifting_sees_the_names_a_parameter_mention_wrote():
+    """carry_messages(sift=True) gives the bytes of the plain carry: a later step's names that an earlier step's
+    parameter mentions (``all``) wrote into a text are looked for too (before, only ``own`` counted, and the later
+    tool rename of `max` was skipped)."""
+    import copy
+
+    from hsa.step_carry import carry_messages
+
+    steps = [{"op": "params", "tool": "t", "paths": [[["limit"], ["max"]]], "mentions": {"all": {"limit": "max"}}},
+             {"op": "tools", "map": {"max": "maximum"}}]
+    plain = [{"role": "user", "content": "Use the `limit` parameter."}]
+    sifted = copy.deepcopy(plain)
+    carry_messages(plain, steps)
+    carry_messages(sifted, steps, sift=True)
+    assert plain == sifted == [{"role": "user", "content": "Use the `maximum` parameter."}]
