@@ -176,12 +176,11 @@ def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[s
         map_schema_descriptions_in_place(tool["parameters"], fn)
 
 
-def rename_param_mentions(record: Record, tool: str, idx: int, own_fn, all_fn, everywhere: dict[str, str],
-                           shared_schemas: bool) -> None:
-    """The mentions of a parameter rename in the harness outside the tool's schema: the other tools' descriptions,
-    the skills and the prompt (``all_fn``). The messages (the results of the tool's calls with ``own_fn``, every
-    other message with ``all_fn``) follow the step's message carry (:class:`hsa.steps.ParamsStep`,
-    :mod:`hsa.step_carry`)."""
+def rename_param_mentions(record: Record, idx: int, all_fn, everywhere: dict[str, str]) -> None:
+    """The mentions of a parameter rename of tool ``idx`` in the harness outside that tool: the other tools'
+    descriptions, the skills and the prompt (``all_fn``, the renamer of ``everywhere``). The messages (the results
+    of the tool's calls, every other message) follow the step's message carry (:class:`hsa.steps.ParamsStep`,
+    :mod:`hsa.step_carry`); the tool's own texts, its ``own`` mentions."""
     if all_fn is None:
         return
     for i, t in enumerate(record["tools"]):

@@ -338,7 +338,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     reply_fn = None  # a payload's reply is the text of the message a hook judged: it follows as that message did
     if not legacy:
         all_fn = mention_renamer(everywhere, "param") if everywhere else None
-        rename_param_mentions(out, tool, idx, own_fn, all_fn, everywhere, shared_schemas)
+        rename_param_mentions(out, idx, all_fn, everywhere)
         reply_fn = all_fn or _unchanged
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)
@@ -477,8 +477,7 @@ def apply_permute(record: Record, step: dict) -> Record:
     own_fn = mention_renamer(own, "param_own") if own else None
     if own_fn is not None:
         rename_in_tool_texts(tool, own_fn, own, True)
-    rename_param_mentions(out, step["tool"], i, own_fn,
-                           mention_renamer(everywhere, "param") if everywhere else None, everywhere, True)
+    rename_param_mentions(out, i, mention_renamer(everywhere, "param") if everywhere else None, everywhere)
     return _finish_step(out, step, calls_only=False)  # calls and the mentions in messages
 
 

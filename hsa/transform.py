@@ -401,9 +401,12 @@ def _parts_read(keys: tuple[str, ...], record: Record, source: Record | None) ->
     """What a harness-level leaf reads of ``record``: each part as ``[value, is_source, exact key or None]``, where
     ``is_source`` says it is the source's own part of a key the harness digest pins (:data:`hsa.plans.DIGEST_KEYS`:
     every record of the plan has it equal) and the exact key (:func:`hsa.cache.exact_key`) is made when needed."""
-    if source is None:
-        return [[record.get(k, _ABSENT), False, None] for k in keys]
-    return [[v, k in DIGEST_KEYS and v is source.get(k, _ABSENT), None] for k in keys for v in (record.get(k, _ABSENT),)]
+    read = []
+    for k in keys:
+        value = record.get(k, _ABSENT)
+        pinned = source is not None and k in DIGEST_KEYS and value is source.get(k, _ABSENT)
+        read.append([value, pinned, None])
+    return read
 
 
 def _same_read(read: list, held: list) -> bool:
@@ -461,7 +464,7 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
 
 def _sample_reusing(t: Transform, record: Record, seed: int, digest, cache) -> dict | Skip:
     try:
-        key = digest(_leaf_key(t), seed, [record.get(k, _ABSENT) for k in t.sample_parts])
+        key = digest(config_key(t), seed, [record.get(k, _ABSENT) for k in t.sample_parts])
     except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
         return t.sample(record, random.Random(seed))
     drawn = cache.get(key) or ()
@@ -601,12 +604,7 @@ def _same_messages(a: list, b: list) -> bool:
 
 def config_key(t: Transform) -> bytes:
     """A digest of ``t``'s name and config, a leaf's or a whole recipe's (part of a slot plan's key,
-    :mod:`hsa.plans`): equal configs give one key."""
-    return _leaf_key(t)
-
-
-def _leaf_key(t: Transform) -> bytes:
-    """A digest of the leaf's name and config, kept per transform (frozen dataclasses: equal configs, one key)."""
+    :mod:`hsa.plans`), kept per transform (frozen dataclasses: equal configs, one key)."""
     try:
         return _leaf_key_cached(t)
     except TypeError:  # a field that is not hashable (a dict option): no memo
