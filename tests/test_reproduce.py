@@ -91,7 +91,7 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     from trainers.reproduce import MODELS, main
 
     docs = tmp_path / "docs"
-    budget = ["train_records=3", "eval_records=2", "sft_steps=1", "sft_batch=1", "sft_max_length=4096",
+    budget = ["train_records=3", "eval_records=2", "val_records=2", "sft_steps=1", "sft_batch=1", "sft_max_length=4096",
               "opd_steps=1", "opd_batch=2", "opd_completion=4", "rl_steps=1", "rl_generations=2", "rl_turns=2",
               "rl_completion=4", "eval_new_tokens=4", "instructions=2", "layer_check=1"]
     argv = ["--out", str(tmp_path / "run"), "--quick", "--model", str(tiny_model), "--docs", str(docs),
@@ -125,8 +125,42 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
                                              for p in client["eval"]["prompts"])
     assert all("raw" in o for p in client["eval"]["prompts"] for o in p["outcomes"] if o)  # predictions were found
     commands = [json.loads(line) for line in (tmp_path / "run" / "commands.jsonl").read_text().splitlines()]
-    evals = [c for c in commands if c["stage"].startswith("eval ")]
+    evals = [c for c in commands if c["stage"].startswith("eval ") and c["stage"].split()[1] in MODELS]
     assert len(evals) == 1 + 4 * len(results["seeds"])
+    # the learning rate comes from the sweep on the validation records, never the eval set
+    sweep = results["sweep"]
+    assert sweep["swept"] and [r["lr"] for r in sweep["runs"]] == [1e-4, 2e-4]
+    assert results["sft_lr"] == sweep["chosen"] in (1e-4, 2e-4)
+    sweep_evals = [c for c in commands if c["stage"].startswith("eval sweep-")]
+    assert len(sweep_evals) == 2 and all("/data/val-shards " in c["command"] for c in sweep_evals)
+    assert all("/data/eval-shards " in c["command"] for c in evals)
+    assert all(f"--learning_rate {sweep['chosen']} " in c["command"] for c in commands
+               if c["stage"].split()[0] in ("fixed_sft", "hsa_sft"))
+    # bf16 where this CPU has it, and the check against fp32: the loss of every step, both ways
+    from trainers.common import cpu_bf16_supported
+
+    check = results["precision_check"]
+    if cpu_bf16_supported():
+        assert results["bf16"] is True
+        assert [s for s, _ in check["bf16"]["losses"]] == [s for s, _ in check["fp32"]["losses"]] == [1]
+        assert check["mean_abs_loss_diff"] >= 0 and check["bf16"]["val"]["n"]["all"] >= 1
+        assert "## bf16 against fp32 (seed 0)" in md
+    else:
+        assert results["bf16"] is False and check is None
+    # the BFCL table: a split by function (no test tool in any training row), both SFT models and the base scored
+    bfcl = results["bfcl"]
+    split = json.loads((tmp_path / "run" / "bfcl" / "split.json").read_text())
+    rows = lambda name: [json.loads(x) for x in (tmp_path / "run" / "bfcl" / name).read_text().splitlines()]
+    names = lambda r: {t["name"] for t in r["tools"]}
+    train_tools = set().union(*(names(r) for r in rows("train_hsa.jsonl")))
+    eval_rows = rows("eval.jsonl")
+    assert eval_rows and not train_tools & set().union(*(names(r) for r in eval_rows if r["variant"] == 0))
+    assert {r["source_id"] for r in eval_rows} == set(split["test"]) and len(split["test"]) == 3
+    assert all(r["variant"] == 0 for r in rows("train_fixed.jsonl"))
+    assert {r["source_id"] for r in rows("train_fixed.jsonl")} == set(split["train"])
+    assert set(bfcl["reports"]) == {"base", "fixed_sft", "hsa_sft"}
+    assert bfcl["reports"]["hsa_sft"]["0"]["n"]["canonical"] == 3
+    assert "## Second table: BFCL, split by function" in md
     assert all(c["command"].startswith("hsa eval run ") and "--held-out prompt" in c["command"] for c in evals)
     rl = [c for c in commands if c["stage"].startswith("hsa_sft_opd_rl ")]
     assert rl and all("-m trainers.rl " in c["command"] and "--hat_defaults" in c["command"] for c in rl)

@@ -120,3 +120,57 @@ def test_sft_reports_missing_inputs(tiny_model, tmp_path):  # noqa: F811
                   str(tmp_path / "o"), *CPU])
     with pytest.raises(ValueError, match="no 'messages' column"):
         build_trainer(*bad)
+
+
+def test_cpu_loss_is_trl_loss_without_the_fused_head(tiny_model, mini_shards, tmp_path):  # noqa: F811
+    """On a CPU the trainer computes the model's own loss (trl's fused LM head is slower there), and it is the
+    same token-averaged loss over the assistant tokens that trl's fused head gives."""
+    import torch
+    from trl import SFTTrainer
+
+    from trainers.common import has_accelerator
+
+    args = _parse(["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir",
+                   str(tmp_path / "out"), "--max_steps", "1", "--per_device_train_batch_size", "2",
+                   "--max_length", "4096", *CPU])
+    trainer = build_trainer(*args)
+    if has_accelerator():  # pragma: no cover - the CI has no GPU
+        pytest.skip("a GPU keeps trl's fused head")
+    assert type(trainer).__name__ == "CpuSFTTrainer"
+    batch = next(iter(trainer.get_train_dataloader()))
+    assert int((batch["labels"] != -100).sum()) > 0
+    with torch.no_grad():
+        ours = trainer.compute_loss(trainer.model, dict(batch))
+        trl_loss = SFTTrainer.compute_loss(trainer, trainer.model, dict(batch))
+    assert float(ours) == pytest.approx(float(trl_loss), rel=1e-5)
+
+
+def test_bf16_on_a_cpu_with_bf16_instructions(tiny_model, mini_shards, tmp_path):  # noqa: F811
+    """--bf16 true trains under the CPU autocast where the CPU has bf16 instructions (fp32 weights kept) and
+    writes the logged losses beside the model; elsewhere it is a clear error."""
+    import json
+
+    from trainers.common import TrainerInputError, cpu_bf16_supported, has_accelerator
+    from trainers.sft import main
+
+    if has_accelerator():  # pragma: no cover - the CI has no GPU
+        pytest.skip("the CPU path only")
+    out = tmp_path / "bf16"
+    argv = ["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir", str(out),
+            "--max_steps", "2", "--per_device_train_batch_size", "1", "--max_length", "4096", "--logging_steps", "1",
+            "--save_strategy", "no", "--report_to", "none", "--bf16", "true"]
+    if not cpu_bf16_supported():
+        with pytest.raises(TrainerInputError, match="bf16 instructions"):
+            build_trainer(*_parse(argv))
+        return
+    trainer = build_trainer(*_parse(argv))
+    assert trainer.args.bf16 and trainer.accelerator.mixed_precision == "bf16"
+    assert main(argv) == 0
+    history = json.loads((out / "log_history.json").read_text())
+    losses = [h["loss"] for h in history if "loss" in h]
+    assert len(losses) == 2 and all(x > 0 for x in losses)
+    from transformers import AutoModelForCausalLM
+
+    import torch
+
+    assert AutoModelForCausalLM.from_pretrained(out).dtype == torch.float32  # master weights stay fp32

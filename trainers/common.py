@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import types
@@ -110,7 +111,9 @@ class RunArguments:
     save_steps: float = dataclasses.field(default=500, metadata={"help": "Save a checkpoint every this many steps."})
     seed: int = dataclasses.field(default=0, metadata={"help": "Random seed (data order, sampling, LoRA init)."})
     bf16: bool | None = dataclasses.field(
-        default=None, metadata={"help": "bf16 mixed precision. Unset: on where the GPU supports it, off on CPU."})
+        default=None, metadata={"help": "bf16 mixed precision (fp32 master weights, bf16 autocast). Unset: on where the "
+                                        "GPU supports it, off on CPU; true on a CPU with bf16 instructions (AVX-512 "
+                                        "BF16, AMX) runs the CPU autocast, about 2.5x faster there."})
     gradient_checkpointing: bool | None = dataclasses.field(
         default=None, metadata={"help": "Recompute activations to save memory. Unset: on with a GPU, off on CPU."})
     report_to: str = dataclasses.field(
@@ -477,6 +480,16 @@ def _bf16_supported() -> bool:
     return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
 
 
+def cpu_bf16_supported() -> bool:
+    """Whether this CPU has bf16 instructions (oneDNN's test: AVX-512 BF16 or AMX), so bf16 autocast pays."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # pragma: no cover - a torch built without oneDNN
+        return False
+
+
 def model_init_kwargs(model: ModelArguments) -> dict[str, Any]:
     out: dict[str, Any] = {"trust_remote_code": model.trust_remote_code}
     if model.dtype:
@@ -538,9 +551,9 @@ def trl_config(config_cls: type, run: RunArguments, stage: dict[str, Any], extra
     kwargs.update({k: v for k, v in stage.items() if k in fields})
     kwargs.update(extras.from_config)
     kwargs.update(_typed_cli_extras(config_cls, extras.from_cli))
-    if kwargs.get("bf16") and not accel:
-        raise TrainerInputError("--bf16 true needs a GPU that supports bf16; on a CPU leave it unset or pass "
-                                "--bf16 false")
+    if kwargs.get("bf16") and not accel and not cpu_bf16_supported():
+        raise TrainerInputError("--bf16 true needs a GPU that supports bf16 or a CPU with bf16 instructions (AVX-512 "
+                                "BF16 or AMX); this one has neither: leave it unset or pass --bf16 false")
     return config_cls(**kwargs)
 
 
@@ -574,5 +587,8 @@ def run_stage(parse, build_trainer, argv) -> int:
         return 2
     trainer.train()
     trainer.save_model(run.output_dir)
+    # the logged losses (and rewards, for RL) of every step, beside the model: the learning curve
+    history = Path(run.output_dir) / "log_history.json"
+    history.write_text(json.dumps(trainer.state.log_history, indent=1) + "\n", encoding="utf-8")
     log(f"saved to {run.output_dir}")
     return 0

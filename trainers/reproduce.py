@@ -58,18 +58,30 @@ PAPER = {"harness_variant_qa": {"fixed_sft": 75.4, "hat": 94.6}, "live_stream_qa
 
 @dataclasses.dataclass
 class Plan:
-    """Every size of the run (the budget), so a run is described by one object."""
+    """Every size of the run (the budget), so a run is described by one object.
 
-    train_records: int = 96
-    eval_records: int = 16
+    The eval floors of the design: at least 100 prompts per group (canonical, seen variants, held-out) and seed,
+    so a per-seed 95% interval is about +-10 points; every SFT model sees ``sft_steps x sft_batch`` conversations.
+    ``sft_lr`` None: chosen by the sweep (``sweep_lrs``, ``hsa_sft`` seed 0 trained ``sweep_steps`` steps on the
+    train shards and scored on the validation records, never on the eval set). ``bf16`` None: bf16 autocast
+    where the hardware has bf16 (a GPU that supports it, a CPU with AVX-512 BF16 or AMX), fp32 master weights;
+    ``precision_steps``: the bf16-against-fp32 check on seed 0 (0: not run)."""
+
+    train_records: int = 512
+    eval_records: int = 100
+    val_records: int = 32
     train_variants: int = 3
     eval_variants: int = 3
     seeds: tuple[int, ...] = (0, 1, 2)
     keep_layers: int | None = None
-    sft_steps: int = 48
+    bf16: bool | None = None
+    sft_steps: int = 128
     sft_batch: int = 4
-    sft_lr: float = 2e-4
+    sft_lr: float | None = None
     sft_max_length: int = 448
+    sweep_lrs: tuple[float, ...] = (5e-5, 1e-4, 2e-4)
+    sweep_steps: int | None = None
+    precision_steps: int = 32
     opd_steps: int = 8
     opd_batch: int = 2
     opd_lr: float = 1e-5
@@ -87,14 +99,25 @@ class Plan:
     instructions: int | None = 20
     held_out: tuple[str, ...] = ("prompt",)
     layer_check: int | None = 8
+    bfcl: bool = True
+    bfcl_categories: tuple[str, ...] = ("simple_python", "multiple", "parallel", "live_simple")
+    bfcl_limit: int | None = None
+    bfcl_test_items: int = 100
+    bfcl_eval_variants: int = 2
+    bfcl_seeds: tuple[int, ...] = (0,)
+    bfcl_steps: int = 64
+    bfcl_batch: int = 8
+    bfcl_max_length: int = 512
     data_seed: int = 0
     eval_seed: int = 1234
 
 
 FULL = Plan()
-QUICK = Plan(train_records=8, eval_records=3, train_variants=1, eval_variants=1, seeds=(0,), sft_steps=2,
-             sft_batch=1, opd_steps=1, opd_completion=16, rl_steps=1, rl_generations=2, rl_completion=32, rl_turns=2,
-             rl_prompts=2, eval_new_tokens=40, instructions=2, layer_check=None)
+QUICK = Plan(train_records=8, eval_records=3, val_records=2, train_variants=1, eval_variants=1, seeds=(0,),
+             sft_steps=2, sft_batch=1, sweep_lrs=(1e-4, 2e-4), sweep_steps=1, precision_steps=1, opd_steps=1,
+             opd_completion=16, rl_steps=1, rl_generations=2, rl_completion=32, rl_turns=2, rl_prompts=2,
+             eval_new_tokens=40, instructions=2, layer_check=None, bfcl_categories=("simple_python", "multiple"),
+             bfcl_limit=6, bfcl_test_items=3, bfcl_eval_variants=1, bfcl_steps=2, bfcl_batch=1)
 
 
 class ReproduceError(RuntimeError):
@@ -330,13 +353,16 @@ def prepare_data(out: Path, plan: Plan, runner: Runner) -> dict[str, Path]:
 
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    n = plan.train_records + plan.eval_records
+    n = plan.train_records + plan.eval_records + plan.val_records
     records = generate(n, plan.data_seed, compact=True)
-    train, evals = records[:plan.train_records], records[plan.train_records:]
-    assert not {r["id"] for r in train} & {r["id"] for r in evals}
-    paths = {"train": data / "train.jsonl", "eval": data / "eval.jsonl"}
+    train, evals = records[:plan.train_records], records[plan.train_records:plan.train_records + plan.eval_records]
+    val = records[plan.train_records + plan.eval_records:]
+    ids = [{r["id"] for r in part} for part in (train, evals, val)]
+    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    paths = {"train": data / "train.jsonl", "eval": data / "eval.jsonl", "val": data / "val.jsonl"}
     paths["train"].write_text(dumps(train), encoding="utf-8")
     paths["eval"].write_text(dumps(evals), encoding="utf-8")
+    paths["val"].write_text(dumps(val), encoding="utf-8")
     general = [json.loads(line) for line in bundled_path("general_instructions.jsonl").read_text().splitlines()
                if line.strip()]
     paths["general_train"] = data / "general_train.jsonl"
@@ -357,6 +383,12 @@ def prepare_data(out: Path, plan: Plan, runner: Runner) -> dict[str, Path]:
                                 "--variants", str(plan.eval_variants), "--keep-original", "--seed",
                                 str(plan.eval_seed), "--recipe", str(recipe), "--call-arguments", "object",
                                 "--workers", "1", "--quiet"], paths["eval_shards"] / "manifest.json")
+    # the validation records of the sweep and the precision check: augmented as the eval records, another seed
+    paths["val_shards"] = data / "val-shards"
+    runner.run("augment val", ["hsa", "augment", str(paths["val"]), "--out", str(paths["val_shards"]),
+                               "--variants", str(plan.eval_variants), "--keep-original", "--seed",
+                               str(plan.eval_seed + 1), "--recipe", str(recipe), "--call-arguments", "object",
+                               "--workers", "1", "--quiet"], paths["val_shards"] / "manifest.json")
     # the fixed harness: the canonical train records, arguments as objects like the shards
     paths["train_fixed"] = data / "train-fixed"
     runner.run("augment fixed", ["hsa", "augment", str(paths["train"]), "--out", str(paths["train_fixed"]),
@@ -366,34 +398,129 @@ def prepare_data(out: Path, plan: Plan, runner: Runner) -> dict[str, Path]:
     return paths
 
 
-def _common_run(out_dir: Path, seed: int, device: str) -> list[str]:
-    flags = ["--output_dir", str(out_dir), "--seed", str(seed), "--save_strategy", "no", "--logging_steps", "5",
-             "--report_to", "none"]
+def use_bf16(plan: Plan, device: str) -> bool:
+    """``plan.bf16``, else whether this hardware runs bf16 natively (a GPU that supports it, a CPU with bf16
+    instructions): there the autocast is about 2.5x faster on this project's CPU, and ``precision_check``
+    measures what it changes."""
+    if plan.bf16 is not None:
+        return plan.bf16
+    import torch
+
+    from trainers.common import cpu_bf16_supported
+
+    if device == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    return cpu_bf16_supported()
+
+
+def _common_run(out_dir: Path, seed: int, device: str, bf16: bool = False, logging_steps: int = 5) -> list[str]:
+    flags = ["--output_dir", str(out_dir), "--seed", str(seed), "--save_strategy", "no", "--logging_steps",
+             str(logging_steps), "--report_to", "none", "--bf16", "true" if bf16 else "false"]
     return flags
 
 
-def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str
-                 ) -> dict[str, dict[int, str]]:
-    """Every trained model, per seed: ``{name: {seed: folder}}``."""
+def _sft_argv(runner: Runner, base: str, dataset: Path, folder: Path, *, steps: int, batch: int, lr: float,
+              max_length: int, seed: int, device: str, bf16: bool, logging_steps: int = 5) -> list[str]:
+    return [runner.python, "-m", "trainers.sft", "--model_name_or_path", base, "--dataset", str(dataset),
+            "--per_device_train_batch_size", str(batch), "--max_steps", str(steps), "--learning_rate", str(lr),
+            "--max_length", str(max_length), "--lr_scheduler_type", "cosine", "--warmup_steps", "1",
+            *_common_run(folder, seed, device, bf16, logging_steps)]
+
+
+def _val_score(report: dict[str, Any]) -> float:
+    return ((report.get("all") or {}).get("call_accuracy")) or 0.0
+
+
+def sweep(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str) -> dict[str, Any]:
+    """The SFT learning rate: ``plan.sft_lr`` when set, else the best of ``plan.sweep_lrs`` for ``hsa_sft``
+    (seed 0, ``sweep_steps`` steps) by call accuracy on the validation records (first turns, every group),
+    the smaller rate on a tie. Never the eval set."""
+    if plan.sft_lr is not None:
+        return {"chosen": plan.sft_lr, "swept": False}
+    bf16 = use_bf16(plan, device)
+    steps = plan.sweep_steps or max(1, plan.sft_steps // 2)
+    runs = []
+    for lr in plan.sweep_lrs:
+        folder = out / "sweep" / f"hsa_sft-lr{lr:g}"
+        runner.run(f"sweep hsa_sft lr {lr:g}", _sft_argv(runner, base, data["train_shards"], folder, steps=steps,
+                                                          batch=plan.sft_batch, lr=lr, max_length=plan.sft_max_length,
+                                                          seed=0, device=device, bf16=bf16), folder / "config.json")
+        report = evaluate(out, plan, f"sweep-lr{lr:g}", None, str(folder), data, runner, device, dataset="val_shards",
+                          instructions=False)
+        runs.append({"lr": lr, "val_call_accuracy": _val_score(report), "val": _group_scores(report),
+                     "final_loss": _final_loss(folder)})
+    best = max(runs, key=lambda r: (r["val_call_accuracy"], -r["lr"]))
+    return {"chosen": best["lr"], "swept": True, "steps": steps, "batch": plan.sft_batch, "seed": 0, "runs": runs,
+            "val_prompts": (_group_scores(json.loads(_report_path(out, f"sweep-lr{best['lr']:g}", None)
+                                                    .read_text(encoding="utf-8")))["n"])}
+
+
+def _final_loss(folder: Path) -> float | None:
+    history = folder / "log_history.json"
+    if not history.exists():
+        return None
+    losses = [h["loss"] for h in json.loads(history.read_text(encoding="utf-8")) if "loss" in h]
+    return losses[-1] if losses else None
+
+
+def _losses(folder: Path) -> list[tuple[int, float]]:
+    history = folder / "log_history.json"
+    if not history.exists():
+        return []
+    return [(h["step"], h["loss"]) for h in json.loads(history.read_text(encoding="utf-8")) if "loss" in h]
+
+
+def precision_check(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str,
+                    lr: float) -> dict[str, Any] | None:
+    """bf16 autocast against fp32 on seed 0: ``hsa_sft`` trained ``precision_steps`` steps both ways from the same
+    base, data order and learning rate, each scored on the validation records in its own precision; the loss
+    curves (logged every step) and the scores side by side. None when bf16 is off or the check is not asked."""
+    if not plan.precision_steps or not use_bf16(plan, device):
+        return None
+    result: dict[str, Any] = {"steps": plan.precision_steps, "lr": lr, "seed": 0}
+    for name, bf16 in (("bf16", True), ("fp32", False)):
+        folder = out / "precision" / f"hsa_sft-{name}"
+        runner.run(f"precision {name}", _sft_argv(runner, base, data["train_shards"], folder,
+                                                  steps=plan.precision_steps, batch=plan.sft_batch, lr=lr,
+                                                  max_length=plan.sft_max_length, seed=0, device=device, bf16=bf16,
+                                                  logging_steps=1), folder / "config.json")
+        report = evaluate(out, plan, f"precision-{name}", None, str(folder), data, runner, device,
+                          dataset="val_shards", instructions=False, dtype="bfloat16" if bf16 else "float32")
+        result[name] = {"losses": _losses(folder), "val": _group_scores(report),
+                        "seconds": runner.stage_seconds().get(f"precision {name}")}
+    a, b = dict(result["bf16"]["losses"]), dict(result["fp32"]["losses"])
+    common = sorted(set(a) & set(b))
+    if common:
+        result["max_abs_loss_diff"] = round(max(abs(a[k] - b[k]) for k in common), 4)
+        result["mean_abs_loss_diff"] = round(statistics.fmean(abs(a[k] - b[k]) for k in common), 4)
+    return result
+
+
+def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str,
+                 lr: float, *, sft_only: bool = False) -> dict[str, dict[int, str]]:
+    """Every trained model, per seed: ``{name: {seed: folder}}``. The SFT models of every seed first (the
+    comparison the budget is for), then distillation and RL on top of each seed's ``hsa_sft``."""
     py = runner.python
+    bf16 = use_bf16(plan, device)
     models: dict[str, dict[int, str]] = {name: {} for name in MODELS[1:]}
     for seed in plan.seeds:
-        sft = ["--per_device_train_batch_size", str(plan.sft_batch), "--max_steps", str(plan.sft_steps),
-               "--learning_rate", str(plan.sft_lr), "--max_length", str(plan.sft_max_length),
-               "--lr_scheduler_type", "cosine", "--warmup_steps", "1"]
         for name, dataset in (("fixed_sft", data["train_fixed"]), ("hsa_sft", data["train_shards"])):
             folder = out / "models" / f"{name}-s{seed}"
-            runner.run(f"{name} seed {seed}", [py, "-m", "trainers.sft", "--model_name_or_path", base, "--dataset",
-                                               str(dataset), *sft, *_common_run(folder, seed, device)],
+            runner.run(f"{name} seed {seed}", _sft_argv(runner, base, dataset, folder, steps=plan.sft_steps,
+                                                        batch=plan.sft_batch, lr=lr, max_length=plan.sft_max_length,
+                                                        seed=seed, device=device, bf16=bf16),
                        folder / "config.json")
             models[name][seed] = str(folder)
+    if sft_only:
+        return models
+    for seed in plan.seeds:
         opd = out / "models" / f"hsa_sft_opd-s{seed}"
         runner.run(f"hsa_sft_opd seed {seed}",
                    [py, "-m", "trainers.distill", "--model_name_or_path", models["hsa_sft"][seed],
                     "--teacher_model_name_or_path", base, "--dataset", str(data["general_train"]),
                     "--per_device_train_batch_size", str(plan.opd_batch), "--max_steps", str(plan.opd_steps),
                     "--learning_rate", str(plan.opd_lr), "--max_completion_length", str(plan.opd_completion),
-                    *_common_run(opd, seed, device)], opd / "config.json")
+                    *_common_run(opd, seed, device, bf16)], opd / "config.json")
         models["hsa_sft_opd"][seed] = str(opd)
         rl = out / "models" / f"hsa_sft_opd_rl-s{seed}"
         runner.run(f"hsa_sft_opd_rl seed {seed}",
@@ -402,10 +529,115 @@ def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner
                     "--num_generations", str(plan.rl_generations),
                     "--per_device_train_batch_size", str(plan.rl_generations), "--max_steps", str(plan.rl_steps),
                     "--learning_rate", str(plan.rl_lr), "--max_completion_length", str(plan.rl_completion),
-                    "--max_prompts", str(plan.rl_prompts), *_common_run(rl, seed, device)],
+                    "--max_prompts", str(plan.rl_prompts), *_common_run(rl, seed, device, bf16)],
                    rl / "config.json")
         models["hsa_sft_opd_rl"][seed] = str(rl)
     return models
+
+
+def bfcl_table(out: Path, plan: Plan, base: str, runner: Runner, device: str, lr: float) -> dict[str, Any] | None:
+    """The second table (:mod:`trainers.bfcl_table`): fixed-harness SFT against HSA-SFT on BFCL, trained on the
+    train split and scored on the test split, whose tools no training row has; the base scored once."""
+    if not plan.bfcl:
+        return None
+    from trainers.bfcl_table import prepare_bfcl
+
+    bench = prepare_bfcl(out, plan, runner)
+    data = {"bfcl_eval": bench["eval"]}
+    bf16 = use_bf16(plan, device)
+    kw = {"dataset": "bfcl_eval", "instructions": False, "held_out": False}
+    reports: dict[str, dict[str, Any]] = {
+        "base": {"-": _group_scores(evaluate(out, plan, "bfcl-base", None, base, data, runner, device, **kw))}}
+    for seed in plan.bfcl_seeds:
+        for name, key in (("fixed_sft", "train_fixed"), ("hsa_sft", "train_hsa")):
+            folder = out / "bfcl" / "models" / f"{name}-s{seed}"
+            runner.run(f"bfcl {name} seed {seed}",
+                       _sft_argv(runner, base, bench[key], folder, steps=plan.bfcl_steps, batch=plan.bfcl_batch,
+                                 lr=lr, max_length=plan.bfcl_max_length, seed=seed, device=device, bf16=bf16),
+                       folder / "config.json")
+            report = evaluate(out, plan, f"bfcl-{name}", seed, str(folder), data, runner, device, **kw)
+            reports.setdefault(name, {})[str(seed)] = _group_scores(report)
+    return {"counts": bench["counts"], "lr": lr, "reports": reports}
+
+
+GROUPS = ("canonical", "seen_variants", "held_out")
+
+
+def _prompt_results(out: Path, name: str, seed: int | str | None, held_out: Sequence[str]) -> dict[str, list[dict]]:
+    """The scored call turns of one eval report, by group, each source id prefixed with the training seed (so
+    results pooled over seeds resample (seed, record) clusters)."""
+    report = json.loads(_report_path(out, name, seed).read_text(encoding="utf-8"))
+    held = set(held_out)
+    groups: dict[str, list[dict]] = {g: [] for g in GROUPS}
+    for r in report.get("results") or []:
+        if r.get("expects") != "call" or r.get("call") is None:
+            continue
+        r = {**r, "source_id": f"{seed}:{r['source_id']}"}
+        group = "canonical" if not r.get("variant") else ("held_out" if held & set(r.get("families") or ()) else
+                                                          "seen_variants")
+        groups[group].append(r)
+    return groups
+
+
+def pooled_statistics(out: Path, plan: Plan, reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Over every training seed at once: each model's accuracy and 95% interval per group (a cluster bootstrap
+    over (seed, record)), and the paired differences the design asks about, with paired-bootstrap intervals:
+    ``hsa_sft - fixed_sft`` per group, and ``hsa_sft``'s own canonical - seen and canonical - held-out."""
+    from hsa.evaluation.report import bootstrap_ci, paired_ci
+
+    per_model: dict[str, dict[str, list[dict]]] = {}
+    for name, per in reports.items():
+        merged: dict[str, list[dict]] = {g: [] for g in GROUPS}
+        for seed in per:
+            for g, rs in _prompt_results(out, name, seed if seed != "-" else None, plan.held_out).items():
+                merged[g].extend(rs)
+        per_model[name] = merged
+    stats: dict[str, Any] = {"models": {}, "paired": {}}
+    for name, groups in per_model.items():
+        stats["models"][name] = {
+            g: {"accuracy": (sum(r["call"] for r in rs) / len(rs)) if rs else None, "n": len(rs),
+                "ci95": bootstrap_ci(rs, seed=plan.eval_seed, label=f"{name}:{g}")} for g, rs in groups.items()}
+
+    def paired(a: list[dict], b: list[dict], label: str) -> dict[str, Any] | None:
+        out_ = paired_ci(a, b, seed=plan.eval_seed, label=label)
+        return None if out_ is None else {"diff": out_["call_accuracy"], "ci95": out_["ci95"], "n_sources": out_.get(
+            "n_sources")}
+
+    if "hsa_sft" in per_model and "fixed_sft" in per_model:
+        for g in GROUPS:
+            stats["paired"][f"hsa_sft - fixed_sft, {g}"] = paired(per_model["hsa_sft"][g], per_model["fixed_sft"][g],
+                                                                  f"hsa-fixed:{g}")
+    for name in ("hsa_sft", "fixed_sft"):
+        if name in per_model:
+            for g in ("seen_variants", "held_out"):
+                stats["paired"][f"{name}: canonical - {g}"] = paired(per_model[name]["canonical"],
+                                                                     per_model[name][g], f"{name}:canon-{g}")
+    return stats
+
+
+def _cached(path: Path, compute) -> Any:
+    """``compute()``'s JSON, kept in ``path`` so a resumed run reads it instead of redoing the stage's summary."""
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    value = compute()
+    path.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    return value
+
+
+def _curves(out: Path, trained: dict[str, dict[int, str]]) -> dict[str, dict[str, list]]:
+    """The logged loss (SFT, distillation) or reward (RL) of each trained model, per seed: the learning curves."""
+    curves: dict[str, dict[str, list]] = {}
+    for name, per in trained.items():
+        for seed, folder in per.items():
+            history = Path(folder) / "log_history.json"
+            if not history.exists():
+                continue
+            points = []
+            for h in json.loads(history.read_text(encoding="utf-8")):
+                if "step" in h and ("loss" in h or "reward" in h):
+                    points.append({k: h[k] for k in ("step", "loss", "reward") if k in h})
+            curves.setdefault(name, {})[str(seed)] = points
+    return curves
 
 
 def _report_path(out: Path, name: str, seed: int | str | None) -> Path:
@@ -414,21 +646,36 @@ def _report_path(out: Path, name: str, seed: int | str | None) -> Path:
 
 
 def evaluate(out: Path, plan: Plan, name: str, seed: int | None, model: str, data: dict[str, Path], runner: Runner,
-             device: str) -> dict[str, Any]:
-    """One ``hsa eval run`` report (read back from its report.json)."""
+             device: str, *, dataset: str = "eval_shards", instructions: bool = True, held_out: bool = True,
+             dtype: str | None = None) -> dict[str, Any]:
+    """One ``hsa eval run`` report (read back from its report.json), on ``data[dataset]``; the weights in bf16
+    where the run trains in bf16 (``dtype`` overrides)."""
     report = _report_path(out, name, seed)
     report.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["hsa", "eval", "run", str(data["eval_shards"]), "--model", model, "--out", str(report),
+    argv = ["hsa", "eval", "run", str(data[dataset]), "--model", model, "--out", str(report),
             "--predictions-out", str(report.with_suffix(".predictions.jsonl")),
-            "--turns", plan.eval_turns, "--instructions", str(data["general_eval"]), "--batch-size",
-            str(plan.eval_batch), "--max-new-tokens", str(plan.eval_new_tokens), "--device", device, "--seed",
-            str(plan.eval_seed)]
-    if plan.held_out:
+            "--turns", plan.eval_turns, "--batch-size", str(plan.eval_batch), "--max-new-tokens",
+            str(plan.eval_new_tokens), "--device", device, "--seed", str(plan.eval_seed)]
+    dtype = dtype or ("bfloat16" if use_bf16(plan, device) else None)
+    if dtype:
+        argv += ["--dtype", dtype]
+    if instructions:
+        argv += ["--instructions", str(data["general_eval"])]
+    if plan.held_out and held_out:
         argv += ["--held-out", *plan.held_out]
     if plan.eval_prompts:
         argv += ["--max-prompts", str(plan.eval_prompts)]
     runner.run(f"eval {name}" + (f" seed {seed}" if seed is not None else ""), argv, report)
     return json.loads(report.read_text(encoding="utf-8"))
+
+
+def _group_scores(report: dict[str, Any]) -> dict[str, Any]:
+    """Call accuracy, prompts and 95% interval of each group of an ``hsa eval`` report."""
+    return {"accuracy": {g: (report.get(g) or {}).get("call_accuracy") for g in ("all", "canonical", "seen",
+                                                                                  "held_out", "variants")},
+            "n": {g: (report.get(g) or {}).get("n") for g in ("all", "canonical", "seen", "held_out", "variants")},
+            "ci95": {g: (report.get(g) or {}).get("ci95") for g in ("canonical", "seen", "held_out", "variants")},
+            "gap": {g: report.get(g) for g in ("gap", "held_out_gap") if report.get(g)}}
 
 
 def _scores(report: dict[str, Any]) -> dict[str, Any]:
@@ -564,7 +811,9 @@ def _markdown(r: dict[str, Any]) -> str:
               *_cut_line(r.get("layer_cut")),
               *_sft_data_line(r.get("sft_data"), plan),
               f"- SFT (`fixed_sft`, `hsa_sft`): full fine-tuning, {plan['sft_steps']} steps x batch "
-              f"{plan['sft_batch']}, learning rate {plan['sft_lr']}, conversations truncated to "
+              f"{plan['sft_batch']}, learning rate {r.get('sft_lr') or plan['sft_lr']}"
+              + (" (chosen by the sweep below)" if (r.get("sweep") or {}).get("swept") else "") +
+              f", bf16 autocast {'on' if r.get('bf16') else 'off'}, conversations truncated to "
               f"{plan['sft_max_length']} tokens: the same steps and sequences for both "
               f"({plan['sft_steps'] * plan['sft_batch']} conversations); `fixed_sft` draws them from the canonical "
               "records only, `hsa_sft` from the originals and their variants.",
@@ -576,6 +825,11 @@ def _markdown(r: dict[str, Any]) -> str:
               + (f", at most {plan['eval_prompts']} prompts" if plan['eval_prompts'] else "") +
               f"), {plan['eval_new_tokens']} new tokens, greedy. The base model is not trained, so it is evaluated "
               "once.", ""]
+    lines += _target_lines(r)
+    lines += _sweep_lines(r.get("sweep"))
+    lines += _precision_lines(r.get("precision_check"), plan)
+    lines += _bfcl_lines(r.get("bfcl"), plan)
+    lines += _curve_lines(r.get("learning_curves"))
     stages = r.get("stage_seconds") or {}
     if stages:
         lines += ["Time per stage (s; from `OUT/commands.jsonl`, so a stage another process ran in the folder "
@@ -609,6 +863,152 @@ def _markdown(r: dict[str, Any]) -> str:
               + (f" `{r['page']}`, beside this file, shows the evaluation data and every model's answer to each "
                  "prompt with why it was scored wrong (`hsa report`, docs/report.md)." if r.get("page") else ""), ""]
     return "\n".join(lines)
+
+
+def _ci_text(ci: Any) -> str:
+    return f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "[–]"
+
+
+def _target_lines(r: dict[str, Any]) -> list[str]:
+    """The design's targets against what the run measured, pooled over the training seeds (computed)."""
+    pooled = r.get("pooled")
+    if not pooled:
+        return []
+    m, p = pooled["models"], pooled["paired"]
+
+    def acc(name, g):
+        return (m.get(name) or {}).get(g, {}).get("accuracy")
+
+    lines = ["## Pooled over the seeds, and the targets", "",
+             "Each model's call accuracy over every training seed at once, with the 95% interval of a cluster "
+             "bootstrap over (seed, record); the paired differences resample the same (seed, record) clusters on "
+             "both sides.", "", "| model | canonical | seen variants | held-out |", "|---|---|---|---|"]
+    for name, groups in m.items():
+        lines.append(f"| {name} | " + " | ".join(
+            "–" if groups[g]["accuracy"] is None else
+            f"{_pct(groups[g]['accuracy'])} {_ci_text(groups[g]['ci95']).replace('+', '')} (n={groups[g]['n']})"
+            for g in GROUPS) + " |")
+    lines += ["", "| paired difference | points | 95% interval |", "|---|---|---|"]
+    for key, d in p.items():
+        if d:
+            lines.append(f"| {key} | {100 * d['diff']:+.1f} | {_ci_text(d['ci95'])} |")
+    targets = []
+    h_c, h_s, f_c = acc("hsa_sft", "canonical"), acc("hsa_sft", "seen_variants"), acc("fixed_sft", "canonical")
+    if None not in (h_c, h_s):
+        d = 100 * (h_c - h_s)
+        targets.append(f"HSA-SFT under seen-family variants within 5 points of its own canonical accuracy: "
+                       f"{_pct(h_s)} against {_pct(h_c)}, {abs(d):.1f} points apart: "
+                       + ("met." if abs(d) <= 5 else f"missed by {abs(d) - 5:.1f} points."))
+    if None not in (h_c, f_c):
+        d = 100 * (h_c - f_c)
+        targets.append(f"HSA-SFT canonical within 5 points of fixed SFT: {_pct(h_c)} against {_pct(f_c)} "
+                       f"({d:+.1f}): " + ("met." if d >= -5 else f"missed by {-d - 5:.1f} points."))
+    gap = p.get("hsa_sft - fixed_sft, seen_variants")
+    if gap:
+        lo = gap["ci95"][0] if gap.get("ci95") else None
+        ok = 100 * gap["diff"] >= 20 and lo is not None and lo > 0
+        targets.append(f"the gap under seen-family variants at least 20 points with a paired 95% interval that "
+                       f"excludes 0: {100 * gap['diff']:+.1f} {_ci_text(gap.get('ci95'))}: "
+                       + ("met." if ok else "missed" + (f" by {20 - 100 * gap['diff']:.1f} points" if
+                                                        100 * gap["diff"] < 20 else " (the interval reaches 0)") + "."))
+    g = {n: summarise((r["models"].get(n) or {}).get("general", []))["mean"] for n in ("base", "hsa_sft",
+                                                                                        "hsa_sft_opd")}
+    if None not in g.values():
+        lost, back = g["base"] - g["hsa_sft"], g["hsa_sft_opd"] - g["hsa_sft"]
+        if lost > 0:
+            targets.append(f"on-policy distillation recovering at least half of the general-instruction accuracy SFT "
+                           f"lost: SFT lost {100 * lost:.1f} points (base {_pct(g['base'])}, hsa_sft "
+                           f"{_pct(g['hsa_sft'])}), distillation gave back {100 * back:+.1f} ({back / lost:.0%}): "
+                           + ("met." if back >= lost / 2 else "missed."))
+        else:
+            targets.append(f"on-policy distillation: hsa_sft lost no general-instruction accuracy against the base "
+                           f"({_pct(g['hsa_sft'])} against {_pct(g['base'])}), so there was nothing to recover "
+                           f"(after distillation: {_pct(g['hsa_sft_opd'])}).")
+    return lines + ["", "Targets of the design:", ""] + [f"- {t}" for t in targets] + [""]
+
+
+def _acc_n(scores: dict[str, Any], group: str) -> str:
+    acc, n = (scores.get("accuracy") or {}).get(group), (scores.get("n") or {}).get(group)
+    ci = (scores.get("ci95") or {}).get(group)
+    span = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if isinstance(ci, (list, tuple)) and len(ci) == 2 else ""
+    return "–" if acc is None else f"{_pct(acc)}{span} (n={n})"
+
+
+def _sweep_lines(sweep: dict[str, Any] | None) -> list[str]:
+    if not sweep:
+        return []
+    if not sweep.get("swept"):
+        return ["## Learning rate", "", f"Set by the plan ({sweep['chosen']}), not swept.", ""]
+    lines = ["## Learning rate: a sweep on the validation records", "",
+             f"`hsa_sft`, seed {sweep['seed']}, {sweep['steps']} steps x batch {sweep['batch']} at each rate, scored on "
+             "the first turns of the validation records (their own records, augmented like the eval set; never the "
+             f"eval set). The rate with the best call accuracy over every group trains every SFT model: "
+             f"**{sweep['chosen']}**.", "", "| learning rate | validation call accuracy | canonical | seen | held-out "
+             "| last logged train loss |", "|---|---|---|---|---|---|"]
+    for run in sweep["runs"]:
+        v = run["val"]
+        lines.append(f"| {run['lr']} | {_acc_n(v, 'all')} | {_acc_n(v, 'canonical')} | {_acc_n(v, 'seen')} | "
+                     f"{_acc_n(v, 'held_out')} | {run['final_loss'] if run['final_loss'] is not None else '–'} |")
+    return lines + [""]
+
+
+def _precision_lines(check: dict[str, Any] | None, plan: dict[str, Any]) -> list[str]:
+    if not check:
+        return ["## bf16 against fp32", "", "Not run: bf16 is off in this run (`bf16` in the plan, or hardware "
+                "without bf16), or `precision_steps` is 0.", ""]
+    b, f = check["bf16"], check["fp32"]
+    speed = (f" Training took {b['seconds']:.0f} s in bf16 and {f['seconds']:.0f} s in fp32 "
+             f"({f['seconds'] / b['seconds']:.2f}x)." if b.get("seconds") and f.get("seconds") else "")
+    return ["## bf16 against fp32 (seed 0)", "",
+            f"`hsa_sft` trained {check['steps']} steps both ways (bf16 autocast with fp32 master weights, and fp32) "
+            f"from the same base, data order and learning rate {check['lr']}, the loss logged every step; each "
+            "scored on the validation records in its own precision (bf16 weights, fp32 weights). The mean absolute "
+            f"difference of the per-step training losses is {check.get('mean_abs_loss_diff')} (largest "
+            f"{check.get('max_abs_loss_diff')}).{speed}", "",
+            "| precision | validation call accuracy | canonical | seen | held-out | last logged loss |",
+            "|---|---|---|---|---|---|",
+            *[f"| {name} | {_acc_n(c['val'], 'all')} | {_acc_n(c['val'], 'canonical')} | {_acc_n(c['val'], 'seen')} | "
+              f"{_acc_n(c['val'], 'held_out')} | {c['losses'][-1][1] if c['losses'] else '–'} |"
+              for name, c in (("bf16", b), ("fp32", f))], ""]
+
+
+def _bfcl_lines(bfcl: dict[str, Any] | None, plan: dict[str, Any]) -> list[str]:
+    if not bfcl:
+        return []
+    c = bfcl["counts"]
+    lines = ["## Second table: BFCL, split by function", "",
+             f"Public data no one here wrote: the BFCL categories {', '.join(c['categories'])} of `bfcl-eval`, through "
+             f"`hsa bench build` (every item's canonical row and its variants of the pool's families). {c['items']} "
+             f"items split by function (items that share a tool name stay together): {c['train_items']} train items "
+             f"({c['train_tools']} tools) and {c['test_items']} test items ({c['test_tools']} tools, none in any "
+             f"training row). `fixed_sft` trains on the {c['train_rows_fixed']} canonical train rows, `hsa_sft` on "
+             f"the {c['train_rows_hsa']} canonical and variant train rows: the same {plan['bfcl_steps']} steps x batch "
+             f"{plan['bfcl_batch']} at {plan['bfcl_max_length']} tokens and learning rate {bfcl['lr']} for both. Scored "
+             f"by `hsa eval run` on the test items' canonical rows and {plan['bfcl_eval_variants']} variant rows each "
+             f"(distinct families, {c['eval_variant_rows']} in all); a call counts when it maps back to BFCL's first "
+             "accepted answer, stricter than BFCL's checker (which accepts any listed value), the same rule for every "
+             "model.", "", "| model | seed | canonical | variants | gap (canonical - variants, paired, 95% CI) |",
+             "|---|---|---|---|---|"]
+    for name, per in bfcl["reports"].items():
+        for seed, scores in per.items():
+            gap = (scores.get("gap") or {}).get("gap") or {}
+            ci = gap.get("ci95")
+            gap_text = (f"{100 * gap['call_accuracy']:+.1f} [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+                        if gap.get("call_accuracy") is not None and isinstance(ci, (list, tuple)) else "–")
+            lines.append(f"| {name} | {seed} | {_acc_n(scores, 'canonical')} | {_acc_n(scores, 'variants')} | "
+                         f"{gap_text} |")
+    return lines + [""]
+
+
+def _curve_lines(curves: dict[str, dict[str, list]] | None) -> list[str]:
+    rl = (curves or {}).get("hsa_sft_opd_rl") or {}
+    rows = [(seed, [p["reward"] for p in points if "reward" in p]) for seed, points in rl.items()]
+    rows = [(seed, rewards) for seed, rewards in rows if rewards]
+    if not rows:
+        return []
+    return ["## RL learning curve", "", "Mean episode reward per logged step of `hsa_sft_opd_rl` (from each model's "
+            "`log_history.json`):", "",
+            *[f"- seed {seed}: " + ", ".join(f"{x:.3f}" for x in rewards) for seed, rewards in rows], ""]
 
 
 def _invocations_note(invocations: list[dict[str, Any]] | None) -> str:
@@ -730,7 +1130,7 @@ def _apply_overrides(plan: Plan, items: Sequence[str]) -> Plan:
             raise SystemExit(f"error: --set {item!r}: expected KEY=VALUE with KEY one of {', '.join(fields)}")
         current = getattr(plan, key)
         if isinstance(current, tuple):
-            kind = int if key == "seeds" else str
+            kind = type(current[0]) if current else str
             changes[key] = tuple(kind(v) for v in value.split(",") if v)
         elif value.lower() == "none":
             changes[key] = None
@@ -811,15 +1211,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runner.record("layer cut check", ["trainers.reproduce.layer_cut_check", base, str(data["eval"])],
                                runner.timings["layer cut check"], False)
             cut = json.loads(cut_path.read_text())
-        trained = train_models(out, plan, base, data, runner, device)
-        trained_on = {name: sft_data(base, data[key], plan.sft_max_length)
-                      for name, key in (("fixed_sft", "train_fixed"), ("hsa_sft", "train_shards"))}
+        # the budget goes first where it decides the question: the learning rate, the SFT models of every seed
+        # and their call groups; then the BFCL table; then distillation and RL; the precision check last
+        swept = _cached(out / "sweep.json", lambda: sweep(out, plan, base, data, runner, device))
+        lr = swept["chosen"]
+        sft = train_models(out, plan, base, data, runner, device, lr, sft_only=True)
         reports: dict[str, dict[str, Any]] = {"base": {"-": _scores(evaluate(out, plan, "base", None, base, data,
                                                                               runner, device))}}
-        for name in MODELS[1:]:
-            reports[name] = {}
-            for seed, folder in trained[name].items():
-                reports[name][str(seed)] = _scores(evaluate(out, plan, name, seed, folder, data, runner, device))
+        for name in ("fixed_sft", "hsa_sft"):
+            reports[name] = {str(seed): _scores(evaluate(out, plan, name, seed, folder, data, runner, device))
+                             for seed, folder in sft[name].items()}
+        bfcl = bfcl_table(out, plan, base, runner, device, lr)
+        trained = train_models(out, plan, base, data, runner, device, lr)
+        for name in MODELS[3:]:
+            reports[name] = {str(seed): _scores(evaluate(out, plan, name, seed, folder, data, runner, device))
+                             for seed, folder in trained[name].items()}
+        pooled = pooled_statistics(out, plan, reports)
+        precision = _cached(out / "precision.json", lambda: precision_check(out, plan, base, data, runner, device, lr))
+        trained_on = {name: sft_data(base, data[key], plan.sft_max_length)
+                      for name, key in (("fixed_sft", "train_fixed"), ("hsa_sft", "train_shards"))}
     except ReproduceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -858,6 +1268,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "eval_n": first["n"],
         "layer_cut": cut,
         "sft_data": trained_on,
+        "sweep": swept,
+        "sft_lr": lr,
+        "bf16": use_bf16(plan, device),
+        "pooled": pooled,
+        "precision_check": precision,
+        "bfcl": bfcl,
+        "learning_curves": _curves(out, trained),
         "stage_seconds": runner.stage_seconds(),
         "notes": ["base is not trained: it is evaluated once, so its lists have one value"],
     }
