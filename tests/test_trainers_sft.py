@@ -137,6 +137,9 @@ def test_cpu_loss_is_trl_loss_without_the_fused_head(tiny_model, mini_shards, tm
     if has_accelerator():  # pragma: no cover - the CI has no GPU
         pytest.skip("a GPU keeps trl's fused head")
     assert type(trainer).__name__ == "CpuSFTTrainer"
+    import inspect
+
+    assert "logits_to_keep" in inspect.signature(trainer.model.forward).parameters  # the head-at-labels path ran
     batch = next(iter(trainer.get_train_dataloader()))
     assert int((batch["labels"] != -100).sum()) > 0
     with torch.no_grad():
