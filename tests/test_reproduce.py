@@ -210,3 +210,55 @@ def test_gpu_plan_dry_run_runs_every_stage_on_the_cpu(tiny_model, tmp_path):
     assert results["bfcl"]["reports"]["hsa_sft"]
     script = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_gpu.sh"
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+def _fake_report(path: Path, outcomes: dict[str, tuple[int, int, int]]) -> None:
+    """An ``hsa eval run`` report with ``results`` only: per source, (canonical, seen variant, held-out variant)
+    call outcomes (1 right, 0 wrong)."""
+    results = []
+    for source, (canonical, seen, held) in outcomes.items():
+        results += [{"id": f"{source}/0#1", "source_id": source, "variant": 0, "expects": "call", "families": [],
+                     "call": canonical},
+                    {"id": f"{source}/1#1", "source_id": source, "variant": 1, "expects": "call",
+                     "families": ["tool"], "call": seen},
+                    {"id": f"{source}/2#1", "source_id": source, "variant": 2, "expects": "call",
+                     "families": ["prompt", "tool"], "call": held},
+                    {"id": f"{source}/0#3", "source_id": source, "variant": 0, "expects": "reply", "families": [],
+                     "call": None}]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"results": results}))
+
+
+def test_pooled_statistics_and_targets_are_computed_from_the_prompts(tmp_path):
+    """Pooled accuracy over seeds, paired differences over (seed, record) clusters, and the targets' verdicts,
+    computed from the per-prompt results of the reports (here: hsa_sft holds under variants, fixed_sft drops)."""
+    from trainers.reproduce import FULL, _report_path, pooled_statistics
+    from trainers.reproduce_results import _target_lines
+
+    sources = [f"r{i}" for i in range(40)]
+    for seed in (0, 1):
+        _fake_report(_report_path(tmp_path, "fixed_sft", seed), {s: (1, int(i % 4 == 0), 0) for i, s in
+                                                                 enumerate(sources)})
+        _fake_report(_report_path(tmp_path, "hsa_sft", seed), {s: (1, 1, int(i % 2 == 0)) for i, s in
+                                                               enumerate(sources)})
+    reports = {name: {"0": {}, "1": {}} for name in ("fixed_sft", "hsa_sft")}
+    stats = pooled_statistics(tmp_path, FULL, reports)
+    fixed, hsa = stats["models"]["fixed_sft"], stats["models"]["hsa_sft"]
+    assert fixed["canonical"]["n"] == 80 and fixed["canonical"]["accuracy"] == 1.0  # reply turns left out
+    assert fixed["seen_variants"]["accuracy"] == 0.25 and hsa["seen_variants"]["accuracy"] == 1.0
+    assert hsa["held_out"]["accuracy"] == 0.5 and fixed["held_out"]["accuracy"] == 0.0
+    gap = stats["paired"]["hsa_sft - fixed_sft, seen_variants"]
+    assert gap["diff"] == 0.75 and 0 < gap["ci95"][0] <= 0.75 <= gap["ci95"][1]
+    assert stats["paired"]["hsa_sft - fixed_sft, canonical"]["diff"] == 0.0
+    assert stats["paired"]["fixed_sft: canonical - seen_variants"]["diff"] == 0.75
+    lo, hi = fixed["seen_variants"]["ci95"]
+    assert lo < 0.25 < hi
+    models = {"fixed_sft": {"canonical": [1.0], "seen_variants": [0.25], "held_out": [0.0], "general": [0.2]},
+              "hsa_sft": {"canonical": [1.0], "seen_variants": [1.0], "held_out": [0.5], "general": [0.3]},
+              "base": {"canonical": [0.0], "seen_variants": [0.0], "held_out": [0.0], "general": [0.5]},
+              "hsa_sft_opd": {"canonical": [1.0], "seen_variants": [1.0], "held_out": [0.5], "general": [0.35]}}
+    text = "\n".join(_target_lines({"pooled": stats, "models": models}))
+    assert "within 5 points of its own canonical accuracy: 100.0 against 100.0, 0.0 points apart: met." in text
+    assert "the gap under seen-family variants at least 20 points with a paired 95% interval that excludes 0: " \
+           "+75.0" in text and text.count("met.") == 3
+    assert "distillation gave back +5.0 (25%): missed." in text

@@ -32,6 +32,26 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _bars(ax, names: list[str], groups: list[tuple[str, str]], values) -> None:
+    """Grouped bars: for each (key, label) of ``groups`` one bar per name, at the mean of ``values(name, key)``
+    with whiskers to its min and max."""
+    width = 0.8 / len(groups)
+    for k, (key, label) in enumerate(groups):
+        means, lo, hi = [], [], []
+        for name in names:
+            s = summarise(values(name, key))
+            m = 100 * (s["mean"] or 0.0)
+            means.append(m)
+            lo.append(m - 100 * (s["min"] if s["min"] is not None else 0.0))
+            hi.append(100 * (s["max"] if s["max"] is not None else 0.0) - m)
+        xs = [i + (k - (len(groups) - 1) / 2) * width for i in range(len(names))]
+        ax.bar(xs, means, width, yerr=[lo, hi], capsize=2, label=label)
+    ax.set_xticks(range(len(names)), names, fontsize=8)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+
+
 def _plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -40,24 +60,19 @@ def _plot(results: dict[str, Any], path: Path) -> None:
 
     labels = {"canonical": "canonical harness", "seen_variants": "seen-family variants",
               "held_out": "held-out-family variants", "general": "general instructions"}
-    names = list(results["models"])
-    fig, ax = plt.subplots(figsize=(9, 4.2))
-    width = 0.8 / len(METRICS)
-    for k, metric in enumerate(METRICS):
-        means, lo, hi = [], [], []
-        for name in names:
-            s = summarise(results["models"][name][metric])
-            m = 100 * (s["mean"] or 0.0)
-            means.append(m)
-            lo.append(m - 100 * (s["min"] if s["min"] is not None else 0.0))
-            hi.append(100 * (s["max"] if s["max"] is not None else 0.0) - m)
-        xs = [i + (k - (len(METRICS) - 1) / 2) * width for i in range(len(names))]
-        ax.bar(xs, means, width, yerr=[lo, hi], capsize=2, label=labels[metric])
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title(f"{results['base_model']}: mean over seeds {results['seeds']} (bars: min-max)")
-    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    bfcl = results.get("bfcl")
+    fig, axes = plt.subplots(1, 2 if bfcl else 1, figsize=(14 if bfcl else 9, 4.2),
+                             gridspec_kw={"width_ratios": [5, 2]} if bfcl else None, squeeze=False)
+    ax = axes[0][0]
+    _bars(ax, list(results["models"]), [(m, labels[m]) for m in METRICS],
+          lambda name, metric: results["models"][name][metric])
+    ax.set_title(f"{results['base_model']}, live-commerce: mean over seeds {results['seeds']} (bars: min-max)",
+                 fontsize=9)
+    if bfcl:
+        reports = bfcl["reports"]
+        _bars(axes[0][1], list(reports), [("canonical", "canonical harness"), ("variants", "variants")],
+              lambda name, group: [s["accuracy"].get(group) for s in reports[name].values()])
+        axes[0][1].set_title("BFCL, test functions unseen in training", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -108,15 +123,18 @@ def _markdown(r: dict[str, Any]) -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     n = r.get("eval_n") or {}
     lines += ["", f"Eval prompts per group: canonical {n.get('canonical')}, seen variants {n.get('seen_variants')}, "
-                  f"held-out {n.get('held_out')}, general instructions {n.get('general')}. With so few prompts one "
-                  "prompt is several points: the 95% intervals of each group are in results.json (`ci95`, from "
-                  "`hsa eval`), and differences smaller than them are noise.", "",
+                  f"held-out {n.get('held_out')}, general instructions {n.get('general')} (per model and seed). "
+                  "The 95% intervals of each group and seed are in results.json (`ci95`, from `hsa eval`); those "
+                  "pooled over the seeds, and the paired differences, are in the next section." +
+                  (f" Distillation and RL ran for seed(s) {plan.get('post_seeds')} only: their own smaller table."
+                   if plan.get("post_seeds") and list(plan["post_seeds"]) != list(r["seeds"]) else ""), "",
               f"![results]({r.get('results_name') or 'results'}.png)", ""]
     lines += ["## What the run did", ""]
     lines += [f"- data: {plan['train_records']} train and {plan['eval_records']} eval records of the compact "
               "live-commerce harness (`python -m fixtures.livestream.generate --compact`: 3-4 tools, short "
               "descriptions and skills, a three-section prompt; gold actions that follow from what the prompt "
-              "shows), disjoint by record; "
+              "shows)" + (f", and {plan['val_records']} validation records for the sweep and the precision check"
+                          if plan.get("val_records") else "") + ", disjoint by record; "
               f"{plan['train_variants']} variants per train record (default recipe without the families "
               f"{', '.join(plan['held_out'])}) plus the original, {plan['eval_variants']} per eval record plus the "
               "original (each variant draws the training recipe or the full default one).",
@@ -132,11 +150,13 @@ def _markdown(r: dict[str, Any]) -> str:
               "records only, `hsa_sft` from the originals and their variants.",
               f"- on-policy distillation (`hsa_sft_opd`): {plan['opd_steps']} steps x {plan['opd_batch']} general "
               f"prompts (half of the bundled instructions; the other half is the eval), {plan['opd_completion']} "
-              f"sampled tokens, reverse KL to the base, learning rate {plan['opd_lr']}.",
+              f"sampled tokens, reverse KL to the base, learning rate {plan['opd_lr']}"
+              + (f"; on top of `hsa_sft` of seed(s) {plan['post_seeds']}" if plan.get("post_seeds") else "") + ".",
               _rl_line(plan),
               f"- eval: `hsa eval run --turns {plan['eval_turns']}` (the first assistant turn of every eval row"
               + (f", at most {plan['eval_prompts']} prompts" if plan['eval_prompts'] else "") +
-              f"), {plan['eval_new_tokens']} new tokens, greedy. The base model is not trained, so it is evaluated "
+              f"), {plan['eval_new_tokens']} new tokens, greedy"
+              + (", bf16 weights" if r.get("bf16") else "") + ". The base model is not trained, so it is evaluated "
               "once.", ""]
     lines += _target_lines(r)
     lines += _sweep_lines(r.get("sweep"))
@@ -309,6 +329,17 @@ def _bfcl_lines(bfcl: dict[str, Any] | None, plan: dict[str, Any]) -> list[str]:
                         if gap.get("call_accuracy") is not None and isinstance(ci, (list, tuple)) else "–")
             lines.append(f"| {name} | {seed} | {_acc_n(scores, 'canonical')} | {_acc_n(scores, 'variants')} | "
                          f"{gap_text} |")
+
+    def mean(name, group):
+        return summarise([s["accuracy"].get(group) for s in (bfcl["reports"].get(name) or {}).values()])["mean"]
+
+    f_c, f_v, h_c, h_v = mean("fixed_sft", "canonical"), mean("fixed_sft", "variants"), mean("hsa_sft", "canonical"), \
+        mean("hsa_sft", "variants")
+    if None not in (f_c, f_v, h_c, h_v):
+        lines += ["", f"On functions no training row had (mean over the seeds): fixed_sft {_pct(f_c)} canonical and "
+                      f"{_pct(f_v)} under variants, hsa_sft {_pct(h_c)} and {_pct(h_v)}: hsa_sft is "
+                      f"{100 * (h_v - f_v):+.1f} points against fixed_sft under variants and {100 * (h_c - f_c):+.1f} "
+                      "on the canonical harness."]
     return lines + [""]
 
 
