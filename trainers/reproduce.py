@@ -533,7 +533,7 @@ def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner
                     "--teacher_model_name_or_path", base, "--dataset", str(data["general_train"]),
                     "--per_device_train_batch_size", str(plan.opd_batch), "--max_steps", str(plan.opd_steps),
                     "--learning_rate", str(plan.opd_lr), "--max_completion_length", str(plan.opd_completion),
-                    *_common_run(opd, seed, device, bf16)], opd / "config.json")
+                    *_common_run(opd, seed, device, bf16, logging_steps=1)], opd / "config.json")
         models["hsa_sft_opd"][seed] = str(opd)
         rl = out / "models" / f"hsa_sft_opd_rl-s{seed}"
         runner.run(f"hsa_sft_opd_rl seed {seed}",
@@ -542,7 +542,7 @@ def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner
                     "--num_generations", str(plan.rl_generations),
                     "--per_device_train_batch_size", str(plan.rl_generations), "--max_steps", str(plan.rl_steps),
                     "--learning_rate", str(plan.rl_lr), "--max_completion_length", str(plan.rl_completion),
-                    "--max_prompts", str(plan.rl_prompts), *_common_run(rl, seed, device, bf16)],
+                    "--max_prompts", str(plan.rl_prompts), *_common_run(rl, seed, device, bf16, logging_steps=1)],
                    rl / "config.json")
         models["hsa_sft_opd_rl"][seed] = str(rl)
     return models
