@@ -164,6 +164,7 @@ def _markdown(r: dict[str, Any]) -> str:
     lines += _bfcl_lines(r.get("bfcl"), plan)
     lines += _curve_lines(r.get("learning_curves"))
     stages = r.get("stage_seconds") or {}
+    lines += _budget_lines(r, stages)
     if stages:
         lines += ["Time per stage (s; from `OUT/commands.jsonl`, so a stage another process ran in the folder "
                   "counts, and stages that ran side by side overlap in the wall time): "
@@ -195,6 +196,56 @@ def _markdown(r: dict[str, Any]) -> str:
               + (f" `{r['page']}`, beside this file, shows the evaluation data and every model's answer to each "
                  "prompt with why it was scored wrong (`hsa report`, docs/report.md)." if r.get("page") else ""), ""]
     return "\n".join(lines)
+
+
+#: The parts of the run's time, by the stage names of ``commands.jsonl`` (first match wins).
+BUDGET_PARTS = (("learning-rate sweep", ("sweep ", "eval sweep-")),
+                ("bf16 against fp32 check", ("precision ", "eval precision-")),
+                ("BFCL table", ("bfcl ", "eval bfcl-")),
+                ("SFT of fixed_sft and hsa_sft", ("fixed_sft seed", "hsa_sft seed")),
+                ("eval of base, fixed_sft and hsa_sft", ("eval base", "eval fixed_sft", "eval hsa_sft seed")),
+                ("distillation and RL, and their eval", ("hsa_sft_opd", "eval hsa_sft_opd")),
+                ("data", ("augment ", "layer cut")))
+#: The budget of the design: ``make reproduce`` within two hours on the project's 2-core CPU.
+BUDGET_SECONDS = 2 * 3600
+
+
+def _budget_lines(r: dict[str, Any], stages: dict[str, float]) -> list[str]:
+    """Where the time went, against the two-hour budget (computed from the stage times)."""
+    if not stages:
+        return []
+    parts: dict[str, float] = {}
+    for stage, seconds in stages.items():
+        part = next((name for name, prefixes in BUDGET_PARTS if stage.startswith(prefixes)), "other")
+        parts[part] = parts.get(part, 0.0) + seconds
+    total = sum(parts.values())
+    wall = r.get("wall_seconds") or total
+    plan = r["plan"]
+    sft = [v for k, v in stages.items() if k.startswith(("fixed_sft seed", "hsa_sft seed"))]
+    evals = [v for k, v in stages.items() if k.startswith(("eval fixed_sft", "eval hsa_sft seed"))]
+    lines = ["## Time against the budget", "",
+             f"The design's budget is {BUDGET_SECONDS / 3600:.0f} hours on this machine. This run took "
+             f"{wall / 60:.0f} minutes of wall time ({wall / BUDGET_SECONDS:.2f}x the budget"
+             + (f", over by {(wall - BUDGET_SECONDS) / 60:.0f} minutes" if wall > BUDGET_SECONDS else "") + "):", "",
+             "| part | minutes | share |", "|---|---|---|"]
+    for name, _ in (*BUDGET_PARTS, ("other", ())):
+        if name in parts:
+            lines.append(f"| {name} | {parts[name] / 60:.1f} | {parts[name] / total:.0%} |")
+    if sft and evals:
+        lines += ["", f"The floors of the design alone (every SFT model sees {plan['sft_steps'] * plan['sft_batch']} "
+                      f"conversations; at least 100 eval prompts per group and seed) cost {statistics.fmean(sft) / 60:.1f} "
+                      f"minutes per SFT model and {statistics.fmean(evals) / 60:.1f} minutes per evaluation here: "
+                      f"{len(sft)} SFT models and {len(evals) + 1} evaluations of the comparison are "
+                      f"{(sum(sft) + statistics.fmean(evals) * (len(evals) + 1)) / 60:.0f} minutes before any sweep, "
+                      "check or second table. What was cut to spend the rest on the comparison: distillation and RL "
+                      f"run on seed(s) {plan.get('post_seeds')} only, the BFCL table on seed(s) "
+                      f"{plan.get('bfcl_seeds')}, the sweep at {r.get('sweep', {}).get('steps', '–')} steps, the "
+                      f"precision check at {plan.get('precision_steps')} steps"
+                      + ("; the eval sizes and the SFT conversations were not cut." if plan["eval_records"] >= 100 and
+                         plan["sft_steps"] * plan["sft_batch"] >= 500 else
+                         "; this plan is below the design's floors (at least 100 eval records and 500 SFT "
+                         "conversations per model), so its numbers are a smoke test, not the comparison.")]
+    return lines + [""]
 
 
 def _ci_text(ci: Any) -> str:
