@@ -19,7 +19,6 @@ over tool names), and whole groups go to the test split, so no tool of a test pr
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import random
@@ -34,13 +33,10 @@ CATEGORIES = ("simple_python", "multiple", "parallel", "live_simple")
 
 
 def tool_names(row: Mapping[str, Any]) -> list[str]:
-    """The names of the tools a row offers (hsa, OpenAI and nested-function forms)."""
-    names = []
-    for t in row.get("tools") or []:
-        fn = t.get("function") if isinstance(t.get("function"), dict) else t
-        if isinstance(fn.get("name"), str):
-            names.append(fn["name"])
-    return names
+    """The names of the tools a row offers (:func:`hsa.formats.common.tool_name`: OpenAI or flat)."""
+    from hsa.formats.common import tool_name
+
+    return [n for n in map(tool_name, row.get("tools") or []) if n is not None]
 
 
 def _order(key: str, seed: int) -> str:
@@ -76,11 +72,11 @@ def split_by_function(items: Mapping[str, Sequence[str]], *, test_items: int, se
 
 
 def _rows_by_item(pool: Path) -> dict[str, list[dict]]:
+    from hsa.bench.pool import iter_pool_rows
+
     out: dict[str, list[dict]] = {}
-    with gzip.open(pool / "rows.jsonl.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            out.setdefault(row["source_id"], []).append(row)
+    for row in iter_pool_rows(pool):
+        out.setdefault(row["source_id"], []).append(row)
     return out
 
 
@@ -134,7 +130,7 @@ def prepare_bfcl(out: Path, plan: Any, runner: Any) -> dict[str, Any]:
                   "train_rows_fixed": sum(1 for sid in split["train"] for r in rows[sid] if r.get("variant") == 0),
                   "train_rows_hsa": sum(len(rows[sid]) for sid in split["train"]),
                   "eval_rows": len(eval_rows), "eval_variant_rows": sum(1 for r in eval_rows if r.get("variant")),
-                  "categories": list(plan.bfcl_categories), "shared_tools_between_splits": 0}
+                  "categories": list(plan.bfcl_categories)}
         paths["split"].write_text(json.dumps({"counts": counts, **split}, indent=1) + "\n", encoding="utf-8")
     split = json.loads(paths["split"].read_text(encoding="utf-8"))
     return {**paths, "counts": split["counts"]}

@@ -440,10 +440,6 @@ def _sft_argv(runner: Runner, base: str, dataset: Path, folder: Path, *, steps: 
             *_common_run(folder, seed, device, bf16, logging_steps)]
 
 
-def _val_score(report: dict[str, Any]) -> float:
-    return ((report.get("all") or {}).get("call_accuracy")) or 0.0
-
-
 def sweep(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str) -> dict[str, Any]:
     """The SFT learning rate: ``plan.sft_lr`` when set, else the best of ``plan.sweep_lrs`` for ``hsa_sft``
     (seed 0, ``sweep_steps`` steps) by call accuracy on the validation records (first turns, every group),
@@ -460,27 +456,23 @@ def sweep(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runne
                                                           seed=0, device=device, bf16=bf16), folder / "config.json")
         report = evaluate(out, plan, f"sweep-lr{lr:g}", None, str(folder), data, runner, device, dataset="val_shards",
                           instructions=False)
-        runs.append({"lr": lr, "val_call_accuracy": _val_score(report), "val": _group_scores(report),
-                     "final_loss": _final_loss(folder)})
+        val = _group_scores(report)
+        losses = _losses(folder)
+        runs.append({"lr": lr, "val_call_accuracy": val["accuracy"]["all"] or 0.0, "val": val,
+                     "final_loss": losses[-1][1] if losses else None})
     best = max(runs, key=lambda r: (r["val_call_accuracy"], -r["lr"]))
     return {"chosen": best["lr"], "swept": True, "steps": steps, "batch": plan.sft_batch, "seed": 0, "runs": runs,
-            "val_prompts": (_group_scores(json.loads(_report_path(out, f"sweep-lr{best['lr']:g}", None)
-                                                    .read_text(encoding="utf-8")))["n"])}
-
-
-def _final_loss(folder: Path) -> float | None:
-    history = folder / "log_history.json"
-    if not history.exists():
-        return None
-    losses = [h["loss"] for h in json.loads(history.read_text(encoding="utf-8")) if "loss" in h]
-    return losses[-1] if losses else None
+            "val_prompts": best["val"]["n"]}
 
 
 def _losses(folder: Path) -> list[tuple[int, float]]:
-    history = folder / "log_history.json"
-    if not history.exists():
-        return []
-    return [(h["step"], h["loss"]) for h in json.loads(history.read_text(encoding="utf-8")) if "loss" in h]
+    """(step, loss) of every logged step of the stage that wrote ``folder`` (its ``log_history.json``)."""
+    return [(h["step"], h["loss"]) for h in _history(folder) if "loss" in h]
+
+
+def _history(folder: Path) -> list[dict]:
+    path = Path(folder) / "log_history.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
 
 
 def precision_check(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str,
@@ -639,14 +631,10 @@ def _curves(out: Path, trained: dict[str, dict[int, str]]) -> dict[str, dict[str
     curves: dict[str, dict[str, list]] = {}
     for name, per in trained.items():
         for seed, folder in per.items():
-            history = Path(folder) / "log_history.json"
-            if not history.exists():
-                continue
-            points = []
-            for h in json.loads(history.read_text(encoding="utf-8")):
-                if "step" in h and ("loss" in h or "reward" in h):
-                    points.append({k: h[k] for k in ("step", "loss", "reward") if k in h})
-            curves.setdefault(name, {})[str(seed)] = points
+            points = [{k: h[k] for k in ("step", "loss", "reward") if k in h} for h in _history(Path(folder))
+                      if "step" in h and ("loss" in h or "reward" in h)]
+            if points:
+                curves.setdefault(name, {})[str(seed)] = points
     return curves
 
 
@@ -689,19 +677,14 @@ def _group_scores(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scores(report: dict[str, Any]) -> dict[str, Any]:
-    def acc(key):
-        part = report.get(key) or {}
-        return part.get("call_accuracy")
-
+    """A model's row of the table: call accuracy of the three groups and the general-instruction accuracy, with
+    their prompt counts and intervals (:func:`_group_scores` named as the table names them)."""
+    g = _group_scores(report)
+    names = {"canonical": "canonical", "seen_variants": "seen", "held_out": "held_out"}
     inst = report.get("instructions") or {}
-    return {"canonical": acc("canonical"), "seen_variants": acc("seen"), "held_out": acc("held_out"),
-            "general": inst.get("prompt_strict"),
-            "n": {"canonical": (report.get("canonical") or {}).get("n"), "seen_variants": (report.get("seen") or {}).get("n"),
-                  "held_out": (report.get("held_out") or {}).get("n"), "general": inst.get("n")},
-            "ci95": {"canonical": (report.get("canonical") or {}).get("ci95"),
-                     "seen_variants": (report.get("seen") or {}).get("ci95"),
-                     "held_out": (report.get("held_out") or {}).get("ci95")},
-            "general_loose": inst.get("prompt_loose")}
+    return {**{k: g["accuracy"][v] for k, v in names.items()}, "general": inst.get("prompt_strict"),
+            "n": {**{k: g["n"][v] for k, v in names.items()}, "general": inst.get("n")},
+            "ci95": {k: g["ci95"][v] for k, v in names.items()}, "general_loose": inst.get("prompt_loose")}
 
 
 # --------------------------------------------------------------------------- results

@@ -361,10 +361,15 @@ def _cpu_trainer(sft_trainer: type) -> type:
     import torch
     from transformers import Trainer
 
+    keeps: dict[type, bool] = {}  # per model class: whether its forward takes logits_to_keep (asked once)
+
     class CpuSFTTrainer(sft_trainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             labels = inputs.get("labels")
-            if return_outputs or labels is None or "logits_to_keep" not in inspect.signature(model.forward).parameters:
+            kind = type(model)
+            if kind not in keeps:
+                keeps[kind] = "logits_to_keep" in inspect.signature(model.forward).parameters
+            if return_outputs or labels is None or not keeps[kind]:
                 return Trainer.compute_loss(self, model, inputs, return_outputs=return_outputs,
                                             num_items_in_batch=num_items_in_batch)
             targets = labels[:, 1:]
