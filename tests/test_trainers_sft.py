@@ -108,6 +108,29 @@ def test_sft_with_lora_trains_only_the_adapter(tiny_model, mini_shards, tmp_path
     assert logged(trainer)
 
 
+def test_sft_train_top_layers_moves_only_the_top_layers(tiny_model, mini_shards, tmp_path):  # noqa: F811
+    """--train_top_layers 1 trains the last decoder layer and the final norm; the embeddings (tied to the head) and
+    the layers below keep their weights. A number of layers the model does not have is an error that says the
+    range, and so is LoRA beside it."""
+    from trainers.common import TrainerInputError
+
+    argv = ["--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir",
+            str(tmp_path / "out"), "--max_steps", "2", "--max_length", "4096", "--learning_rate", "1e-2", *CPU]
+    trainer = build_trainer(*_parse([*argv, "--train_top_layers", "1"]))
+    layers = trainer.model.config.num_hidden_layers
+    before = parameters(trainer.model)
+    trainer.train()
+    moved = changed(before, trainer.model)
+    top = f"model.layers.{layers - 1}."
+    assert moved and all(name.startswith(top) or name == "model.norm.weight" for name in moved)
+    assert any(name.startswith(top) for name in moved) and "model.norm.weight" in moved
+    assert logged(trainer)
+    with pytest.raises(TrainerInputError, match=rf"pass 1\.\.{layers}"):
+        build_trainer(*_parse([*argv, "--train_top_layers", str(layers + 1)]))
+    with pytest.raises(TrainerInputError, match="--use_peft"):
+        build_trainer(*_parse([*argv, "--train_top_layers", "1", "--use_peft"]))
+
+
 def test_sft_reports_missing_inputs(tiny_model, tmp_path):  # noqa: F811
     """A missing model folder and a dataset without messages are errors that say what to do."""
     missing = _parse(["--model_name_or_path", str(tmp_path / "nope"), "--dataset", "x.jsonl",

@@ -34,6 +34,7 @@ __all__ = [
     "LoraArguments",
     "Extras",
     "TrainerInputError",
+    "train_top_layers",
     "make_parser",
     "parse_args",
     "iter_rows",
@@ -478,6 +479,48 @@ def _bf16_supported() -> bool:
     import torch
 
     return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def _decoder_layers(model):
+    """The model's stack of decoder layers: its longest ``ModuleList`` (``model.model.layers`` in Llama-style
+    models, ``transformer.h`` in GPT-2-style ones) and that list's parent, which holds the final norm."""
+    import torch
+
+    best, parent = None, None
+    for module in model.modules():
+        for child in module.children():
+            if isinstance(child, torch.nn.ModuleList) and (best is None or len(child) > len(best)):
+                best, parent = child, module
+    return best, parent
+
+
+def train_top_layers(model, n: int) -> str:
+    """Freeze every weight but the top ``n`` decoder layers and the norm after them; returns what trains, in words.
+
+    The embeddings stay frozen, and with them the LM head where the two are tied; the final norm is the one
+    in the layers' parent module that comes after them (``norm``, ``ln_f``, ``final_layernorm``)."""
+    import torch
+
+    layers, parent = _decoder_layers(model)
+    if layers is None or not 1 <= n <= len(layers):
+        total = 0 if layers is None else len(layers)
+        raise TrainerInputError(f"--train_top_layers {n}: the model has {total} decoder layers; pass 1..{total}")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for layer in list(layers)[len(layers) - n:]:
+        for p in layer.parameters():
+            p.requires_grad_(True)
+    after = False
+    for child in parent.children():
+        if child is layers:
+            after = True
+        elif after and isinstance(child, torch.nn.Module) and "norm" in type(child).__name__.lower():
+            for p in child.parameters():
+                p.requires_grad_(True)
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return (f"training the top {n} of {len(layers)} decoder layers and the final norm: {trained:,} of {total:,} "
+            f"parameters; the embeddings, LM head and lower layers frozen")
 
 
 def cpu_bf16_supported() -> bool:

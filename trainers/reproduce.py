@@ -64,7 +64,9 @@ class Plan:
     train shards and scored on the validation records, never on the eval set). ``bf16`` None: bf16 autocast
     where the hardware has bf16 (a GPU that supports it, a CPU with AVX-512 BF16 or AMX), fp32 master weights;
     ``precision_steps``: the bf16-against-fp32 check on seed 0 (0: not run). Distillation and RL, on top of
-    ``hsa_sft``, run for ``post_seeds`` only: their own smaller table, the budget going to the SFT comparison."""
+    ``hsa_sft``, run for ``post_seeds`` only: their own smaller table, the budget going to the SFT comparison.
+    ``train_top_layers``: every SFT stage trains only that many top decoder layers (``trainers.sft
+    --train_top_layers``; None: every weight)."""
 
     train_records: int = 512
     eval_records: int = 100
@@ -74,6 +76,7 @@ class Plan:
     seeds: tuple[int, ...] = (0, 1, 2)
     post_seeds: tuple[int, ...] = (0,)
     keep_layers: int | None = None
+    train_top_layers: int | None = None
     bf16: bool | None = None
     sft_steps: int = 128
     sft_batch: int = 4
@@ -433,11 +436,12 @@ def _common_run(out_dir: Path, seed: int, device: str, bf16: bool = False, loggi
 
 
 def _sft_argv(runner: Runner, base: str, dataset: Path, folder: Path, *, steps: int, batch: int, lr: float,
-              max_length: int, seed: int, device: str, bf16: bool, logging_steps: int = 5) -> list[str]:
+              max_length: int, seed: int, device: str, bf16: bool, top: int | None, logging_steps: int = 5
+              ) -> list[str]:
     return [runner.python, "-m", "trainers.sft", "--model_name_or_path", base, "--dataset", str(dataset),
             "--per_device_train_batch_size", str(batch), "--max_steps", str(steps), "--learning_rate", str(lr),
             "--max_length", str(max_length), "--lr_scheduler_type", "cosine", "--warmup_steps", "1",
-            *_common_run(folder, seed, device, bf16, logging_steps)]
+            *(["--train_top_layers", str(top)] if top else []), *_common_run(folder, seed, device, bf16, logging_steps)]
 
 
 def sweep(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runner, device: str) -> dict[str, Any]:
@@ -453,7 +457,8 @@ def sweep(out: Path, plan: Plan, base: str, data: dict[str, Path], runner: Runne
         folder = out / "sweep" / f"hsa_sft-lr{lr:g}"
         runner.run(f"sweep hsa_sft lr {lr:g}", _sft_argv(runner, base, data["train_shards"], folder, steps=steps,
                                                           batch=plan.sft_batch, lr=lr, max_length=plan.sft_max_length,
-                                                          seed=0, device=device, bf16=bf16), folder / "config.json")
+                                                          seed=0, device=device, bf16=bf16, top=plan.train_top_layers),
+                   folder / "config.json")
         report = evaluate(out, plan, f"sweep-lr{lr:g}", None, str(folder), data, runner, device, dataset="val_shards",
                           instructions=False)
         val = _group_scores(report)
@@ -488,6 +493,7 @@ def precision_check(out: Path, plan: Plan, base: str, data: dict[str, Path], run
         runner.run(f"precision {name}", _sft_argv(runner, base, data["train_shards"], folder,
                                                   steps=plan.precision_steps, batch=plan.sft_batch, lr=lr,
                                                   max_length=plan.sft_max_length, seed=0, device=device, bf16=bf16,
+                                                  top=plan.train_top_layers,
                                                   logging_steps=1), folder / "config.json")
         report = evaluate(out, plan, f"precision-{name}", None, str(folder), data, runner, device,
                           dataset="val_shards", instructions=False, dtype="bfloat16" if bf16 else "float32")
@@ -513,7 +519,7 @@ def train_models(out: Path, plan: Plan, base: str, data: dict[str, Path], runner
             folder = out / "models" / f"{name}-s{seed}"
             runner.run(f"{name} seed {seed}", _sft_argv(runner, base, dataset, folder, steps=plan.sft_steps,
                                                         batch=plan.sft_batch, lr=lr, max_length=plan.sft_max_length,
-                                                        seed=seed, device=device, bf16=bf16),
+                                                        seed=seed, device=device, bf16=bf16, top=plan.train_top_layers),
                        folder / "config.json")
             models[name][seed] = str(folder)
     if sft_only:
@@ -558,7 +564,8 @@ def bfcl_table(out: Path, plan: Plan, base: str, runner: Runner, device: str, lr
             folder = out / "bfcl" / "models" / f"{name}-s{seed}"
             runner.run(f"bfcl {name} seed {seed}",
                        _sft_argv(runner, base, bench[key], folder, steps=plan.bfcl_steps, batch=plan.bfcl_batch,
-                                 lr=lr, max_length=plan.bfcl_max_length, seed=seed, device=device, bf16=bf16),
+                                 lr=lr, max_length=plan.bfcl_max_length, seed=seed, device=device, bf16=bf16,
+                                 top=plan.train_top_layers),
                        folder / "config.json")
             report = evaluate(out, plan, f"bfcl-{name}", seed, str(folder), data, runner, device, **kw)
             reports.setdefault(name, {})[str(seed)] = _group_scores(report)
