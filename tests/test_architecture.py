@@ -12,7 +12,10 @@ Over hsa/, transforms/ and trainers/ (function-level imports included):
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("hsa", "transforms", "trainers")
@@ -175,19 +178,19 @@ def test_the_checker_sees_a_circle_and_a_private_import(tmp_path: Path) -> None:
     assert scans["hsa.b"][1] == ["hsa.b takes hsa.a._secret"]
 
 
-def test_renamed_modules_keep_their_old_names_as_deprecated_aliases() -> None:
-    """hsa.rewrite, hsa.prompt_import and hsa.verify (renamed renames, prompt_model, invariants) still import, warn,
-    and hand out the new modules' own objects."""
+def test_renamed_modules_old_names_are_gone() -> None:
+    """hsa.rewrite, hsa.prompt_import and hsa.verify were one release's aliases of renames, prompt_model and
+    invariants (issue 29 removes them): importing an old name fails, and nothing in the package still uses one."""
     import importlib
     import sys
-    import warnings
 
-    for old, new in (("rewrite", "renames"), ("prompt_import", "prompt_model"), ("verify", "invariants")):
+    for old in ("rewrite", "prompt_import", "verify"):
         sys.modules.pop(f"hsa.{old}", None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            alias = importlib.import_module(f"hsa.{old}")
-        assert any(issubclass(w.category, DeprecationWarning) and f"hsa.{new}" in str(w.message) for w in caught)
-        target = importlib.import_module(f"hsa.{new}")
-        assert alias.__all__ == target.__all__
-        assert all(getattr(alias, name) is getattr(target, name) for name in target.__all__)
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"hsa.{old}")
+    root = Path(__file__).resolve().parents[1]
+    users = [str(f.relative_to(root)) for d in ("hsa", "trainers", "transforms", "benchmarks", "examples")
+             for f in (root / d).rglob("*.py")
+             if re.search(r"\bhsa\.(rewrite|prompt_import|verify)\b|from hsa import (rewrite|prompt_import|verify)\b",
+                          f.read_text(encoding="utf-8"))]
+    assert users == []
