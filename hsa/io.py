@@ -463,6 +463,51 @@ def _release_memory() -> None:
         _MALLOC_TRIM(0)
 
 
+def _validity(values: tuple):
+    """The validity bitmap of ``values`` (None where none is missing) and how many are missing."""
+    import pyarrow as pa
+
+    nulls = sum(v is None for v in values)
+    if not nulls:
+        return None, 0
+    bits = bytearray((len(values) + 7) // 8)
+    for i, v in enumerate(values):
+        if v is not None:
+            bits[i >> 3] |= 1 << (i & 7)
+    return pa.py_buffer(bytes(bits)), nulls
+
+
+def _string_array(values: tuple, type_):
+    """A string (or JSON: its storage is one) Arrow array of ``values`` (str or None), built from its buffers: the
+    same array ``pa.array(values, type_)`` gives, without its look for pandas objects, which imports pandas
+    (about 0.3 s of a run's start-up where pandas is installed). The buffers are Python bytes, so they come from
+    the system allocator (see :func:`_release_memory`)."""
+    import array as _array
+    from itertools import accumulate
+
+    import pyarrow as pa
+
+    encoded = [b"" if v is None else v.encode("utf-8") for v in values]
+    offsets = _array.array("i", [0])
+    offsets.extend(accumulate(map(len, encoded)))  # OverflowError past 2 GiB: a batch of rows never comes near
+    validity, nulls = _validity(values)
+    storage = pa.Array.from_buffers(pa.string(), len(values), [validity, pa.py_buffer(offsets.tobytes()),
+                                                                pa.py_buffer(b"".join(encoded))], null_count=nulls)
+    return storage if type_ == pa.string() else pa.ExtensionArray.from_storage(type_, storage)
+
+
+def _int64_array(values: tuple):
+    """An int64 Arrow array of ``values`` (int or None; a missing one holds 0, as pyarrow's builder writes it),
+    from its buffers (see :func:`_string_array`)."""
+    import array as _array
+
+    import pyarrow as pa
+
+    validity, nulls = _validity(values)
+    data = _array.array("q", [0 if v is None else v for v in values]).tobytes()
+    return pa.Array.from_buffers(pa.int64(), len(values), [validity, pa.py_buffer(data)], null_count=nulls)
+
+
 class ShardFile:
     """One shard written incrementally in fixed-size Arrow batches, then renamed into place; with ``path`` None,
     written to memory (:attr:`data` holds the bytes once closed: the same bytes the file would hold)."""
@@ -491,10 +536,9 @@ class ShardFile:
         if not self._buffer:
             return
         cols = list(zip(*self._buffer))
-        pool = pa.system_memory_pool()  # see _release_memory
-        arrays = [pa.array(cols[0], pa.string(), memory_pool=pool), pa.array(cols[1], pa.string(), memory_pool=pool),
-                  *(pa.array(c, pa.int64(), memory_pool=pool) for c in cols[2:self._scalars])]
-        arrays += [pa.array(c, pa.json_(), memory_pool=pool) for c in cols[self._scalars:]]
+        arrays = [_string_array(cols[0], pa.string()), _string_array(cols[1], pa.string()),
+                  *(_int64_array(c) for c in cols[2:self._scalars])]
+        arrays += [_string_array(c, pa.json_()) for c in cols[self._scalars:]]
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.rows += len(self._buffer)
         self._buffer = []

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hsa import _yaml
 from hsa.transform import Sequence, Transform, from_config, to_config, without_families
 
 __all__ = ["RECIPE_VERSION", "load_recipe", "save_recipe", "recipe_to_dict", "recipe_from_dict",
@@ -75,7 +76,7 @@ def load_recipe(name_or_path: str | Path) -> Transform:
         text = res.read_text(encoding="utf-8")
         source = f"built-in recipe {name_or_path!r}"
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else _yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise ValueError(f"{source}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
     return recipe_from_dict(data, source=source)

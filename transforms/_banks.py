@@ -23,6 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hsa import _yaml
+
 __all__ = ["BankError", "read_bank", "builtin_bank_names", "group_table", "load_banks", "synonyms", "BANK_KINDS",
            "SenseGroup", "sense_groups", "polysemous"]
 
@@ -56,7 +58,7 @@ def read_bank(name: str = "", path: str = "", *, what: str = "bank file", hint: 
             raise BankError(f"{what} {path} does not exist{hint}")
         source, text = str(path), p.read_text(encoding="utf-8")
     try:
-        return source, yaml.safe_load(text)
+        return source, _yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise BankError(f"{what} {source} is not valid YAML: {exc}") from None
 

@@ -247,10 +247,10 @@ class HookRestyle(Transform):
     p: float = 0.5
 
     def __post_init__(self):
-        from hsa.codemods.restyle import KINDS
+        from hsa.codemods import RESTYLE_KINDS
 
         check_probability(self.p, "p")
-        check_choices("kinds", self.kinds, tuple(KINDS))
+        check_choices("kinds", self.kinds, RESTYLE_KINDS)
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         from hsa.codemods.restyle import restyle_sites

@@ -60,9 +60,10 @@ class Match:
     captures: tuple[tuple[str, str], ...]
 
 
-def _compile(phrasing: str, where: str) -> tuple[re.Pattern[str], tuple[str, ...], str]:
-    """Regex of one phrasing, its slots, and a format string to render it. A slot that ends the phrasing captures
-    the rest of the line."""
+def _compile(phrasing: str, where: str) -> tuple[str, tuple[str, ...], str]:
+    """The regex (its source: :class:`Bank` compiles it the first time a text holds the phrasing's longest literal
+    run) of one phrasing, its slots, and a format string to render it. A slot that ends the phrasing captures the
+    rest of the line."""
     parts, slots, fmt, seen, pos = [], [], [], set(), 0
     ends_with_slot = phrasing.endswith("}") and not phrasing.endswith("}}")
     for m in _SLOT.finditer(phrasing):
@@ -96,7 +97,7 @@ def _compile(phrasing: str, where: str) -> tuple[re.Pattern[str], tuple[str, ...
         raise BankError(f"{where}: empty phrasing")
     if _SLOT.sub("", phrasing) == "" or re.fullmatch(r"(\{[A-Za-z_][A-Za-z0-9_]*\})+", phrasing):
         raise BankError(f"{where}: phrasing {phrasing!r} is only placeholders; add literal words around them")
-    return re.compile(_BEFORE + "".join(parts) + _AFTER), tuple(sorted(slots)), "".join(fmt)
+    return _BEFORE + "".join(parts) + _AFTER, tuple(sorted(slots)), "".join(fmt)
 
 
 def _literal(phrasing: str) -> str:
@@ -110,12 +111,16 @@ _FOUND_MAX = 4096
 
 @dataclasses.dataclass(frozen=True)
 class Bank:
-    """A loaded phrase bank: groups with compiled phrasings."""
+    """A loaded phrase bank: groups with their phrasings' regexes (compiled on first use: a run meets few of a
+    bank's hundreds of phrasings, and compiling them all cost most of a run's start-up)."""
 
     groups: tuple[Group, ...]
     sources: tuple[str, ...]
-    _patterns: tuple[tuple[tuple[re.Pattern[str], str], ...], ...] = dataclasses.field(repr=False)
+    _patterns: tuple[tuple[tuple[str, str], ...], ...] = dataclasses.field(repr=False)
     _literals: tuple[tuple[str, ...], ...] = dataclasses.field(repr=False, default=())
+    #: the compiled regexes by (group, phrasing); not part of the value
+    _compiled: dict[tuple[int, int], re.Pattern[str]] = dataclasses.field(repr=False, compare=False, hash=False,
+                                                                        default_factory=dict)
     #: find's answers by text (the variants of a record ask about the same texts); not part of the value
     _found: dict[str, tuple[Match, ...]] = dataclasses.field(repr=False, compare=False, hash=False,
                                                              default_factory=dict)
@@ -133,9 +138,12 @@ class Bank:
     def _find(self, text: str) -> list[Match]:
         cands = []
         for gi, pats in enumerate(self._patterns):
-            for pi, (rx, _) in enumerate(pats):
+            for pi, (source, _) in enumerate(pats):
                 if self._literals[gi][pi] not in text:
                     continue
+                rx = self._compiled.get((gi, pi))
+                if rx is None:
+                    rx = self._compiled[gi, pi] = re.compile(source)
                 for m in rx.finditer(text):
                     caps = tuple(sorted((k, v) for k, v in m.groupdict().items()))
                     cands.append(Match(m.start(), m.end(), gi, pi, caps))

@@ -63,12 +63,13 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
 
+from hsa.codemods import RESTYLE_KINDS
 from hsa.codemods._cst import parse
 from hsa.codemods.quoting import escape
 
 __all__ = ["KINDS", "restyle", "restyle_sites", "Restyle"]
 
-KINDS = ("quotes", "format", "percent", "bool_return", "not_in", "imports", "empty_literal")
+KINDS = RESTYLE_KINDS
 
 
 def _quote_of(node: cst.SimpleString) -> str | None:
