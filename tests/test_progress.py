@@ -50,3 +50,22 @@ def test_resume_summary_says_what_was_kept(tmp_path, capsys):
     again = json.loads((out / "manifest.json").read_text())
     assert {k: v for k, v in again.items() if k != "command"} == \
         {k: v for k, v in reference.items() if k != "command"}  # the manifest does not record the resume
+
+
+def test_stats_add_in_place_is_add():
+    """A run's total grows with ``+=`` (in place); it counts what ``+`` counts, and the right side is unchanged."""
+    from collections import Counter
+
+    from hsa.pipeline.record import Stats
+
+    a, b = Stats(input_records=3, rows_written=7), Stats(input_records=2, rejected=1)
+    a.applied.update({"tool.rename": 2})
+    a.skipped[("tool.nest", "no object")] += 1
+    b.applied.update({"tool.rename": 1, "tool.values": 4})
+    b.reject_reasons["bad line"] += 1
+    expected = (a + b).to_json()
+    before_b = b.to_json()
+    total = a
+    total += b
+    assert total is a and total.to_json() == expected and b.to_json() == before_b
+    assert total.applied == Counter({"tool.values": 4, "tool.rename": 3}) and total.input_records == 5

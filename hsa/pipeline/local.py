@@ -71,7 +71,7 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
             res = current.add(res, encoded, seen_ids)
             if strict and res.stats.rejected:
                 raise AugmentError(strict_message(res.rejects))
-            total = total + res.stats
+            total += res.stats
             progress.update(total)
         if current is not None:
             finished, current = current, None

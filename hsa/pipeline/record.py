@@ -103,6 +103,17 @@ class Stats:
             setattr(out, f.name, getattr(self, f.name) + getattr(other, f.name))
         return out
 
+    def __iadd__(self, other: Stats) -> Stats:
+        """``self + other`` into ``self``: a run's total grows by each record's counts without a new Stats and
+        new Counters per record (the counts are positive, so ``update`` keeps what ``+`` keeps)."""
+        for name in _INT_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in _COUNTER_FIELDS:
+            theirs = getattr(other, name)
+            if theirs:
+                getattr(self, name).update(theirs)
+        return self
+
     def to_json(self) -> dict:
         """Every counter as JSON (a completion record); :meth:`from_json` reads it back."""
         out = {}
@@ -336,6 +347,11 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
     return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+
+
+_INT_FIELDS = tuple(f.name for f in dataclasses.fields(Stats) if f.type in ("int", int))
+_COUNTER_FIELDS = tuple(f.name for f in dataclasses.fields(Stats) if f.type in ("Counter", Counter))
+assert len(_INT_FIELDS) + len(_COUNTER_FIELDS) == len(dataclasses.fields(Stats))
 
 
 def _prompt_of(record: Record) -> list:

@@ -76,7 +76,7 @@ class ShardWriter:
         self.rejects.extend(res.rejects)
         for row in encoded:
             self.file.add(row)
-        self.stats = self.stats + res.stats
+        self.stats += res.stats
         return res
 
     def close(self) -> tuple[dict, str]:
