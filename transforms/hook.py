@@ -247,7 +247,7 @@ class HookRestyle(Transform):
     p: float = 0.5
 
     def __post_init__(self):
-        from hsa.codemods import RESTYLE_KINDS
+        from hsa.codemods.kinds import RESTYLE_KINDS
 
         check_probability(self.p, "p")
         check_choices("kinds", self.kinds, RESTYLE_KINDS)

@@ -22,11 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Refusal", "Refused", "rewrite_module", "RESTYLE_KINDS"]
-
-#: The kinds of :mod:`hsa.codemods.restyle`'s rewrites, here so that a recipe can be checked without importing
-#: libcst (a run whose records have no hooks never parses one).
-RESTYLE_KINDS = ("quotes", "format", "percent", "bool_return", "not_in", "imports", "empty_literal")
+__all__ = ["Refusal", "Refused", "rewrite_module"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -63,7 +63,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
 
-from hsa.codemods import RESTYLE_KINDS
+from hsa.codemods.kinds import RESTYLE_KINDS
 from hsa.codemods._cst import parse
 from hsa.codemods.quoting import escape
 
