@@ -262,3 +262,18 @@ def test_pooled_statistics_and_targets_are_computed_from_the_prompts(tmp_path):
     assert "the gap under seen-family variants at least 20 points with a paired 95% interval that excludes 0: " \
            "+75.0" in text and text.count("met.") == 3
     assert "distillation gave back +5.0 (25%): missed." in text
+
+
+def test_plan_train_top_layers_reaches_every_sft_command(tmp_path):
+    """``--set train_top_layers=N`` reaches trainers.sft as ``--train_top_layers N``; unset, the flag is absent."""
+    from types import SimpleNamespace
+
+    from trainers.reproduce import _sft_argv
+
+    def argv(top):
+        return _sft_argv(SimpleNamespace(python="python"), "base", tmp_path / "data", tmp_path / "out", steps=2,
+                         batch=1, lr=1e-4, max_length=64, seed=0, device="cpu", bf16=False, top=top)
+
+    with_top = argv(15)
+    assert with_top[with_top.index("--train_top_layers") + 1] == "15"
+    assert "--train_top_layers" not in argv(None)

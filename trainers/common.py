@@ -499,8 +499,6 @@ def train_top_layers(model, n: int) -> str:
 
     The embeddings stay frozen, and with them the LM head where the two are tied; the final norm is the one
     in the layers' parent module that comes after them (``norm``, ``ln_f``, ``final_layernorm``)."""
-    import torch
-
     layers, parent = _decoder_layers(model)
     if layers is None or not 1 <= n <= len(layers):
         total = 0 if layers is None else len(layers)
@@ -514,7 +512,7 @@ def train_top_layers(model, n: int) -> str:
     for child in parent.children():
         if child is layers:
             after = True
-        elif after and isinstance(child, torch.nn.Module) and "norm" in type(child).__name__.lower():
+        elif after and "norm" in type(child).__name__.lower():
             for p in child.parameters():
                 p.requires_grad_(True)
     trained = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -60,10 +60,10 @@ class Match:
     captures: tuple[tuple[str, str], ...]
 
 
-def _compile(phrasing: str, where: str) -> tuple[str, tuple[str, ...], str]:
-    """The regex (its source: :class:`Bank` compiles it the first time a text holds the phrasing's longest literal
-    run) of one phrasing, its slots, and a format string to render it. A slot that ends the phrasing captures the
-    rest of the line."""
+def _parse(phrasing: str, where: str) -> tuple[str, tuple[str, ...], str]:
+    """One phrasing read: its regex's source (:class:`Bank` compiles it the first time a text holds the
+    phrasing's longest literal run), its slots, and a format string to render it. A slot that ends the phrasing
+    captures the rest of the line."""
     parts, slots, fmt, seen, pos = [], [], [], set(), 0
     ends_with_slot = phrasing.endswith("}") and not phrasing.endswith("}}")
     for m in _SLOT.finditer(phrasing):
@@ -203,9 +203,11 @@ SENTENCE_BANKS = ("prompt_paraphrase", "skill_descriptions")
 MEANING_BANKS = (*SENTENCE_BANKS, "prompt_titles")
 
 
-def _read(source: str, data: Any, meaning: bool = False, mood: bool = False) -> list[Group]:
-    """The groups of one phrase bank file's YAML ``data``, checked; with ``meaning``, also against the meaning
-    contract (:func:`transforms.meaning.group_changes`; ``mood`` for banks of sentences)."""
+def _read(source: str, data: Any, meaning: bool = False, mood: bool = False
+          ) -> list[tuple[Group, tuple[tuple[str, str], ...]]]:
+    """The groups of one phrase bank file's YAML ``data``, checked, each with its phrasings' (regex source,
+    format) from :func:`_parse`; with ``meaning``, also against the meaning contract
+    (:func:`transforms.meaning.group_changes`; ``mood`` for banks of sentences)."""
     if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
         raise BankError(f"{source}: a phrase bank is a mapping with a 'groups' list (got {type(data).__name__})")
     if data.get("version", 1) != 1:
@@ -220,7 +222,8 @@ def _read(source: str, data: Any, meaning: bool = False, mood: bool = False) -> 
             raise BankError(f"{where} ({g['id']}): needs at least two phrasings, all strings")
         if len(set(phr)) != len(phr):
             raise BankError(f"{where} ({g['id']}): repeated phrasing")
-        slots = {_compile(p, f"{where} ({g['id']})")[1] for p in phr}
+        parsed = [_parse(p, f"{where} ({g['id']})") for p in phr]
+        slots = {slot for _, slot, _ in parsed}
         if len(slots) != 1:
             raise BankError(f"{where} ({g['id']}): phrasings use different placeholders {sorted(slots)}; "
                             "every phrasing of a group must carry the same slots")
@@ -230,7 +233,7 @@ def _read(source: str, data: Any, meaning: bool = False, mood: bool = False) -> 
                             "A group's phrasings must keep every negation, modal and scope word, number, time or "
                             "tense word and list" + (" and whether it instructs or states" if mood else "")
                             + " (docs/design.md, the meaning contract); drop or rewrite the phrasing")
-        groups.append(Group(g["id"], tuple(phr), next(iter(slots))))
+        groups.append((Group(g["id"], tuple(phr), next(iter(slots))), tuple((rx, fmt) for rx, _, fmt in parsed)))
     return groups
 
 
@@ -240,13 +243,14 @@ def load_bank(name: str, extra: tuple[str, ...] = ()) -> Bank:
     if name not in builtin_bank_names():
         raise BankError(f"no built-in phrase bank {name!r}; built-in banks: {', '.join(builtin_bank_names())}")
     meaning, mood = name in MEANING_BANKS, name in SENTENCE_BANKS
-    groups = _read(*read_bank(name), meaning=meaning, mood=mood)
+    read = _read(*read_bank(name), meaning=meaning, mood=mood)
     for path in extra:
-        groups += _read(*read_bank(path=path, what="phrase bank file"), meaning=meaning, mood=mood)
+        read += _read(*read_bank(path=path, what="phrase bank file"), meaning=meaning, mood=mood)
+    groups = [g for g, _ in read]
     ids = [g.id for g in groups]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise BankError(f"phrase bank {name!r}: group ids {dup} are defined more than once; rename one of them")
-    patterns = tuple(tuple(_compile(p, g.id)[::2] for p in g.phrasings) for g in groups)
+    patterns = tuple(parsed for _, parsed in read)
     literals = tuple(tuple(_literal(p) for p in g.phrasings) for g in groups)
     return Bank(tuple(groups), (name, *extra), patterns, literals)

@@ -63,8 +63,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
 
-from hsa.codemods.kinds import RESTYLE_KINDS
 from hsa.codemods._cst import parse
+from hsa.codemods.kinds import RESTYLE_KINDS
 from hsa.codemods.quoting import escape
 
 __all__ = ["KINDS", "restyle", "restyle_sites", "Restyle"]

@@ -172,6 +172,12 @@ class Stats:
         }
 
 
+#: The fields of :class:`Stats` by kind, for ``+=`` (every field is one or the other).
+_INT_FIELDS = tuple(f.name for f in dataclasses.fields(Stats) if f.type in ("int", int))
+_COUNTER_FIELDS = tuple(f.name for f in dataclasses.fields(Stats) if f.type in ("Counter", Counter))
+assert len(_INT_FIELDS) + len(_COUNTER_FIELDS) == len(dataclasses.fields(Stats))
+
+
 def _family_of(name: str) -> str:
     """The family of the transform registered as ``name`` (a name no longer registered: its prefix)."""
     from hsa.transform import registry
@@ -347,11 +353,6 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
     return Result(rows, rejects, stats, source["id"], (item.path, item.line))
-
-
-_INT_FIELDS = tuple(f.name for f in dataclasses.fields(Stats) if f.type in ("int", int))
-_COUNTER_FIELDS = tuple(f.name for f in dataclasses.fields(Stats) if f.type in ("Counter", Counter))
-assert len(_INT_FIELDS) + len(_COUNTER_FIELDS) == len(dataclasses.fields(Stats))
 
 
 def _prompt_of(record: Record) -> list:
