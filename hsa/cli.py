@@ -569,7 +569,7 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--world-size", type=int, default=1,
                    help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
     a.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local: a process pool of --workers on this machine (default); ray: one Ray Data task per "
+                   help="local: --workers processes on this machine, each harness's records on one (default); ray: one Ray Data task per "
                         "shard, on the cluster at --ray-address or RAY_ADDRESS, else on a local Ray of --workers "
                         "CPUs (pip install 'hsa[ray]'); both write the same bytes")
     a.add_argument("--ray-address", metavar="ADDR",

@@ -1,4 +1,5 @@
-"""The local engine: the run's input lines augmented in this process or in a pool of worker processes, and their
+"""The local engine: the run's input lines augmented in this process or in worker processes (each harness's records in one:
+:mod:`hsa.pipeline.workers`), and their
 rows written shard by shard in input order (so the bytes do not depend on the worker count)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from hsa.io import InputLine, JSONArrayError
 from hsa.pipeline.executor import Progress, batches, init_worker, work
 from hsa.pipeline.record import Result, Stats
 from hsa.pipeline.shards import AugmentError, ShardWriter, strict_message
+from hsa.pipeline.workers import WorkerError
 
 __all__ = ["run_local"]
 
@@ -34,23 +36,13 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
                 gc.set_threshold(*thresholds)
             return
         import multiprocessing as mp
-        from collections import deque
+
+        from hsa.pipeline.workers import WorkerSet
 
         ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
         try:
-            with ctx.Pool(workers, initializer=init_worker, initargs=(recipe_config, options, True, modules)) as pool:
-                pending: deque = deque()
-                for batch in batches(items, batch_size):
-                    pending.append(pool.apply_async(work, (batch,)))
-                    while len(pending) > 2 * workers:  # bounded read-ahead: memory does not grow with the input
-                        yield from pending.popleft().get()
-                while pending:
-                    yield from pending.popleft().get()
-                # every result is in: the workers end by their own exit, which stops their hook workers and removes
-                # their folders; the with's terminate() (SIGTERM, which ends a worker at once) is for a run stopped
-                # before its end (an error, Ctrl-C, a kill)
-                pool.close()
-                pool.join()
+            with WorkerSet(ctx, workers, recipe_config, options, modules, batch_size=batch_size) as pool:
+                yield from pool.results(items)
         finally:
             if "hsa.sandbox" in sys.modules:  # a terminated worker's hook workers died with it; their folders stay
                 from hsa.sandbox.process import sweep_stale_homes
@@ -76,6 +68,8 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
         if current is not None:
             finished, current = current, None
             finished.finish(out)
+    except WorkerError as exc:  # a worker died: what it was doing is lost, the shards finished before are kept
+        raise AugmentError(str(exc)) from None
     except JSONArrayError as exc:  # an input that stops parsing part-way: the run cannot be completed
         raise AugmentError(f"{exc}. The shards finished before it are in {out}; fix the input and rerun with "
                            "--overwrite") from None
