@@ -194,3 +194,17 @@ def test_renamed_modules_old_names_are_gone() -> None:
              if re.search(r"\bhsa\.(rewrite|prompt_import|verify)\b|from hsa import (rewrite|prompt_import|verify)\b",
                           f.read_text(encoding="utf-8"))]
     assert users == []
+
+
+_CACHE_CALL = re.compile(r"""\b(?:_cache\.lru|cache\.lru|_lru|lru|memoize)\(\s*["']([a-z_]+\.[a-z_]+)["']""")
+
+
+def test_docs_architecture_lists_every_named_cache_and_only_those():
+    """docs/architecture.md's cache table names each hsa.cache.lru cache of hsa/ and transforms/, and no other."""
+    in_code = {m.group(1) for path in MODULES.values() if path.relative_to(ROOT).parts[0] != "trainers"
+               for m in _CACHE_CALL.finditer(path.read_text(encoding="utf-8"))}
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = doc[doc.index("## The caches"):doc.index("## The path of one record")]
+    in_doc = set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", table, re.M))
+    assert in_code, "no cache found: the pattern no longer matches how caches are made"
+    assert in_doc == in_code, f"only in the code: {sorted(in_code - in_doc)}; only in the doc: {sorted(in_doc - in_code)}"

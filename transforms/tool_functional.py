@@ -228,22 +228,8 @@ def param_owners(record: Record) -> dict[str, int]:
 
 def tools_named_paths(tools: list[dict]) -> tuple[dict[str, int], list[tuple[list[tuple], dict[tuple, set[str]]]]]:
     """:func:`param_owners` of a record with these tools, and :func:`named_paths` of each tool's schema (fresh
-    sets: the caller may add to them). Kept per the tool list's JSON (``tool.named_paths``): a function of the tools
-    alone, which the records of a harness and slot share."""
-    try:
-        key = _json.dumps_bytes(tools)
-    except (TypeError, ValueError):  # not JSON (a record built in code)
-        return param_owners({"tools": tools}), [named_paths(t["parameters"]) for t in tools]
-    hit = _NAMED_PATHS.get(key)
-    if hit is None:
-        per_tool = tuple((tuple(paths), {k: frozenset(v) for k, v in siblings.items()})
-                         for paths, siblings in (named_paths(t["parameters"]) for t in tools))
-        hit = _NAMED_PATHS.put(key, (param_owners({"tools": tools}), per_tool), 3 * len(key) + 200)
-    owners, per_tool = hit
-    return dict(owners), [(list(paths), {k: set(v) for k, v in siblings.items()}) for paths, siblings in per_tool]
-
-
-_NAMED_PATHS = _lru("tool.named_paths", 8 << 20)
+    sets: the caller may add to them)."""
+    return param_owners({"tools": tools}), [named_paths(t["parameters"]) for t in tools]
 
 
 def named_paths(schema: dict) -> tuple[list[tuple], dict[tuple, set[str]]]:
@@ -562,22 +548,8 @@ def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set
 
 def near_candidates(candidates: Sequence[dict], tools: list[dict], max_relevance: float) -> tuple[bool, ...]:
     """For each of ``candidates`` (pool tools), whether it is near one of ``tools`` (its
-    :func:`transforms._domains.relevance` to one reaches ``max_relevance``): a function of the tools alone, kept per
-    (pool, tools, threshold) (``tool.distractor_near``), so the records of a harness share it."""
-    try:
-        key = (id(candidates), max_relevance, _json.dumps_bytes(tools))
-    except (TypeError, ValueError):  # not JSON (a record built in code): no cache
-        return _near(candidates, tools, max_relevance)
-    hit = _NEAR.get(key)
-    if hit is None or hit[0] is not candidates:  # the pool itself is kept, so its id is not reused
-        hit = _NEAR.put(key, (candidates, _near(candidates, tools, max_relevance)), len(key[2]) + 8 * len(candidates) + 200)
-    return hit[1]
-
-
-_NEAR = _lru("tool.distractor_near", 8 << 20)
-
-
-def _near(candidates: Sequence[dict], tools: list[dict], max_relevance: float) -> tuple[bool, ...]:
+    :func:`transforms._domains.relevance` to one reaches ``max_relevance``): a function of the tools alone, which
+    ``tool.distractors`` asks once per pool slot of a harness (its params are reused: ``sample_parts``)."""
     real = [tool_words(t) for t in tools]
     return tuple(max((words_relevance(pool_tool_words(t), r) for r in real), default=0.0) >= max_relevance
                  for t in candidates)

@@ -2,10 +2,9 @@
 
 Each hook of a variant runs on the mapped payloads (the recorded hook events and payloads generated from the source
 record) in the worker of the *source record's* hook set (:mod:`hsa.sandbox.pool`), beside the source hook on the
-unmapped payload. Whole verdicts are cached by everything a check reads (a limit, such as a timeout, is a verdict
-too), pairs checked equivalent on a payload by (hook set, pair, steps, payload); within one check, each distinct
-payload and each distinct output is carried through the variant's mapping once (:class:`_Carrier`), and the payloads
-generated from a source are made once for all its variants.
+unmapped payload. Pairs checked equivalent on a payload are kept by (hook set, pair, steps, payload); within one
+check, each distinct payload and each distinct output is carried through the variant's mapping once
+(:class:`_Carrier`), and the payloads generated from a source are made once for all its variants.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from hsa.steps import ParamsStep, RestoreStep, ValuesStep, steps_of
 
 __all__ = ["check_hooks", "not_replayed", "NOT_REPLAYED_NOTE"]
 
-_VERDICTS = _cache.lru("hook.verdicts", 8 << 20)  # whole checks, by everything they read
 #: (hook set, source hook, variant hook, mapping steps, masked?, payload) -> True: the pair was checked equivalent on
 #: the payload. Records that share a harness and a pool slot share most of their generated payloads (from the tool
 #: schemas and skills), so each of those is mapped and compared once per harness variant, not once per record.
@@ -144,9 +142,7 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
     hooks reworded by ``hook.message_format``). The variant's recorded hook events
     must also be what its hooks return. A hook that times out, exceeds a limit or
     crashes rejects the variant. ``execute=False`` (``--no-exec-hooks``) checks nothing.
-    Verdicts are cached by everything the check reads, so records that repeat a
-    harness, a trajectory and a mapping are checked once; the generated payloads are
-    cached by the source's digest, so the variants of one record make them once.
+    The generated payloads are cached by the source's digest, so the variants of one record make them once.
     """
     from hsa.violations import Violation
 
@@ -160,18 +156,8 @@ def check_hooks(source: dict, variant: dict, *, execute: bool = True, max_payloa
         return [Violation("hooks", "hook count changed", f"source has {len(src_hooks)} hooks, variant {len(var_hooks)}")]
     steps = list(variant["mapping"][len(source["mapping"]):])
     source_part = payload_key([source.get(k) for k in _SOURCE_KEYS])  # a whole JSON value: the concatenation is unambiguous
-    verdict_key = hashlib.sha256(source_part + payload_key([var_hooks, variant.get("hook_events"), steps,
-                                                     variant.get("notes", [])[len(source["notes"]):],
-                                                     max_payloads])).digest()
-    cached = _VERDICTS.get(verdict_key)
-    if cached is not None:
-        COUNTERS["verdict_hits"] += 1
-        return list(cached)
-    out = _check_hooks(source, variant, src_hooks, var_hooks, steps, max_payloads,
-                       hashlib.sha256(source_part).digest())
-    if not any(v.reason == "hook sandbox" for v in out):  # a timeout is a verdict; a worker that did not start is not
-        _VERDICTS.put(verdict_key, list(out), 200 * len(out) + 100)
-    return out
+    return _check_hooks(source, variant, src_hooks, var_hooks, steps, max_payloads,
+                        hashlib.sha256(source_part).digest())
 
 
 #: Errors that say a hook cannot run here (a module, a file or a name its folder would give it is missing),

@@ -36,7 +36,7 @@ _STATE: dict[str, Any] = {"pid": None, "boxes": OrderedDict(), "enabled": True, 
 # Bounded by bytes (hsa.cache); keys are digests, so memory stays flat however long the input.
 _RESULTS = _cache.lru("hook.results", 48 << 20)  # (hook set, hook key, payload digest) -> outcome
 #: Counters of hook replay in this process (:func:`stats`).
-COUNTERS: dict[str, Any] = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds": 0.0, "verdict_hits": 0,
+COUNTERS: dict[str, Any] = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds": 0.0,
                             "worker_starts": 0, "start_seconds": 0.0}
 
 
