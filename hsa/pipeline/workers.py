@@ -149,10 +149,10 @@ class WorkerSet:
 
     def results(self, items: Iterable[InputLine], *, chunk: int | None = None) -> Iterator[tuple[int, Any, list]]:
         """What :func:`~hsa.pipeline.executor.work` gives for each of ``items``, in their order. Lines are read and
-        routed a chunk at a time (``chunk``, default four batches a worker), with at most two chunks in flight, so
+        routed a chunk at a time (``chunk``, default two batches a worker), with at most two chunks in flight, so
         memory does not grow with the input and every worker has the next chunk queued while the last one ends."""
         n = len(self.procs)
-        chunk = chunk or 4 * n * self.batch_size
+        chunk = chunk or 2 * n * self.batch_size
         in_flight: deque = deque()  # (positions of a chunk, their jobs left)
         done: dict[int, tuple] = {}  # position -> result, until its turn
         jid = 0
