@@ -153,7 +153,7 @@ class WorkerSet:
         memory does not grow with the input and every worker has the next chunk queued while the last one ends."""
         n = len(self.procs)
         chunk = chunk or 2 * n * self.batch_size
-        in_flight: deque = deque()  # (positions of a chunk, their jobs left)
+        in_flight: deque = deque()  # each chunk's positions not yet given, in input order
         done: dict[int, tuple] = {}  # position -> result, until its turn
         jid = 0
         source = iter(items)
@@ -191,15 +191,18 @@ class WorkerSet:
         return jid
 
     def _next_result(self) -> list:
+        ended_seen = False
         while True:
             try:
                 jid, out, exc = self.results_q.get(timeout=1.0)
             except queue.Empty:
-                for i, p in enumerate(self.procs):
-                    if p.exitcode is not None:
-                        raise WorkerError(f"worker {i} (pid {p.pid}) ended with exit code {p.exitcode} before its "
-                                          "work was done (killed, or out of memory?); the shards finished before it "
-                                          "are kept: rerun the same command to resume") from None
+                ended = [(i, p) for i, p in enumerate(self.procs) if p.exitcode is not None]
+                if ended and ended_seen:
+                    i, p = ended[0]
+                    raise WorkerError(f"worker {i} (pid {p.pid}) ended with exit code {p.exitcode} before its "
+                                      "work was done (killed, or out of memory?); the shards finished before it "
+                                      "are kept: rerun the same command to resume") from None
+                ended_seen = bool(ended)  # wait once more: what a worker sent before it ended (its error) comes first
                 continue
             if exc is not None:
                 remote = getattr(exc, "__hsa_traceback__", None)
