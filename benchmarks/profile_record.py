@@ -123,11 +123,11 @@ def main() -> None:
           f"children {child.ru_utime + child.ru_stime:.2f} s")
     print("caches:", {k: (v["hits"], v["misses"]) for k, v in cache.stats().items()})
     try:
-        from hsa.plans import PLANS
-    except ImportError:  # a tree from before the slot plans (issue 29, step 3)
+        from hsa.context import current
+    except ImportError:  # a tree from before the worker context (issue 29, step 9)
         pass
     else:
-        print("slot plans:", PLANS.stats())
+        print("slot plans:", current().plans.stats())
     st.sort_stats(args.sort)
     if args.grep:
         st.print_stats(args.grep, args.top)

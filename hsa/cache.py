@@ -6,11 +6,11 @@ before the step runs again: records that share a harness, and variants that shar
 (``--harness-pool``), do the step once. A cache never changes bytes: a hit returns what the
 step would have returned (tests run every preset with the caches on and off and compare).
 
-Each cache is a :class:`ByteLRU` made with :func:`lru` (one per call site, registered by name)
-and bounded by the approximate bytes of what it holds, so memory stays flat however long the
-input. ``HSA_CACHE=0`` in the environment turns every cache off (each step runs every time);
+A module names each of its caches once with :func:`lru` (a :class:`Cache`); the tables themselves,
+:class:`ByteLRU`, belong to the process's :class:`hsa.context.WorkerContext`, by name, each bounded by
+the approximate bytes of what it holds, so memory stays flat however long the input. ``HSA_CACHE=0`` in the environment turns every cache off (each step runs every time);
 ``HSA_CACHE_SCALE`` multiplies every budget (default 1: the sizes given at the call sites).
-:func:`stats` reports hits, misses and bytes per cache.
+:func:`stats` reports hits, misses and bytes per cache; docs/architecture.md lists every cache.
 
     from hsa.cache import lru, digest
 
@@ -34,19 +34,24 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from hsa.context import STACK as _contexts
+from hsa.context import current as _current
+from hsa.context import memoising as _memoising
+
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover
     _orjson = None
 
-__all__ = ["ByteLRU", "lru", "memoize", "digest", "exact_key", "sizeof", "enabled", "stats", "clear", "caches"]
+__all__ = ["ByteLRU", "Cache", "lru", "memoize", "digest", "exact_key", "sizeof", "enabled", "stats", "clear", "caches"]
 
 _MISSING = object()
 
 
 def enabled() -> bool:
-    """False when ``HSA_CACHE=0`` (read when a cache is made, and again by :func:`clear`)."""
-    return os.environ.get("HSA_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    """False when ``HSA_CACHE=0`` (read when a cache is made, and again by :func:`clear`):
+    :func:`hsa.context.memoising`."""
+    return _memoising()
 
 
 def _scale() -> float:
@@ -193,15 +198,62 @@ class ByteLRU:
                 "misses": self.misses, "evictions": self.evictions}
 
 
-_CACHES: dict[str, ByteLRU] = {}
+class Cache:
+    """A named cache as the modules that use it hold it: made once at import (:func:`lru`), it reads and writes
+    the :class:`ByteLRU` of that name in the process's current :class:`hsa.context.WorkerContext`, made there on
+    first use with its budget times ``HSA_CACHE_SCALE``. The same methods as :class:`ByteLRU`; its counters
+    (``hits``, ``bytes``, ...) are the current table's."""
+
+    __slots__ = ("name", "max_bytes_given", "_serial", "_table")
+
+    def __init__(self, name: str, max_bytes: int):
+        self.name = name
+        self.max_bytes_given = int(max_bytes)
+        self._serial = -1
+        self._table: ByteLRU | None = None
+
+    def table(self) -> ByteLRU:
+        """The current context's table of this name."""
+        ctx = _contexts[-1] if _contexts else _current()
+        if ctx.serial != self._serial:
+            table = ctx.caches.get(self.name)
+            if table is None:
+                table = ctx.caches[self.name] = ByteLRU(self.name, int(self.max_bytes_given * _scale()))
+            self._table, self._serial = table, ctx.serial
+        return self._table  # type: ignore[return-value]
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        ctx = _contexts[-1] if _contexts else None
+        table = self._table if ctx is not None and ctx.serial == self._serial else self.table()
+        return table.get(key, default)
+
+    def put(self, key: Hashable, value: Any, size: int | None = None) -> Any:
+        ctx = _contexts[-1] if _contexts else None
+        table = self._table if ctx is not None and ctx.serial == self._serial else self.table()
+        return table.put(key, value, size)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self.table()
+
+    def __len__(self) -> int:
+        return len(self.table())
+
+    def clear(self) -> None:
+        self.table().clear()
+
+    def stats(self) -> dict:
+        return self.table().stats()
+
+    def __getattr__(self, attr: str) -> Any:  # hits, misses, evictions, bytes, max_bytes: the table's
+        if attr in ("hits", "misses", "evictions", "bytes", "max_bytes"):
+            return getattr(self.table(), attr)
+        raise AttributeError(attr)
 
 
-def lru(name: str, max_bytes: int) -> ByteLRU:
-    """The process's cache called ``name`` (made on first use with ``max_bytes`` times ``HSA_CACHE_SCALE``)."""
-    cache = _CACHES.get(name)
-    if cache is None:
-        cache = _CACHES[name] = ByteLRU(name, int(max_bytes * _scale()))
-    return cache
+def lru(name: str, max_bytes: int) -> Cache:
+    """The cache called ``name``: a :class:`Cache` whose table, in each :class:`hsa.context.WorkerContext`, holds
+    at most ``max_bytes`` times ``HSA_CACHE_SCALE``."""
+    return Cache(name, max_bytes)
 
 
 def memoize(name: str, max_bytes: int, *, key: Callable[..., Hashable] | None = None,
@@ -229,19 +281,16 @@ def memoize(name: str, max_bytes: int, *, key: Callable[..., Hashable] | None = 
 
 
 def caches() -> dict[str, ByteLRU]:
-    """Every cache of this process by name."""
-    return dict(_CACHES)
+    """Every cache of the current context (:class:`hsa.context.WorkerContext`) by name."""
+    return dict(_current().caches)
 
 
 def stats() -> dict[str, dict]:
-    """Hits, misses, evictions, entries and bytes of every cache of this process."""
-    return {name: c.stats() for name, c in sorted(_CACHES.items())}
+    """Hits, misses, evictions, entries and bytes of every cache of the current context."""
+    return _current().cache_stats()
 
 
 def clear() -> None:
-    """Empty every cache and the slot plans (:data:`hsa.plans.PLANS`), and read ``HSA_CACHE`` again."""
-    for c in _CACHES.values():
-        c.clear()
-    plans = sys.modules.get("hsa.plans")
-    if plans is not None:
-        plans.PLANS.clear()
+    """Empty every cache and the slot plans of the current context, and read ``HSA_CACHE`` and ``HSA_PLANS``
+    again."""
+    _current().clear()

@@ -21,8 +21,8 @@ which the harness digest pins), or else equal to them exactly (:func:`hsa.cache.
 before it changed them) gets its own branch, up to :data:`BRANCHES` of them, the oldest dropped. So a plan
 never changes a byte: what it gives is what the leaf gives.
 
-:data:`PLANS`, the one plan table of a process, is keyed by (harness digest, slot, seed, recipe key) and bounded by
-a count of plans (least recently used dropped first): ``HSA_PLANS`` in the environment sets it (default
+The plan table of a process (:class:`PlanTable`, ``hsa.context.current().plans``: one per
+:class:`hsa.context.WorkerContext`) is keyed by (harness digest, slot, seed, recipe key) and bounded by a count of plans (least recently used dropped first): ``HSA_PLANS`` in the environment sets it (default
 :data:`DEFAULT_PLANS`), ``HSA_PLANS=0`` or ``HSA_CACHE=0`` builds a fresh plan for every variant and keeps none.
 """
 
@@ -32,9 +32,9 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-__all__ = ["SlotPlan", "LeafRun", "PlanTable", "PLANS", "DEFAULT_PLANS", "BRANCHES", "DIGEST_KEYS"]
+__all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "DIGEST_KEYS"]
 
-#: The default bound of :data:`PLANS`: 8 slots of 64 harnesses.
+#: The default bound of a plan table: 8 slots of 64 harnesses.
 DEFAULT_PLANS = 8 * 64
 #: How many branches (other parts read, other facts, other params) a leaf run keeps, the oldest dropped first.
 BRANCHES = 4
@@ -71,10 +71,10 @@ class SlotPlan:
         self.runs: list[LeafRun] = []
 
 
-def _size_from_env() -> int:
-    from hsa.cache import enabled
-
-    if not enabled():
+def size_from_env(memoising: bool = True) -> int:
+    """The plan count ``HSA_PLANS`` sets (:data:`DEFAULT_PLANS` without it); 0 when ``memoising`` is off
+    (``HSA_CACHE=0``, :func:`hsa.cache.enabled`)."""
+    if not memoising:
         return 0
     raw = os.environ.get("HSA_PLANS", "").strip()
     if not raw:
@@ -91,8 +91,8 @@ class PlanTable:
 
     __slots__ = ("max_plans", "hits", "misses", "evictions", "_data")
 
-    def __init__(self, max_plans: int | None = None):
-        self.max_plans = _size_from_env() if max_plans is None else max(0, int(max_plans))
+    def __init__(self, max_plans: int = DEFAULT_PLANS):
+        self.max_plans = max(0, int(max_plans))
         self.hits = self.misses = self.evictions = 0
         self._data: OrderedDict = OrderedDict()
 
@@ -113,10 +113,11 @@ class PlanTable:
         return plan
 
     def clear(self, max_plans: int | None = None) -> None:
-        """Drop every plan; read ``HSA_PLANS`` and ``HSA_CACHE`` again (or take ``max_plans``)."""
+        """Drop every plan (and, given ``max_plans``, take that bound)."""
         self._data.clear()
         self.hits = self.misses = self.evictions = 0
-        self.max_plans = _size_from_env() if max_plans is None else max(0, int(max_plans))
+        if max_plans is not None:
+            self.max_plans = max(0, int(max_plans))
 
     def __len__(self) -> int:
         return len(self._data)
@@ -130,6 +131,3 @@ class PlanTable:
                 "evictions": self.evictions, "leaf_runs": len(runs), "kept": kept,
                 "taken": sum(r.taken for r in runs)}
 
-
-#: The plan table of this process (one per worker process).
-PLANS = PlanTable()

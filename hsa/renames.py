@@ -14,6 +14,7 @@ from typing import Any
 from hsa import _json, _patch
 from hsa import cache as _cache
 from hsa.cache import lru as _lru
+from hsa.context import current as _current
 from hsa.hooks_model import map_content
 from hsa.mentions import mention_renamer, prose_uses
 from hsa.names import find_tokens, is_identifier_like, replace_tokens
@@ -708,7 +709,7 @@ def with_restore(source: Record, variant: Record) -> Record:
     p = _content_patch(content_of(back), content_of(source))
     fmt = _fmt_of(source)
     if p is None and _fmt_of(back) == fmt:
-        _LAST_UNDO[:] = [variant, len(steps), back]
+        _current().last_undo[:] = [variant, len(steps), back]
         return variant
     out = dict(variant)
     step: dict = {"op": "restore"}
@@ -717,7 +718,7 @@ def with_restore(source: Record, variant: Record) -> Record:
     if _fmt_of(back) != fmt:  # how the source was written (a skill tool as a string, tools as a JSON string)
         step["fmt"] = fmt
     out["mapping"] = variant["mapping"][:k] + [step] + steps
-    _LAST_UNDO[:] = [out, len(steps) + 1, _restored_view(back, step)]
+    _current().last_undo[:] = [out, len(steps) + 1, _restored_view(back, step)]
     return out
 
 
@@ -780,16 +781,13 @@ def _fmt_of(record: Record) -> dict:
     return {k: v for k, v in record["_fmt"].items() if k != "source_id"}
 
 
-#: The last variant :func:`with_restore` returned, its step count and what undoing them gives: the
-#: per-variant check that follows asks for exactly that (:func:`undo_last`), and need not undo twice.
-_LAST_UNDO: list = []
-
-
 def undo_last(record: Record, n: int) -> Record:
     """:func:`undo` (``record``, ``n``), read from :func:`with_restore`'s last result when it is that record (the
-    same object, as the pipeline checks the variant it just made); do not modify what it returns."""
-    if _LAST_UNDO and _LAST_UNDO[0] is record and _LAST_UNDO[1] == n:
-        return _LAST_UNDO[2]
+    same object, as the pipeline checks the variant it just made; the worker context's ``last_undo`` holds the
+    variant, its step count and what undoing them gives); do not modify what it returns."""
+    last = _current().last_undo
+    if last and last[0] is record and last[1] == n:
+        return last[2]
     return undo(record, n)
 
 

@@ -310,7 +310,7 @@ class SlotRng(random.Random):
     it. Leaves of the ``trajectory`` family sample with ``trajectory``, the per-record rng of (seed, record id,
     variant index): the trajectory stays as varied as without a pool.
 
-    ``plan`` is the slot's :class:`hsa.plans.SlotPlan` (from :data:`hsa.plans.PLANS`), which the harness-level
+    ``plan`` is the slot's :class:`hsa.plans.SlotPlan` (from the plan table of :mod:`hsa.context`), which the harness-level
     leaves of the variant read and build (:func:`leaf_run`); None runs every leaf as a record leaf.
     """
 

@@ -170,7 +170,7 @@ def test_reused_params_on_generated_records(raw):
 
 
 def test_pool_runs_give_the_same_rows_with_the_caches_on_and_off(monkeypatch):
-    from hsa.plans import PLANS
+    from hsa.context import current
     from hsa.transform import SlotRng, run
 
     recipe = load_recipe("default")
@@ -181,7 +181,7 @@ def test_pool_runs_give_the_same_rows_with_the_caches_on_and_off(monkeypatch):
         for i, rec in enumerate(FIXTURE[:12]):
             for k in range(3):
                 for other in (rec, _trajectories(rec, ["zq_word"], random.Random(k))[k]):
-                    plan = PLANS.get(("test", i, k))  # one slot plan for both trajectories (none kept when off)
+                    plan = current().plans.get(("test", i, k))  # one slot plan for both trajectories (none kept when off)
                     v = run(recipe, other, SlotRng(k, random.Random(i * 10 + k), plan))[0]
                     out.append(json.dumps(v, sort_keys=False, default=repr))
         return out

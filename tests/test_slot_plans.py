@@ -12,7 +12,8 @@ import pytest
 
 from hsa import cache
 from hsa.cli import main
-from hsa.plans import PLANS, PlanTable
+from hsa.context import WorkerContext, current
+from hsa.plans import PlanTable
 from tests.test_golden_outputs import _bench_augment
 
 
@@ -29,7 +30,7 @@ def _augment(tmp: Path, src: Path, plans: int, monkeypatch: pytest.MonkeyPatch) 
     assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--seed", "7", "--recipe", "default",
                  "--workers", "1", "--quiet"]) == 0
     assert main(["export", str(out), "--out", str(tmp / f"v-{plans}.jsonl")]) == 0
-    got = (tmp / f"v-{plans}.jsonl").read_bytes(), PLANS.stats(), _kept(PLANS)
+    got = (tmp / f"v-{plans}.jsonl").read_bytes(), current().plans.stats(), _kept(current().plans)
     monkeypatch.delenv("HSA_PLANS")
     cache.clear()
     return got
@@ -51,13 +52,13 @@ def test_plan_table_of_size_0_or_1_gives_the_bytes_of_an_unbounded_one(tmp_path,
 
 def test_plan_table_size_from_the_environment(monkeypatch):
     monkeypatch.setenv("HSA_PLANS", "3")
-    assert PlanTable().max_plans == 3
+    assert WorkerContext().plans.max_plans == 3
     monkeypatch.setenv("HSA_CACHE", "0")
-    assert PlanTable().max_plans == 0  # every cache off: no plan kept either
+    assert WorkerContext().plans.max_plans == 0  # every cache off: no plan kept either
     monkeypatch.delenv("HSA_CACHE")
     monkeypatch.setenv("HSA_PLANS", "many")
     with pytest.raises(ValueError, match="HSA_PLANS must be a whole number"):
-        PlanTable()
+        WorkerContext()
     table = PlanTable(2)
     plans = [table.get(("h", slot)) for slot in (0, 1, 0, 2)]
     assert plans[0] is plans[2] and len(table) == 2 and table.evictions == 1

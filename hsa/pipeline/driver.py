@@ -1,5 +1,5 @@
 """The driver of ``hsa augment``: check the options, read the inputs, prepare the output folder (or pick up the run it
-holds), hand this rank's input lines to an engine (:mod:`hsa.pipeline.local`, or :mod:`hsa.ray_engine`), and
+holds), hand this rank's input lines to an engine (:mod:`hsa.pipeline.local`, or :mod:`hsa.pipeline.ray_engine`), and
 write the manifest (:func:`hsa.pipeline.shards.end_run`)."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     interrupted run) and ``records_augmented`` (by this invocation).
 
     ``shard_size`` counts input records per shard. ``engine`` is ``"local"`` (a process pool of
-    ``workers``) or ``"ray"`` (Ray Data, :mod:`hsa.ray_engine`: one task per shard on the cluster at
+    ``workers``) or ``"ray"`` (Ray Data, :mod:`hsa.pipeline.ray_engine`: one task per shard on the cluster at
     ``ray_address``, or on a local Ray of ``workers`` CPUs); both write the same bytes.
     ``harness_pool`` is the number of harness variants of each distinct harness (0: every variant draws its
     own, as before the pool); it is recorded in the manifest and each row's slot is its ``slot`` column.
@@ -54,7 +54,7 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     if engine not in ENGINES:
         raise AugmentError(f"--engine must be one of {list(ENGINES)} (got {engine!r})")
     if engine == "ray":
-        from hsa import ray_engine
+        from hsa.pipeline import ray_engine
 
         ray_engine.require_ray()
         if ray_engine.is_remote(out):

@@ -2,7 +2,7 @@
 of a batch of input lines, the whole work of one shard, and the progress line.
 
 The local engine (:mod:`hsa.pipeline.local`) calls :func:`work` in this process or in a pool's workers; the Ray
-engine (:mod:`hsa.ray_engine`) calls :func:`run_shard` in a task. Both write what :func:`run_shard` gives, so
+engine (:mod:`hsa.pipeline.ray_engine`) calls :func:`run_shard` in a task. Both write what :func:`run_shard` gives, so
 they write the same bytes.
 """
 
@@ -15,16 +15,14 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
+from hsa.context import current
 from hsa.io import InputLine
 from hsa.pipeline.record import Result, Stats, augment_record
 from hsa.pipeline.shards import ShardOutput, ShardWriter
 from hsa.transform import import_modules
 
 __all__ = ["GC_THRESHOLDS", "init_worker", "work", "batches", "run_shard", "Progress", "count_items"]
-
-_WORKER: dict[str, Any] = {}
 
 
 #: Garbage-collector thresholds while augmenting. The caches of analyses, parses and hook results
@@ -37,7 +35,8 @@ GC_THRESHOLDS = (10_000, 10, 10)
 def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules: tuple[str, ...] = ()) -> None:
     """Set up a process to run :func:`work`: this one (``pool`` false) or a worker of the run's pool. ``modules``
     (:func:`hsa.transform.modules_of` the recipe) are imported first, so a worker started afresh (spawn, Ray) has
-    every transform of the recipe registered, entry points or not."""
+    every transform of the recipe registered, entry points or not. The recipe and options go into the process's
+    :class:`hsa.context.WorkerContext`, beside the plans and caches it keeps from record to record."""
     from hsa.recipes import recipe_from_dict
 
     if pool:
@@ -46,8 +45,9 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
     gc.set_threshold(*GC_THRESHOLDS)
     options = dict(options)
     policy = options.pop("hook_sandbox", None)  # --hook-sandbox: this process's, not augment_record's
-    _WORKER["recipe"] = recipe_from_dict(recipe_config)
-    _WORKER["options"] = options
+    ctx = current()
+    ctx.recipe = recipe_from_dict(recipe_config)
+    ctx.options = options
     if "exec_hooks" in options and (not options["exec_hooks"] or "hsa.sandbox" in sys.modules):
         from hsa.sandbox import set_execution  # on by default: a run without hooks need not import the sandbox
 
@@ -97,7 +97,8 @@ def _stop_hook_workers() -> None:
 def work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
     from hsa.io import encode_row
 
-    recipe, options = _WORKER["recipe"], _WORKER["options"]
+    ctx = current()
+    recipe, options = ctx.recipe, ctx.options
     out = []
     for item in batch:
         res = augment_record(item, recipe, **options)
@@ -124,7 +125,7 @@ def run_shard(k: int, items: Iterable[InputLine], seen_ids: set[int] | None = No
     position order, through :func:`augment_record`, encoded as the local engine writes them; nothing is
     written. ``seen_ids`` holds the digests of the source ids written before this shard (a repeat becomes a
     'duplicate id' reject, as in a one-process run); the shard's own ids are added to it."""
-    shard = ShardWriter(None, k, slot=_WORKER["options"].get("harness_pool", 0) > 0)
+    shard = ShardWriter(None, k, slot=current().options.get("harness_pool", 0) > 0)
     seen = set() if seen_ids is None else seen_ids
     for batch in batches(items, batch_size):
         for _, res, encoded in work(batch):

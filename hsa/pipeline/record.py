@@ -19,7 +19,8 @@ from hsa import _json
 from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
-from hsa.plans import PLANS, SlotPlan
+from hsa.context import current
+from hsa.plans import SlotPlan
 from hsa.transform import Sequence, SlotRng, Transform, config_key, run
 from hsa.invariants import check_record, check_variant
 from hsa.violations import details
@@ -291,6 +292,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     digest = harness_digest(source) if harness_pool and not noop else None
     recipe_key = config_key(recipe) if digest is not None else None  # the plans of another recipe are others
     order = _slot_order(seed, source["id"], harness_pool) if harness_pool else None
+    plans = current().plans if digest is not None else None
     for k in range(1, variants + 1):
         if harness_pool:
             slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
@@ -299,7 +301,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         else:
             rng = rng_for(seed, source["id"], k)
             if harness_pool:
-                rng = slot_rng(seed, digest, slot, rng, PLANS.get((digest, slot, seed, recipe_key)))
+                rng = slot_rng(seed, digest, slot, rng, plans.get((digest, slot, seed, recipe_key)))
         try:
             if not noop:
                 variant, applied, skipped = run(recipe, source, rng)

@@ -79,15 +79,15 @@ def _filesystem(uri: str):
 
 # --------------------------------------------------------------------------- the task
 
-#: Set up once per worker process and run configuration (the recipe is built once, caches stay warm).
-_SET_UP: dict[str, Any] = {}
-
-
 def _setup(recipe_config: dict, options: dict, modules: tuple[str, ...] = ()) -> None:
+    """Set this Ray worker process up once per run configuration (the recipe built once; the plans and caches of
+    its :class:`hsa.context.WorkerContext` stay warm from one task to the next)."""
+    from hsa.context import current
+
     key = json.dumps([recipe_config, options], sort_keys=True)
-    if _SET_UP.get("key") != key:
+    if current().key != key:
         init_worker(recipe_config, options, modules=modules)
-        _SET_UP["key"] = key
+        current().key = key
 
 
 def _write_shard(dest: str, k: int, data: bytes) -> None:

@@ -1,0 +1,104 @@
+"""What a process keeps while it augments, in one object: :class:`WorkerContext`.
+
+A worker (the process of a one-worker run, each process of the local engine's worker set, each Ray worker process)
+holds, between one record and the next:
+
+- the recipe, built once, and the run's options (set by :func:`hsa.pipeline.executor.init_worker`);
+- the slot plan table (:class:`hsa.plans.PlanTable`): the harness-level work of each pool slot;
+- the memo caches (:mod:`hsa.cache`), each by name;
+- the last undo that the restore step hands to the variant check (:func:`hsa.renames.undo_last`);
+- the configuration a Ray worker process was set up for (a Ray process runs many tasks; it is set up once per
+  configuration).
+
+All of it is the process's current context (:func:`current`), not module-level variables of the modules that use
+it. The context is made on first use and lives as long as the process; a worker process started by fork begins
+with a copy of its parent's (read only until it writes: what the parent had built is warm there too). A test, a
+benchmark or a library caller that needs a clean slate runs under a fresh one::
+
+    from hsa.context import WorkerContext, use
+
+    with use(WorkerContext()) as ctx:
+        augment_record(...)
+        print(ctx.plans.stats(), ctx.cache_stats())
+
+What stays outside it, and why: the hook workers of :mod:`hsa.sandbox.pool` (processes of this process, stopped at
+its exit and forgotten by a fork), the host's sandbox probes of :mod:`hsa.sandbox.layers` (facts of the machine),
+and ``functools`` caches of pure functions of small values (regex compilation, word splits).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["WorkerContext", "current", "use", "memoising", "STACK"]
+
+
+class WorkerContext:
+    """The state of one worker process (see the module's docstring). Every field may be read; the engines set
+    ``recipe``, ``options`` and ``key``; the data path fills ``plans``, ``caches`` and ``last_undo``."""
+
+    __slots__ = ("recipe", "options", "key", "plans", "caches", "last_undo", "serial")
+
+    _made = 0
+
+    def __init__(self, recipe: Any = None, options: dict | None = None, *, key: str | None = None,
+                 max_plans: int | None = None):
+        from hsa.plans import PlanTable, size_from_env
+
+        WorkerContext._made += 1
+        self.serial = WorkerContext._made  # tells the cache handles of :mod:`hsa.cache` their tables are stale
+        self.recipe = recipe
+        self.options: dict = dict(options or {})
+        self.key = key
+        self.plans = PlanTable(size_from_env(memoising()) if max_plans is None else max_plans)
+        self.caches: dict = {}  # name -> hsa.cache.ByteLRU, made on first use
+        self.last_undo: list = []  # [variant, steps undone, what undoing them gives] (hsa.renames.with_restore)
+
+    def cache_stats(self) -> dict[str, dict]:
+        """Hits, misses, evictions, entries and bytes of each cache of this context."""
+        return {name: c.stats() for name, c in sorted(self.caches.items())}
+
+    def clear(self) -> None:
+        """Empty every cache and the plan table, and read ``HSA_CACHE`` and ``HSA_PLANS`` again."""
+        from hsa.plans import size_from_env
+
+        for c in self.caches.values():
+            c.clear()
+        self.plans.clear(size_from_env(memoising()))
+        self.last_undo.clear()
+
+    def __repr__(self) -> str:
+        recipe = None if self.recipe is None else getattr(self.recipe, "name", None) or type(self.recipe).__name__
+        return (f"WorkerContext(#{self.serial}, recipe={recipe}, {len(self.plans)} plans, "
+                f"{sum(len(c) for c in self.caches.values())} cache entries)")
+
+
+def memoising() -> bool:
+    """Whether this process keeps what it worked out (caches and slot plans): False with ``HSA_CACHE=0`` in the
+    environment (read when a cache or a context is made, and by :meth:`WorkerContext.clear`)."""
+    return os.environ.get("HSA_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+#: The contexts in use, the current one last (:func:`use` pushes and pops; read it, do not change it).
+STACK: list[WorkerContext] = []
+
+
+def current() -> WorkerContext:
+    """This process's context (made on first use)."""
+    if not STACK:
+        STACK.append(WorkerContext())
+    return STACK[-1]
+
+
+@contextlib.contextmanager
+def use(ctx: WorkerContext) -> Iterator[WorkerContext]:
+    """Run the block under ``ctx``; the context before it is current again after (whatever the block raised)."""
+    STACK.append(ctx)
+    depth = len(STACK)
+    try:
+        yield ctx
+    finally:
+        del STACK[depth - 1:]

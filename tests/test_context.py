@@ -1,0 +1,95 @@
+"""The worker context (hsa.context): what a process keeps between records lives in one object, a fresh one is a
+clean slate, and the one before it comes back untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hsa import cache
+from hsa.context import STACK, WorkerContext, current, use
+from hsa.io import InputLine
+from hsa.pipeline.executor import init_worker, work
+from hsa.recipes import load_recipe, recipe_to_dict
+from hsa.record_texts import param_paths
+from tests.conftest import ROOT
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "when": {"type": "object", "properties": {
+    "day": {"type": "string"}}}}}
+
+
+def _lines(n: int) -> list[InputLine]:
+    path = ROOT / "fixtures" / "mcp" / "records.jsonl"
+    raw = Path(path).read_bytes().splitlines()[:n]
+    return [InputLine(str(path), i + 1, line, i) for i, line in enumerate(raw)]
+
+
+def test_a_fresh_context_has_its_own_caches_and_plans_and_the_one_before_comes_back():
+    outer = current()
+    param_paths(SCHEMA)
+    param_paths(SCHEMA)
+    paths = cache.lru("renames.param_paths", 8 << 20)
+    hits = paths.hits
+    assert hits >= 1 and len(paths) >= 1
+    outer.plans.get(("h", 0))
+    with use(WorkerContext()) as inner:
+        assert current() is inner and STACK[-1] is inner
+        assert paths.hits == 0 and len(paths) == 0  # the handle reads the inner context's table
+        assert param_paths(SCHEMA) == [("city",), ("when",), ("when", "day")]
+        assert paths.misses == 1 and len(inner.plans) == 0
+        assert "renames.param_paths" in inner.caches and inner.caches["renames.param_paths"] is not \
+            outer.caches["renames.param_paths"]
+    assert current() is outer
+    assert paths.hits == hits and len(outer.plans) >= 1  # untouched by the inner block
+    param_paths(SCHEMA)
+    assert paths.hits == hits + 1
+
+
+def test_use_restores_the_context_when_the_block_raises():
+    outer = current()
+    try:
+        with use(WorkerContext()):
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert current() is outer
+
+
+def test_init_worker_puts_the_recipe_and_options_in_the_current_context_and_work_reads_them():
+    config = recipe_to_dict(load_recipe("default"))
+    options = {"seed": 3, "variants": 2, "keep_original": True, "harness_pool": 8, "exec_hooks": False}
+    lines = _lines(6)
+    with use(WorkerContext()) as a:
+        init_worker(config, options)
+        assert a.recipe is not None and a.options == options
+        first = [(pos, encoded) for pos, _, encoded in work(lines)]
+        assert len(a.plans) > 0 and a.cache_stats()
+    with use(WorkerContext()) as b:  # a clean slate gives the same bytes as the warm context
+        init_worker(config, options)
+        assert [(pos, encoded) for pos, _, encoded in work(lines)] == first
+        with use(WorkerContext(max_plans=0)) as c:  # and so does one that keeps no plan
+            init_worker(config, options)
+            assert [(pos, encoded) for pos, _, encoded in work(lines)] == first
+            assert len(c.plans) == 0 and c.plans.misses > 0
+        assert len(b.plans) == len(a.plans)
+
+
+def test_a_context_made_with_memoising_off_keeps_nothing(monkeypatch):
+    monkeypatch.setenv("HSA_CACHE", "0")
+    with use(WorkerContext()) as ctx:
+        param_paths(SCHEMA)
+        param_paths(SCHEMA)
+        assert ctx.plans.max_plans == 0
+        assert ctx.caches["renames.param_paths"].hits == 0 and len(ctx.caches["renames.param_paths"]) == 0
+
+
+def test_a_ray_worker_process_is_set_up_once_per_configuration():
+    from hsa.pipeline import ray_engine
+
+    config = recipe_to_dict(load_recipe("default"))
+    with use(WorkerContext()) as ctx:
+        ray_engine._setup(config, {"seed": 1})
+        recipe = ctx.recipe
+        ray_engine._setup(config, {"seed": 1})
+        assert ctx.recipe is recipe  # the same configuration: built once
+        ray_engine._setup(config, {"seed": 2})
+        assert ctx.recipe is not recipe and ctx.options == {"seed": 2}
