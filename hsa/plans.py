@@ -10,7 +10,10 @@ are declared harness-level gave:
   by the parts it read and its :meth:`~hsa.transform.Transform.harness_facts`;
 - a leaf that :attr:`~hsa.transform.Transform.carries_steps`: the harness parts and the mapping steps its apply
   gave, by its params and the parts it read (:data:`hsa.renames.STEP_PARTS`), kept from the second record that
-  asks for them on (a slot that serves one variant pays no check), each checked once against the plain apply.
+  asks for them on (a slot that serves one variant pays no check), each checked once against the plain apply;
+- a leaf that samples on the harness (:meth:`hsa.transform.Transform.sample_harness`): its draws, each with the
+  harness parts it read and the questions it asked of the rest of the record, with their answers
+  (:func:`hsa.transform.sample_reusing`).
 
 The first variant of a slot builds the plan as it runs those leaves; every later variant of the slot takes
 what they gave from the plan, and runs every other leaf as a record leaf (sampled and applied on the record).
@@ -48,7 +51,7 @@ class LeafRun:
     of what it gave, each with what it read (``[inputs, ...]``, newest last), and how many variants took what it
     gave from it (``taken``)."""
 
-    __slots__ = ("leaf", "seed", "harness", "steps", "taken")
+    __slots__ = ("leaf", "seed", "harness", "steps", "drawn", "taken")
 
     def __init__(self, leaf: Any, seed: int):
         self.leaf = leaf
@@ -56,6 +59,7 @@ class LeafRun:
         # a part read is [value, whether it is the source's own part of a DIGEST_KEYS key, its exact key or None]
         self.harness: list = []  # [parts read, facts key, params or Skip, parts made]
         self.steps: list = []  # [params key, parts read, (parts made, steps, their compiled carry) or None while seen once]
+        self.drawn: list = []  # a sample_harness leaf's draws: [keys read, parts read, questions, params or Skip]
         self.taken = 0
 
     def is_for(self, leaf: Any, seed: int) -> bool:

@@ -12,11 +12,10 @@ whole recipe replays from one list.
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hsa.records import Record
@@ -53,8 +52,12 @@ __all__ = [
     "FAMILIES",
     "check_probability",
     "check_choices",
-    "asked",
-    "asked_set",
+    "Harness",
+    "Facts",
+    "HARNESS_KEYS",
+    "NotHarnessError",
+    "on_harness",
+    "sample_reusing",
 ]
 
 FAMILIES = ("tool", "skill", "prompt", "hook", "trajectory", "meta")
@@ -87,6 +90,9 @@ def register(cls: type[Transform]) -> type[Transform]:
     name = cls.name
     if not name or "." not in name:
         raise ValueError(f"transform {cls.__qualname__} needs a name like 'family.action' (got {name!r})")
+    if cls.sample is not Transform.sample and cls.sample_harness is not Transform.sample_harness:
+        raise TypeError(f"transform {name!r} ({cls.__qualname__}) defines both sample and sample_harness: define "
+                        "sample_harness when the draw reads the harness (and asks the rest through facts), else sample")
     existing = _REGISTRY.get(name)
     if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
         raise ValueError(f"transform name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}")
@@ -198,15 +204,20 @@ class Transform:
     #: such a leaf's apply is then made once per slot (and per params and parts read) and held by the slot's plan
     #: (:mod:`hsa.plans`), what it gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
     carries_steps: ClassVar[bool] = False
-    #: The record keys ``sample`` reads, when it reads nothing else of the record but through :func:`asked` and
-    #: :func:`asked_set` (``("tools", "skill_tool")`` for one that draws new tool names and asks whether they are
-    #: taken). Under a harness-variant pool such a leaf's params are drawn once per (its parts, its config, its
-    #: slot draw) and the answers it got kept with them (``transform.slot_params``); a record that gives the same
-    #: answers gets the same params without a draw. Leave it empty when in doubt: it is only a speed-up.
-    sample_parts: ClassVar[tuple[str, ...]] = ()
-
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        """Draw the params of this transform for ``record`` (all randomness lives here)."""
+        """Draw the params of this transform for ``record`` (all randomness lives here). A transform that defines
+        :meth:`sample_harness` instead gets this for free: its draw on the record's harness."""
+        if on_harness(self):
+            return self.sample_harness(Harness(record), Facts(record), rng)
+        raise NotImplementedError(f"{type(self).__qualname__} defines neither sample nor sample_harness")
+
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+        """Draw the params of this transform from the record's harness (tools, skill tool, skills, hooks, prompt:
+        ``harness["tools"]``), asking anything else of the record through ``facts`` (``facts.ask(fn, ...)``,
+        ``facts.ask_set(fn, ...)``: ``fn(record, ...)``, a module-level pure function). Define this or
+        :meth:`sample`, not both. A transform that samples on the harness has its draw made once per harness-variant
+        pool slot and taken by every record of the slot whose harness parts it read are the same and whose answers
+        to its questions are the same; nothing to declare (docs/writing-transforms.md)."""
         raise NotImplementedError
 
     def harness_facts(self, record: Record) -> Any:
@@ -214,10 +225,6 @@ class Transform:
         harness's domain for one whose draws depend on it): a slot plan's entry is used only by a record that gives
         the same answer (:mod:`hsa.plans`), another answer gets its own draw. None when it reads nothing else."""
         return None
-
-    def reuses_params(self) -> bool:
-        """Whether :attr:`sample_parts` holds for this configuration (an option can make ``sample`` read more)."""
-        return bool(self.sample_parts)
 
     def apply(self, record: Record, params: dict) -> Record:
         """Apply ``params`` to ``record``; pure: returns a new record, never modifies its input."""
@@ -358,10 +365,11 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             rng = rng.trajectory
         else:
             seed = rng.leaf_seed()
-            if t.harness_parts or t.carries_steps:
+            harness_draw = on_harness(t)
+            if t.harness_parts or t.carries_steps or harness_draw:
                 run = rng.leaf_run(t, seed)
                 source = rng.source
-            if not t.harness_parts and t.reuses_params():
+            if harness_draw and not t.harness_parts:
                 return _run_reusing(t, record, seed, rng, applied, skipped, run)
             if run is not None and t.harness_parts:
                 read = _parts_read(t.harness_parts, record, source)
@@ -442,14 +450,10 @@ def _name_the_raiser(exc: Exception, t: Transform) -> None:
 
 def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied: list, skipped: list,
                  run: LeafRun | None = None) -> Record:
-    """:func:`_run_leaf` of a leaf with :attr:`Transform.sample_parts` under a pool: its params looked up by (leaf,
-    slot draw, parts) among those drawn before whose answers this record gives too (``transform.slot_params``),
-    else drawn with the questions recorded; then applied as usual. The same params as a draw, without it: the draw
-    is a function of the seed, the parts and the answers."""
-    from hsa.cache import digest, lru
-
+    """:func:`_run_leaf` of a leaf that samples on the harness, under a pool: its params taken from the draws the
+    slot plan's entry ``run`` holds (:func:`sample_reusing`), else drawn; then applied as usual."""
     try:
-        params = _sample_reusing(t, record, seed, digest, lru("transform.slot_params", 16 << 20))
+        params = sample_reusing(t, record, seed, None if run is None else run.drawn, slot.source)
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
@@ -462,31 +466,33 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
     return out
 
 
-def _sample_reusing(t: Transform, record: Record, seed: int, digest, cache) -> dict | Skip:
-    try:
-        key = digest(config_key(t), seed, [record.get(k, _ABSENT) for k in t.sample_parts])
-    except (TypeError, ValueError):  # pragma: no cover - digest falls back to repr
-        return t.sample(record, random.Random(seed))
-    drawn = cache.get(key) or ()
+def sample_reusing(t: Transform, record: Record, seed: int, drawn: list | None, source: Record | None = None
+                   ) -> dict | Skip:
+    """The params ``t.sample_harness`` draws for ``record`` with ``random.Random(seed)``, taken from ``drawn`` (the
+    draws of this leaf run kept so far: ``[parts read, their values, questions, params]``, newest last) when one
+    of them read harness parts that ``record`` has alike (the same objects, both the source's part of a key the
+    harness digest pins, or equal exactly) and asked questions that ``record`` answers alike; else drawn, and the
+    draw kept in ``drawn`` (up to :data:`_ALTERNATIVES`, the oldest dropped). The same params as a draw, without
+    it: a draw is a function of the seed, the harness parts it read and the answers it got. ``drawn`` None: drawn,
+    nothing kept."""
+    if drawn is None:
+        return t.sample_harness(Harness(record), Facts(record), random.Random(seed))
     asked_now: dict = {}  # each question asked of this record once, whatever the alternatives
-    for questions, params in drawn:
-        if _same_answers(record, questions, asked_now):
-            return params  # shared, read only (as every cached params: applies never modify their params)
-    log: list = []
-    token = _ASKING.set(log)
-    try:
-        params = t.sample(record, random.Random(seed))
-    finally:
-        _ASKING.reset(token)
-    questions = tuple((is_set, fn, args, dict(answer) if is_set else answer) for is_set, fn, args, answer in log)
-    size = _json_size(params) + sum(80 * (len(q[3]) if q[0] else 1) for q in questions)
-    cache.put(key, (drawn + ((questions, params),))[-_ALTERNATIVES:], size * (len(drawn) + 1))
+    for keys, read, questions, params in reversed(drawn):
+        if _same_read(_parts_read(keys, record, source), read) and _same_answers(record, questions, asked_now):
+            return params  # shared, read only (as every kept params: applies never modify their params)
+    harness, facts = Harness(record), Facts(record, log=[])
+    params = t.sample_harness(harness, facts, random.Random(seed))
+    keys = tuple(harness.read)
+    questions = tuple((is_set, fn, args, dict(answer) if is_set else answer) for is_set, fn, args, answer in facts.log)
+    drawn.append([keys, _parts_read(keys, record, source), questions, params])
+    if len(drawn) > _ALTERNATIVES:
+        del drawn[0]
     return params
 
 
-#: How many (answers, params) pairs :func:`_sample_reusing` keeps per (leaf, slot draw, parts).
+#: How many draws (parts read, answers, params) :func:`sample_reusing` keeps per leaf run of a slot.
 _ALTERNATIVES = 4
-_ASKING: contextvars.ContextVar[list | None] = contextvars.ContextVar("hsa_transform_asking", default=None)
 
 
 def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:
@@ -504,28 +510,88 @@ def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:
     return True
 
 
-def asked(fn: Callable[..., Any], record: Record, *args: Any) -> Any:
-    """``fn(record, *args)``: a question that a sampler with :attr:`Transform.sample_parts` puts to the rest of the
-    record, recorded with its answer while the pool draws its params, so that they are reused for a record that
-    gives the same answer. ``fn`` is a module-level pure function; answers compare with ``==``."""
-    answer = fn(record, *args)
-    log = _ASKING.get()
-    if log is not None:
-        log.append((False, fn, args, repr(answer)))
-    return answer
+#: The record keys a sampler on the harness reads (:class:`Harness`); the rest it asks through :class:`Facts`.
+HARNESS_KEYS = ("tools", "skill_tool", "skills", "hooks", "prompt")
 
 
-def asked_set(fn: Callable[..., Any], record: Record, *args: Any) -> Any:
-    """``fn(record, *args)``, a set that the sampler only asks membership of (``name in taken``): each test is
-    recorded with its answer, as :func:`asked` records one, and a record answers alike when every name asked is in
-    its set exactly when it was in this one."""
-    items = fn(record, *args)
-    log = _ASKING.get()
-    if log is None:
-        return items
-    out = _AskedSet(items)
-    log.append((True, fn, args, out.answers))
-    return out
+class NotHarnessError(LookupError):
+    """A sampler on the harness read a key of the record that is not part of the harness."""
+
+
+class Harness(Mapping):
+    """A record's harness as :meth:`Transform.sample_harness` reads it: the record's :data:`HARNESS_KEYS`, read
+    only, with the keys read recorded (``read``, in the order first read). Any other key (``messages``, ``meta``)
+    raises :class:`NotHarnessError`: what the draw needs of the rest of the record it asks through :class:`Facts`,
+    so that the draw can be reused for every record that has the same harness parts and answers alike."""
+
+    __slots__ = ("_record", "read")
+
+    def __init__(self, record: Record):
+        self._record = record
+        self.read: dict[str, None] = {}
+
+    def _key(self, key: str) -> str:
+        if key not in HARNESS_KEYS:
+            raise NotHarnessError(
+                f"{key!r} is not part of the harness ({', '.join(HARNESS_KEYS)}): a sample_harness that needs it "
+                f"asks it of the record through facts.ask(fn, ...), fn a module-level function of the record "
+                "(docs/writing-transforms.md)")
+        self.read[key] = None
+        return key
+
+    def __getitem__(self, key: str) -> Any:
+        return self._record[self._key(key)]  # type: ignore[literal-required]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._record.get(self._key(key), default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._key(key) in self._record
+
+    def __iter__(self):
+        for k in HARNESS_KEYS:
+            if k in self._record:
+                self.read[k] = None
+                yield k
+
+    def __len__(self) -> int:
+        return sum(k in self._record for k in HARNESS_KEYS)
+
+    def __repr__(self) -> str:
+        return f"Harness({', '.join(k for k in HARNESS_KEYS if k in self._record)})"
+
+
+class Facts:
+    """The questions :meth:`Transform.sample_harness` asks of the rest of a record (its texts, calls, ``meta``):
+    ``ask(fn, *args)`` is ``fn(record, *args)``, a value; ``ask_set(fn, *args)`` a set the sampler only tests
+    membership of (``name in taken``). ``fn`` is a module-level pure function of the record and ``args`` (JSON-like
+    values); answers compare by ``repr``. Under a pool each question and its answer is kept with the draw, and a
+    record that answers every one alike takes the draw without a new one (:func:`sample_reusing`)."""
+
+    __slots__ = ("_record", "log")
+
+    def __init__(self, record: Record, log: list | None = None):
+        self._record = record
+        self.log = log  # [(is_set, fn, args, answer)] while a pool keeps the draw; None: nothing recorded
+
+    def ask(self, fn: Callable[..., Any], *args: Any) -> Any:
+        answer = fn(self._record, *args)
+        if self.log is not None:
+            self.log.append((False, fn, args, repr(answer)))
+        return answer
+
+    def ask_set(self, fn: Callable[..., Any], *args: Any) -> Any:
+        items = fn(self._record, *args)
+        if self.log is None:
+            return items
+        out = _AskedSet(items)
+        self.log.append((True, fn, args, out.answers))
+        return out
+
+
+def on_harness(t: Transform) -> bool:
+    """Whether ``t`` samples on the harness (:meth:`Transform.sample_harness`)."""
+    return type(t).sample_harness is not Transform.sample_harness
 
 
 class _AskedSet:
@@ -585,16 +651,6 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
             _same_messages(carry_messages(record["messages"], steps), out["messages"]):
         branch[2] = ({k: out[k] for k in STEP_PARTS if k in out}, tuple(steps), compile_carry(steps))
     return out
-
-
-def _json_size(value: Any) -> int:
-    """About the bytes ``value`` holds in memory, from its JSON text (C speed: :func:`hsa.cache.sizeof` walks it)."""
-    from hsa import _json
-
-    try:
-        return 3 * len(_json.dumps_bytes(value)) + 200
-    except (TypeError, ValueError):  # not JSON (a Skip, a record built in code)
-        return 3 * len(repr(value)) + 200
 
 
 def _same_messages(a: list, b: list) -> bool:

@@ -33,4 +33,4 @@ def test_doc_example_runs_and_its_tests_pass(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert re.search(r"\b5 passed\b", proc.stdout), proc.stdout[-2000:]
+    assert re.search(r"\b6 passed\b", proc.stdout), proc.stdout[-2000:]

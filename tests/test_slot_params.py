@@ -1,5 +1,5 @@
-"""A leaf's params reused within a pool slot (``Transform.sample_parts``, ``transform.slot_params``; issue 18) are
-the params its sampler draws.
+"""A leaf that samples on the harness (``Transform.sample_harness``; issues 18 and 29) has its draws reused within a
+pool slot (``hsa.transform.sample_reusing``), and the params reused are the params its sampler draws.
 
 For records that share a harness but not a trajectory (texts that name the drawn names, other calls, other system
 prompts), the params looked up after another record's draw equal a fresh draw with the same seed, exactly; the
@@ -16,11 +16,10 @@ import pytest
 from hypothesis import given, settings
 
 from hsa import cache
-from hsa.cache import digest, lru
 from hsa.records import clone, normalize
 from hsa.recipes import load_recipe
 from hsa.testing import records
-from hsa.transform import Skip, _sample_reusing, asked_set
+from hsa.transform import Facts, Harness, NotHarnessError, Skip, on_harness, sample_reusing
 from tests.conftest import normalized_fixtures, without_hooks
 from tests.exact_support import exact
 
@@ -33,8 +32,11 @@ FIXTURE = [without_hooks(r) for r in _ALL] + _ALL[:4]
 def _leaves():
     out = []
     for name in ("default", "tools", "hammer"):
-        out += [t for t in load_recipe(name).leaves() if t.reuses_params()]
+        out += [t for t in load_recipe(name).leaves() if on_harness(t)]
     assert {t.name for t in out} >= {"tool.rename", "tool.param_rename", "tool.distractors"}
+    from transforms.tool import Distractors
+
+    out.append(Distractors(params_p=0.8))  # parameter distractors ask the calls too (facts.ask)
     return out
 
 
@@ -79,51 +81,109 @@ def _same(a, b):
     return exact(a, b)
 
 
-def _check(t, record, seed, rng, memo):
-    first = _sample_reusing(t, record, seed, digest, memo)
+def _check(t, record, seed, rng):
+    drawn: list = []  # the leaf run's draws (a slot plan's LeafRun.drawn)
+    first = sample_reusing(t, record, seed, drawn)
     assert _same(first, t.sample(record, random.Random(seed)))
     reused = 0
     for other in _trajectories(record, _names_in(first), rng):
         fresh = t.sample(other, random.Random(seed))
-        hits = memo.hits
-        got = _sample_reusing(t, other, seed, digest, memo)
+        kept = [d[3] for d in drawn]
+        got = sample_reusing(t, other, seed, drawn)
         assert _same(got, fresh), (t.name, got, fresh)
-        reused += memo.hits > hits and got is first
+        reused += any(got is k for k in kept)
     return reused
 
 
-def test_reused_params_equal_a_fresh_draw(caches):
-    memo = lru("test.slot_params", 8 << 20)
+def test_reused_params_equal_a_fresh_draw():
     reused = seen = 0
     for i, rec in enumerate(FIXTURE):
         rng = random.Random(i)
         for k, t in enumerate(_leaves()):
-            reused += _check(t, rec, rng.getrandbits(64), rng, memo)
+            reused += _check(t, rec, rng.getrandbits(64), rng)
             seen += 1
     assert seen > 40
-    if caches == "on":
-        assert reused > 20  # the lookup is taken, not only the fresh draw
+    assert reused > 20  # the draws kept are taken, not only fresh draws made
+
+
+def test_every_harness_sampler_reads_the_harness_and_asks_the_rest():
+    """A sampler on the harness that reads a key of the record outside the harness fails loudly (what it needs of
+    the trajectory it must ask through facts, or its draws could be reused where they should not be)."""
+    for rec in FIXTURE:
+        for t in _leaves():
+            harness = Harness(rec)
+            t.sample_harness(harness, Facts(rec), random.Random(0))
+            assert set(harness.read) <= {"tools", "skill_tool", "skills", "hooks", "prompt"}
+    h = Harness(FIXTURE[0])
+    with pytest.raises(NotHarnessError, match="facts.ask"):
+        h["messages"]
+    with pytest.raises(NotHarnessError):
+        h.get("meta")
+    with pytest.raises(NotHarnessError):
+        "messages" in h  # noqa: B015
+    assert "tools" in h and list(h.read) == ["tools"]
+
+
+def test_a_transform_defines_sample_or_sample_harness_not_both():
+    import dataclasses
+
+    from hsa.transform import Transform, register
+
+    @dataclasses.dataclass(frozen=True)
+    class Both(Transform):
+        name = "test.both"
+        family = "tool"
+
+        def sample(self, record, rng):
+            return {}
+
+        def sample_harness(self, harness, facts, rng):
+            return {}
+
+    with pytest.raises(TypeError, match="defines both sample and sample_harness"):
+        register(Both)
 
 
 def test_answers_that_change_force_a_draw():
     """A record whose texts hold a name the first draw picked does not get that draw (it is taken there)."""
-    memo = lru("test.slot_params_changed", 8 << 20)
     t = next(t for t in load_recipe("tools").leaves() if t.name == "tool.rename")
     rec = next(r for r in FIXTURE if not r.get("hooks") and len(r["tools"]) >= 2)
     for seed in range(30):
-        first = _sample_reusing(t, rec, seed, digest, memo)
+        drawn: list = []
+        first = sample_reusing(t, rec, seed, drawn)
         if isinstance(first, Skip):
             continue
         other = clone(rec)
         other["messages"][0]["content"] = f"{other['messages'][0].get('content') or ''} " + " ".join(_names_in(first))
-        got = _sample_reusing(t, other, seed, digest, memo)
+        got = sample_reusing(t, other, seed, drawn)
         assert got is not first and _same(got, t.sample(other, random.Random(seed)))
         assert not set(_names_in(got)) & set(_names_in(first))
         return
     pytest.fail("no draw renamed a tool")
 
 
-def test_a_word_use_forces_a_draw(caches):
+def test_other_harness_parts_force_a_draw():
+    """A record that reaches the leaf run with other tools (a leaf before it changed them) gets its own draw, not
+    the one made on the first record's tools: the parts a draw read are kept with it and compared."""
+    from hsa.renames import rename_tools
+
+    differ = 0
+    for t in _leaves():
+        for rec in FIXTURE[:6]:
+            if not rec["tools"]:
+                continue
+            other = rename_tools(rec, {rec["tools"][0]["name"]: "zq_fetch_thing"})
+            for seed in range(4):
+                drawn: list = []
+                sample_reusing(t, rec, seed, drawn)
+                got = sample_reusing(t, other, seed, drawn)
+                fresh = t.sample(other, random.Random(seed))
+                assert _same(got, fresh), (t.name, got, fresh)
+                differ += not _same(fresh, t.sample(rec, random.Random(seed)))
+    assert differ  # the tools change some draws: the test can tell
+
+
+def test_a_word_use_forces_a_draw():
     """A plain-word tool name that one record's hook uses as data (ambiguous there, so kept) and another's does not."""
     from hsa.renames import rename_tools
 
@@ -133,40 +193,36 @@ def test_a_word_use_forces_a_draw(caches):
     worded = clone(rec)
     worded["hooks"] = [{"name": "note", "event": "pre_tool_use", "entry": "check",
                         "source": "def check(p):\n    mode = 'Quokka'\n    return {'decision': 'allow', 'mode': mode}\n"}]
-    memo = lru("test.slot_params_words", 8 << 20)
     differ = 0
     for seed in range(40):
         for a, b in ((rec, worded), (worded, rec)):
-            _sample_reusing(t, a, seed, digest, memo)
-            got = _sample_reusing(t, b, seed, digest, memo)
+            drawn: list = []
+            sample_reusing(t, a, seed, drawn)
+            got = sample_reusing(t, b, seed, drawn)
             fresh = t.sample(b, random.Random(seed))
             assert _same(got, fresh)
             differ += not _same(fresh, t.sample(a, random.Random(seed)))
     assert differ  # the word use changes some draws: the test can tell
 
 
-def test_asked_set_records_each_membership_test():
-    from hsa.transform import _ASKING
-
+def test_facts_record_each_question_and_membership_test():
     log: list = []
-    token = _ASKING.set(log)
-    try:
-        taken = asked_set(lambda r: {"a", "b"}, {})
-        assert "a" in taken and "z" not in taken
-    finally:
-        _ASKING.reset(token)
+    facts = Facts({"id": "r"}, log=log)
+    taken = facts.ask_set(lambda r: {"a", "b"})
+    assert "a" in taken and "z" not in taken
+    assert facts.ask(lambda r, k: r[k], "id") == "r"
     assert log[0][0] is True and log[0][3] == {"a": True, "z": False}
-    assert asked_set(lambda r: {"a"}, {}) == {"a"}  # not recording: the set itself
+    assert log[1][0] is False and log[1][2] == ("id",) and log[1][3] == repr("r")
+    assert Facts({}).ask_set(lambda r: {"a"}) == {"a"}  # not recording: the set itself
 
 
 @settings(max_examples=25, deadline=None)
 @given(records(max_tools=3, hooks=True))
 def test_reused_params_on_generated_records(raw):
     rec = normalize(raw)
-    memo = lru("test.slot_params_generated", 8 << 20)
     rng = random.Random(len(rec["messages"]))
     for t in _leaves():
-        _check(t, rec, rng.getrandbits(64), rng, memo)
+        _check(t, rec, rng.getrandbits(64), rng)
 
 
 def test_pool_runs_give_the_same_rows_with_the_caches_on_and_off(monkeypatch):
@@ -192,18 +248,6 @@ def test_pool_runs_give_the_same_rows_with_the_caches_on_and_off(monkeypatch):
     monkeypatch.delenv("HSA_CACHE")
     cache.clear()
     assert on == off
-
-
-def test_cache_entries_are_sized_from_their_json_within_a_factor_of_the_walk():
-    """The leaf caches size their entries from the JSON text (no walk): close to what hsa.cache.sizeof counts."""
-    from hsa.cache import sizeof
-    from hsa.transform import _json_size
-
-    for rec in FIXTURE[:10]:
-        for value in (rec["tools"], {"tools": rec["tools"], "skill_tool": rec["skill_tool"]}, rec["mapping"]):
-            walked = sizeof(value)
-            assert walked / 4 <= _json_size(value) <= walked * 4
-    assert _json_size(Skip("why")) > 0  # not JSON: its repr
 
 
 def test_describe_under_a_pool_draws_per_domain(monkeypatch):

@@ -25,7 +25,7 @@ from hsa.mapping import Mapping
 from hsa.names import DIALECT_NAME_RULES, is_legal_param
 from hsa.records import Record
 from hsa.renames import hook_literals, record_tokens, text_fields
-from hsa.transform import Skip, Transform, asked, asked_set, check_probability, register
+from hsa.transform import Facts, Harness, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms.tool_functional import check_banks as _check_banks
 from transforms.tool_functional import check_range as _check_range
@@ -377,7 +377,6 @@ class Distractors(Transform):
 
     name: ClassVar[str] = "tool.distractors"
     family: ClassVar[str] = "tool"
-    sample_parts: ClassVar[tuple[str, ...]] = ("tools",)  # and what it asks (tokens, domain); not with params_p
 
     n: int | tuple[int, int] = (1, 3)
     params_p: float = 0.0
@@ -395,27 +394,24 @@ class Distractors(Transform):
         if self.pool_file:
             F.pool_file(self.pool_file)
 
-    def reuses_params(self) -> bool:
-        return self.params_p == 0  # parameter distractors read the skill tool and the calls
-
     def _pool(self) -> Sequence[dict]:
         """The candidate tools, shared and read only (:func:`_internal_tool` copies what it keeps)."""
         if self.pool_file:
             return F.pool_tools(self.pool_file)
         return load_banks(tuple(self.banks))["tools"]
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
         lo, hi = _check_range(self.n, "n")
-        tools = record["tools"]
+        tools = harness["tools"]
         dialect = tools[0]["dialect"] if tools else "openai"
         # strict form when most real tools are strict (the skill tool aside, as in shape_of: its neighbours)
-        skill = (record.get("skill_tool") or {}).get("name")
+        skill = (harness.get("skill_tool") or {}).get("name")
         real = [t for t in tools if t["name"] != skill] or tools
         strict = bool(real) and sum(is_strict(t) for t in real) * 2 > len(real)
-        taken = asked_set(_taken_or_mapped, record)
-        shape = shape_of(record)  # what every real tool has: a distractor is written the same way
-        legal, pool, other, rest = F.distractor_candidates(record, self._pool(), taken, dialect, self.max_relevance,
-                                                           domain=asked(harness_domain, record),
+        taken = facts.ask_set(_taken_or_mapped)
+        shape = shape_of(harness)  # what every real tool has: a distractor is written the same way
+        legal, pool, other, rest = F.distractor_candidates(harness, self._pool(), taken, dialect, self.max_relevance,
+                                                           domain=facts.ask(harness_domain),
                                                            name_of=lambda raw: distractor_name(raw, shape))
         out: dict[str, Any] = {"tools": [], "params": []}
         k = min(rng.randint(lo, hi), len(pool))
@@ -431,13 +427,14 @@ class Distractors(Transform):
             for t in tools:
                 if rng.random() >= self.params_p or not bank:
                     continue
-                if is_strict(t) or t["name"] == record["skill_tool"]["name"]:
+                if is_strict(t) or t["name"] == harness["skill_tool"]["name"]:
                     continue
                 if not F.takes_new_params(t["parameters"]):
                     continue
                 entry = bank[rng.randrange(len(bank))]
                 pname = str(entry["name"])
-                if not F.free_param_name(record, t, pname, taken):
+                if pname in t["parameters"]["properties"] or pname in taken or \
+                        facts.ask(F.passed_in_calls, t["name"], pname):
                     continue
                 if content_words(pname) & tool_words(t)["params"]:
                     continue  # near a real parameter of this tool (format beside output_format)

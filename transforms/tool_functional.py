@@ -549,7 +549,7 @@ def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set
 def near_candidates(candidates: Sequence[dict], tools: list[dict], max_relevance: float) -> tuple[bool, ...]:
     """For each of ``candidates`` (pool tools), whether it is near one of ``tools`` (its
     :func:`transforms._domains.relevance` to one reaches ``max_relevance``): a function of the tools alone, which
-    ``tool.distractors`` asks once per pool slot of a harness (its params are reused: ``sample_parts``)."""
+    ``tool.distractors`` asks once per pool slot of a harness (it samples on the harness)."""
     real = [tool_words(t) for t in tools]
     return tuple(max((words_relevance(pool_tool_words(t), r) for r in real), default=0.0) >= max_relevance
                  for t in candidates)
@@ -582,7 +582,12 @@ def takes_new_params(schema: dict) -> bool:
 def free_param_name(record: Record, tool: dict, name: str, taken: set[str]) -> bool:
     """True when ``name`` is free for a new top-level parameter of ``tool``: not declared, passed or ``taken``."""
     return (name not in tool["parameters"]["properties"] and name not in taken
-            and name not in keys_in_calls(record, tool["name"], ()))
+            and not passed_in_calls(record, tool["name"], name))
+
+
+def passed_in_calls(record: Record, tool: str, name: str) -> bool:
+    """Whether a call of ``tool`` in ``record`` passes a top-level argument ``name``."""
+    return name in keys_in_calls(record, tool, ())
 
 
 def require_step(tool: str, entry: dict) -> dict:

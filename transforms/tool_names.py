@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from hsa.names import is_identifier_like, is_legal, is_legal_param, split_words
 from hsa.records import Record
 from hsa.renames import (hook_literals, param_mentions, record_tokens, rename_tools, word_name_free, word_uses)
-from hsa.transform import Skip, Transform, asked, asked_set, check_probability, register
+from hsa.transform import Facts, Harness, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms._toolhooks import hooks_read_whole_input
 from transforms._toolnames import (CONVENTION_STYLES, DEFAULT_PREFIXES, MIXED_PREFIXES, NAME_STYLES, RANDOM_STYLES,
@@ -71,7 +71,6 @@ class ToolRename(Transform):
 
     name: ClassVar[str] = "tool.rename"
     family: ClassVar[str] = "tool"
-    sample_parts: ClassVar[tuple[str, ...]] = ("tools", "skill_tool")  # and what it asks (word uses, tokens)
     carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
@@ -93,13 +92,13 @@ class ToolRename(Transform):
                              "{namespace} for the namespace's name")
         check_banks(self.banks)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        names = [t["name"] for t in record["tools"]]
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+        names = [t["name"] for t in harness["tools"]]
         if not names:
             return Skip("no tools")
-        ambiguous = asked(word_uses, record, names)
-        taken = asked_set(record_tokens, record)
-        by_name = {t["name"]: t for t in record["tools"]}
+        ambiguous = facts.ask(word_uses, names)
+        taken = facts.ask_set(record_tokens)
+        by_name = {t["name"]: t for t in harness["tools"]}
         renames: dict[str, str] = {}
         kept: dict[str, str] = {}
 
@@ -111,12 +110,12 @@ class ToolRename(Transform):
             return fresh_name(lambda: new_name(old, style, rng, mask_len=self.mask_len, prefix=prefix, banks=self.banks,
                                            context=context, namespace_words=namespace_words, lexicon=lexicon),
                           lambda n: n != old and n not in renames.values() and is_legal(n, tool["dialect"])
-                          and (n not in taken or asked(word_name_free, record, n))
+                          and (n not in taken or facts.ask(word_name_free, n))
                           and _mentions_invert(old, n),
                           retry=style in RANDOM_STYLES)
 
         def eligible(old: str) -> bool:
-            if not self.include_skill_tool and old == record["skill_tool"]["name"]:
+            if not self.include_skill_tool and old == harness["skill_tool"]["name"]:
                 return False
             if old in ambiguous:
                 kept[old] = ambiguous[old]
@@ -128,7 +127,7 @@ class ToolRename(Transform):
             if "prefix" in self.styles:
                 pool = MIXED_PREFIXES if self.prefixes == DEFAULT_PREFIXES else \
                     [p for p in self.prefixes if "{namespace}" not in p]
-                legal = legal_prefixes(list(pool), record["tools"])
+                legal = legal_prefixes(list(pool), harness["tools"])
                 prefix = rng.choice(legal) if legal else None
             for old in names:
                 if rng.random() >= self.p:
@@ -139,7 +138,7 @@ class ToolRename(Transform):
                     if new is not None:
                         renames[old] = new
         else:
-            server = asked(meta_server, record)
+            server = facts.ask(meta_server)
             for ns in namespaces(names, server=server, banks=self.banks):
                 members = [n for n in ns.members if eligible(n)]
                 if members:
@@ -179,7 +178,6 @@ class ParamRename(Transform):
 
     name: ClassVar[str] = "tool.param_rename"
     family: ClassVar[str] = "tool"
-    sample_parts: ClassVar[tuple[str, ...]] = ("tools", "hooks")  # and the tokens it asks about
     carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
@@ -196,10 +194,10 @@ class ParamRename(Transform):
         check_range(self.mask_len, "mask_len", 1)
         check_banks(self.banks)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        literals = hook_literals(record)
-        owners, per_tool = F.tools_named_paths(record["tools"])
-        taken = asked_set(record_tokens, record)
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+        literals = hook_literals(harness)
+        owners, per_tool = F.tools_named_paths(harness["tools"])
+        taken = facts.ask_set(record_tokens)
         out = []
 
         def rename(t: dict, path: tuple, used: set, style: str) -> None:
@@ -218,7 +216,7 @@ class ParamRename(Transform):
                 used.add(new)
                 out.append({"tool": t["name"], "path": list(path), "new": new})
 
-        tools = list(zip(record["tools"], per_tool))
+        tools = list(zip(harness["tools"], per_tool))
         if self.mix_styles:
             for t, (paths, siblings) in tools:
                 for path in paths:
@@ -227,8 +225,8 @@ class ParamRename(Transform):
                     rename(t, path, siblings[path[:-1]], rng.choice(self.styles))
         else:
             by_name = {t["name"]: (t, info) for t, info in tools}
-            server = asked(meta_server, record)
-            for ns in namespaces([t["name"] for t in record["tools"]], server=server, banks=self.banks):
+            server = facts.ask(meta_server)
+            for ns in namespaces([t["name"] for t in harness["tools"]], server=server, banks=self.banks):
                 style = rng.choice(self.styles)
                 convention = style in CONVENTION_STYLES
                 if convention and rng.random() >= self.p:
