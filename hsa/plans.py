@@ -4,10 +4,11 @@ Under a harness-variant pool (``--harness-pool``, docs/design.md) a variant's :c
 seeded from (seed, harness digest, slot), so the leaves a slot runs, in which order and with which leaf seeds,
 are a function of (seed, harness digest, slot, recipe) alone (docs/design-slot-plans.md, section 2). A
 :class:`SlotPlan` holds, for each leaf run of the slot in that order (:class:`LeafRun`), what the leaves that
-are declared harness-level gave:
+work on the harness gave:
 
-- a leaf with :attr:`hsa.transform.Transform.harness_parts`: its params (or its skip) and the parts it made,
-  by the parts it read and its :meth:`~hsa.transform.Transform.harness_facts`;
+- a leaf that samples and applies on the harness (:meth:`hsa.transform.Transform.sample_harness`,
+  :meth:`~hsa.transform.Transform.apply_harness`): its params (or its skip) and the parts it made, by the harness
+  parts it read and its answers to the questions it asked of the rest of the record (``LeafRun.harness``);
 - a leaf that :attr:`~hsa.transform.Transform.carries_steps`: the harness parts and the mapping steps its apply
   gave, by its params and the parts it read (:data:`hsa.renames.STEP_PARTS`), kept from the second record that
   asks for them on (a slot that serves one variant pays no check), each checked once against the plain apply;
@@ -57,7 +58,7 @@ class LeafRun:
         self.leaf = leaf
         self.seed = seed
         # a part read is [value, whether it is the source's own part of a DIGEST_KEYS key, its exact key or None]
-        self.harness: list = []  # [parts read, facts key, params or Skip, parts made]
+        self.harness: list = []  # [keys read, parts read, questions, params or Skip, parts made or None]
         self.steps: list = []  # [params key, parts read, (parts made, steps, their compiled carry) or None while seen once]
         self.drawn: list = []  # a sample_harness leaf's draws: [keys read, parts read, questions, params or Skip]
         self.taken = 0

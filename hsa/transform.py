@@ -57,6 +57,7 @@ __all__ = [
     "HARNESS_KEYS",
     "NotHarnessError",
     "on_harness",
+    "applies_harness",
     "sample_reusing",
 ]
 
@@ -93,6 +94,12 @@ def register(cls: type[Transform]) -> type[Transform]:
     if cls.sample is not Transform.sample and cls.sample_harness is not Transform.sample_harness:
         raise TypeError(f"transform {name!r} ({cls.__qualname__}) defines both sample and sample_harness: define "
                         "sample_harness when the draw reads the harness (and asks the rest through facts), else sample")
+    if cls.apply is not Transform.apply and cls.apply_harness is not Transform.apply_harness:
+        raise TypeError(f"transform {name!r} ({cls.__qualname__}) defines both apply and apply_harness: define "
+                        "apply_harness when it changes harness parts only, else apply")
+    if cls.apply_harness is not Transform.apply_harness and cls.sample_harness is Transform.sample_harness:
+        raise TypeError(f"transform {name!r} ({cls.__qualname__}) defines apply_harness but samples on the record: "
+                        "an apply on the harness goes with sample_harness")
     existing = _REGISTRY.get(name)
     if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
         raise ValueError(f"transform name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}")
@@ -192,11 +199,6 @@ class Transform:
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
     task_preserving: ClassVar[bool] = True
-    #: The record keys that ``sample`` reads and ``apply`` changes, when a transform reads and changes nothing
-    #: else but what :meth:`harness_facts` gives (``("tools",)`` for one that only reorders or rewords tools). Under a harness-variant pool such a
-    #: leaf is sampled and applied once per slot (and per parts read and facts) and what it gave is held by the
-    #: slot's plan (:mod:`hsa.plans`). Leave it empty when in doubt: it is only a speed-up.
-    harness_parts: ClassVar[tuple[str, ...]] = ()
     #: True when ``apply`` changes a record only as the mapping steps it appends do (:data:`hsa.renames.STEP_APPLIERS`:
     #: a rename of tools or parameters, a value or structural step), so that on a record without hooks the harness
     #: parts it gives (:data:`hsa.renames.STEP_PARTS`) are a function of those parts and the params, and the messages
@@ -204,6 +206,7 @@ class Transform:
     #: such a leaf's apply is then made once per slot (and per params and parts read) and held by the slot's plan
     #: (:mod:`hsa.plans`), what it gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
     carries_steps: ClassVar[bool] = False
+
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform for ``record`` (all randomness lives here). A transform that defines
         :meth:`sample_harness` instead gets this for free: its draw on the record's harness."""
@@ -220,14 +223,21 @@ class Transform:
         to its questions are the same; nothing to declare (docs/writing-transforms.md)."""
         raise NotImplementedError
 
-    def harness_facts(self, record: Record) -> Any:
-        """What ``sample`` of a leaf with :attr:`harness_parts` reads of the rest of the record, as a JSON value (the
-        harness's domain for one whose draws depend on it): a slot plan's entry is used only by a record that gives
-        the same answer (:mod:`hsa.plans`), another answer gets its own draw. None when it reads nothing else."""
-        return None
-
     def apply(self, record: Record, params: dict) -> Record:
-        """Apply ``params`` to ``record``; pure: returns a new record, never modifies its input."""
+        """Apply ``params`` to ``record``; pure: returns a new record, never modifies its input. A transform that
+        defines :meth:`apply_harness` instead gets this for free: the record with the harness parts it gives."""
+        if applies_harness(self):
+            out = dict(record)
+            out.update(self.apply_harness(Harness(record), params))
+            return out
+        raise NotImplementedError(f"{type(self).__qualname__} defines neither apply nor apply_harness")
+
+    def apply_harness(self, harness: Harness, params: dict) -> dict:
+        """The harness parts that ``params`` change, new (``{"tools": [...]}``), from the record's harness: for a
+        transform that changes the harness and nothing else, with no mapping step (an order, a wording, a
+        description: the restore step puts them back). Pure: the parts it returns are new objects (or the harness's
+        own, unchanged), never the harness's edited in place. Define this or :meth:`apply`, not both; with
+        :meth:`sample_harness`, a harness-variant pool slot samples and applies it once for all its records."""
         raise NotImplementedError
 
     # -- helpers shared by every transform
@@ -359,45 +369,27 @@ class SlotRng(random.Random):
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
     run = None  # the slot plan's entry of this leaf run (harness-level leaves under a pool)
     source = None
-    branch = None  # a new branch of a harness_parts leaf: filled below and kept by the plan
     if isinstance(rng, SlotRng):
         if t.family == "trajectory":
             rng = rng.trajectory
         else:
             seed = rng.leaf_seed()
             harness_draw = on_harness(t)
-            if t.harness_parts or t.carries_steps or harness_draw:
+            if t.carries_steps or harness_draw:
                 run = rng.leaf_run(t, seed)
                 source = rng.source
-            if harness_draw and not t.harness_parts:
+            if harness_draw and run is not None and applies_harness(t):
+                return _run_on_harness(t, record, seed, run, source, applied, skipped)
+            if harness_draw:
                 return _run_reusing(t, record, seed, rng, applied, skipped, run)
-            if run is not None and t.harness_parts:
-                read = _parts_read(t.harness_parts, record, source)
-                facts = exact_key(t.harness_facts(record))
-                for held, held_facts, params, parts in run.harness:
-                    if held_facts == facts and _same_read(read, held):
-                        run.taken += 1
-                        if isinstance(params, Skip):
-                            skipped.append((t.name, params.reason))
-                            return record
-                        out = dict(record)
-                        out.update(parts)
-                        applied.append(Applied(t.name, t.config(), params))
-                        return out
-                branch = [read, facts]
             rng = random.Random(seed)
     try:
         params = t.sample(record, rng)
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
-            if branch is not None:
-                _keep(run.harness, branch + [params, None])
             return record
         out = _apply_carried(t, record, params, run, source) if run is not None and t.carries_steps else \
             t.apply(record, params)
-        if branch is not None and all(k in out for k in t.harness_parts) and \
-                all(out.get(k) is record.get(k) for k in out.keys() | record.keys() if k not in t.harness_parts):
-            _keep(run.harness, branch + [params, {k: out[k] for k in t.harness_parts}])
     except Exception as exc:
         _name_the_raiser(exc, t)
         raise
@@ -446,6 +438,39 @@ def _name_the_raiser(exc: Exception, t: Transform) -> None:
             exc.hsa_transform = t.name  # type: ignore[attr-defined]
         except AttributeError:  # an exception type without a __dict__
             pass
+
+
+def _run_on_harness(t: Transform, record: Record, seed: int, run: LeafRun, source: Record | None, applied: list,
+                    skipped: list) -> Record:
+    """:func:`_run_leaf` of a leaf that samples and applies on the harness, under a pool: what it gave (params or
+    skip, and the harness parts it made) taken from the branch of the slot plan's leaf run ``run`` whose harness
+    parts read and answers ``record`` has alike, else sampled and applied here and kept as a new branch (up to
+    :data:`hsa.plans.BRANCHES`, the oldest dropped). The parts made are shared by the records that take them, read
+    only."""
+    try:
+        asked_now: dict = {}
+        for keys, read, questions, params, made in reversed(run.harness):
+            if _same_read(_parts_read(keys, record, source), read) and _same_answers(record, questions, asked_now):
+                run.taken += 1
+                break
+        else:
+            harness, facts = Harness(record), Facts(record, log=[])
+            params = t.sample_harness(harness, facts, random.Random(seed))
+            made = None if isinstance(params, Skip) else t.apply_harness(harness, params)
+            keys = tuple(harness.read)  # what the apply read too
+            questions = tuple((is_set, fn, args, dict(answer) if is_set else answer)
+                              for is_set, fn, args, answer in facts.log)
+            _keep(run.harness, [keys, _parts_read(keys, record, source), questions, params, made])
+        if isinstance(params, Skip):
+            skipped.append((t.name, params.reason))
+            return record
+        out = dict(record)
+        out.update(made)
+    except Exception as exc:
+        _name_the_raiser(exc, t)
+        raise
+    applied.append(Applied(t.name, t.config(), params))
+    return out
 
 
 def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied: list, skipped: list,
@@ -592,6 +617,11 @@ class Facts:
 def on_harness(t: Transform) -> bool:
     """Whether ``t`` samples on the harness (:meth:`Transform.sample_harness`)."""
     return type(t).sample_harness is not Transform.sample_harness
+
+
+def applies_harness(t: Transform) -> bool:
+    """Whether ``t`` applies on the harness (:meth:`Transform.apply_harness`)."""
+    return type(t).apply_harness is not Transform.apply_harness
 
 
 class _AskedSet:

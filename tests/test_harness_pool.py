@@ -200,47 +200,66 @@ def test_stats_report_rows_per_slot(tmp_path, shared_jsonl):
     assert sum(st["slots"].values()) == 36 and "rows per harness-pool slot (K = 4)" in render_text(st)
 
 
-def test_a_harness_parts_leaf_is_looked_up_only_when_it_changed_nothing_else():
-    """Under a slot rng, a leaf declaring harness_parts is held by the slot's plan by its parts; one whose apply
-    also changed another key is never kept, so a second record gets its own apply."""
+def test_a_leaf_on_the_harness_is_sampled_and_applied_once_per_slot_and_per_what_it_read():
+    """Under a slot rng, a leaf that samples and applies on the harness is run once for the records of a slot whose
+    harness parts and answers are alike, and the parts it made are taken by the others; a record whose answer to
+    its question differs gets its own run. A leaf with a plain apply is applied per record (its draw reused)."""
     import dataclasses
     from typing import ClassVar
 
     from hsa import cache
     from hsa.plans import SlotPlan
+    from hsa.records import normalize
     from hsa.transform import Transform
 
     calls = []
+
+    def says_hello(record) -> bool:
+        return any("hello" in (m.get("content") or "") for m in record["messages"])
 
     @dataclasses.dataclass(frozen=True)
     class Tag(Transform):
         name: ClassVar[str] = "tool.test_tag"
         family: ClassVar[str] = "tool"
-        harness_parts: ClassVar[tuple[str, ...]] = ("tools",)
-        touch_messages: bool = False
 
-        def sample(self, record, rng):
-            return {"n": rng.randrange(1000)}
+        def sample_harness(self, harness, facts, rng):
+            return {"n": rng.randrange(1000), "hello": facts.ask(says_hello)}
+
+        def apply_harness(self, harness, params):
+            calls.append(params["n"])
+            return {"tools": [{**t, "description": f"v{params['n']} {params['hello']}"} for t in harness["tools"]]}
+
+    @dataclasses.dataclass(frozen=True)
+    class TagOnRecord(Tag):
+        name: ClassVar[str] = "tool.test_tag_record"
+        apply_harness = Transform.apply_harness  # a plain apply instead
 
         def apply(self, record, params):
             calls.append(params["n"])
-            out = {**record, "tools": [{**t, "description": f"v{params['n']}"} for t in record["tools"]]}
-            if self.touch_messages:
-                out["messages"] = [dict(m) for m in record["messages"]]
-            return out
+            return {**record, "tools": [{**t, "description": f"v{params['n']}"} for t in record["tools"]]}
 
     tools = [{"name": "t", "description": "d", "parameters": {"type": "object"}, "dialect": "openai"}]
-    from hsa.records import normalize
-
     # internal records (run adds the restore step of invariant 8 to their mapping)
     a = normalize({"id": "a", "tools": tools, "messages": [{"role": "user", "content": "one"}]})
     b = normalize({"id": "b", "tools": tools, "messages": [{"role": "user", "content": "two"}]})
+    c = normalize({"id": "c", "tools": tools, "messages": [{"role": "user", "content": "hello"}]})
     cache.clear()
-    for touch, expected_calls in ((False, 1), (True, 2)):
+    for t, expected_calls in ((Tag(), 2), (TagOnRecord(), 3)):
         calls.clear()
-        t = Tag(touch_messages=touch)
-        plan = SlotPlan()  # the slot's plan, shared by the two records
-        outs = [run(t, rec, SlotRng(3, random.Random(0), plan))[0] for rec in (a, b)]
-        assert len(calls) == expected_calls
+        plan = SlotPlan()  # the slot's plan, shared by the three records
+        outs = [run(t, rec, SlotRng(3, random.Random(0), plan))[0] for rec in (a, b, c)]
+        assert len(calls) == expected_calls  # Tag: a, then c (another answer); b takes a's
         assert outs[0]["tools"] == outs[1]["tools"] and outs[1]["messages"] == b["messages"]
-        assert outs[1]["id"] == "b"
+        assert outs[1]["id"] == "b" and outs[2]["id"] == "c"
+        assert t.apply(a, {"n": 1, "hello": False})["tools"][0]["description"].startswith("v1")
+    with pytest.raises(TypeError, match="defines both apply and apply_harness"):
+        from hsa.transform import register
+
+        @dataclasses.dataclass(frozen=True)
+        class Both(Tag):
+            name: ClassVar[str] = "tool.test_both"
+
+            def apply(self, record, params):
+                return record
+
+        register(Both)

@@ -46,7 +46,7 @@ def _names_in(params) -> list[str]:
         return []
     out = list((params.get("renames") or {}).values()) if isinstance(params.get("renames"), dict) else []
     out += [e["new"] for e in params.get("renames") or () if isinstance(e, dict)]
-    out += [e["tool"]["name"] for e in params.get("tools") or ()]
+    out += [e["tool"]["name"] for e in params.get("tools") or () if isinstance(e, dict)]
     return out
 
 

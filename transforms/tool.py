@@ -87,7 +87,6 @@ class Reorder(Transform):
 
     name: ClassVar[str] = "tool.reorder"
     family: ClassVar[str] = "tool"
-    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # reads and changes the tools only
 
     tools: bool = True
     properties: bool = True
@@ -97,9 +96,9 @@ class Reorder(Transform):
         if not (self.tools or self.properties or self.required):
             raise ValueError("tool.reorder with tools, properties and required all false changes nothing")
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
         out: dict[str, Any] = {}
-        names = [t["name"] for t in record["tools"]]
+        names = [t["name"] for t in harness["tools"]]
         if self.tools and len(names) > 1:
             order = list(names)
             rng.shuffle(order)
@@ -107,7 +106,7 @@ class Reorder(Transform):
                 out["tools"] = order
         props: dict[str, list] = {}
         reqs: dict[str, list] = {}
-        for t in record["tools"]:
+        for t in harness["tools"]:
             for ptr, node in F.objects(t["parameters"]):
                 keys = list(node["properties"])
                 if self.properties and len(keys) > 1:
@@ -129,8 +128,8 @@ class Reorder(Transform):
             return Skip("nothing to reorder (one tool, objects with one property)")
         return out
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.reorder(record, params)
+    def apply_harness(self, harness: Harness, params: dict) -> dict:
+        return {"tools": F.reorder({"tools": harness["tools"]}, params)["tools"]}
 
 
 @register
@@ -153,7 +152,6 @@ class Describe(Transform):
 
     name: ClassVar[str] = "tool.describe"
     family: ClassVar[str] = "tool"
-    harness_parts: ClassVar[tuple[str, ...]] = ("tools",)  # changes the tools only; reads them and the domain
 
     modes: tuple[str, ...] = ("paraphrase", "shorten")
     p: float = 0.5
@@ -169,26 +167,25 @@ class Describe(Transform):
             raise ValueError(f"max_words must be >= 1 (got {self.max_words})")
         _check_banks(self.banks)
 
-    def harness_facts(self, record: Record) -> str | None:
-        return harness_domain(record) if "paraphrase" in self.modes else None  # meta, prompt, skills, system text
-
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
         texts = []
-        domain = harness_domain(record) if "paraphrase" in self.modes else None
-        for tool, ptr, text in F.descriptions(record):
+        # the domain reads meta, the prompt, the skills and the system text: a question of the record
+        domain = facts.ask(harness_domain) if "paraphrase" in self.modes else None
+        tools = {"tools": harness["tools"]}
+        for tool, ptr, text in F.descriptions(tools):
             if rng.random() >= self.p:
                 continue
             mode = rng.choice(self.modes)
             new = (paraphrase(text, rng, self.banks, domain=domain) if mode == "paraphrase"
-                   else shorten(text, self.max_words, F.enum_words(record, tool, ptr)))
+                   else shorten(text, self.max_words, F.enum_words(tools, tool, ptr)))
             if new != text and new.strip():
                 texts.append({"tool": tool, "at": ptr, "text": new})
         if not texts:
             return Skip("no description changed (none drawn, or no bank phrase and already short)")
         return {"texts": texts}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.set_descriptions(record, params["texts"], self.name)
+    def apply_harness(self, harness: Harness, params: dict) -> dict:
+        return {"tools": F.set_descriptions({"tools": harness["tools"]}, params["texts"], self.name)["tools"]}
 
 
 @register
