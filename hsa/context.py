@@ -3,7 +3,9 @@
 A worker (the process of a one-worker run, each process of the local engine's worker set, each Ray worker process)
 holds, between one record and the next:
 
-- the recipe, built once, and the run's options (set by :func:`hsa.pipeline.executor.init_worker`);
+- the recipe, built once, and the run's options (set by :func:`hsa.pipeline.executor.init_worker`), among them
+  whether hooks run (``exec_hooks``: ``hsa augment --no-exec-hooks`` turns it off for the run, not for the
+  process; :func:`hsa.sandbox.execution_enabled` reads it);
 - the slot plan table (:class:`hsa.plans.PlanTable`): the harness-level work of each pool slot;
 - the memo caches (:mod:`hsa.cache`), each by name;
 - the last undo that the restore step hands to the variant check (:func:`hsa.renames.undo_last`);
@@ -40,7 +42,7 @@ class WorkerContext:
     """The state of one worker process (see the module's docstring). Every field may be read; the engines set
     ``recipe``, ``options`` and ``key``; the data path fills ``plans``, ``caches`` and ``last_undo``."""
 
-    __slots__ = ("recipe", "options", "key", "plans", "caches", "last_undo", "serial")
+    __slots__ = ("recipe", "options", "exec_hooks", "key", "plans", "caches", "last_undo", "serial")
 
     _made = 0
 
@@ -52,6 +54,7 @@ class WorkerContext:
         self.serial = WorkerContext._made  # tells the cache handles of :mod:`hsa.cache` their tables are stale
         self.recipe = recipe
         self.options: dict = dict(options or {})
+        self.exec_hooks = bool(self.options.get("exec_hooks", True))  # hooks may run (and the process allows it)
         self.key = key
         self.plans = PlanTable(size_from_env(memoising()) if max_plans is None else max_plans)
         self.caches: dict = {}  # name -> hsa.cache.ByteLRU, made on first use

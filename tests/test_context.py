@@ -93,3 +93,23 @@ def test_a_ray_worker_process_is_set_up_once_per_configuration():
         assert ctx.recipe is recipe  # the same configuration: built once
         ray_engine._setup(config, {"seed": 2})
         assert ctx.recipe is not recipe and ctx.options == {"seed": 2}
+
+
+def test_a_run_without_hooks_leaves_hook_execution_as_it_was(tmp_path):
+    """--no-exec-hooks turns hooks off for its run (the worker context's exec_hooks), not for the process: an RL
+    environment or a later run in the same process still replays hooks."""
+    from hsa import sandbox
+    from hsa.cli import main
+
+    src = ROOT / "fixtures" / "harnesses" / "claude_code.jsonl"
+    assert sandbox.execution_enabled()
+    assert main(["augment", str(src), "--out", str(tmp_path / "o"), "--variants", "1", "--no-exec-hooks",
+                 "--workers", "1", "--quiet"]) == 0
+    assert sandbox.execution_enabled()
+    with use(WorkerContext(options={"exec_hooks": False})):
+        assert not sandbox.execution_enabled()
+    assert sandbox.execution_enabled()
+    with use(WorkerContext()):
+        init_worker(recipe_to_dict(load_recipe("identity")), {"exec_hooks": False})
+        assert not sandbox.execution_enabled()
+    assert sandbox.execution_enabled()

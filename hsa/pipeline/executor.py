@@ -48,10 +48,7 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
     ctx = current()
     ctx.recipe = recipe_from_dict(recipe_config)
     ctx.options = options
-    if "exec_hooks" in options and (not options["exec_hooks"] or "hsa.sandbox" in sys.modules):
-        from hsa.sandbox import set_execution  # on by default: a run without hooks need not import the sandbox
-
-        set_execution(options["exec_hooks"])
+    ctx.exec_hooks = bool(options.get("exec_hooks", True))  # for this run: hsa.sandbox.execution_enabled reads it
     if policy is not None:
         from hsa.sandbox import set_policy
 

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from hsa.context import current as current_context
 from hsa.io import InputLine, JSONArrayError
 from hsa.pipeline.executor import Progress, batches, init_worker, work
 from hsa.pipeline.record import Result, Stats
@@ -27,13 +28,16 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
 
     def results() -> Iterator[tuple[int, Result, list[tuple]]]:
         if workers <= 1:
-            thresholds = gc.get_threshold()  # this is the caller's process: put them back after
+            thresholds = gc.get_threshold()  # this is the caller's process: put them back after, and the run's
+            ctx = current_context()  # settings in its context (its plans and caches stay warm for the next run)
+            settings = ctx.recipe, ctx.options, ctx.exec_hooks
             try:
                 init_worker(recipe_config, options, modules=modules)
                 for batch in batches(items, batch_size):
                     yield from work(batch)
             finally:
                 gc.set_threshold(*thresholds)
+                ctx.recipe, ctx.options, ctx.exec_hooks = settings
             return
         import multiprocessing as mp
 

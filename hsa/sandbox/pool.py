@@ -20,6 +20,7 @@ from typing import Any
 
 from hsa import cache as _cache
 from hsa.cache import exact_key
+from hsa.context import current
 from hsa.sandbox import layers
 from hsa.sandbox.process import Sandbox, files_key, hook_key
 
@@ -41,13 +42,15 @@ COUNTERS: dict[str, Any] = {"calls": 0, "cache_hits": 0, "executed": 0, "seconds
 
 
 def set_execution(enabled: bool) -> None:
-    """Turn hook execution on or off in this process (``hsa augment --no-exec-hooks`` turns it off)."""
+    """Turn hook execution on or off in this process, whatever a run asks (``hsa augment --no-exec-hooks`` turns it
+    off for its run only: the worker context's ``exec_hooks``)."""
     _STATE["enabled"] = bool(enabled)
 
 
 def execution_enabled() -> bool:
-    """Whether hooks may be executed in this process."""
-    return bool(_STATE["enabled"])
+    """Whether hooks may be executed now: this process allows it (:func:`set_execution`) and the current worker
+    context's run does (:class:`hsa.context.WorkerContext` ``exec_hooks``)."""
+    return bool(_STATE["enabled"]) and current().exec_hooks
 
 
 def configure(*, time_limit: float = 2.0, memory_mb: int = 512, policy: str | None = None) -> None:
