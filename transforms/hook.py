@@ -26,7 +26,7 @@ import re
 from typing import ClassVar
 
 from hsa.records import Record, clone
-from hsa.transform import Skip, Transform, check_choices, check_probability, register
+from hsa.transform import Facts, Harness, Skip, Transform, check_choices, check_probability, register
 
 __all__ = ["HookSync", "HookRenameLocals", "HookRestyle", "HookMessageFormat", "StripRetries",
            "MESSAGE_PREFIXES", "MESSAGE_SUFFIXES", "MESSAGE_SWAPS", "reword", "REWORDED_NOTE"]
@@ -41,11 +41,11 @@ def _with_own_hooks(record: Record) -> Record:
     return out
 
 
-def _hook_at(record: Record, index: int, name: str) -> dict:
+def _hook_at(record: Record | dict, index: int, name: str) -> dict:
     hooks = record.get("hooks") or []
     if not 0 <= index < len(hooks) or hooks[index].get("name") != name:
-        raise ValueError(f"hook {name!r} is not hooks[{index}] of record {record.get('id')!r}; "
-                         "these params were sampled from another record")
+        raise ValueError(f"hook {name!r} is not hooks[{index}] of this record's hooks "
+                         f"{[h.get('name') for h in hooks]}; these params were sampled from another record")
     return hooks[index]
 
 
@@ -186,11 +186,11 @@ class HookRenameLocals(Transform):
         check_probability(self.p, "p")
         check_probability(self.p_hook, "p_hook")
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
         from hsa.codemods.locals import fresh_name, identifiers_of, local_units
         from hsa.hooks_model import entry_of
 
-        hooks = record.get("hooks") or []
+        hooks = harness.get("hooks") or []
         if not hooks:
             return Skip("no hooks")
         chosen = []
@@ -215,12 +215,12 @@ class HookRenameLocals(Transform):
             return Skip("no renameable local drawn")
         return {"hooks": chosen}
 
-    def apply(self, record: Record, params: dict) -> Record:
+    def apply_harness(self, harness: Harness, params: dict) -> dict:
         from hsa.codemods.analysis import carry
         from hsa.codemods.locals import rename_locals_edits
         from hsa.hooks_model import entry_of
 
-        out = _with_own_hooks(record)
+        out = _with_own_hooks({"hooks": harness.get("hooks")})
         for entry in params["hooks"]:
             h = _hook_at(out, entry["index"], entry["hook"])
             e = entry_of(h) or ""
@@ -229,7 +229,7 @@ class HookRenameLocals(Transform):
                                                      protect=frozenset({e.split(".")[0]}))
             if edits:
                 _carry_analysis(old, entry_of(h), lambda an, new=h["source"], edits=edits: carry(an, new, edits))
-        return out
+        return {"hooks": out["hooks"]}
 
 
 # ---------------------------------------------------------------------------- hook.restyle
@@ -252,10 +252,10 @@ class HookRestyle(Transform):
         check_probability(self.p, "p")
         check_choices("kinds", self.kinds, RESTYLE_KINDS)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
         from hsa.codemods.restyle import restyle_sites
 
-        hooks = record.get("hooks") or []
+        hooks = harness.get("hooks") or []
         if not hooks:
             return Skip("no hooks")
         chosen = []
@@ -275,19 +275,19 @@ class HookRestyle(Transform):
             return Skip("no restyle site drawn")
         return {"hooks": chosen}
 
-    def apply(self, record: Record, params: dict) -> Record:
+    def apply_harness(self, harness: Harness, params: dict) -> dict:
         from hsa.codemods.analysis import carry_requoted
         from hsa.codemods.restyle import restyle
         from hsa.hooks_model import entry_of
 
-        out = _with_own_hooks(record)
+        out = _with_own_hooks({"hooks": harness.get("hooks")})
         for entry in params["hooks"]:
             h = _hook_at(out, entry["index"], entry["hook"])
             old = h["source"]
             h["source"], _ = restyle(old, entry["sites"])
             if set(entry["sites"]) == {"quotes"} and h["source"] != old:
                 _carry_analysis(old, entry_of(h), lambda an, new=h["source"]: carry_requoted(an, new))
-        return out
+        return {"hooks": out["hooks"]}
 
 
 # ---------------------------------------------------------------------------- hook.message_format
