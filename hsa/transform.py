@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hsa.records import Record
 
 from hsa.cache import exact_key
+from hsa.harness import HARNESS_KEYS
 from hsa.plans import BRANCHES, DIGEST_KEYS
 
 if TYPE_CHECKING:
@@ -52,9 +53,8 @@ __all__ = [
     "FAMILIES",
     "check_probability",
     "check_choices",
-    "Harness",
+    "HarnessView",
     "Facts",
-    "HARNESS_KEYS",
     "NotHarnessError",
     "on_harness",
     "applies_harness",
@@ -211,10 +211,10 @@ class Transform:
         """Draw the params of this transform for ``record`` (all randomness lives here). A transform that defines
         :meth:`sample_harness` instead gets this for free: its draw on the record's harness."""
         if on_harness(self):
-            return self.sample_harness(Harness(record), Facts(record), rng)
+            return self.sample_harness(HarnessView(record), Facts(record), rng)
         raise NotImplementedError(f"{type(self).__qualname__} defines neither sample nor sample_harness")
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform from the record's harness (tools, skill tool, skills, hooks, prompt:
         ``harness["tools"]``), asking anything else of the record through ``facts`` (``facts.ask(fn, ...)``,
         ``facts.ask_set(fn, ...)``: ``fn(record, ...)``, a module-level pure function). Define this or
@@ -228,11 +228,11 @@ class Transform:
         defines :meth:`apply_harness` instead gets this for free: the record with the harness parts it gives."""
         if applies_harness(self):
             out = dict(record)
-            out.update(self.apply_harness(Harness(record), params))
+            out.update(self.apply_harness(HarnessView(record), params))
             return out
         raise NotImplementedError(f"{type(self).__qualname__} defines neither apply nor apply_harness")
 
-    def apply_harness(self, harness: Harness, params: dict) -> dict:
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
         """The harness parts that ``params`` change, new (``{"tools": [...]}``), from the record's harness: for a
         transform that changes the harness and nothing else, with no mapping step (an order, a wording, a
         description: the restore step puts them back). Pure: the parts it returns are new objects (or the harness's
@@ -454,7 +454,7 @@ def _run_on_harness(t: Transform, record: Record, seed: int, run: LeafRun, sourc
                 run.taken += 1
                 break
         else:
-            harness, facts = Harness(record), Facts(record, log=[])
+            harness, facts = HarnessView(record), Facts(record, log=[])
             params = t.sample_harness(harness, facts, random.Random(seed))
             made = None if isinstance(params, Skip) else t.apply_harness(harness, params)
             keys = tuple(harness.read)  # what the apply read too
@@ -501,12 +501,12 @@ def sample_reusing(t: Transform, record: Record, seed: int, drawn: list | None, 
     it: a draw is a function of the seed, the harness parts it read and the answers it got. ``drawn`` None: drawn,
     nothing kept."""
     if drawn is None:
-        return t.sample_harness(Harness(record), Facts(record), random.Random(seed))
+        return t.sample_harness(HarnessView(record), Facts(record), random.Random(seed))
     asked_now: dict = {}  # each question asked of this record once, whatever the alternatives
     for keys, read, questions, params in reversed(drawn):
         if _same_read(_parts_read(keys, record, source), read) and _same_answers(record, questions, asked_now):
             return params  # shared, read only (as every kept params: applies never modify their params)
-    harness, facts = Harness(record), Facts(record, log=[])
+    harness, facts = HarnessView(record), Facts(record, log=[])
     params = t.sample_harness(harness, facts, random.Random(seed))
     keys = tuple(harness.read)
     questions = tuple((is_set, fn, args, dict(answer) if is_set else answer) for is_set, fn, args, answer in facts.log)
@@ -535,17 +535,16 @@ def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:
     return True
 
 
-#: The record keys a sampler on the harness reads (:class:`Harness`); the rest it asks through :class:`Facts`.
-HARNESS_KEYS = ("tools", "skill_tool", "skills", "hooks", "prompt")
 
 
 class NotHarnessError(LookupError):
     """A sampler on the harness read a key of the record that is not part of the harness."""
 
 
-class Harness(Mapping):
-    """A record's harness as :meth:`Transform.sample_harness` reads it: the record's :data:`HARNESS_KEYS`, read
-    only, with the keys read recorded (``read``, in the order first read). Any other key (``messages``, ``meta``)
+class HarnessView(Mapping):
+    """A record's harness as :meth:`Transform.sample_harness` reads it: the record's harness keys
+    (:data:`hsa.harness.HARNESS_KEYS`: tools, skills, skill tool, hooks, and the prompt, its section bodies included),
+    read only, with the keys read recorded (``read``, in the order first read). Any other key (``messages``, ``meta``)
     raises :class:`NotHarnessError`: what the draw needs of the rest of the record it asks through :class:`Facts`,
     so that the draw can be reused for every record that has the same harness parts and answers alike."""
 
@@ -583,7 +582,7 @@ class Harness(Mapping):
         return sum(k in self._record for k in HARNESS_KEYS)
 
     def __repr__(self) -> str:
-        return f"Harness({', '.join(k for k in HARNESS_KEYS if k in self._record)})"
+        return f"HarnessView({', '.join(k for k in HARNESS_KEYS if k in self._record)})"
 
 
 class Facts:

@@ -19,7 +19,7 @@ from hsa import cache
 from hsa.records import clone, normalize
 from hsa.recipes import load_recipe
 from hsa.testing import records
-from hsa.transform import Facts, Harness, NotHarnessError, Skip, on_harness, sample_reusing
+from hsa.transform import Facts, HarnessView, NotHarnessError, Skip, on_harness, sample_reusing
 from tests.conftest import normalized_fixtures, without_hooks
 from tests.exact_support import exact
 
@@ -111,10 +111,10 @@ def test_every_harness_sampler_reads_the_harness_and_asks_the_rest():
     the trajectory it must ask through facts, or its draws could be reused where they should not be)."""
     for rec in FIXTURE:
         for t in _leaves():
-            harness = Harness(rec)
+            harness = HarnessView(rec)
             t.sample_harness(harness, Facts(rec), random.Random(0))
             assert set(harness.read) <= {"tools", "skill_tool", "skills", "hooks", "prompt"}
-    h = Harness(FIXTURE[0])
+    h = HarnessView(FIXTURE[0])
     with pytest.raises(NotHarnessError, match="facts.ask"):
         h["messages"]
     with pytest.raises(NotHarnessError):

@@ -26,7 +26,7 @@ import re
 from typing import ClassVar
 
 from hsa.records import Record, clone
-from hsa.transform import Facts, Harness, Skip, Transform, check_choices, check_probability, register
+from hsa.transform import Facts, HarnessView, Skip, Transform, check_choices, check_probability, register
 
 __all__ = ["HookSync", "HookRenameLocals", "HookRestyle", "HookMessageFormat", "StripRetries",
            "MESSAGE_PREFIXES", "MESSAGE_SUFFIXES", "MESSAGE_SWAPS", "reword", "REWORDED_NOTE"]
@@ -186,7 +186,7 @@ class HookRenameLocals(Transform):
         check_probability(self.p, "p")
         check_probability(self.p_hook, "p_hook")
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         from hsa.codemods.locals import fresh_name, identifiers_of, local_units
         from hsa.hooks_model import entry_of
 
@@ -215,7 +215,7 @@ class HookRenameLocals(Transform):
             return Skip("no renameable local drawn")
         return {"hooks": chosen}
 
-    def apply_harness(self, harness: Harness, params: dict) -> dict:
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
         from hsa.codemods.analysis import carry
         from hsa.codemods.locals import rename_locals_edits
         from hsa.hooks_model import entry_of
@@ -252,7 +252,7 @@ class HookRestyle(Transform):
         check_probability(self.p, "p")
         check_choices("kinds", self.kinds, RESTYLE_KINDS)
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         from hsa.codemods.restyle import restyle_sites
 
         hooks = harness.get("hooks") or []
@@ -275,7 +275,7 @@ class HookRestyle(Transform):
             return Skip("no restyle site drawn")
         return {"hooks": chosen}
 
-    def apply_harness(self, harness: Harness, params: dict) -> dict:
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
         from hsa.codemods.analysis import carry_requoted
         from hsa.codemods.restyle import restyle
         from hsa.hooks_model import entry_of

@@ -25,7 +25,7 @@ from hsa.mapping import Mapping
 from hsa.names import DIALECT_NAME_RULES, is_legal_param
 from hsa.records import Record
 from hsa.renames import hook_literals, record_tokens, text_fields
-from hsa.transform import Facts, Harness, Skip, Transform, check_probability, register
+from hsa.transform import Facts, HarnessView, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms.tool_functional import check_banks as _check_banks
 from transforms.tool_functional import check_range as _check_range
@@ -96,7 +96,7 @@ class Reorder(Transform):
         if not (self.tools or self.properties or self.required):
             raise ValueError("tool.reorder with tools, properties and required all false changes nothing")
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         out: dict[str, Any] = {}
         names = [t["name"] for t in harness["tools"]]
         if self.tools and len(names) > 1:
@@ -128,7 +128,7 @@ class Reorder(Transform):
             return Skip("nothing to reorder (one tool, objects with one property)")
         return out
 
-    def apply_harness(self, harness: Harness, params: dict) -> dict:
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
         return {"tools": F.reorder({"tools": harness["tools"]}, params)["tools"]}
 
 
@@ -167,7 +167,7 @@ class Describe(Transform):
             raise ValueError(f"max_words must be >= 1 (got {self.max_words})")
         _check_banks(self.banks)
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         texts = []
         # the domain reads meta, the prompt, the skills and the system text: a question of the record
         domain = facts.ask(harness_domain) if "paraphrase" in self.modes else None
@@ -184,7 +184,7 @@ class Describe(Transform):
             return Skip("no description changed (none drawn, or no bank phrase and already short)")
         return {"texts": texts}
 
-    def apply_harness(self, harness: Harness, params: dict) -> dict:
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
         return {"tools": F.set_descriptions({"tools": harness["tools"]}, params["texts"], self.name)["tools"]}
 
 
@@ -397,7 +397,7 @@ class Distractors(Transform):
             return F.pool_tools(self.pool_file)
         return load_banks(tuple(self.banks))["tools"]
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         lo, hi = _check_range(self.n, "n")
         tools = harness["tools"]
         dialect = tools[0]["dialect"] if tools else "openai"

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from hsa.names import is_identifier_like, is_legal, is_legal_param, split_words
 from hsa.records import Record
 from hsa.renames import (hook_literals, param_mentions, record_tokens, rename_tools, word_name_free, word_uses)
-from hsa.transform import Facts, Harness, Skip, Transform, check_probability, register
+from hsa.transform import Facts, HarnessView, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms._toolhooks import hooks_read_whole_input
 from transforms._toolnames import (CONVENTION_STYLES, DEFAULT_PREFIXES, MIXED_PREFIXES, NAME_STYLES, RANDOM_STYLES,
@@ -92,7 +92,7 @@ class ToolRename(Transform):
                              "{namespace} for the namespace's name")
         check_banks(self.banks)
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         names = [t["name"] for t in harness["tools"]]
         if not names:
             return Skip("no tools")
@@ -194,7 +194,7 @@ class ParamRename(Transform):
         check_range(self.mask_len, "mask_len", 1)
         check_banks(self.banks)
 
-    def sample_harness(self, harness: Harness, facts: Facts, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         literals = hook_literals(harness)
         owners, per_tool = F.tools_named_paths(harness["tools"])
         taken = facts.ask_set(record_tokens)
