@@ -15,6 +15,8 @@ from hsa.mapping import Mapping
 from hsa.records import Record, RecordError, denormalize, normalize
 from hsa.recipes import hold_out, load_recipe, recipe_from_dict, recipe_to_dict, save_recipe
 from hsa.transform import (
+    Facts,
+    HarnessView,
     OneOf,
     Sequence,
     Skip,
@@ -37,6 +39,8 @@ __all__ = [
     "normalize",
     "denormalize",
     "Transform",
+    "HarnessView",
+    "Facts",
     "Skip",
     "register",
     "registry",
