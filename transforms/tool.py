@@ -209,9 +209,9 @@ class DropDescriptions(Transform):
         if not (self.tools or self.params):
             raise ValueError("tool.drop_descriptions with tools=false and params=false drops nothing")
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         drop = []
-        for tool, ptr, _ in F.descriptions(record):
+        for tool, ptr, _ in F.descriptions({"tools": harness["tools"]}):
             if (ptr is None and not self.tools) or (ptr is not None and not self.params):
                 continue
             if rng.random() < self.p:
@@ -220,8 +220,8 @@ class DropDescriptions(Transform):
             return Skip("no description drawn")
         return {"drop": drop}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.drop_descriptions(record, params["drop"], self.name)
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
+        return {"tools": F.drop_descriptions({"tools": harness["tools"]}, params["drop"], self.name)["tools"]}
 
 
 # --------------------------------------------------------------------------- structure
