@@ -31,7 +31,7 @@ from hsa.prompt_model import PromptSite, commit, locate
 from hsa.records import Record
 from hsa.renames import hook_literals, record_tokens, rename_skills, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
-from hsa.transform import Skip, Transform, check_choices, check_probability, register
+from hsa.transform import Facts, HarnessView, Skip, Transform, check_choices, check_probability, register
 from transforms import skill_functional as F
 from transforms._banks import group_table
 from transforms._domains import harness_domain
@@ -61,6 +61,7 @@ from transforms.skill_functional import (
 
 __all__ = [
     "SkillRename",
+    "words_in_texts",
     "SkillDescribe",
     "SkillRestructure",
     "SkillCatalog",
@@ -190,6 +191,15 @@ def _names_list(names: list[str], most: int = 6) -> str:
 # =========================================================================== skill.rename
 
 
+def words_in_texts(record: Record, names: tuple[str, ...]) -> list[str]:
+    """The ``names`` that occur as whole tokens in the record's free text, sorted (a question ``skill.rename`` asks:
+    a plain-word skill name used in the prose keeps its name)."""
+    found: set[str] = set()
+    for text in text_fields(record):
+        found.update(find_tokens(text, list(names)))
+    return sorted(found)
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class SkillRename(Transform):
@@ -229,19 +239,17 @@ class SkillRename(Transform):
             except BankError as exc:
                 raise ValueError(str(exc)) from None
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        skills = record.get("skills") or []
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        skills = harness.get("skills") or []
         names = [s["name"] for s in skills]
         if not names:
             return Skip("no skills")
         dialect = skill_dialect(names)
-        reserved = {t["name"] for t in record["tools"]} | F.declared_params(record)
+        reserved = {t["name"] for t in harness["tools"]} | F.declared_params(harness)
         plain = [n for n in names if not is_identifier_like(n)]
-        ambiguous: set[str] = set()
-        if plain:
-            for text in text_fields(record):
-                ambiguous.update(find_tokens(text, plain))
-        taken = record_tokens(record) | hook_literals(record)
+        ambiguous = set(facts.ask(words_in_texts, tuple(plain))) if plain else set()
+        tokens = facts.ask_set(record_tokens)  # a new name is none of the record's tokens and no hook literal
+        literals = hook_literals(harness)
         synonyms = _synonym_table(tuple(self.banks)) if "synonym" in self.styles else {}
         styles = [s for s in self.styles if s != "snake" or dialect == "hat"]
         renames: dict[str, str] = {}
@@ -252,8 +260,8 @@ class SkillRename(Transform):
                 for _ in range(1 if style in _SKILL_CONVENTIONS else 8):
                     cand = new_skill_name(old, style, rng, dialect=dialect, synonyms=synonyms,
                                           opaque_len=self.opaque_len)
-                    if (cand != old and cand not in taken and cand not in renames.values()
-                            and is_legal_skill_name(cand, dialect)):
+                    if (cand != old and cand not in literals and cand not in tokens
+                            and cand not in renames.values() and is_legal_skill_name(cand, dialect)):
                         return cand
             return old
 
