@@ -535,8 +535,6 @@ def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:
     return True
 
 
-
-
 class NotHarnessError(LookupError):
     """A sampler on the harness read a key of the record that is not part of the harness."""
 
