@@ -232,6 +232,15 @@ def _script_decision(value: Any, event: str) -> dict:
 # ---------------------------------------------------------------------------- mapping payloads and outputs
 
 
+def content_text(content: Any) -> Any:
+    """A message's text: the string, or the text parts of a content list joined (None for no text)."""
+    if isinstance(content, list):
+        texts = [p["text"] if isinstance(p, dict) else p for p in content
+                 if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
+        return "".join(texts) if texts else None
+    return content
+
+
 def map_content(content: Any, fn: Callable[[str], str]) -> Any:
     """A message's ``content`` with ``fn`` applied to its text: a string, or each text part of a list of
     parts (``{"type": "text", "text": ...}`` or bare strings; other parts and other values as they are)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from hsa import _json
 from hsa import cache as _cache
+from hsa.hooks_model import content_text
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, read_row
@@ -551,15 +552,6 @@ def _parses(source: str) -> bool:
     return True
 
 
-def _content_text(content: Any) -> Any:
-    """A message's text: the string, or the text parts of a content list joined (None for no text)."""
-    if isinstance(content, list):
-        texts = [p["text"] if isinstance(p, dict) else p for p in content
-                 if (isinstance(p, dict) and isinstance(p.get("text"), str)) or isinstance(p, str)]
-        return "".join(texts) if texts else None
-    return content
-
-
 def _links_follow(source: Record, variant: Record) -> list[Violation]:
     """Tool results name the tool of their call; the skill tool (and its argument) follows its tool."""
     out: list[Violation] = []
@@ -644,7 +636,7 @@ def _check_injected(source: Record, se: dict, variant: Record, ve: dict, i: int)
     def injected(rec, ev):
         idx = ev.get("message_index")
         if isinstance(idx, int) and 0 <= idx < len(rec["messages"]):
-            return _content_text(rec["messages"][idx].get("content"))
+            return content_text(rec["messages"][idx].get("content"))
         return None
 
     out = []
@@ -658,8 +650,8 @@ def _check_injected(source: Record, se: dict, variant: Record, ve: dict, i: int)
     sj, vj = se.get("message_index"), ve.get("message_index")
     if isinstance(sj, int) and isinstance(vj, int) and 0 < sj <= len(source["messages"]) \
             and 0 < vj <= len(variant["messages"]):
-        judged_src = _content_text(source["messages"][sj - 1].get("content"))
-        judged_var = _content_text(variant["messages"][vj - 1].get("content"))
+        judged_src = content_text(source["messages"][sj - 1].get("content"))
+        judged_var = content_text(variant["messages"][vj - 1].get("content"))
         sp, vp = se.get("payload") or {}, ve.get("payload") or {}
         for key, value in sp.items():
             if isinstance(value, str) and value and value == judged_src and vp.get(key) != judged_var:

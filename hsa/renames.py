@@ -15,7 +15,7 @@ from hsa import _json, _patch
 from hsa import cache as _cache
 from hsa.cache import lru as _lru
 from hsa.context import current as _current
-from hsa.hooks_model import map_content
+from hsa.hooks_model import content_text, map_content
 from hsa.mentions import mention_renamer, prose_uses
 from hsa.names import find_tokens, is_identifier_like, replace_tokens
 from hsa.rename_texts import (LEGACY_MENTIONS, harness_names, hook_literals, legacy_param_renamer, names_renamer,
@@ -162,6 +162,32 @@ def _sync_hooks(record: Record, step: dict, before) -> None:
 
 def _unchanged(text: str) -> str:
     return text
+
+
+def _injected_decisions(record: Record) -> list[int]:
+    """The indexes of the hook events whose decision message is the text of the message they injected (at their
+    ``message_index``): what invariant 6 holds them to (:func:`_decisions_follow`)."""
+    msgs = record["messages"]
+    out = []
+    for k, ev in enumerate(record.get("hook_events") or ()):
+        d, i = (ev.get("decision"), ev.get("message_index")) if isinstance(ev, dict) else (None, None)
+        if isinstance(d, dict) and isinstance(d.get("message"), str) and isinstance(i, int) \
+                and 0 <= i < len(msgs) and d["message"] == content_text(msgs[i].get("content")):
+            out.append(k)
+    return out
+
+
+def _decisions_follow(record: Record, injected: list[int]) -> None:
+    """After a step rewrote the messages' texts: each event of ``injected`` (:func:`_injected_decisions`, taken
+    before) gets the text its injected message has now as its decision message. The event list is replaced, and an
+    event that changes with it (a decision dict is shared with the input, never edited)."""
+    events = list(record["hook_events"])
+    for k in injected:
+        ev = events[k]
+        text = content_text(record["messages"][ev["message_index"]].get("content"))
+        if isinstance(text, str) and text != ev["decision"]["message"]:
+            events[k] = {**ev, "decision": {**ev["decision"], "message": text}}
+    record["hook_events"] = events
 
 
 def _map_hook_payloads(record: Record, step: dict, text_fn: Callable[[str], str] | None = None) -> None:
@@ -426,8 +452,12 @@ def _clone_for_step(record: Record, i: int) -> Record:
 
 def _finish_step(out: Record, step: dict, *, calls_only: bool = True) -> Record:
     """The step's message carry on ``out`` (calls only, unless ``calls_only`` is false: the messages are then
-    ``out``'s own), its hook payloads, and the step appended to the mapping."""
+    ``out``'s own, and a hook event whose decision message is the message it injected keeps saying what that message
+    says), its hook payloads, and the step appended to the mapping."""
+    injected = None if calls_only else _injected_decisions(out)
     _carry_steps(out["messages"], (step,), calls_only=calls_only)
+    if injected:
+        _decisions_follow(out, injected)
     _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out

@@ -508,3 +508,35 @@ def test_structural_transforms_skip_records_whose_hooks_read_inputs_whole():
         assert "as a whole" in t.sample(src, random.Random(0)).reason
     params = T.SwapNames(params_p=1.0).sample(src, random.Random(0))
     assert params["params"] == [] and params["tools"]
+
+
+def test_a_swap_keeps_a_hook_decision_saying_what_its_injected_message_says():
+    """Regression (found by the property suite): a parameter swap whose mentions follow in every text (a name no
+    other tool declares) rewrote the message a hook injected but not the hook event's decision message, so
+    invariant 6 failed ("injected message and decision disagree"). The decision now follows its message."""
+    raw = {"id": "swap-hook", "tools": [
+        {"type": "function", "function": {"name": "check_cart", "parameters": {"type": "object", "properties": {
+            "cart_id": {"type": "string"}, "coupon_code": {"type": "string"}}}}},
+        {"type": "function", "function": {"name": "view_cart", "parameters": {"type": "object", "properties": {
+            "cart_id": {"type": "string"}}}}}],
+        "messages": [
+            {"role": "user", "content": "Check my cart."},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "check_cart", "arguments": {"cart_id": "7"}}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "system", "content": [{"type": "text", "text": "check_cart needs coupon_code."}]},
+            {"role": "assistant", "content": "Done."}],
+        "hook_events": [{"hook": "check_params", "message_index": 3,
+                         "payload": {"tool_name": "check_cart", "tool_input": {"cart_id": "7"}},
+                         "decision": {"decision": "retry", "message": "check_cart needs coupon_code."}}]}
+    swapped = 0
+    for seed in range(12):
+        report = assert_task_preserving(T.SwapNames(tools=False, p=1.0, params_p=1.0), raw, seed)
+        if not report.applied:
+            continue
+        rec = normalize(raw)
+        variant = T.SwapNames(tools=False, p=1.0, params_p=1.0).apply(rec, report.applied[0]["params"])
+        ev = variant["hook_events"][0]
+        assert ev["decision"]["message"] == variant["messages"][3]["content"][0]["text"]
+        swapped += ev["decision"]["message"] != "check_cart needs coupon_code."
+    assert swapped  # some seed swapped the named parameter: the test can tell
