@@ -106,12 +106,17 @@ def _old_apply_values(record, step):
     out = _clone_for_step(record, i)
     out["tools"][i]["parameters"] = map_schema_values(out["tools"][i]["parameters"], step["path"], step["map"])
     if step.get("texts"):
+        from hsa.renames import _decisions_follow, _injected_decisions
+
         table = {a: b for a, b in step["map"] if isinstance(a, str) and isinstance(b, str)}
         out = copy_for_texts(out, table)
+        injected = _injected_decisions(out)  # a hook's decision says what the message it injected says
         results = {k: m["content"] for k, m in enumerate(out["messages"]) if m.get("role") == "tool" and "content" in m}
         map_texts(out, lambda s: replace_tokens(s, table), names=table)
         for k, content in results.items():
             out["messages"][k]["content"] = content
+        if injected:
+            _decisions_follow(out, injected)
     out["mapping"] = list(out["mapping"])
     _old_rewrite_calls(out, step)
     from hsa.renames import _map_hook_payloads
