@@ -166,7 +166,10 @@ def _unchanged(text: str) -> str:
 
 def _injected_decisions(record: Record) -> list[int]:
     """The indexes of the hook events whose decision message is the text of the message they injected (at their
-    ``message_index``): what invariant 6 holds them to (:func:`_decisions_follow`)."""
+    ``message_index``): what invariant 6 holds them to (:func:`_decisions_follow`). The appliers whose message carry
+    rewrites texts by the mention rules (a parameter's rename or swap, a value step with ``texts``) take them before
+    the carry and make the decisions follow after it; the tool and skill renames keep an injected message on the
+    hook's own rule instead (:func:`_map_injected`), which their event sync applies to the decision too."""
     msgs = record["messages"]
     out = []
     for k, ev in enumerate(record.get("hook_events") or ()):
@@ -359,6 +362,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     step = {"op": "params", "tool": tool, "paths": rename_pairs(renames)}
     if not legacy and (own or everywhere):
         step["mentions"] = {k: v for k, v in (("own", own), ("all", everywhere)) if v}
+    injected = _injected_decisions(out)
     _carry_steps(out["messages"], (step,))  # the step's message carry: calls, mentions in messages
     if own_fn is not None:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
         rename_in_tool_texts(out["tools"][idx], own_fn, own or renames_leaves(renames), shared_schemas)
@@ -373,6 +377,8 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
             out["skill_tool"]["argument"] = renames[arg]
     _sync_hooks(out, step, hooks_before)
     _map_hook_payloads(out, step, reply_fn)
+    if injected:  # the event sync maps a decision by the hook's rule; the message took the mentions too
+        _decisions_follow(out, injected)
     out["mapping"].append(step)
     return out
 
@@ -456,9 +462,9 @@ def _finish_step(out: Record, step: dict, *, calls_only: bool = True) -> Record:
     says), its hook payloads, and the step appended to the mapping."""
     injected = None if calls_only else _injected_decisions(out)
     _carry_steps(out["messages"], (step,), calls_only=calls_only)
+    _map_hook_payloads(out, step)
     if injected:
         _decisions_follow(out, injected)
-    _map_hook_payloads(out, step)
     out["mapping"].append(step)
     return out
 

@@ -510,13 +510,12 @@ def test_structural_transforms_skip_records_whose_hooks_read_inputs_whole():
     assert params["params"] == [] and params["tools"]
 
 
-def test_a_swap_keeps_a_hook_decision_saying_what_its_injected_message_says():
-    """Regression (found by the property suite): a parameter swap whose mentions follow in every text (a name no
-    other tool declares) rewrote the message a hook injected but not the hook event's decision message, so
-    invariant 6 failed ("injected message and decision disagree"). The decision now follows its message."""
-    raw = {"id": "swap-hook", "tools": [
+def _cart_with_hook(param: str, text: str) -> dict:
+    """A record whose hook injected ``text`` (and recorded it as its decision) after a call of ``check_cart``, a tool
+    that declares ``param`` (no other tool does) beside ``cart_id`` (``view_cart`` declares it too)."""
+    return {"id": "cart-hook", "tools": [
         {"type": "function", "function": {"name": "check_cart", "parameters": {"type": "object", "properties": {
-            "cart_id": {"type": "string"}, "coupon_code": {"type": "string"}}}}},
+            "cart_id": {"type": "string"}, param: {"type": "string"}}}}},
         {"type": "function", "function": {"name": "view_cart", "parameters": {"type": "object", "properties": {
             "cart_id": {"type": "string"}}}}}],
         "messages": [
@@ -524,19 +523,39 @@ def test_a_swap_keeps_a_hook_decision_saying_what_its_injected_message_says():
             {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
                 "name": "check_cart", "arguments": {"cart_id": "7"}}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-            {"role": "system", "content": [{"type": "text", "text": "check_cart needs coupon_code."}]},
+            {"role": "system", "content": [{"type": "text", "text": text}]},
             {"role": "assistant", "content": "Done."}],
         "hook_events": [{"hook": "check_params", "message_index": 3,
                          "payload": {"tool_name": "check_cart", "tool_input": {"cart_id": "7"}},
-                         "decision": {"decision": "retry", "message": "check_cart needs coupon_code."}}]}
-    swapped = 0
-    for seed in range(12):
-        report = assert_task_preserving(T.SwapNames(tools=False, p=1.0, params_p=1.0), raw, seed)
-        if not report.applied:
-            continue
-        rec = normalize(raw)
-        variant = T.SwapNames(tools=False, p=1.0, params_p=1.0).apply(rec, report.applied[0]["params"])
-        ev = variant["hook_events"][0]
-        assert ev["decision"]["message"] == variant["messages"][3]["content"][0]["text"]
-        swapped += ev["decision"]["message"] != "check_cart needs coupon_code."
-    assert swapped  # some seed swapped the named parameter: the test can tell
+                         "decision": {"decision": "retry", "message": text}}]}
+
+
+def _decisions_follow_messages(transform, raw: dict) -> int:
+    """Run ``transform`` on ``raw`` over 20 seeds, every invariant checked; the injected message and the recorded
+    decision agree in each variant. How many variants changed the injected message."""
+    changed = 0
+    text = raw["hook_events"][0]["decision"]["message"]
+    for seed in range(20):
+        report = assert_task_preserving(transform, raw, seed)
+        if report.applied:
+            variant = transform.apply(normalize(raw), report.applied[0]["params"])
+            message = variant["messages"][3]["content"][0]["text"]
+            assert variant["hook_events"][0]["decision"]["message"] == message
+            changed += message != text
+    return changed
+
+
+def test_a_swap_keeps_a_hook_decision_saying_what_its_injected_message_says():
+    """Regression (found by the property suite): a parameter swap whose mentions follow in every text (a name no
+    other tool declares) rewrote the message a hook injected but not the hook event's decision message, so
+    invariant 6 failed ("injected message and decision disagree"). The decision now follows its message."""
+    raw = _cart_with_hook("coupon_code", "check_cart needs coupon_code.")
+    assert _decisions_follow_messages(T.SwapNames(tools=False, p=1.0, params_p=1.0), raw)  # the test can tell
+
+
+@pytest.mark.parametrize("text", ["check_cart needs the coupon parameter.", "check_cart needs `coupon`."])
+def test_a_param_rename_keeps_a_hook_decision_saying_what_its_injected_message_says(text):
+    """The same for tool.param_rename: a plain-word parameter named in reference form in an injected message is
+    renamed there by the step's mentions, which the event sync (identifier-like names only) did not apply to the
+    decision: 3 of 11 applied seeds failed invariant 6 before."""
+    assert _decisions_follow_messages(T.ParamRename(p=1.0), _cart_with_hook("coupon", text))  # the test can tell
