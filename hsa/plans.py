@@ -8,7 +8,8 @@ work on the harness gave:
 
 - a leaf that samples and applies on the harness (:meth:`hsa.transform.Transform.sample_harness`,
   :meth:`~hsa.transform.Transform.apply_harness`): its params (or its skip) and the parts it made, by the harness
-  parts it read and its answers to the questions it asked of the rest of the record (``LeafRun.harness``);
+  parts it read and its answers to the questions it asked of the rest of the record (``LeafRun.harness``, with
+  the draws of the next kind);
 - a leaf that :attr:`~hsa.transform.Transform.carries_steps`: the harness parts and the mapping steps its apply
   gave, by its params and the parts it read (:data:`hsa.renames.STEP_PARTS`), kept from the second record that
   asks for them on (a slot that serves one variant pays no check), each checked once against the plain apply;
@@ -52,15 +53,16 @@ class LeafRun:
     of what it gave, each with what it read (``[inputs, ...]``, newest last), and how many variants took what it
     gave from it (``taken``)."""
 
-    __slots__ = ("leaf", "seed", "harness", "steps", "drawn", "taken")
+    __slots__ = ("leaf", "seed", "harness", "steps", "taken")
 
     def __init__(self, leaf: Any, seed: int):
         self.leaf = leaf
         self.seed = seed
         # a part read is [value, whether it is the source's own part of a DIGEST_KEYS key, its exact key or None]
-        self.harness: list = []  # [keys read, parts read, questions, params or Skip, parts made or None]
+        # a sample_harness leaf's draws: [keys read, parts read, questions, params or Skip, parts made (by an
+        # apply_harness leaf) or None]
+        self.harness: list = []
         self.steps: list = []  # [params key, parts read, (parts made, steps, their compiled carry) or None while seen once]
-        self.drawn: list = []  # a sample_harness leaf's draws: [keys read, parts read, questions, params or Skip]
         self.taken = 0
 
     def is_for(self, leaf: Any, seed: int) -> bool:
@@ -131,7 +133,7 @@ class PlanTable:
         """The table's counts, and over the plans it holds: their leaf runs, the branches that hold a leaf's work
         (``kept``) and the leaf runs that a variant took from a plan instead of running the leaf (``taken``)."""
         runs = [r for p in self._data.values() for r in p.runs]
-        kept = sum(sum(b[3] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps) for r in runs)
+        kept = sum(sum(b[4] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps) for r in runs)
         return {"plans": len(self._data), "max_plans": self.max_plans, "hits": self.hits, "misses": self.misses,
                 "evictions": self.evictions, "leaf_runs": len(runs), "kept": kept,
                 "taken": sum(r.taken for r in runs)}

@@ -442,25 +442,13 @@ def _name_the_raiser(exc: Exception, t: Transform) -> None:
 
 def _run_on_harness(t: Transform, record: Record, seed: int, run: LeafRun, source: Record | None, applied: list,
                     skipped: list) -> Record:
-    """:func:`_run_leaf` of a leaf that samples and applies on the harness, under a pool: what it gave (params or
-    skip, and the harness parts it made) taken from the branch of the slot plan's leaf run ``run`` whose harness
-    parts read and answers ``record`` has alike, else sampled and applied here and kept as a new branch (up to
-    :data:`hsa.plans.BRANCHES`, the oldest dropped). The parts made are shared by the records that take them, read
-    only."""
+    """:func:`_run_leaf` of a leaf that samples and applies on the harness, under a pool: its params (or skip) and
+    the harness parts it made, from the slot plan's leaf run ``run`` (:func:`_on_harness_branch`). The parts made
+    are shared by the records that take them, read only."""
     try:
-        asked_now: dict = {}
-        for keys, read, questions, params, made in reversed(run.harness):
-            if _same_read(_parts_read(keys, record, source), read) and _same_answers(record, questions, asked_now):
-                run.taken += 1
-                break
-        else:
-            harness, facts = HarnessView(record), Facts(record, log=[])
-            params = t.sample_harness(harness, facts, random.Random(seed))
-            made = None if isinstance(params, Skip) else t.apply_harness(harness, params)
-            keys = tuple(harness.read)  # what the apply read too
-            questions = tuple((is_set, fn, args, dict(answer) if is_set else answer)
-                              for is_set, fn, args, answer in facts.log)
-            _keep(run.harness, [keys, _parts_read(keys, record, source), questions, params, made])
+        branch, taken = _on_harness_branch(t, record, seed, run.harness, source, apply=True)
+        run.taken += taken
+        params, made = branch[3], branch[4]
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
@@ -478,7 +466,7 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
     """:func:`_run_leaf` of a leaf that samples on the harness, under a pool: its params taken from the draws the
     slot plan's entry ``run`` holds (:func:`sample_reusing`), else drawn; then applied as usual."""
     try:
-        params = sample_reusing(t, record, seed, None if run is None else run.drawn, slot.source)
+        params = sample_reusing(t, record, seed, None if run is None else run.harness, slot.source)
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
@@ -494,30 +482,34 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
 def sample_reusing(t: Transform, record: Record, seed: int, drawn: list | None, source: Record | None = None
                    ) -> dict | Skip:
     """The params ``t.sample_harness`` draws for ``record`` with ``random.Random(seed)``, taken from ``drawn`` (the
-    draws of this leaf run kept so far: ``[parts read, their values, questions, params]``, newest last) when one
-    of them read harness parts that ``record`` has alike (the same objects, both the source's part of a key the
-    harness digest pins, or equal exactly) and asked questions that ``record`` answers alike; else drawn, and the
-    draw kept in ``drawn`` (up to :data:`_ALTERNATIVES`, the oldest dropped). The same params as a draw, without
-    it: a draw is a function of the seed, the harness parts it read and the answers it got. ``drawn`` None: drawn,
-    nothing kept."""
+    draws of this leaf run kept so far, :func:`_on_harness_branch`) when one of them fits ``record``, else drawn and
+    kept there. The same params as a draw, without it: a draw is a function of the seed, the harness parts it read
+    and the answers it got. ``drawn`` None: drawn, nothing kept."""
     if drawn is None:
         return t.sample_harness(HarnessView(record), Facts(record), random.Random(seed))
-    asked_now: dict = {}  # each question asked of this record once, whatever the alternatives
-    for keys, read, questions, params in reversed(drawn):
-        if _same_read(_parts_read(keys, record, source), read) and _same_answers(record, questions, asked_now):
-            return params  # shared, read only (as every kept params: applies never modify their params)
+    return _on_harness_branch(t, record, seed, drawn, source, apply=False)[0][3]
+
+
+def _on_harness_branch(t: Transform, record: Record, seed: int, branches: list, source: Record | None, *,
+                       apply: bool) -> tuple[list, bool]:
+    """The branch of ``branches`` (a leaf run's: ``[keys read, parts read, questions, params or Skip, parts made or
+    None]``, newest last) that ``record`` takes, and True; or a new one, sampled (and with ``apply`` applied) on
+    ``record``'s harness, kept in ``branches`` (up to :data:`hsa.plans.BRANCHES`, the oldest dropped), and False.
+    A record takes a branch when it has the harness parts the branch read alike (the same objects, both the
+    source's part of a key the harness digest pins, or equal exactly) and answers the questions it asked alike."""
+    asked_now: dict = {}  # each question asked of this record once, whatever the branches
+    for branch in reversed(branches):
+        if _same_read(_parts_read(branch[0], record, source), branch[1]) and \
+                _same_answers(record, branch[2], asked_now):
+            return branch, True
     harness, facts = HarnessView(record), Facts(record, log=[])
     params = t.sample_harness(harness, facts, random.Random(seed))
-    keys = tuple(harness.read)
+    made = t.apply_harness(harness, params) if apply and not isinstance(params, Skip) else None
+    keys = tuple(harness.read)  # what the apply read too
     questions = tuple((is_set, fn, args, dict(answer) if is_set else answer) for is_set, fn, args, answer in facts.log)
-    drawn.append([keys, _parts_read(keys, record, source), questions, params])
-    if len(drawn) > _ALTERNATIVES:
-        del drawn[0]
-    return params
-
-
-#: How many draws (parts read, answers, params) :func:`sample_reusing` keeps per leaf run of a slot.
-_ALTERNATIVES = 4
+    branch = [keys, _parts_read(keys, record, source), questions, params, made]
+    _keep(branches, branch)
+    return branch, False
 
 
 def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:

@@ -19,7 +19,7 @@ from tests.test_golden_outputs import _bench_augment
 
 def _kept(table: PlanTable) -> int:
     """The leaf-run branches that hold what a harness-level leaf gave, over every plan of ``table``."""
-    return sum(sum(b[3] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps)
+    return sum(sum(b[4] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps)
                for p in table._data.values() for r in p.runs)
 
 
