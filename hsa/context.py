@@ -42,7 +42,7 @@ class WorkerContext:
     """The state of one worker process (see the module's docstring). Every field may be read; the engines set
     ``recipe``, ``options`` and ``key``; the data path fills ``plans``, ``caches`` and ``last_undo``."""
 
-    __slots__ = ("recipe", "options", "exec_hooks", "key", "plans", "caches", "last_undo", "serial")
+    __slots__ = ("recipe", "options", "key", "plans", "caches", "last_undo", "serial")
 
     _made = 0
 
@@ -54,11 +54,16 @@ class WorkerContext:
         self.serial = WorkerContext._made  # tells the cache handles of :mod:`hsa.cache` their tables are stale
         self.recipe = recipe
         self.options: dict = dict(options or {})
-        self.exec_hooks = bool(self.options.get("exec_hooks", True))  # hooks may run (and the process allows it)
         self.key = key
         self.plans = PlanTable(size_from_env(memoising()) if max_plans is None else max_plans)
         self.caches: dict = {}  # name -> hsa.cache.ByteLRU, made on first use
         self.last_undo: list = []  # [variant, steps undone, what undoing them gives] (hsa.renames.with_restore)
+
+    @property
+    def exec_hooks(self) -> bool:
+        """Whether this run lets hooks run (its ``exec_hooks`` option, on by default); the process may still forbid
+        it (:func:`hsa.sandbox.set_execution`)."""
+        return bool(self.options.get("exec_hooks", True))
 
     def cache_stats(self) -> dict[str, dict]:
         """Hits, misses, evictions, entries and bytes of each cache of this context."""

@@ -47,8 +47,7 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
     policy = options.pop("hook_sandbox", None)  # --hook-sandbox: this process's, not augment_record's
     ctx = current()
     ctx.recipe = recipe_from_dict(recipe_config)
-    ctx.options = options
-    ctx.exec_hooks = bool(options.get("exec_hooks", True))  # for this run: hsa.sandbox.execution_enabled reads it
+    ctx.options = options  # exec_hooks among them: hsa.sandbox.execution_enabled reads it for this run
     if policy is not None:
         from hsa.sandbox import set_policy
 

@@ -30,14 +30,14 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
         if workers <= 1:
             thresholds = gc.get_threshold()  # this is the caller's process: put them back after, and the run's
             ctx = current_context()  # settings in its context (its plans and caches stay warm for the next run)
-            settings = ctx.recipe, ctx.options, ctx.exec_hooks
+            settings = ctx.recipe, ctx.options
             try:
                 init_worker(recipe_config, options, modules=modules)
                 for batch in batches(items, batch_size):
                     yield from work(batch)
             finally:
                 gc.set_threshold(*thresholds)
-                ctx.recipe, ctx.options, ctx.exec_hooks = settings
+                ctx.recipe, ctx.options = settings
             return
         import multiprocessing as mp
 
