@@ -32,11 +32,6 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-try:
-    import orjson as _orjson
-except ImportError:  # pragma: no cover
-    _orjson = None
-
 from hsa import _json
 from hsa.steps import Step
 from hsa.names import replace_tokens
@@ -519,20 +514,15 @@ def import_agents_hooks(source: str) -> list[dict]:
 def schema_examples(schema: dict, *, limit: int = 6) -> list[dict]:
     """A few argument objects for a tool schema: all properties, required only, each enum value, empty.
 
-    Looked up by the schema's JSON bytes (``hook.schema_examples``: the records of a harness repeat their schemas;
-    a schema as a JSON parser makes it, so a tuple reads as the list it is written as); each call gets its own
-    objects."""
-    from hsa import cache
+    A fact of the schema (:func:`hsa.schema_facts.schema_fact`, exact: the examples copy its values), worked out
+    once per schema; each call gets its own objects."""
+    from hsa.schema_facts import schema_fact
 
-    key = cache.exact_key(schema)
-    if not isinstance(key, bytes):  # NaN, a big int, a None...: made afresh
-        return _schema_examples(schema, limit)
-    c = cache.lru("hook.schema_examples", 4 << 20)
-    hit = c.get((key, limit))
-    if hit is None:  # the schema holds no NaN, infinity or big int, so neither does what is made from it
-        hit = _orjson.dumps(_schema_examples(schema, limit))
-        c.put((key, limit), hit, len(key) + len(hit) + 200)
-    return _orjson.loads(hit)
+    return _json.copy(schema_fact(schema, _schema_examples, limit, exact=True, size=_examples_size))
+
+
+def _examples_size(examples: list) -> int:
+    return 3 * len(repr(examples))
 
 
 def _schema_examples(schema: dict, limit: int) -> list[dict]:

@@ -17,6 +17,7 @@ from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
 from hsa.records import Record, RecordError, denormalize, iter_calls, read_row
 from hsa.rename_texts import stale_references
+from hsa.schema_facts import schema_fact
 from hsa.steps import RestoreStep
 from hsa.renames import text_fields
 from hsa.violations import Violation
@@ -25,34 +26,26 @@ __all__ = ["Violation", "check_record", "check_variant", "check_consistency", "v
            "clip", "error_detail", "leaf_params"]
 
 
-_VALIDATORS = _cache.lru("invariants.validators", 32 << 20)  # compiled once per distinct schema, bounded by bytes
-
-
 def validator_for(schema: dict):
-    """A compiled jsonschema validator for ``schema``, cached by a digest of the schema's canonical JSON."""
-    import hashlib
+    """A compiled jsonschema validator for ``schema``: a fact of the schema (:func:`hsa.schema_facts.schema_fact`,
+    exact: it reads the schema's values), compiled once per schema."""
+    return schema_fact(schema, _compile_validator, exact=True, size=_validator_size)
 
-    cache = _VALIDATORS
-    exact = _cache.digest(schema)  # exact (key order too): cheaper than the canonical JSON, which a miss makes
-    v = cache.get(exact)
-    if v is not None:
-        return v
-    key = _json.canonical(schema)
-    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    v = cache.get(digest)
-    if v is not None:
-        return cache.put(exact, v, 3 * len(key) + 2000)
+
+def _validator_size(validator: Any) -> int:
+    return 1600  # the validator itself and its lazy sub-validators (its schema is the entry's own copy)
+
+
+def _compile_validator(schema: dict):
     import jsonschema
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    if cls is not jsonschema.Draft202012Validator or not _check_schema_moot(key):
+    if cls is not jsonschema.Draft202012Validator or not _check_schema_moot(_json.canonical(schema)):
         try:
             cls.check_schema(schema)
         except jsonschema.SchemaError:
             cls = jsonschema.Draft202012Validator
-    v = cls(schema, format_checker=None)
-    cache.put(digest, v, 3 * len(key) + 2000)  # the validator holds the schema and its lazy sub-validators
-    return cache.put(exact, v, 3 * len(key) + 2000)
+    return cls(schema, format_checker=None)
 
 
 def _check_schema_moot(key: str) -> bool:
@@ -316,24 +309,20 @@ def _reached(value: Any, prefix: tuple, out: set) -> None:
             _reached(v, prefix + ("[]",), out)
 
 
-_SKELETON_PATHS = _cache.lru("invariants.skeleton_paths", 4 << 20)
-
-
 def _skeleton_paths(schema: Any) -> frozenset:
-    """The paths :func:`_reached` finds in ``_skeleton(schema) or {}``, looked up by the schema's JSON text (the
-    skeleton follows from its keys and nesting); read only."""
-    try:
-        key = _json.dumps_bytes(schema)
-    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits): walked
-        key = None
-    hit = _SKELETON_PATHS.get(key) if key is not None else None
-    if hit is None:
-        found: set = set()
-        _reached(_skeleton(schema) or {}, (), found)
-        hit = frozenset(found)
-        if key is not None:
-            _SKELETON_PATHS.put(key, hit, len(key) + 120 * len(hit) + 200)
-    return hit
+    """The paths :func:`_reached` finds in ``_skeleton(schema) or {}``: a fact of the schema
+    (:func:`hsa.schema_facts.schema_fact`; the skeleton follows from its keys and nesting); read only."""
+    return schema_fact(schema, _skeleton_paths_of, size=_paths_size)
+
+
+def _skeleton_paths_of(schema: Any) -> frozenset:
+    found: set = set()
+    _reached(_skeleton(schema) or {}, (), found)
+    return frozenset(found)
+
+
+def _paths_size(paths: frozenset) -> int:
+    return 120 * len(paths)
 
 
 def _carried_as_is(mapping: Mapping, name: str) -> bool:

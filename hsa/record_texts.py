@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from typing import Any
 
 from hsa import _json
@@ -19,6 +18,7 @@ from hsa.hooks_model import map_content
 from hsa.mapping import ARRAY
 from hsa.names import is_plain_token, text_tokens
 from hsa.records import Record
+from hsa.schema_facts import schema_fact
 
 __all__ = ["content_parts", 
     "map_schema_descriptions",
@@ -261,9 +261,9 @@ def _message_text_count(record: Record) -> int:
 
 
 def _texts_tokens(texts: tuple[str, ...]) -> frozenset[str]:
-    """The tokens of ``texts``, kept per tuple of texts (``renames.text_tokens``): records of one harness share the
-    tuple of its texts, and the message texts stay the same strings from one sampler to the next until a rename
-    rewrites them."""
+    """The tokens of ``texts``, kept per tuple of texts (``texts.tokens``): records of one harness share the tuple
+    of its texts, and the message texts stay the same strings from one sampler to the next until a rename rewrites
+    them."""
     hit = _TEXT_TOKENS.get(texts)
     if hit is None:
         hit = _TEXT_TOKENS.put(texts, frozenset().union(*map(text_tokens, texts)),
@@ -271,39 +271,22 @@ def _texts_tokens(texts: tuple[str, ...]) -> frozenset[str]:
     return hit
 
 
-_TEXT_TOKENS = _lru("renames.text_tokens", 16 << 20)
+_TEXT_TOKENS = _lru("texts.tokens", 32 << 20)
 
 
 def _tools_tokens(tools: list[dict]) -> frozenset[str]:
-    """The tools' names and the tokens of their schemas (:func:`_schema_tokens`), kept per the tool list's JSON
-    (``renames.tools_tokens``): the samplers of a variant mostly see the same tools one after the other."""
-    try:
-        key = _json.dumps_bytes(tools)
-    except (TypeError, ValueError):  # not JSON (a record built in code)
-        return frozenset({t["name"] for t in tools}).union(*(_schema_tokens(t["parameters"]) for t in tools))
-    hit = _TOOLS_TOKENS.get(key)
-    if hit is None:
-        hit = frozenset({t["name"] for t in tools}).union(*(_schema_tokens(t["parameters"]) for t in tools))
-        hit = _TOOLS_TOKENS.put(key, hit, len(key) + 80 * len(hit) + 200)
-    return hit
-
-
-_TOOLS_TOKENS = _lru("renames.tools_tokens", 16 << 20)
+    """The tools' names and the tokens of their schemas (:func:`_schema_tokens`, a fact of each schema)."""
+    return frozenset({t["name"] for t in tools}).union(*(_schema_tokens(t["parameters"]) for t in tools))
 
 
 def _schema_tokens(schema: Any) -> frozenset[str]:
-    """The tokens of a parameter schema's texts and its declared property names (but ``"[]"``), cached per schema
-    JSON: variants of a record mostly keep their schemas."""
-    try:
-        encoded = _json.dumps(schema)
-    except (TypeError, ValueError):  # not JSON (a record built in code)
-        return _schema_tokens_of(schema)
-    return _schema_tokens_cached(encoded)
+    """The tokens of a parameter schema's texts and its declared property names (but ``"[]"``): a fact of the
+    schema (:func:`hsa.schema_facts.schema_fact`), worked out once per schema."""
+    return schema_fact(schema, _schema_tokens_of, size=_set_size)
 
 
-@lru_cache(maxsize=8192)
-def _schema_tokens_cached(encoded: str) -> frozenset[str]:
-    return _schema_tokens_of(_json.loads(encoded))
+def _set_size(words: frozenset) -> int:
+    return 80 * len(words)
 
 
 def _schema_tokens_of(schema: Any) -> frozenset[str]:
@@ -333,7 +316,7 @@ def texts_hold(record: Record, names: list[str]) -> bool:
     """Whether a token rename of ``names`` by :func:`map_texts` could change a text of ``record``, or the test
     cannot tell (a prompt without a section list, which :func:`copy_for_texts` would add): False means it changes
     nothing, and no copy is needed. Plain names (:func:`hsa.names.is_plain_token`) are looked up in the tokens of
-    the texts map_texts rewrites (kept per tuple of texts, ``record_texts.rewritten_tokens``: the value steps of
+    the texts map_texts rewrites (kept per tuple of texts, ``texts.tokens``: the value steps of
     one ``tool.values`` ask one after the other); other names are searched for as substrings."""
     if not names:
         return False
@@ -344,15 +327,8 @@ def texts_hold(record: Record, names: list[str]) -> bool:
     skip = schema_skipper(names)
     texts = rewritten_texts(record, schemas=skip is None or not skip([t["parameters"] for t in record["tools"]]))
     if all(is_plain_token(n) for n in names):
-        hit = _REWRITTEN_TOKENS.get(texts)
-        if hit is None:
-            hit = _REWRITTEN_TOKENS.put(texts, frozenset().union(*map(text_tokens, texts)),
-                                        3 * sum(map(len, texts)) + 8 * len(texts) + 200)
-        return not hit.isdisjoint(names)
+        return not _texts_tokens(texts).isdisjoint(names)
     return any(n in text for text in texts for n in names)
-
-
-_REWRITTEN_TOKENS = _lru("record_texts.rewritten_tokens", 16 << 20)
 
 
 def rewritten_texts(record: Record, *, schemas: bool = True) -> tuple[str, ...]:
@@ -370,44 +346,38 @@ def _rewritten_schema_texts(schema: Any, out: list[str]) -> None:
 
 
 def _schema_texts_by_json(schema: Any, *, rewritten: bool) -> tuple[str, ...]:
-    """:func:`schema_texts` (``rewritten``: :func:`_rewritten_schema_texts`) of ``schema``, kept per its JSON text
-    (``record_texts.schema_texts``; the texts follow from the keys and strings it writes exactly)."""
-    walk = _rewritten_schema_texts if rewritten else schema_texts
-    try:
-        key = (rewritten, _json.dumps_bytes(schema))
-    except (TypeError, ValueError):  # not JSON (a record built in code)
-        out: list[str] = []
-        walk(schema, out)
-        return tuple(out)
-    hit = _SCHEMA_TEXTS.get(key)
-    if hit is None:
-        out = []
-        walk(schema, out)
-        hit = _SCHEMA_TEXTS.put(key, tuple(out), len(key[1]) + 2 * sum(map(len, out)) + 8 * len(out) + 200)
-    return hit
+    """:func:`schema_texts` (``rewritten``: :func:`_rewritten_schema_texts`) of ``schema``: a fact of the schema
+    (:func:`hsa.schema_facts.schema_fact`; the texts follow from the keys and strings its JSON writes)."""
+    return schema_fact(schema, _schema_texts_of, rewritten, size=_texts_size)
 
 
-_SCHEMA_TEXTS = _lru("record_texts.schema_texts", 16 << 20)
+def _schema_texts_of(schema: Any, rewritten: bool) -> tuple[str, ...]:
+    out: list[str] = []
+    (_rewritten_schema_texts if rewritten else schema_texts)(schema, out)
+    return tuple(out)
+
+
+def _texts_size(texts: tuple[str, ...]) -> int:
+    return 2 * sum(map(len, texts)) + 8 * len(texts)
 
 
 # --------------------------------------------------------------------------- declared parameters
 
 
 def param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:
-    """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``)."""
+    """All property paths declared by ``schema`` (objects at any depth, arrays as ``"[]"``); from the root, a fact
+    of the schema (:func:`hsa.schema_facts.schema_fact`: the paths follow from its keys and nesting)."""
     if prefix or not isinstance(schema, dict):
         return _param_paths(schema, prefix)
-    try:  # the paths follow from the schema's JSON text (its keys and nesting): cached per text
-        key = _json.dumps_bytes(schema)
-    except (TypeError, ValueError):  # not JSON (ints beyond 64 bits, a record built in code)
-        return _param_paths(schema, ())
-    hit = _PATHS.get(key)
-    if hit is None:
-        hit = _PATHS.put(key, tuple(_param_paths(schema, ())), 2 * len(key) + 200)
-    return list(hit)
+    return list(schema_fact(schema, _root_paths, size=_paths_size))
 
 
-_PATHS = _lru("renames.param_paths", 8 << 20)
+def _root_paths(schema: Any) -> tuple[tuple, ...]:
+    return tuple(_param_paths(schema, ()))
+
+
+def _paths_size(paths: tuple) -> int:
+    return 100 * len(paths)
 
 
 def _param_paths(schema: Any, prefix: tuple = ()) -> list[tuple]:

@@ -27,7 +27,7 @@ def test_a_fresh_context_has_its_own_caches_and_plans_and_the_one_before_comes_b
     outer = current()
     param_paths(SCHEMA)
     param_paths(SCHEMA)
-    paths = cache.lru("renames.param_paths", 8 << 20)
+    paths = cache.lru("schema.facts", 64 << 20)
     hits = paths.hits
     assert hits >= 1 and len(paths) >= 1
     outer.plans.get(("h", 0))
@@ -36,8 +36,8 @@ def test_a_fresh_context_has_its_own_caches_and_plans_and_the_one_before_comes_b
         assert paths.hits == 0 and len(paths) == 0  # the handle reads the inner context's table
         assert param_paths(SCHEMA) == [("city",), ("when",), ("when", "day")]
         assert paths.misses == 1 and len(inner.plans) == 0
-        assert "renames.param_paths" in inner.caches and inner.caches["renames.param_paths"] is not \
-            outer.caches["renames.param_paths"]
+        assert "schema.facts" in inner.caches and inner.caches["schema.facts"] is not \
+            outer.caches["schema.facts"]
     assert current() is outer
     assert paths.hits == hits and len(outer.plans) >= 1  # untouched by the inner block
     param_paths(SCHEMA)
@@ -79,7 +79,7 @@ def test_a_context_made_with_memoising_off_keeps_nothing(monkeypatch):
         param_paths(SCHEMA)
         param_paths(SCHEMA)
         assert ctx.plans.max_plans == 0
-        assert ctx.caches["renames.param_paths"].hits == 0 and len(ctx.caches["renames.param_paths"]) == 0
+        assert ctx.caches["schema.facts"].hits == 0 and len(ctx.caches["schema.facts"]) == 0
 
 
 def test_a_ray_worker_process_is_set_up_once_per_configuration():

@@ -168,7 +168,7 @@ def test_schema_examples_from_the_cache_are_the_examples_and_the_callers_own():
             assert repr(got) == repr(want)
             if got and got[0]:
                 got[0]["mutated"] = 1
-    assert cache.caches()["hook.schema_examples"].hits > 0
+    assert cache.caches()["schema.facts"].hits > 0
 
 
 def test_payloads_for_gives_private_exact_copies():
@@ -182,13 +182,16 @@ def test_payloads_for_gives_private_exact_copies():
         assert all(a is not b for a, b in zip(payloads, want))
 
 
-def test_schema_examples_cache_stays_within_its_byte_budget():
-    """A stream of distinct schemas (a long input with its own tools per record) fills hook.schema_examples up to
-    its budget and no further."""
+def test_schema_examples_stay_within_the_schema_facts_byte_budget(monkeypatch):
+    """A stream of distinct schemas (a long input with its own tools per record) fills schema.facts up to its
+    budget (here scaled down to 3.2 MiB) and no further."""
+    from hsa.context import WorkerContext, use
     from hsa.hooks_model import schema_examples
 
-    c = cache.lru("hook.schema_examples", 4 << 20)
-    for k in range(3000):
-        schema_examples({"type": "object", "properties": {f"p{k}": {"type": "string", "enum": ["x" * 500, "y"]},
-                                                          "q": {"type": "integer", "minimum": k}}})
-    assert 0 < c.bytes <= c.max_bytes and c.evictions > 0
+    monkeypatch.setenv("HSA_CACHE_SCALE", "0.05")
+    with use(WorkerContext()):
+        c = cache.lru("schema.facts", 64 << 20)
+        for k in range(3000):
+            schema_examples({"type": "object", "properties": {f"p{k}": {"type": "string", "enum": ["x" * 500, "y"]},
+                                                              "q": {"type": "integer", "minimum": k}}})
+        assert 0 < c.bytes <= c.max_bytes == int((64 << 20) * 0.05) and c.evictions > 0

@@ -98,6 +98,12 @@ def test_undo_leaves_its_input_alone_and_equals_the_step_by_step_inverse():
     assert _slow_same(canonicalize(variant)["messages"], source["messages"])
 
 
+def _added_names_cache():
+    from hsa import invariants
+
+    return invariants._ADDED_NAMES  # the handle: the current context's table, made on first use
+
+
 def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
     """invariants.added_names: a variant whose distractor is named like a source tool is rejected on a hit too."""
     from hsa.invariants import check_variant
@@ -116,15 +122,15 @@ def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
     variant["tools"].append(extra)
     bad = clone(variant)
     bad["tools"][-1]["name"] = "get"  # maps back onto source tool 'get'
-    cache.caches()["invariants.added_names"].clear()
+    _added_names_cache().clear()
 
     def reasons(v):
         return [x.reason for x in check_variant(source, v, closure=False) if x.reason == "added name equals a source name"]
 
     first = [reasons(bad), reasons(variant)]
-    hits = cache.caches()["invariants.added_names"].hits
+    hits = _added_names_cache().hits
     assert [reasons(bad), reasons(variant)] == first == [["added name equals a source name"], []]
-    assert cache.caches()["invariants.added_names"].hits == hits + 2
+    assert _added_names_cache().hits == hits + 2
     monkeypatch.setenv("HSA_CACHE", "0")
     cache.clear()
     assert [reasons(bad), reasons(variant)] == first
@@ -179,8 +185,8 @@ def test_restored_view_is_what_the_restore_step_gives():
 
 
 def test_param_paths_from_the_cache_are_the_walk_and_the_callers_own():
-    """renames.param_paths: the cached paths equal the walk's, a caller may change its list, 1 and 1.0 (which
-    name no path) share an entry, and key order (which orders the paths) does not."""
+    """param_paths, a fact of the schema (schema.facts): the kept paths equal the walk's, a caller may change its
+    list, and key order (which orders the paths) makes another entry."""
     from hsa.record_texts import _param_paths, param_paths
 
     schema = {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": {"default": 1}}},

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from hsa import _json
+from hsa import schema_facts
 from hsa import invariants as verify
 from hsa.mapping import Mapping
 from hsa.names import find_tokens, is_identifier_like
@@ -53,7 +54,7 @@ ODD_SCHEMAS = [
 def test_validator_class_is_the_one_check_schema_gives(fixture_records):
     """validator_for draws the class the full check_schema path draws, for fixture and odd schemas."""
     schemas = [t["parameters"] for r in fixture_records[:40] for t in normalize(r)["tools"]] + ODD_SCHEMAS
-    verify._VALIDATORS.clear()
+    schema_facts._TABLE.clear()
     for schema in schemas:
         assert type(verify.validator_for(schema)) is _class_with_check(schema), schema
 

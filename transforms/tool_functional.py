@@ -22,6 +22,7 @@ from hsa.mapping import ARRAY
 from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_legal_param, is_plain_token, split_words,
                        text_tokens)
 from hsa.records import Record, clone, iter_calls, normalize_schema
+from hsa.schema_facts import schema_fact
 from hsa.renames import STEP_APPLIERS, owned_copy, param_paths, rename_params
 from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
 from transforms._banks import load_banks
@@ -646,21 +647,13 @@ def number_texts(value: Any) -> list[str]:
 def value_nodes(schema: dict) -> tuple[tuple[tuple, tuple[str, ...] | None, tuple[str, ...], bool], ...]:
     """``(path, string enum or None, canonical texts of the values the node lists, whether it has a default and no
     const)`` for every path of :func:`value_paths` (each has a node): the enum (:func:`string_enum`) and its
-    ``default`` / ``const``. A function
-    of the schema alone, kept per its exact JSON (``tool.value_nodes``): the records of a harness share it."""
-    from hsa.cache import exact_key
-
-    try:
-        key = exact_key(schema)
-    except (TypeError, ValueError):  # pragma: no cover - exact_key falls back to repr
-        return _value_nodes(schema)
-    hit = _VALUE_NODES.get(key)
-    if hit is None:
-        hit = _VALUE_NODES.put(key, _value_nodes(schema), 3 * len(key) + 200)
-    return hit
+    ``default`` / ``const``. A fact of the schema (:func:`hsa.schema_facts.schema_fact`, exact: it reads the
+    schema's values): the records of a harness share it."""
+    return schema_fact(schema, _value_nodes, exact=True, size=_nodes_size)
 
 
-_VALUE_NODES = _lru("tool.value_nodes", 8 << 20)
+def _nodes_size(nodes: tuple) -> int:
+    return 300 * len(nodes)
 
 
 def _value_nodes(schema: dict) -> tuple:

@@ -1,0 +1,105 @@
+"""hsa.schema_facts: a schema's facts are worked out once per schema content, from the entry's own copy, and the
+key tells apart what each fact reads (NaN or infinity from null for the facts that read values)."""
+
+from __future__ import annotations
+
+import math
+
+from hsa import cache
+from hsa.context import WorkerContext, use
+from hsa.schema_facts import schema_fact
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "description": "The city"},
+                                           "n": {"type": "integer", "default": 3}}}
+
+
+def _calls():
+    seen: list = []
+
+    def keys(schema, *args):
+        seen.append(args)
+        return tuple(schema["properties"]) + args
+
+    return keys, seen
+
+
+def test_a_fact_is_worked_out_once_per_schema_content_and_args():
+    keys, seen = _calls()
+    with use(WorkerContext()):
+        assert schema_fact(SCHEMA, keys) == ("city", "n")
+        assert schema_fact({**SCHEMA}, keys) == ("city", "n")  # an equal fresh object: the same entry
+        assert schema_fact(SCHEMA, keys, 1) == ("city", "n", 1)  # other args: another value of the entry
+        assert seen == [(), (1,)]
+        reordered = {"properties": SCHEMA["properties"], "type": "object"}
+        schema_fact(reordered, keys)  # key order is content: another entry
+        assert len(seen) == 3 and len(cache.lru("schema.facts", 1)) == 2
+
+
+def test_a_fact_reads_its_own_copy_not_the_callers_object():
+    def first_description(schema):
+        return schema["properties"]["city"]["description"]
+
+    mine = {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}}}
+    with use(WorkerContext()):
+        schema_fact(mine, lambda s: None)  # the entry is made; the next fact is worked out later
+        mine["properties"]["city"]["description"] = "changed after the entry was made"
+        again = {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}}}
+        assert schema_fact(again, first_description) == "The city"
+
+
+def test_nan_and_null_share_structure_facts_but_not_value_facts():
+    def defaults(schema):
+        return repr(schema["properties"]["x"]["default"])
+
+    def names(schema):
+        return tuple(schema["properties"])
+
+    nan = {"properties": {"x": {"default": math.nan}}}
+    null = {"properties": {"x": {"default": None}}}
+    with use(WorkerContext()):
+        assert schema_fact(nan, defaults, exact=True) == "nan"
+        assert schema_fact(null, defaults, exact=True) == "None"
+        assert schema_fact(nan, defaults, exact=True) == "nan"
+        assert schema_fact(nan, names) == schema_fact(null, names) == ("x",)
+
+
+def test_a_schema_orjson_cannot_write_is_worked_out_each_time_or_kept_by_its_repr():
+    keys, seen = _calls()
+    big = {"properties": {"n": {"minimum": 2 ** 70}}}
+    with use(WorkerContext()):
+        assert schema_fact(big, keys) == ("n",) and schema_fact(big, keys) == ("n",)
+        assert len(seen) == 2  # a structure fact of a schema without JSON bytes: worked out each time
+        assert schema_fact(big, keys, exact=True) == ("n",) and schema_fact(big, keys, exact=True) == ("n",)
+        assert len(seen) == 3  # exact: kept under its repr
+
+
+def test_memoising_off_works_every_fact_out_every_time(monkeypatch):
+    monkeypatch.setenv("HSA_CACHE", "0")
+    keys, seen = _calls()
+    with use(WorkerContext()):
+        schema_fact(SCHEMA, keys)
+        schema_fact(SCHEMA, keys)
+    assert len(seen) == 2
+
+
+def test_the_data_path_facts_equal_their_walks():
+    from hsa.hooks_model import _schema_examples, schema_examples
+    from hsa.invariants import _skeleton_paths, _skeleton_paths_of, validator_for
+    from hsa.record_texts import _param_paths, _schema_texts_by_json, _schema_texts_of, param_paths
+
+    schema = {"type": "object", "required": ["q"], "properties": {
+        "q": {"type": "string", "description": "What to look for", "enum": ["a", "b"]},
+        "opts": {"type": "object", "title": "Options", "properties": {"limit": {"type": "integer", "default": 5}}},
+        "tags": {"type": "array", "items": {"type": "string", "description": "One tag"}}}}
+    with use(WorkerContext()):
+        for _ in range(2):
+            assert param_paths(schema) == _param_paths(schema)
+            assert _skeleton_paths(schema) == _skeleton_paths_of(schema)
+            for rewritten in (False, True):
+                assert _schema_texts_by_json(schema, rewritten=rewritten) == _schema_texts_of(schema, rewritten)
+            got = schema_examples(schema)
+            assert got == _schema_examples(schema, 6)
+            got[0]["q"] = "mutated by the caller"  # each call gets its own objects
+            v = validator_for(schema)
+            assert v.is_valid({"q": "a"}) and not v.is_valid({"q": "c"}) and not v.is_valid({})
+        assert validator_for(dict(schema)) is v
