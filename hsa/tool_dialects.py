@@ -373,9 +373,10 @@ _SCHEMA_KEY = {"openai": "parameters", "plain": "parameters", "gemini": "paramet
                "anthropic": "input_schema", "mcp": "inputSchema"}
 #: Other keys that datasets give a tool's parameter schema under (when the dialect's own key is absent).
 _SCHEMA_ALIASES = ("input_parameters", "params")
-#: The tools read so far, by a digest of (the raw tool, its position): a dataset's tools repeat from record to
-#: record, and so do a pool slot's variant tools when rows are read back. Bounded by bytes (``hsa.cache``).
-_TOOLS = _cache.lru("records.tools", 16 << 20)
+#: The tools read so far, by a digest of (the raw tool, its position), and whole tool lists, by their JSON bytes
+#: (:func:`normalize_tools`): a dataset's tools repeat from record to record, and so do a pool slot's variant tools
+#: when rows are read back. One table (the two kinds of key, a tuple and bytes, never meet), bounded by bytes.
+_TOOLS = _cache.lru("records.tools", 32 << 20)
 
 
 def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) -> Tool:
@@ -407,9 +408,9 @@ def _tool_entry(raw: Any, i: int, loaded: bool) -> tuple:
     return hit
 
 
-#: Whole tool lists read so far, by their JSON bytes: the rows of a shared harness, and a pool slot's variants
+#: Whole tool lists read so far, in the table of the tools: the rows of a shared harness, and a pool slot's variants
 #: read back, repeat their whole list (one look-up instead of one a tool).
-_TOOL_LISTS = _cache.lru("records.tool_lists", 16 << 20)
+_TOOL_LISTS = _TOOLS
 
 
 def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> list[Tool]:

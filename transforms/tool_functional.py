@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from hsa import _json
-from hsa.cache import lru as _lru
 from hsa.mapping import ARRAY
 from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_legal_param, is_plain_token, split_words,
                        text_tokens)
@@ -486,16 +485,33 @@ def pool_tools(path: str) -> tuple[dict, ...]:
 
 def internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
     """Pool tool ``raw`` in the internal form, in ``dialect`` (strict form when ``strict``): a fresh copy of what
-    :func:`_internal_tool` makes, which is kept per (pool tool, dialect, strict) (``tool.distractor_tool``):
-    pool tools are long-lived and the same few are drawn for every record of a harness."""
-    key = (id(raw), dialect, strict)
-    hit = _INTERNAL.get(key)
-    if hit is None or hit[0] is not raw:  # the pool tool itself is kept, so its id is not reused
-        hit = _INTERNAL.put(key, (raw, _internal_tool(raw, dialect, strict)), 4 * len(_json.dumps(raw)) + 200)
-    return _json.copy(hit[1])
+    :func:`_internal_tool` makes. Pool tools are static (the banks, a pool file) and the same few are drawn for
+    every record of a harness, so their internal forms are a static table (:func:`_internal_of`, by the pool
+    tool's exact content), loaded as they are drawn."""
+    return _json.copy(_internal_of(_ByContent(raw), dialect, strict))
 
 
-_INTERNAL = _lru("tool.distractor_tool", 4 << 20)
+class _ByContent:
+    """A JSON value as a hashable key: equal when their :func:`hsa.cache.exact_key` is (key order, ``1`` / ``1.0``
+    / ``True``, NaN / ``None`` told apart)."""
+
+    __slots__ = ("value", "key")
+
+    def __init__(self, value: Any):
+        from hsa.cache import exact_key
+
+        self.value, self.key = value, exact_key(value)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByContent) and self.key == other.key
+
+
+@lru_cache(maxsize=4096)
+def _internal_of(raw: _ByContent, dialect: str, strict: bool) -> dict:
+    return _internal_tool(raw.value, dialect, strict)
 
 
 def _internal_tool(raw: dict, dialect: str, strict: bool) -> dict:
