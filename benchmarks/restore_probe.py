@@ -4,8 +4,8 @@
 
 Runs ``hsa augment`` in this process with :func:`hsa.renames.with_restore` and its three parts timed (read back,
 undo, patch) and counts the variants whose read-back differs from the variant in a harness key or in its messages,
-then prints the totals and the hits of the caches that hold the restore's harness half today
-(``patch.harness``, ``renames.undone_harness``). The input for step 5 of docs/design-slot-plans.md (restore from
+then prints the totals, the slot plans' kept restore results (undone harness parts and patches, by kind) and the
+hits of ``patch.str_edits``. The input for step 5 of docs/design-slot-plans.md (restore from
 the plan): how much of a record's time the restore is, and how often the read-back is needed at all. The timers
 add their own overhead; it asserts nothing.
 """
@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import hsa.renames as renames
     from hsa import cache
+    from hsa.context import current
     from hsa.cli import main as hsa_main
 
     seconds: Counter = Counter()
@@ -67,9 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         rc = hsa_main(["augment", a.input, "--out", out, "--variants", str(a.variants), "--workers", "1", "--quiet"])
         total = time.perf_counter() - start
-    keep = ("patch.harness", "renames.undone_harness", "patch.str_edits")
+    kept = Counter(k[0] for plan in current().plans for k in plan.memo)
     print(json.dumps({"exit": rc, "run_s": round(total, 2), "seconds": {k: round(v, 2) for k, v in seconds.items()},
-                      "counts": dict(counts), "caches": {k: v for k, v in cache.stats().items() if k in keep}},
+                      "counts": dict(counts), "kept in plans": dict(kept),
+                      "caches": {k: v for k, v in cache.stats().items() if k == "patch.str_edits"}},
                      indent=1))
     return rc
 

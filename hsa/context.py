@@ -6,7 +6,8 @@ holds, between one record and the next:
 - the recipe, built once, and the run's options (set by :func:`hsa.pipeline.executor.init_worker`), among them
   whether hooks run (``exec_hooks``: ``hsa augment --no-exec-hooks`` turns it off for the run, not for the
   process; :func:`hsa.sandbox.execution_enabled` reads it);
-- the slot plan table (:class:`hsa.plans.PlanTable`): the harness-level work of each pool slot;
+- the slot plan table (:class:`hsa.plans.PlanTable`): the harness-level work of each pool slot, and the plan of
+  the variant being made and checked (``plan``: where the restore step and the variant check keep the slot's work);
 - the memo caches (:mod:`hsa.cache`), each by name;
 - the last undo that the restore step hands to the variant check (:func:`hsa.renames.undo_last`);
 - the configuration a Ray worker process was set up for (a Ray process runs many tasks; it is set up once per
@@ -40,9 +41,9 @@ __all__ = ["WorkerContext", "current", "use", "memoising", "STACK"]
 
 class WorkerContext:
     """The state of one worker process (see the module's docstring). Every field may be read; the engines set
-    ``recipe``, ``options`` and ``key``; the data path fills ``plans``, ``caches`` and ``last_undo``."""
+    ``recipe``, ``options`` and ``key``; the data path fills ``plans``, ``plan``, ``caches`` and ``last_undo``."""
 
-    __slots__ = ("recipe", "options", "key", "plans", "caches", "last_undo", "serial")
+    __slots__ = ("recipe", "options", "key", "plans", "plan", "caches", "last_undo", "serial")
 
     _made = 0
 
@@ -58,6 +59,7 @@ class WorkerContext:
         self.plans = PlanTable(size_from_env(memoising()) if max_plans is None else max_plans)
         self.caches: dict = {}  # name -> hsa.cache.ByteLRU, made on first use
         self.last_undo: list = []  # [variant, steps undone, what undoing them gives] (hsa.renames.with_restore)
+        self.plan = None  # the slot plan of the variant being made and checked (hsa.plans.SlotPlan), else None
 
     @property
     def exec_hooks(self) -> bool:
@@ -77,6 +79,7 @@ class WorkerContext:
             c.clear()
         self.plans.clear(size_from_env(memoising()))
         self.last_undo.clear()
+        self.plan = None
 
     def __repr__(self) -> str:
         recipe = None if self.recipe is None else getattr(self.recipe, "name", None) or type(self.recipe).__name__

@@ -12,6 +12,7 @@ from typing import Any
 
 from hsa import _json
 from hsa import cache as _cache
+from hsa.context import current as _current
 from hsa.hooks_model import content_text
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
@@ -348,17 +349,19 @@ def _nested(path: tuple) -> Any:
     return value
 
 
-_ADDED_NAMES = _cache.lru("invariants.added_names", 8 << 20)
-
-
 def _added_names_cached(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
-    """:func:`_check_added_names`, looked up by (source tools, variant tools, mapping steps but ``restore``): it
-    reads nothing else, and a ``restore`` step changes no name (records of one pool slot share the verdict)."""
-    key = _cache.digest(source["tools"], variant["tools"], [s for s, t in zip(mapping.steps, mapping.typed()) if not isinstance(t, RestoreStep)])
-    hit = _ADDED_NAMES.get(key)
+    """:func:`_check_added_names`, kept in the slot plan of the variant being checked
+    (:attr:`hsa.context.WorkerContext.plan`) by the digest of (source tools, variant tools, mapping steps but
+    ``restore``): it reads nothing else, and a ``restore`` step changes no name (records of one pool slot share the
+    verdict). Without a plan (``--harness-pool 0``, ``hsa validate``) it is checked afresh."""
+    plan = _current().plan
+    if plan is None:
+        return _check_added_names(source, variant, mapping)
+    key = ("added names", _cache.digest(source["tools"], variant["tools"],
+                                        [s for s, t in zip(mapping.steps, mapping.typed()) if not isinstance(t, RestoreStep)]))
+    hit = plan.recall(key)
     if hit is None:
-        hit = _ADDED_NAMES.put(key, tuple(_check_added_names(source, variant, mapping)),
-                               200 + 64 * len(source["tools"]))
+        hit = plan.keep(key, tuple(_check_added_names(source, variant, mapping)))
     return list(hit)
 
 

@@ -37,12 +37,14 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-__all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "DIGEST_KEYS"]
+__all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "MEMO", "DIGEST_KEYS"]
 
 #: The default bound of a plan table: 8 slots of 64 harnesses.
 DEFAULT_PLANS = 8 * 64
 #: How many branches (other parts read, other facts, other params) a leaf run keeps, the oldest dropped first.
 BRANCHES = 4
+#: How many results of the slot's checking work (:meth:`SlotPlan.recall`) a plan keeps, the oldest dropped first.
+MEMO = 24
 #: The harness keys the harness digest covers exactly (:func:`hsa.pipeline.harness_digest`): two records of one
 #: plan have equal values there. The prompt is not one: its section bodies are the trajectory's.
 DIGEST_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
@@ -70,12 +72,40 @@ class LeafRun:
 
 
 class SlotPlan:
-    """The leaf runs of one slot, in the order the slot's variants run them (:class:`LeafRun`)."""
+    """The leaf runs of one slot, in the order the slot's variants run them (:class:`LeafRun`), and what the slot's
+    variants worked out after the leaves, on the harness: the restore step's undone harness parts and patches, and
+    the variant check's added-names verdict (:meth:`recall`, :meth:`keep`).
 
-    __slots__ = ("runs",)
+    That work is a function of the harness parts and the mapping steps it reads, which a leaf that reads the
+    record (``tool.values``) can make differ between two variants of a slot; so each result is kept by the digest
+    of what it read, a branch of the plan, and at most :data:`MEMO` of them, the oldest dropped first. A result
+    lives and goes with its plan: no table of its own."""
+
+    __slots__ = ("runs", "memo")
 
     def __init__(self):
         self.runs: list[LeafRun] = []
+        self.memo: OrderedDict = OrderedDict()
+
+    def recall(self, key: tuple, default: Any = None) -> Any:
+        """What :meth:`keep` kept under ``key`` (``(kind, digest of what the work read)``), else ``default``."""
+        hit = self.memo.get(key, _MISSING)
+        if hit is _MISSING:
+            return default
+        self.memo.move_to_end(key)
+        return hit
+
+    def keep(self, key: tuple, value: Any) -> Any:
+        """Keep ``value`` under ``key`` (the oldest of more than :data:`MEMO` dropped); returns ``value``."""
+        memo = self.memo
+        memo[key] = value
+        memo.move_to_end(key)
+        if len(memo) > MEMO:
+            memo.popitem(last=False)
+        return value
+
+
+_MISSING = object()
 
 
 def size_from_env(memoising: bool = True) -> int:
@@ -129,12 +159,17 @@ class PlanTable:
     def __len__(self) -> int:
         return len(self._data)
 
+    def __iter__(self):
+        """The plans held, least recently used first."""
+        return iter(list(self._data.values()))
+
     def stats(self) -> dict:
         """The table's counts, and over the plans it holds: their leaf runs, the branches that hold a leaf's work
-        (``kept``) and the leaf runs that a variant took from a plan instead of running the leaf (``taken``)."""
+        (``kept``), the leaf runs that a variant took from a plan instead of running the leaf (``taken``) and the
+        results of the restore step and the variant check kept after the leaves (``memo``)."""
         runs = [r for p in self._data.values() for r in p.runs]
         kept = sum(sum(b[4] is not None for b in r.harness) + sum(b[2] is not None for b in r.steps) for r in runs)
         return {"plans": len(self._data), "max_plans": self.max_plans, "hits": self.hits, "misses": self.misses,
                 "evictions": self.evictions, "leaf_runs": len(runs), "kept": kept,
-                "taken": sum(r.taken for r in runs)}
+                "taken": sum(r.taken for r in runs), "memo": sum(len(p.memo) for p in self._data.values())}
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from hsa import _json, _patch
 from hsa import cache as _cache
-from hsa.cache import lru as _lru
 from hsa.context import current as _current
 from hsa.hooks_model import content_text, map_content
 from hsa.mentions import mention_renamer, prose_uses
@@ -632,8 +631,6 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
 #: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind).
 _SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep)
-_UNDONE = _lru("renames.undone_harness", 16 << 20)
-_UNDONE_SEEN = _lru("renames.undone_harness_seen", 1 << 20)
 
 
 def carries(record: Record, steps: Iterable[dict]) -> bool:
@@ -653,25 +650,30 @@ def _splits(record: Record, steps: list[dict]) -> bool:
 def _undo_split(record: Record, steps: list[dict]) -> bool:
     """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
     applies them, in two halves: the harness parts (:data:`STEP_PARTS`) by the plain appliers on the record
-    without its messages, kept per (steps, parts) as JSON (``renames.undone_harness``: the records of a harness
-    and pool slot undo the same steps on the same harness, whatever their trajectories), and the messages step by
-    step (their message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would
-    raise, the harness half raises the same (it runs every applier); the messages half raises nothing of its own. False (``record`` as
-    it was): the first sighting of these steps and parts, which the plain loop undoes (a harness seen once, a
-    record's own, costs no split)."""
+    without its messages, kept in the slot plan of the variant being made (:attr:`hsa.context.WorkerContext.plan`,
+    :meth:`hsa.plans.SlotPlan.keep`, by the digest of the steps and parts: the records of a harness and pool slot
+    undo the same steps on the same harness, whatever their trajectories), and the messages step by step (their
+    message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would raise, the
+    harness half raises the same (it runs every applier); the messages half raises nothing of its own. False
+    (``record`` as it was): no plan (``--harness-pool 0``, an undo outside augmentation), or the first sighting of
+    these steps and parts in the plan, which the plain loop undoes (a slot that serves one variant costs no
+    split)."""
+    plan = _current().plan
+    if plan is None:
+        return False
     parts = {k: record[k] for k in STEP_PARTS if k in record}
     try:
-        key = _cache.digest(steps, parts)
-    except (TypeError, ValueError):  # not JSON: no cache
+        key = ("undone", _cache.digest(steps, parts))
+    except (TypeError, ValueError):  # not JSON: no key
         return False
-    hit = _UNDONE.get(key)
+    hit = plan.recall(key, False)
+    if hit is False:  # the first sighting
+        plan.keep(key, None)
+        return False
     if hit is not None:
-        undone, plan = _json.loads(hit[0]), hit[1]
-    elif _UNDONE_SEEN.get(key) is None:
-        _UNDONE_SEEN.put(key, True, 100)
-        return False
+        undone, carry = _json.loads(hit[0]), hit[1]
     else:
-        plan = None
+        carry = None
         bare = {**record, "messages": [], "mapping": list(record["mapping"])}
         for step in steps:
             bare = _apply_step_in_place(bare, step)
@@ -681,9 +683,9 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
         except (TypeError, ValueError):
             data = None
         if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
-            plan = compile_carry(steps)
-            _UNDONE.put(key, (data, plan), 3 * len(data) + 200)
-    _carry_steps(record["messages"], steps, entries=plan, sift=True)
+            carry = compile_carry(steps)
+            plan.keep(key, (data, carry))
+    _carry_steps(record["messages"], steps, entries=carry, sift=True)
     record.update(undone)
     return True
 
@@ -763,25 +765,29 @@ _HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
 
 
 def _content_patch(a: dict, b: dict) -> dict | None:
-    """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key looked up by (key, its
-    value in ``a``, in ``b``) (``patch.harness``): records of one harness and pool slot undo to the same harness,
-    whatever their trajectories. The same patch as the diff of the whole, key by key; a hit is the cached patch
-    itself, which the variants of the slot share in their ``restore`` steps (read only, like every mapping step)."""
-    from hsa import cache
-
-    c = cache.lru("patch.harness", 32 << 20)
+    """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key kept in the slot plan of
+    the variant being made (:attr:`hsa.context.WorkerContext.plan`, by the digest of (key, its value in ``a``, in
+    ``b``)): records of one harness and pool slot undo to the same harness, whatever their trajectories. The same
+    patch as the diff of the whole, key by key; a kept patch is shared by the variants of the slot in their
+    ``restore`` steps (read only, like every mapping step)."""
+    plan = _current().plan
+    if plan is None:
+        return _patch.diff(a, b, str_edits=_str_edits, key_diff=_key_diff)
 
     def by_key(k: str, old: Any, new: Any) -> dict | None:
         if k not in _HARNESS_KEYS:
             return _patch.diff(old, new, str_edits=_str_edits)
-        key = cache.digest(k, old, new)
-        hit = c.get(key)
-        if hit is None:  # sized by its JSON text (a walk of the patch would cost as much as a miss saves)
-            sub = _patch.diff(old, new, str_edits=_str_edits)
-            hit = c.put(key, (sub,), 3 * len(_json.dumps(sub)) + 200)
+        key = ("patch", _cache.digest(k, old, new))
+        hit = plan.recall(key)
+        if hit is None:
+            hit = plan.keep(key, (_patch.diff(old, new, str_edits=_str_edits),))
         return hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
 
     return _patch.diff(a, b, str_edits=_str_edits, key_diff=by_key)
+
+
+def _key_diff(k: str, old: Any, new: Any) -> dict | None:
+    return _patch.diff(old, new, str_edits=_str_edits)
 
 
 def _str_edits(a: str, b: str) -> list | None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hsa import _patch, cache
+from hsa.context import WorkerContext, use
+from hsa.plans import SlotPlan
 from hsa.records import clone, normalize
 from hsa.renames import apply_step, canonicalize, undo
 from tests.exact_support import exact
@@ -98,14 +101,18 @@ def test_undo_leaves_its_input_alone_and_equals_the_step_by_step_inverse():
     assert _slow_same(canonicalize(variant)["messages"], source["messages"])
 
 
-def _added_names_cache():
+@contextmanager
+def _in_a_slot_plan():
+    """A fresh worker context whose variant in progress has a fresh slot plan (as hsa.pipeline.record sets it)."""
+    with use(WorkerContext()) as ctx:
+        ctx.plan = SlotPlan()
+        yield ctx.plan
+
+
+def test_added_names_verdict_is_the_same_from_the_slot_plan(monkeypatch):
+    """The added-names verdict kept in the slot plan: a variant whose distractor is named like a source tool is
+    rejected when the plan gives the verdict too, and without a plan (hsa validate) it is checked each time."""
     from hsa import invariants
-
-    return invariants._ADDED_NAMES  # the handle: the current context's table, made on first use
-
-
-def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
-    """invariants.added_names: a variant whose distractor is named like a source tool is rejected on a hit too."""
     from hsa.invariants import check_variant
 
     source = normalize({"id": "r", "messages": [
@@ -122,20 +129,19 @@ def test_added_names_verdict_is_the_same_from_the_cache(monkeypatch):
     variant["tools"].append(extra)
     bad = clone(variant)
     bad["tools"][-1]["name"] = "get"  # maps back onto source tool 'get'
-    _added_names_cache().clear()
+    checked = []
+    plain = invariants._check_added_names
+    monkeypatch.setattr(invariants, "_check_added_names", lambda *a: checked.append(1) or plain(*a))
 
     def reasons(v):
         return [x.reason for x in check_variant(source, v, closure=False) if x.reason == "added name equals a source name"]
 
-    first = [reasons(bad), reasons(variant)]
-    hits = _added_names_cache().hits
-    assert [reasons(bad), reasons(variant)] == first == [["added name equals a source name"], []]
-    assert _added_names_cache().hits == hits + 2
-    monkeypatch.setenv("HSA_CACHE", "0")
-    cache.clear()
-    assert [reasons(bad), reasons(variant)] == first
-    monkeypatch.delenv("HSA_CACHE")
-    cache.clear()
+    with _in_a_slot_plan() as plan:
+        first = [reasons(bad), reasons(variant)]
+        assert len(checked) == 2 and sum(k[0] == "added names" for k in plan.memo) == 2
+        assert [reasons(bad), reasons(variant)] == first == [["added name equals a source name"], []]
+        assert len(checked) == 2  # the plan gave both verdicts
+    assert [reasons(bad), reasons(variant)] == first and len(checked) == 4  # no plan: checked afresh
 
 
 def test_validators_told_apart_by_exact_schema():
@@ -222,9 +228,9 @@ def _json_copy(v):
     return json.loads(json.dumps(v))
 
 
-def test_content_patch_is_the_diff_of_the_whole_on_hits_too():
-    """with_restore's patch (harness keys looked up in patch.harness) is _patch.diff of the two contents, for
-    variants of records that share a harness (hits) and after the cache is emptied (misses)."""
+def test_content_patch_is_the_diff_of_the_whole_from_the_slot_plan_too():
+    """with_restore's patch (harness keys kept in the slot plan) is _patch.diff of the two contents, for variants
+    of records that share a harness (kept patches), in a fresh plan and without one."""
     import random
 
     from fixtures.livestream.generate import generate
@@ -243,14 +249,47 @@ def test_content_patch_is_the_diff_of_the_whole_on_hits_too():
                 back = undo(_as_written(out), n - (1 if any(s["op"] == "restore" for s in out["mapping"]) else 0))
                 pairs.append((content_of(back), content_of(src)))
     assert len(pairs) > 6
-    c = cache.lru("patch.harness", 32 << 20)
-    for rounds in range(2):
-        hits = c.hits
-        for a, b in pairs:
-            assert _content_patch(a, b) == _patch.diff(a, b)
-        if rounds == 0:
-            c.clear()
-    assert c.hits > hits
+    for a, b in pairs:
+        assert _content_patch(a, b) == _patch.diff(a, b)  # no plan
+    for fresh in range(2):
+        with _in_a_slot_plan() as plan:
+            for rounds in range(2):
+                for a, b in pairs:
+                    assert _content_patch(a, b) == _patch.diff(a, b)
+                if rounds == 0:
+                    kept = dict(plan.memo)
+            assert kept and all(k[0] == "patch" for k in kept)
+            assert all(plan.memo[k] is v for k, v in kept.items() if k in plan.memo)  # the kept patches, reused
+
+
+def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo():
+    """The restore step's undo in a slot plan: the first sighting of (steps, harness parts) undoes by the plain
+    loop, the next ones split the harness half (kept in the plan) from the messages; every one gives what the plain
+    undo gives, and the plan keeps at most MEMO results."""
+    import random
+
+    from fixtures.livestream.generate import generate
+    from hsa.plans import MEMO
+    from hsa.recipes import load_recipe
+    from hsa.renames import _as_written
+    from hsa.transform import run
+
+    recipe = load_recipe("tools")
+    cases = []
+    for rec in generate(8, seed=3, harnesses=1):
+        src = normalize({k: v for k, v in rec.items() if k not in ("hooks", "hook_events")})
+        for k in range(2):
+            out, applied, _ = run(recipe, src, random.Random(k))  # the same draws on records of one harness
+            if applied:
+                cases.append((_as_written(out), len(out["mapping"]) - len(src["mapping"])))
+    assert len(cases) >= 8
+    want = [undo(r, n) for r, n in cases]  # no plan: the plain loop
+    with _in_a_slot_plan() as plan:
+        for rounds in range(3):
+            for (r, n), w in zip(cases, want):
+                assert _slow_same(undo(r, n), w)
+        kept = [v for k, v in plan.memo.items() if k[0] == "undone"]
+        assert any(v is not None for v in kept) and len(plan.memo) <= MEMO
 
 
 def test_a_shared_restore_patch_is_not_changed_by_canonicalize():

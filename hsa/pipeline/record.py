@@ -292,7 +292,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     digest = harness_digest(source) if harness_pool and not noop else None
     recipe_key = config_key(recipe) if digest is not None else None  # the plans of another recipe are others
     order = _slot_order(seed, source["id"], harness_pool) if harness_pool else None
-    plans = current().plans if digest is not None else None
+    ctx = current()
+    plans = ctx.plans if digest is not None else None
     for k in range(1, variants + 1):
         if harness_pool:
             slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
@@ -301,24 +302,28 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         else:
             rng = rng_for(seed, source["id"], k)
             if harness_pool:
-                rng = slot_rng(seed, digest, slot, rng, plans.get((digest, slot, seed, recipe_key)))
+                ctx.plan = plans.get((digest, slot, seed, recipe_key)) if plans is not None else None
+                rng = slot_rng(seed, digest, slot, rng, ctx.plan)
         try:
-            if not noop:
-                variant, applied, skipped = run(recipe, source, rng)
-        except Exception as exc:  # a transform bug must not take the run down: count it
-            reason = f"transform error: {type(exc).__name__}"
-            stats.variants_failed += 1
-            stats.variant_failures[reason] += 1
-            if getattr(exc, "hsa_transform", None):
-                stats.failed[(exc.hsa_transform, reason)] += 1
-            rejects.append(_reject(item, reason, str(exc)[:500], source["id"], k))
-            continue
-        for name, why in skipped:
-            stats.skipped[(name, why)] += 1
-        if variant is source:  # nothing applied: the source itself, checked above (invariant 5)
-            problems = []
-        else:  # the check hsa validate runs on every variant row (3 holds by construction; tested)
-            problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
+            try:
+                if not noop:
+                    variant, applied, skipped = run(recipe, source, rng)
+            except Exception as exc:  # a transform bug must not take the run down: count it
+                reason = f"transform error: {type(exc).__name__}"
+                stats.variants_failed += 1
+                stats.variant_failures[reason] += 1
+                if getattr(exc, "hsa_transform", None):
+                    stats.failed[(exc.hsa_transform, reason)] += 1
+                rejects.append(_reject(item, reason, str(exc)[:500], source["id"], k))
+                continue
+            for name, why in skipped:
+                stats.skipped[(name, why)] += 1
+            if variant is source:  # nothing applied: the source itself, checked above (invariant 5)
+                problems = []
+            else:  # the check hsa validate runs on every variant row (3 holds by construction; tested)
+                problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
+        finally:
+            ctx.plan = None  # the restore step and the check keep the slot's work in its plan, and only there
         if problems:
             stats.variants_failed += 1
             key = f"{problems[0].invariant}: {problems[0].reason}"
