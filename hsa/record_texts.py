@@ -275,7 +275,12 @@ _TEXT_TOKENS = _lru("texts.tokens", 32 << 20)
 
 
 def _tools_tokens(tools: list[dict]) -> frozenset[str]:
-    """The tools' names and the tokens of their schemas (:func:`_schema_tokens`, a fact of each schema)."""
+    """The tools' names and the tokens of their schemas (:func:`_schema_tokens`): a fact of the tool list
+    (:func:`hsa.schema_facts.schema_fact`), worked out once per list."""
+    return schema_fact(tools, _tools_tokens_of, size=_set_size)
+
+
+def _tools_tokens_of(tools: list[dict]) -> frozenset[str]:
     return frozenset({t["name"] for t in tools}).union(*(_schema_tokens(t["parameters"]) for t in tools))
 
 

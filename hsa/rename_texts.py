@@ -25,6 +25,7 @@ from hsa.record_texts import content_parts
 from hsa.record_texts import (labelled_texts, map_schema_descriptions, map_schema_descriptions_in_place, param_paths,
                               schema_skipper)
 from hsa.records import Record
+from hsa.schema_facts import schema_fact
 
 __all__ = [
     "LEGACY_MENTIONS",
@@ -55,12 +56,20 @@ LEGACY_MENTIONS = "legacy"
 def harness_names(record: Record, renames: dict[str, str] | None = None) -> frozenset[str]:
     """The names of ``record``'s harness (tools, skills, the skill tool, declared parameters) and the new names of
     ``renames``: the longer tokens a compound name inside them does not make a mention of it."""
-    out = {t["name"] for t in record["tools"]} | {s["name"] for s in record.get("skills") or ()}
+    out = set(schema_fact(record["tools"], _tool_names))
+    out.update(s["name"] for s in record.get("skills") or ())
     out.add(record["skill_tool"]["name"])
-    for t in record["tools"]:
-        out.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
     if renames:
         out.update(renames.values())
+    return frozenset(out)
+
+
+def _tool_names(tools: list[dict]) -> frozenset[str]:
+    """The names of ``tools`` and of their declared parameters: a fact of the tool list
+    (:func:`hsa.schema_facts.schema_fact`)."""
+    out = {t["name"] for t in tools}
+    for t in tools:
+        out.update(p[-1] for p in param_paths(t["parameters"]) if p[-1] != ARRAY)
     return frozenset(out)
 
 

@@ -1,4 +1,4 @@
-"""What hsa reads of a parameter schema, worked out once per schema: one table, keyed by the schema's content.
+"""What hsa reads of a parameter schema or a tool list, worked out once per content: one table, keyed by content.
 
 A tool's parameter schema is read many times a record, and the records of a harness (and the variants of a pool
 slot) hand the same schema again as a fresh object: its declared paths (every rename and the added-names check),
@@ -6,7 +6,8 @@ its texts and their words (the fresh-name draws, the names-left check), its skel
 validator (invariant 1), the nodes a value transform may change, example arguments for a hook. Each of them is a
 pure function of the schema, so :func:`schema_fact` works it out once per schema content and keeps it with the
 others in one :class:`SchemaFacts` entry of one table (``schema.facts``, bounded by bytes like every named cache,
-:mod:`hsa.cache`)::
+:mod:`hsa.cache`). A whole tool list is read the same way where a fact is of all its schemas at once (the names and
+words of a harness's tools: one key for the list instead of one per schema)::
 
     from hsa.schema_facts import schema_fact
 

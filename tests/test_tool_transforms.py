@@ -365,6 +365,50 @@ def test_hammer_default_redraw_keeps_the_type_and_bounds():
     assert type(back["arguments"]["limit"]) is int and back == calls_of(src)[0]
 
 
+@pytest.mark.parametrize("node", [
+    {"type": "integer", "minimum": 1, "maximum": 50}, {"type": "integer", "exclusiveMinimum": 0, "maximum": 9},
+    {"type": "number", "minimum": -3.5, "exclusiveMaximum": 4}, {"type": "integer", "multipleOf": 5},
+    {"type": "number", "multipleOf": 0.5, "minimum": 0}, {"type": ["integer", "null"], "maximum": 3},
+    {"type": "integer", "minimum": 10, "maximum": 2}, {"minimum": "x"},
+])
+@pytest.mark.parametrize("d", [7, 2.5, -4, 0])
+def test_default_redraw_draws_what_jsonschema_alone_would_accept(node, d):
+    """_redraw asks the quick walk first and jsonschema where it cannot say "valid": the same draws as a redraw
+    that asks jsonschema about every candidate."""
+    import random
+
+    import jsonschema
+
+    from hsa import _json
+
+    check = {k: v for k, v in node.items() if k in ("type", "minimum", "maximum", "exclusiveMinimum",
+                                                      "exclusiveMaximum", "multipleOf")}
+    v = jsonschema.Draft202012Validator(check)
+
+    def plain(rng):
+        span = max(5, abs(d))
+        for _ in range(16):
+            if isinstance(d, int):
+                try:
+                    new = rng.randint(int(node.get("minimum", d - span if d < 0 else 0)), int(node.get("maximum", d + span)))
+                except (ValueError, TypeError):
+                    return None
+            else:
+                new = float(round(d + rng.uniform(-span, span), 2))
+            if not _json.strict_equal(new, d) and v.is_valid(new):
+                return new
+        return None
+
+    for seed in range(20):
+        try:
+            want = plain(random.Random(seed))
+        except Exception as exc:  # the same error from both
+            with pytest.raises(type(exc)):
+                T.Values._redraw(d, node, random.Random(seed))
+            continue
+        assert repr(T.Values._redraw(d, node, random.Random(seed))) == repr(want)
+
+
 def test_default_redraw_skips_numbers_that_occur_in_text():
     """A default whose number occurs in any text is not re-drawn (the mention would be ambiguous)."""
     raw = record("shop")

@@ -613,11 +613,14 @@ class Values(Transform):
 
     @staticmethod
     def _redraw(d: int | float, node: dict, rng: random.Random) -> int | float | None:
-        from hsa.invariants import validator_for
+        from hsa.invariants import quick_valid, validator_for
 
         check = {k: v for k, v in node.items() if k in ("type", "minimum", "maximum", "exclusiveMinimum",
                                                           "exclusiveMaximum", "multipleOf")}
-        v = validator_for(check)
+
+        def valid(value: int | float) -> bool:  # the quick walk's "valid" is jsonschema's; anything else asks it
+            return quick_valid(check, value) is True or validator_for(check).is_valid(value)
+
         span = max(5, abs(d))
         for _ in range(16):
             if isinstance(d, int):
@@ -629,7 +632,7 @@ class Values(Transform):
                     return None
             else:
                 new = float(round(d + rng.uniform(-span, span), 2))
-            if not _json.strict_equal(new, d) and v.is_valid(new):
+            if not _json.strict_equal(new, d) and valid(new):
                 return new
         return None
 
