@@ -45,12 +45,17 @@ def without_hooks(record: dict) -> dict:
 
 @pytest.fixture(params=["on", "off"])
 def caches(request, monkeypatch):
-    """Runs a test with the caches on and with ``HSA_CACHE=0``, each emptied before and after."""
+    """Runs a test with the caches on and with ``HSA_CACHE=0``, each emptied before and after. "on" also gives the
+    code under test a slot plan of a variant in progress (``hsa.context.current().plan``, as the pipeline sets it
+    under a pool), where the restore step and the variant check keep their work; "off" gives none."""
     from hsa import cache
+    from hsa.context import current
+    from hsa.plans import SlotPlan
 
     if request.param == "off":
         monkeypatch.setenv("HSA_CACHE", "0")
     cache.clear()
+    current().plan = SlotPlan() if request.param == "on" else None
     yield request.param
     monkeypatch.delenv("HSA_CACHE", raising=False)
     cache.clear()

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 
 from hsa.mapping import Mapping
 from hsa.records import clone, normalize
+from hsa.context import current
 from hsa.renames import _apply_step_in_place, _as_written, _check_mapping_names, _splits, _undo, rename_params, rename_tools
 from hsa.testing import records
 from tests.conftest import normalized_fixtures, without_hooks
@@ -86,8 +87,11 @@ def test_undo_equals_the_plain_loop_on_variants(caches, recipe):
                     seen += 1
     assert seen > 20
     assert 0 < _SEEN["split"] < _SEEN["all"]  # both paths taken
-    for v, own in _variants(recipe):  # again, from the cache
+    for v, own in _variants(recipe):  # again, from the plan
         _same(_as_written(v), own)
+    if caches == "on":  # the split ran in the variant's slot plan, and (tool-only harnesses) kept its harness half
+        undone = [v for k, v in current().plan.memo.items() if k[0] == "undone"]
+        assert undone and (recipe != "tools" or any(v is not None for v in undone))
 
 
 def test_undo_leaves_a_record_it_does_not_own_alone(caches):
