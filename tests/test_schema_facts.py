@@ -1,5 +1,5 @@
-"""hsa.schema_facts: a schema's facts are worked out once per schema content, from the entry's own copy, and the
-key tells apart what each fact reads (NaN or infinity from null for the facts that read values)."""
+"""hsa.schema_facts: a schema's facts are worked out once per schema content (a value fact from the entry's own
+copy), and the key tells apart what each fact reads (NaN or infinity from null for the facts that read values)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,24 @@ def test_a_fact_reads_its_own_copy_not_the_callers_object():
         mine["properties"]["city"]["description"] = "changed after the entry was made"
         again = {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}}}
         assert schema_fact(again, first_description) == "The city"
+
+
+def test_a_value_fact_keeps_the_entrys_copy_and_a_structure_fact_keeps_nothing_of_the_callers():
+    seen: list = []
+
+    def properties(schema):  # a value fact that keeps a part of its schema, as a compiled validator does
+        seen.append(schema)
+        return schema["properties"]
+
+    mine = {"type": "object", "properties": {"city": {"type": "string", "description": "The city"}}}
+    with use(WorkerContext()):
+        kept = schema_fact(mine, properties, exact=True)
+        assert seen[0] is not mine and seen[0] == mine  # the entry's own copy
+        mine["properties"]["city"]["description"] = "changed after the fact was worked out"
+        assert kept["city"]["description"] == "The city"
+        assert schema_fact(mine, lambda s: tuple(s["properties"]["city"]["description"].split()))[0] == "changed"
+        mine["properties"]["city"]["description"] = "The city"
+        assert schema_fact(mine, properties, exact=True) is kept and len(seen) == 1
 
 
 def test_nan_and_null_share_structure_facts_but_not_value_facts():
