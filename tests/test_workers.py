@@ -77,6 +77,31 @@ def test_results_come_back_in_input_order_and_a_harness_stays_on_one_worker(monk
     assert len(set().union(*pids_of.values())) == 2 and sum(ws.routed) == len(lines)
 
 
+def test_meanwhile_runs_once_while_the_workers_have_the_first_lines(monkeypatch):
+    monkeypatch.setattr(executor, "work", _fake_work)
+    seen: list = []
+    with WorkerSet(mp.get_context("fork"), 2, RECIPE, {}, (), batch_size=4) as ws:
+        out = ws.results([_line(i, [_tool(f"t{i % 3}")]) for i in range(30)], chunk=8,
+                         meanwhile=lambda: seen.append(sum(ws.routed)))
+        first = next(out)
+        assert seen == [16]  # two chunks sent, nothing waited for yet
+        assert [first[0]] + [pos for pos, _, _ in out] == list(range(30)) and seen == [16]
+
+
+def test_the_default_run_imports_the_writer_while_its_workers_make_the_first_rows(monkeypatch, tmp_path):
+    import hsa.pipeline.local as local
+
+    order: list = []
+    monkeypatch.setattr(local, "_load_writer", lambda: order.append("writer"))
+    real = WorkerSet._next_result
+    monkeypatch.setattr(WorkerSet, "_next_result", lambda self: order.append("wait") or real(self))
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(b"\n".join(_line(i, [_tool("x")]).data for i in range(3)) + b"\n")
+    assert main(["augment", str(inp), "--out", str(tmp_path / "out"), "--recipe", "identity", "--workers", "2",
+                 "--quiet"]) == 0
+    assert order[:2] == ["writer", "wait"] and order.count("writer") == 1
+
+
 def _raise_on_7(batch):
     if any(x.pos == 7 for x in batch):
         raise ValueError("record 7 broke the worker's code")

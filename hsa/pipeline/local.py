@@ -19,6 +19,12 @@ from hsa.pipeline.workers import WorkerError
 __all__ = ["run_local"]
 
 
+def _load_writer() -> None:
+    """Import what writes the shards (pyarrow and its IPC writer: about 0.15 s) while the worker processes make the
+    first rows; imported on the first row instead, it would wait for them and then hold the first shard back."""
+    import pyarrow.ipc  # noqa: F401
+
+
 def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_ids: set[int], recipe_config: dict,
               options: dict, modules: tuple[str, ...], batch_size: int, workers: int, strict: bool,
               progress: Progress) -> Stats:
@@ -46,7 +52,7 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
         ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
         try:
             with WorkerSet(ctx, workers, recipe_config, options, modules, batch_size=batch_size) as pool:
-                yield from pool.results(items)
+                yield from pool.results(items, meanwhile=_load_writer)
         finally:
             if "hsa.sandbox" in sys.modules:  # a terminated worker's hook workers died with it; their folders stay
                 from hsa.sandbox.process import sweep_stale_homes

@@ -20,7 +20,7 @@ import pickle
 import queue
 import traceback
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from hsa.io import InputLine
@@ -147,10 +147,13 @@ class WorkerSet:
             q.close()
             q.cancel_join_thread()
 
-    def results(self, items: Iterable[InputLine], *, chunk: int | None = None) -> Iterator[tuple[int, Any, list]]:
+    def results(self, items: Iterable[InputLine], *, chunk: int | None = None,
+                meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[int, Any, list]]:
         """What :func:`~hsa.pipeline.executor.work` gives for each of ``items``, in their order. Lines are read and
         routed a chunk at a time (``chunk``, default two batches a worker), with at most two chunks in flight, so
-        memory does not grow with the input and every worker has the next chunk queued while the last one ends."""
+        memory does not grow with the input and every worker has the next chunk queued while the last one ends.
+        ``meanwhile`` runs once in this process after the first lines are sent, while the workers start on them
+        (the caller's own set-up, such as importing what writes the rows, then costs no wall time)."""
         n = len(self.procs)
         chunk = chunk or 2 * n * self.batch_size
         in_flight: deque = deque()  # each chunk's positions not yet given, in input order
@@ -166,6 +169,9 @@ class WorkerSet:
                     break
                 jid = self._dispatch(lines, jid)
                 in_flight.append(deque(x.pos for x in lines))
+            if meanwhile is not None:
+                meanwhile()
+                meanwhile = None
             if not in_flight:
                 break
             order = in_flight[0]
