@@ -772,7 +772,7 @@ def _content_patch(a: dict, b: dict) -> dict | None:
     ``restore`` steps (read only, like every mapping step)."""
     plan = _current().plan
     if plan is None:
-        return _patch.diff(a, b, str_edits=_str_edits, key_diff=_key_diff)
+        return _patch.diff(a, b, str_edits=_str_edits)
 
     def by_key(k: str, old: Any, new: Any) -> dict | None:
         if k not in _HARNESS_KEYS:
@@ -784,10 +784,6 @@ def _content_patch(a: dict, b: dict) -> dict | None:
         return hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
 
     return _patch.diff(a, b, str_edits=_str_edits, key_diff=by_key)
-
-
-def _key_diff(k: str, old: Any, new: Any) -> dict | None:
-    return _patch.diff(old, new, str_edits=_str_edits)
 
 
 def _str_edits(a: str, b: str) -> list | None:

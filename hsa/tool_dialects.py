@@ -408,11 +408,6 @@ def _tool_entry(raw: Any, i: int, loaded: bool) -> tuple:
     return hit
 
 
-#: Whole tool lists read so far, in the table of the tools: the rows of a shared harness, and a pool slot's variants
-#: read back, repeat their whole list (one look-up instead of one a tool).
-_TOOL_LISTS = _TOOLS
-
-
 def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> list[Tool]:
     """``[normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raws)]``, the whole list looked up at
     once where ``loaded`` (``raws`` is what a JSON parser made: its JSON bytes, or its repr where they hold a null,
@@ -421,7 +416,7 @@ def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> li
         return [normalize_tool(t, i, notes) for i, t in enumerate(raws)]
     exact = _cache.exact_key(raws)
     key = exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass")
-    hit = _TOOL_LISTS.get(key)
+    hit = _TOOLS.get(key)  # a whole list: the rows of a shared harness repeat it (one look-up, not one a tool)
     if hit is None:
         entries = [_tool_entry(t, i, True) for i, t in enumerate(raws)]
         added = tuple(n for e in entries for n in e[1])
@@ -431,7 +426,7 @@ def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> li
         else:
             data = [e[0] if not isinstance(e[0], bytes) else _orjson.loads(e[0]) for e in entries]
             size = 3 * len(repr(data))
-        hit = _TOOL_LISTS.put(key, (data, added), len(key) + size + sum(len(n) + 50 for n in added) + 150)
+        hit = _TOOLS.put(key, (data, added), len(key) + size + sum(len(n) + 50 for n in added) + 150)
     notes.extend(hit[1])
     return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])
 
