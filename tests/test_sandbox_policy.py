@@ -128,3 +128,32 @@ def test_an_interpreter_under_tmp_stays_visible_in_the_namespace(monkeypatch, tm
     tmpfs = args.index("--tmpfs")
     bind = [i for i in range(len(args) - 2) if args[i:i + 3] == ["--ro-bind", str(venv), str(venv)]]
     assert bind and bind[0] > tmpfs and bind[0] < args.index("--chdir"), args
+
+
+def test_the_bwrap_probe_run_ahead_is_the_one_status_takes(monkeypatch, fresh_policy):
+    """``probe_ahead`` runs the bwrap probe in its own thread (so ``hsa augment`` reads its recipe meanwhile), and
+    ``status`` takes that result instead of probing again; nothing is started for ``off`` or once the status is
+    known."""
+    import threading
+
+    ran: list[str] = []
+
+    def fake() -> tuple:
+        ran.append(threading.current_thread().name)
+        return "bubblewrap (/x/bwrap): made up", None, "/x/bwrap"
+
+    layers.reset()
+    monkeypatch.setattr(layers, "_try_bwrap", fake)
+    layers.probe_ahead("off")
+    assert "thread" not in layers._AHEAD
+    layers.set_policy("best")
+    layers.probe_ahead("best")
+    st = layers.status()
+    assert ran == ["hsa-bwrap-probe"]  # once, in the thread: status did not probe again
+    assert st.layers["namespaces"] == {"on": True, "how": "bubblewrap (/x/bwrap): made up"}
+    assert layers._STATE["bwrap"] == {"path": "/x/bwrap"}
+    layers.probe_ahead("best")  # the status is known: nothing to run ahead
+    assert "thread" not in layers._AHEAD and ran == ["hsa-bwrap-probe"]
+    layers.reset()
+    st = layers.status()  # without a probe ahead: run in this thread
+    assert ran == ["hsa-bwrap-probe", threading.current_thread().name]

