@@ -45,3 +45,33 @@ def test_group_table_is_every_other_member_of_each_group():
     assert group_table([["buy", "purchase"], ["buy", "get", "purchase"]]) == {
         "buy": ("purchase", "get"), "purchase": ("buy", "get"), "get": ("buy", "purchase")}
     assert group_table([["Get", "get", "fetch"]], casefold=True) == {"get": ("fetch",), "fetch": ("Get", "get")}
+
+
+@pytest.mark.parametrize("name", ["prompt_paraphrase", "prompt_titles", "skill_descriptions"])
+def test_every_built_in_group_keeps_the_meaning_contract(name, tmp_path, monkeypatch):
+    """The built-in phrase banks are held to the meaning contract here, not at every start: each group read from the
+    shipped file passes ``_read``'s contract check (what a user's extra bank file gets at load). The check must be
+    able to fail: the same file with one group given a phrasing that drops a negation is refused."""
+    from transforms import phrasebank as pb
+
+    assert set(pb.MEANING_BANKS) == {"prompt_paraphrase", "prompt_titles", "skill_descriptions"}
+    source, data = read_bank(name)
+    mood = name in pb.SENTENCE_BANKS
+    groups = pb._read(source, data, meaning=True, mood=mood)
+    assert [g.id for g, _ in groups] == [g["id"] for g in data["groups"]]
+    broken = {**data, "groups": [dict(g) for g in data["groups"]]}
+    first = broken["groups"][0]
+    bad = first["phrasings"][0]
+    bad = bad.replace("{", "not {", 1) if "{" in bad else "never " + bad
+    first["phrasings"] = [*first["phrasings"], bad]
+    with pytest.raises(BankError, match="do not say the same thing"):
+        pb._read(source, broken, meaning=True, mood=mood)
+
+
+def test_an_extra_bank_file_is_checked_against_the_meaning_contract(tmp_path):
+    """Groups from a user's bank file are still checked at load (the built-in ones are checked by the suite)."""
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("version: 1\ngroups:\n  - id: mine\n    phrasings: ['Always answer briefly.', "
+                     "'Never answer briefly.']\n", encoding="utf-8")
+    with pytest.raises(BankError, match="do not say the same thing"):
+        load_bank("prompt_paraphrase", (str(extra),))
