@@ -24,6 +24,10 @@ def cmd_augment(args: argparse.Namespace) -> int:
     from hsa.pipeline import AugmentError, augment
     from hsa.recipes import hold_out, load_recipe
 
+    if not args.no_exec_hooks:  # the sandbox probe waits on a process: let it run while the recipe is read
+        from hsa.sandbox import probe_ahead
+
+        probe_ahead(args.hook_sandbox)
     try:
         recipe = load_recipe(args.recipe)
         if args.hold_out:
@@ -537,212 +541,242 @@ def cmd_transforms(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- parser
 
 
-def make_parser() -> argparse.ArgumentParser:
+#: The commands of :func:`make_parser`, in its order.
+COMMANDS = ("augment", "merge", "stats", "report", "export", "canonicalize", "validate", "sandbox", "show", "audit",
+            "recipes", "rewrite-hook", "skills", "eval", "bench", "transforms")
+
+
+def make_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``hsa`` command line. ``only`` (one of :data:`COMMANDS`): that command's parser alone, for a command line
+    that names it; the others' options (and the modules their defaults and help come from: the report, the audit,
+    the evaluation, the benchmark) are not built, which is most of the parser's start-up."""
+
+    def want(name: str) -> bool:
+        return only is None or only == name
+
     p = argparse.ArgumentParser(prog="hsa", description="Harness-State Augmentation: task-preserving variants of "
                                 "agent harnesses, verified and invertible.")
     p.add_argument("--version", action="version", version="hsa 0.1.0")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    a = sub.add_parser("augment", help="write K verified variants of every input record to an Arrow dataset",
-                       description="Augment JSONL trajectories into a datasets.load_from_disk folder with "
-                                   "manifest.json and rejects.jsonl.")
-    a.add_argument("inputs", nargs="+", metavar="IN",
-                   help="JSONL, JSONL.gz or Parquet files, datasets.save_to_disk folders, or hub ids (hf://owner/name[@revision][:split])")
-    a.add_argument("--out", required=True, help="output folder (must be empty or absent, or pass --overwrite)")
-    a.add_argument("--variants", type=int, default=4, help="variants per record (default 4)")
-    a.add_argument("--seed", type=int, default=0, help="seed; with the record id and variant index it fixes every draw")
-    a.add_argument("--recipe", default="default", help="built-in recipe name or YAML/JSON file (default: default)")
-    a.add_argument("--hold-out", action="append", default=[], metavar="FAMILY",
-                   help="remove a transform family from the recipe (repeatable): tool, skill, prompt, hook")
-    a.add_argument("--keep-original", action="store_true", help="also write each source record as variant 0")
-    a.add_argument("--workers", type=_workers, default="auto",
-                   help="worker processes, or 'auto': one per CPU this process may use (default; output is "
-                        "identical for any count)")
-    a.add_argument("--shard-size", type=int, default=1000,
-                   help="input records per Arrow shard (default 1000; a shard holds about records x variants rows)")
-    a.add_argument("--batch-size", type=int, default=16, help="records per work unit sent to a worker")
-    a.add_argument("--strict", action="store_true", help="stop at the first rejected record")
-    a.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
-    a.add_argument("--resume", action="store_true",
-                   help="finish an interrupted run into the same --out (same inputs and options); done shards are kept")
-    a.add_argument("--rank", type=int, default=0, help="this machine's part of the input (0-based), with --world-size")
-    a.add_argument("--world-size", type=int, default=1,
-                   help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
-    a.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local: --workers processes on this machine, each harness's records on one (default); ray: one Ray Data task per "
-                        "shard, on the cluster at --ray-address or RAY_ADDRESS, else on a local Ray of --workers "
-                        "CPUs (pip install 'hsa[ray]'); both write the same bytes")
-    a.add_argument("--ray-address", metavar="ADDR",
-                   help="with --engine ray: the cluster to join (e.g. ray://head:10001 or auto); default RAY_ADDRESS")
-    a.add_argument("--quiet", action="store_true", help="no progress and no summary")
-    a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="object",
-                   help="tool-call arguments all as JSON objects (default: what Hugging Face chat templates and trl "
-                        "expect, `arguments | tojson`), as each record has them (keep), or all as JSON strings")
-    a.add_argument("--tools", metavar="FILE",
-                   help="harness for rows without one (trajectory dumps): a JSON list of tool definitions, or an "
-                        "object with 'tools' and optionally 'skills', 'skill_tool', 'hooks', 'prompt' or 'system'")
-    a.add_argument("--no-exec-hooks", action="store_true",
-                   help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
-    _hook_sandbox_option(a)
-    from hsa.pipeline import DEFAULT_HARNESS_POOL
+    if want("augment"):
+        a = sub.add_parser("augment", help="write K verified variants of every input record to an Arrow dataset",
+                           description="Augment JSONL trajectories into a datasets.load_from_disk folder with "
+                                       "manifest.json and rejects.jsonl.")
+        a.add_argument("inputs", nargs="+", metavar="IN",
+                       help="JSONL, JSONL.gz or Parquet files, datasets.save_to_disk folders, or hub ids (hf://owner/name[@revision][:split])")
+        a.add_argument("--out", required=True, help="output folder (must be empty or absent, or pass --overwrite)")
+        a.add_argument("--variants", type=int, default=4, help="variants per record (default 4)")
+        a.add_argument("--seed", type=int, default=0, help="seed; with the record id and variant index it fixes every draw")
+        a.add_argument("--recipe", default="default", help="built-in recipe name or YAML/JSON file (default: default)")
+        a.add_argument("--hold-out", action="append", default=[], metavar="FAMILY",
+                       help="remove a transform family from the recipe (repeatable): tool, skill, prompt, hook")
+        a.add_argument("--keep-original", action="store_true", help="also write each source record as variant 0")
+        a.add_argument("--workers", type=_workers, default="auto",
+                       help="worker processes, or 'auto': one per CPU this process may use (default; output is "
+                            "identical for any count)")
+        a.add_argument("--shard-size", type=int, default=1000,
+                       help="input records per Arrow shard (default 1000; a shard holds about records x variants rows)")
+        a.add_argument("--batch-size", type=int, default=16, help="records per work unit sent to a worker")
+        a.add_argument("--strict", action="store_true", help="stop at the first rejected record")
+        a.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+        a.add_argument("--resume", action="store_true",
+                       help="finish an interrupted run into the same --out (same inputs and options); done shards are kept")
+        a.add_argument("--rank", type=int, default=0, help="this machine's part of the input (0-based), with --world-size")
+        a.add_argument("--world-size", type=int, default=1,
+                       help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
+        a.add_argument("--engine", choices=["local", "ray"], default="local",
+                       help="local: --workers processes on this machine, each harness's records on one (default); ray: one Ray Data task per "
+                            "shard, on the cluster at --ray-address or RAY_ADDRESS, else on a local Ray of --workers "
+                            "CPUs (pip install 'hsa[ray]'); both write the same bytes")
+        a.add_argument("--ray-address", metavar="ADDR",
+                       help="with --engine ray: the cluster to join (e.g. ray://head:10001 or auto); default RAY_ADDRESS")
+        a.add_argument("--quiet", action="store_true", help="no progress and no summary")
+        a.add_argument("--call-arguments", choices=["keep", "object", "string"], default="object",
+                       help="tool-call arguments all as JSON objects (default: what Hugging Face chat templates and trl "
+                            "expect, `arguments | tojson`), as each record has them (keep), or all as JSON strings")
+        a.add_argument("--tools", metavar="FILE",
+                       help="harness for rows without one (trajectory dumps): a JSON list of tool definitions, or an "
+                            "object with 'tools' and optionally 'skills', 'skill_tool', 'hooks', 'prompt' or 'system'")
+        a.add_argument("--no-exec-hooks", action="store_true",
+                       help="rewrite hooks statically only: no replay in the sandbox (skips invariant 7's run check)")
+        _hook_sandbox_option(a)
+        from hsa.pipeline import DEFAULT_HARNESS_POOL
 
-    a.add_argument("--harness-pool", type=_pool_size, default=DEFAULT_HARNESS_POOL, metavar="K",
-                   help="harness variants per distinct harness: each variant takes one of K slots and records "
-                        "sharing a harness share its slots' harness edits (the 'slot' column); 0 draws every "
-                        "variant's harness afresh (default: %(default)s)")
-    a.add_argument("--strict-hooks", action="store_true",
-                   help="reject the records with a hook that cannot run on its own payloads (a missing sibling "
-                        "module or package): by default they are written, counted and noted as 'hook not replayed'")
-    a.set_defaults(func=cmd_augment)
+        a.add_argument("--harness-pool", type=_pool_size, default=DEFAULT_HARNESS_POOL, metavar="K",
+                       help="harness variants per distinct harness: each variant takes one of K slots and records "
+                            "sharing a harness share its slots' harness edits (the 'slot' column); 0 draws every "
+                            "variant's harness afresh (default: %(default)s)")
+        a.add_argument("--strict-hooks", action="store_true",
+                       help="reject the records with a hook that cannot run on its own payloads (a missing sibling "
+                            "module or package): by default they are written, counted and noted as 'hook not replayed'")
+        a.set_defaults(func=cmd_augment)
 
-    mg = sub.add_parser("merge", help="join the outputs of --rank/--world-size runs into one dataset")
-    mg.add_argument("parts", nargs="+", help="the output folders of every rank")
-    mg.add_argument("--out", required=True, help="merged output folder (may be one of the parts)")
-    mg.set_defaults(func=cmd_merge)
+    if want("merge"):
+        mg = sub.add_parser("merge", help="join the outputs of --rank/--world-size runs into one dataset")
+        mg.add_argument("parts", nargs="+", help="the output folders of every rank")
+        mg.add_argument("--out", required=True, help="merged output folder (may be one of the parts)")
+        mg.set_defaults(func=cmd_merge)
 
-    st = sub.add_parser("stats", help="counts, reject reasons, lengths and name diversity of an output folder")
-    st.add_argument("dataset", help="an 'hsa augment' output folder")
-    st.add_argument("--tokenizer", help="also count tokens with this tokenizer (hub id or local folder)")
-    st.add_argument("--html", metavar="report.html",
-                    help="also write the report page of `hsa report DATA --out report.html` to this file")
-    st.add_argument("--json", help="write the numbers as JSON to this file")
-    st.set_defaults(func=cmd_stats)
+    if want("stats"):
+        st = sub.add_parser("stats", help="counts, reject reasons, lengths and name diversity of an output folder")
+        st.add_argument("dataset", help="an 'hsa augment' output folder")
+        st.add_argument("--tokenizer", help="also count tokens with this tokenizer (hub id or local folder)")
+        st.add_argument("--html", metavar="report.html",
+                        help="also write the report page of `hsa report DATA --out report.html` to this file")
+        st.add_argument("--json", help="write the numbers as JSON to this file")
+        st.set_defaults(func=cmd_stats)
 
-    rp = sub.add_parser("report", help="one HTML page of a dataset: overview, plots, a variant browser and, with "
-                        "--eval, the evaluation prompt by prompt", description="Write one self-contained HTML page "
-                        "(no network, inline CSS, JavaScript and SVG) of an `hsa augment` output folder: the run's "
-                        "inputs, recipe, counts, rejects, transforms and hooks; plots over every row; a sample of "
-                        "source records beside their variants, part by part; and with --eval the accuracy groups "
-                        "and a per-prompt table that says why each wrong prompt is wrong (docs/report.md).")
-    rp.add_argument("dataset", metavar="DATA", help="an 'hsa augment' output folder")
-    rp.add_argument("--out", required=True, metavar="report.html", help="the HTML file to write")
-    rp.add_argument("--eval", "--compare", dest="eval", action="append", default=[], metavar="REPORT.json",
-                    help="an evaluation report of DATA (hsa eval score / run); repeat it (or add --compare OTHER.json) "
-                         "to show several models on the same prompts, each minus the first with a paired interval")
-    rp.add_argument("--predictions", action="append", default=[], metavar="PREDS.jsonl",
-                    help="the predictions of each --eval report, in the same order (default: the file the report "
-                         "names, when it is there)")
-    from hsa.report import DEFAULT_SAMPLE
+    if want("report"):
+        rp = sub.add_parser("report", help="one HTML page of a dataset: overview, plots, a variant browser and, with "
+                            "--eval, the evaluation prompt by prompt", description="Write one self-contained HTML page "
+                            "(no network, inline CSS, JavaScript and SVG) of an `hsa augment` output folder: the run's "
+                            "inputs, recipe, counts, rejects, transforms and hooks; plots over every row; a sample of "
+                            "source records beside their variants, part by part; and with --eval the accuracy groups "
+                            "and a per-prompt table that says why each wrong prompt is wrong (docs/report.md).")
+        rp.add_argument("dataset", metavar="DATA", help="an 'hsa augment' output folder")
+        rp.add_argument("--out", required=True, metavar="report.html", help="the HTML file to write")
+        rp.add_argument("--eval", "--compare", dest="eval", action="append", default=[], metavar="REPORT.json",
+                        help="an evaluation report of DATA (hsa eval score / run); repeat it (or add --compare OTHER.json) "
+                             "to show several models on the same prompts, each minus the first with a paired interval")
+        rp.add_argument("--predictions", action="append", default=[], metavar="PREDS.jsonl",
+                        help="the predictions of each --eval report, in the same order (default: the file the report "
+                             "names, when it is there)")
+        from hsa.report import DEFAULT_SAMPLE
 
-    rp.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
-                    help=f"source records shown one by one, with all their variants and prompts (default "
-                         f"{DEFAULT_SAMPLE}); counts, plots and accuracies always cover every row")
-    rp.add_argument("--seed", type=int, default=0, help="which sources the sample takes (default 0)")
-    rp.add_argument("--tokenizer", help="count tokens per row with this tokenizer (hub id or local folder)")
-    rp.add_argument("--title", help="the page's title (default: hsa report: <DATA's name>)")
-    rp.set_defaults(func=cmd_report)
+        rp.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
+                        help=f"source records shown one by one, with all their variants and prompts (default "
+                             f"{DEFAULT_SAMPLE}); counts, plots and accuracies always cover every row")
+        rp.add_argument("--seed", type=int, default=0, help="which sources the sample takes (default 0)")
+        rp.add_argument("--tokenizer", help="count tokens per row with this tokenizer (hub id or local folder)")
+        rp.add_argument("--title", help="the page's title (default: hsa report: <DATA's name>)")
+        rp.set_defaults(func=cmd_report)
 
-    e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
-    e.add_argument("dataset", help="an 'hsa augment' output folder")
-    e.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
-    e.add_argument("--template", metavar="T",
-                   help="write the rows as the trainers render them for this chat template (a .jinja file or a "
-                        "tokenizer folder): conversational format, adapted where the template's probes show a need "
-                        "(9-character call ids, one call per turn, late system messages folded, user turns merged); "
-                        "a template that renders neither the tools nor the tool calls is refused (exit 2)")
-    e.set_defaults(func=cmd_export)
+    if want("export"):
+        e = sub.add_parser("export", help="write the exact records of an output folder as JSONL")
+        e.add_argument("dataset", help="an 'hsa augment' output folder")
+        e.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
+        e.add_argument("--template", metavar="T",
+                       help="write the rows as the trainers render them for this chat template (a .jinja file or a "
+                            "tokenizer folder): conversational format, adapted where the template's probes show a need "
+                            "(9-character call ids, one call per turn, late system messages folded, user turns merged); "
+                            "a template that renders neither the tools nor the tool calls is refused (exit 2)")
+        e.set_defaults(func=cmd_export)
 
-    c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
-    c.add_argument("input", help="JSONL of variants, or an output folder")
-    c.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
-    c.set_defaults(func=cmd_canonicalize)
+    if want("canonicalize"):
+        c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
+        c.add_argument("input", help="JSONL of variants, or an output folder")
+        c.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
+        c.set_defaults(func=cmd_canonicalize)
 
-    v = sub.add_parser("validate", help="check invariants 1-3 of any records, and variants as hsa augment does; "
-                       "exit 1 on a violation")
-    v.add_argument("input", help="JSONL file or output folder")
-    v.add_argument("--no-exec-hooks", action="store_true",
-                   help="do not replay the hooks of variants in the sandbox (skips invariant 7's run check)")
-    _hook_sandbox_option(v)
-    v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
-    v.add_argument("--tools", metavar="FILE", help="harness for rows without one (as hsa augment --tools)")
-    v.set_defaults(func=cmd_validate)
+    if want("validate"):
+        v = sub.add_parser("validate", help="check invariants 1-3 of any records, and variants as hsa augment does; "
+                           "exit 1 on a violation")
+        v.add_argument("input", help="JSONL file or output folder")
+        v.add_argument("--no-exec-hooks", action="store_true",
+                       help="do not replay the hooks of variants in the sandbox (skips invariant 7's run check)")
+        _hook_sandbox_option(v)
+        v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
+        v.add_argument("--tools", metavar="FILE", help="harness for rows without one (as hsa augment --tools)")
+        v.set_defaults(func=cmd_validate)
 
-    sb = sub.add_parser("sandbox", help="the hook sandbox: `hsa sandbox check` runs hostile hooks against it")
-    sbs = sb.add_subparsers(dest="sandbox_command", required=True)
-    sc = sbs.add_parser("check", help="run a battery of hostile hooks under the layers this machine gives and say, "
-                        "per attack, whether it was blocked; exit 1 when a layer that should be on is not, or an "
-                        "attack got through")
-    _hook_sandbox_option(sc)
-    sc.add_argument("--json", action="store_true", help="print the results as JSON")
-    sc.set_defaults(func=cmd_sandbox_check)
+    if want("sandbox"):
+        sb = sub.add_parser("sandbox", help="the hook sandbox: `hsa sandbox check` runs hostile hooks against it")
+        sbs = sb.add_subparsers(dest="sandbox_command", required=True)
+        sc = sbs.add_parser("check", help="run a battery of hostile hooks under the layers this machine gives and say, "
+                            "per attack, whether it was blocked; exit 1 when a layer that should be on is not, or an "
+                            "attack got through")
+        _hook_sandbox_option(sc)
+        sc.add_argument("--json", action="store_true", help="print the results as JSON")
+        sc.set_defaults(func=cmd_sandbox_check)
 
-    s = sub.add_parser("show", help="a variant beside its source, differences highlighted")
-    s.add_argument("dataset", help="an 'hsa augment' output folder")
-    s.add_argument("--id", required=True, help="row id, <source_id>/<variant>")
-    s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
-    s.add_argument("--no-color", action="store_true", help="no ANSI colours (the default when not on a terminal)")
-    s.add_argument("--width", type=int, default=None, metavar="COLUMNS",
-                   help="wrap lines at this width (default: the terminal's, else 100)")
-    s.set_defaults(func=cmd_show)
+    if want("show"):
+        s = sub.add_parser("show", help="a variant beside its source, differences highlighted")
+        s.add_argument("dataset", help="an 'hsa augment' output folder")
+        s.add_argument("--id", required=True, help="row id, <source_id>/<variant>")
+        s.add_argument("--context", type=int, default=2, help="unchanged lines shown around each change")
+        s.add_argument("--no-color", action="store_true", help="no ANSI colours (the default when not on a terminal)")
+        s.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                       help="wrap lines at this width (default: the terminal's, else 100)")
+        s.set_defaults(func=cmd_show)
 
-    au = sub.add_parser("audit", help="old -> new pairs of every change of a sample of variants, grouped by kind",
-                        description="Print what N variants changed (tool, parameter and skill names, values, "
-                        "descriptions, tool fields, added tools and skills, prompt sections, messages, hooks) as "
-                        "old -> new pairs grouped by kind, for reading and hand-labelling (docs/cli.md).")
-    au.add_argument("data", help="an 'hsa augment' output folder, or a JSONL of its rows ('hsa export')")
-    au.add_argument("--sample", type=int, default=20, help="variants to read (0: all; default 20)")
-    au.add_argument("--seed", type=int, default=0, help="fixes which variants are read (default 0)")
-    from hsa.audit import KINDS  # stdlib only at import: --help stays instant
+    if want("audit"):
+        au = sub.add_parser("audit", help="old -> new pairs of every change of a sample of variants, grouped by kind",
+                            description="Print what N variants changed (tool, parameter and skill names, values, "
+                            "descriptions, tool fields, added tools and skills, prompt sections, messages, hooks) as "
+                            "old -> new pairs grouped by kind, for reading and hand-labelling (docs/cli.md).")
+        au.add_argument("data", help="an 'hsa augment' output folder, or a JSONL of its rows ('hsa export')")
+        au.add_argument("--sample", type=int, default=20, help="variants to read (0: all; default 20)")
+        au.add_argument("--seed", type=int, default=0, help="fixes which variants are read (default 0)")
+        from hsa.audit import KINDS  # stdlib only at import: --help stays instant
 
-    au.add_argument("--kind", action="append", default=[], choices=KINDS, metavar="KIND",
-                    help="only this kind of change, sampling among the variants that have one (repeatable): "
-                    + ", ".join(KINDS))
-    au.add_argument("--format", choices=("text", "jsonl"), default="text",
-                    help="text: grouped by kind; jsonl: one change a line with an empty 'meaning_changed' label")
-    au.add_argument("--out", help="write the report to this file instead of stdout")
-    au.set_defaults(func=cmd_audit)
+        au.add_argument("--kind", action="append", default=[], choices=KINDS, metavar="KIND",
+                        help="only this kind of change, sampling among the variants that have one (repeatable): "
+                        + ", ".join(KINDS))
+        au.add_argument("--format", choices=("text", "jsonl"), default="text",
+                        help="text: grouped by kind; jsonl: one change a line with an empty 'meaning_changed' label")
+        au.add_argument("--out", help="write the report to this file instead of stdout")
+        au.set_defaults(func=cmd_audit)
 
-    r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
-    r.add_argument("name", nargs="?")
-    r.set_defaults(func=cmd_recipes)
+    if want("recipes"):
+        r = sub.add_parser("recipes", help="list built-in recipes, or print one as JSON")
+        r.add_argument("name", nargs="?")
+        r.set_defaults(func=cmd_recipes)
 
-    rh = sub.add_parser("rewrite-hook", help="print a Python file with every behaviour-preserving hook rewrite applied",
-                        description="Rename locals (scope-aware, capture-free) and apply provably equivalent "
-                                    "restyles; module-level names, parameters and attributes are kept.")
-    rh.add_argument("path", help="a Python source file (a hook or any module)")
-    rh.add_argument("--seed", type=int, default=0, help="seed for the new names (default 0)")
-    rh.add_argument("--stats", action="store_true", help="print counts of each rewrite (and refusal) to stderr")
-    rh.set_defaults(func=cmd_rewrite_hook)
+    if want("rewrite-hook"):
+        rh = sub.add_parser("rewrite-hook", help="print a Python file with every behaviour-preserving hook rewrite applied",
+                            description="Rename locals (scope-aware, capture-free) and apply provably equivalent "
+                                        "restyles; module-level names, parameters and attributes are kept.")
+        rh.add_argument("path", help="a Python source file (a hook or any module)")
+        rh.add_argument("--seed", type=int, default=0, help="seed for the new names (default 0)")
+        rh.add_argument("--stats", action="store_true", help="print counts of each rewrite (and refusal) to stderr")
+        rh.set_defaults(func=cmd_rewrite_hook)
 
-    sk = sub.add_parser("skills", help="Agent Skills folders: merge one into records (import) or write a record's "
-                        "skills as one (export)", description="import: copy the JSONL inputs to --out, adding the "
-                        "skills of --skills-dir (SKILL.md and bundled files) to every record that has none; augment "
-                        "that file afterwards with 'hsa augment'. export: write the skills of record --id (a source "
-                        "or a variant) as <name>/SKILL.md folders with their bundled files.")
-    sk.add_argument("action", choices=("import", "export"))
-    sk.add_argument("inputs", nargs="+", metavar="IN", help="JSONL files (export: a JSONL file or an output folder)")
-    sk.add_argument("--out", required=True, help="import: JSONL file to write; export: skills directory")
-    sk.add_argument("--skills-dir", help="import: the skills directory (<name>/SKILL.md), or one skill folder")
-    sk.add_argument("--id", help="export: the record id (output rows: <source_id>/<variant>)")
-    sk.add_argument("--dialect", choices=("hat", "agentskills"), default="hat",
-                    help="import: skill-name rules (hat also allows underscores; default hat)")
-    from hsa.skills_dir import MAX_FILE_BYTES, MAX_SKILL_BYTES  # stdlib only at import: --help stays instant
+    if want("skills"):
+        sk = sub.add_parser("skills", help="Agent Skills folders: merge one into records (import) or write a record's "
+                            "skills as one (export)", description="import: copy the JSONL inputs to --out, adding the "
+                            "skills of --skills-dir (SKILL.md and bundled files) to every record that has none; augment "
+                            "that file afterwards with 'hsa augment'. export: write the skills of record --id (a source "
+                            "or a variant) as <name>/SKILL.md folders with their bundled files.")
+        sk.add_argument("action", choices=("import", "export"))
+        sk.add_argument("inputs", nargs="+", metavar="IN", help="JSONL files (export: a JSONL file or an output folder)")
+        sk.add_argument("--out", required=True, help="import: JSONL file to write; export: skills directory")
+        sk.add_argument("--skills-dir", help="import: the skills directory (<name>/SKILL.md), or one skill folder")
+        sk.add_argument("--id", help="export: the record id (output rows: <source_id>/<variant>)")
+        sk.add_argument("--dialect", choices=("hat", "agentskills"), default="hat",
+                        help="import: skill-name rules (hat also allows underscores; default hat)")
+        from hsa.skills_dir import MAX_FILE_BYTES, MAX_SKILL_BYTES  # stdlib only at import: --help stays instant
 
-    sk.add_argument("--max-file-bytes", type=int, default=MAX_FILE_BYTES,
-                    help=f"import: bundled files larger than this are left out and listed (default {MAX_FILE_BYTES})")
-    sk.add_argument("--max-skill-bytes", type=int, default=MAX_SKILL_BYTES,
-                    help=f"import: bundled files past this total per skill are left out and listed (default "
-                    f"{MAX_SKILL_BYTES})")
-    sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
-    sk.set_defaults(func=cmd_skills)
+        sk.add_argument("--max-file-bytes", type=int, default=MAX_FILE_BYTES,
+                        help=f"import: bundled files larger than this are left out and listed (default {MAX_FILE_BYTES})")
+        sk.add_argument("--max-skill-bytes", type=int, default=MAX_SKILL_BYTES,
+                        help=f"import: bundled files past this total per skill are left out and listed (default "
+                        f"{MAX_SKILL_BYTES})")
+        sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
+        sk.set_defaults(func=cmd_skills)
 
-    from hsa.evaluation.cli import add_parser as add_eval_parser
+    if want("eval"):
+        from hsa.evaluation.cli import add_parser as add_eval_parser
 
-    add_eval_parser(sub)
+        add_eval_parser(sub)
 
-    from hsa.bench.cli import add_parser as add_bench_parser
+    if want("bench"):
+        from hsa.bench.cli import add_parser as add_bench_parser
 
-    add_bench_parser(sub)
+        add_bench_parser(sub)
 
-    t = sub.add_parser("transforms", help="list registered transforms")
-    t.set_defaults(func=cmd_transforms)
+    if want("transforms"):
+        t = sub.add_parser("transforms", help="list registered transforms")
+        t.set_defaults(func=cmd_transforms)
+
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = make_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = argv
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

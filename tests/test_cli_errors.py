@@ -116,3 +116,25 @@ def test_every_violation_of_a_record_is_reported_and_the_rest_counted(tmp_path, 
     two, seven = (r["detail"] for r in rejects)
     assert two.count("; ") == 3 and "is not of type 'string'" in two and "'kelvin' is not one of" in two
     assert seven.count("tool_calls[") == 10 and seven.endswith("; and 4 more violations")
+
+
+def test_one_commands_parser_is_the_whole_parsers_part():
+    """``make_parser(only=CMD)`` (what ``main`` builds when the command line names CMD) lists every command of the
+    whole parser in ``COMMANDS`` and gives CMD the same options, defaults and help as the whole parser does."""
+    import argparse
+
+    from hsa.cli import COMMANDS, make_parser
+
+    def commands(parser):
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return action.choices
+
+    whole = commands(make_parser())
+    assert tuple(whole) == COMMANDS
+    for name in COMMANDS:
+        alone = commands(make_parser(only=name))
+        assert list(alone) == [name]
+        assert alone[name].format_help() == whole[name].format_help(), name
+        defaults = [[(a.dest, a.default, a.required, list(a.choices or ())) for a in p._actions]
+                    for p in (alone[name], whole[name])]
+        assert defaults[0] == defaults[1], name
