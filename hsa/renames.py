@@ -55,6 +55,7 @@ __all__ = [
     "carries",
     "carry_messages",
     "STEP_PARTS",
+    "step_parts",
 ]
 
 #: Roles of a hook literal that make it a tool name (compared with ``tool_name``, a matcher, a key of a dict
@@ -627,19 +628,32 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 
 #: The parts of a record besides its messages and mapping that the steps :func:`carries` change: each step changes
 #: them as a function of themselves and the step alone, and the messages as a function of the messages and the step
-#: alone (:func:`carry_messages`; no hooks: a hook sync ties the two).
+#: alone (:func:`carry_messages`). A record's hooks join them where :func:`carries` allows hooks
+#: (:func:`step_parts`).
 STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
 #: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind).
 _SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep)
 
 
-def carries(record: Record, steps: Iterable[dict]) -> bool:
-    """Whether the appliers of ``steps`` change ``record`` in two halves, :data:`STEP_PARTS` and the messages, each
-    a function of itself and the steps: no hooks or hook events, only tool, parameter and value steps (a skill step
-    takes the skill tool from the harness, a restore step patches everything)."""
+def carries(record: Record, steps: Iterable[dict], *, hooks: bool = False) -> bool:
+    """Whether the appliers of ``steps`` change ``record`` in two halves, its :func:`step_parts` and the messages,
+    each a function of itself and the steps: only tool, parameter and value steps (a skill step takes the skill tool
+    from the harness, a restore step patches everything), no hook events (their payloads, decisions and injected
+    messages tie the hooks to the messages) and, unless ``hooks``, no hooks.
+
+    With ``hooks`` a record's hooks (but no events) are allowed: a hook sync (:mod:`hsa.codemods.sync`) reads the
+    hook source, the harness before the step and the step alone, and writes the hooks and, where it refuses, a note;
+    a caller that allows them keeps the hooks with the other parts and checks the notes (:func:`hsa.transform.
+    _apply_carried`). The split undo (:func:`_undo_split`) does not: it keeps no notes."""
     steps = list(steps)
-    return not record.get("hooks") and not record.get("hook_events") and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) \
-        and not nested_names(record, steps)
+    return (hooks or not record.get("hooks")) and not record.get("hook_events") \
+        and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) and not nested_names(record, steps)
+
+
+def step_parts(record: Record) -> tuple[str, ...]:
+    """:data:`STEP_PARTS`, and ``hooks`` when ``record`` has hooks: the harness parts that the steps a record
+    :func:`carries` (with ``hooks``) change."""
+    return (*STEP_PARTS, "hooks") if record.get("hooks") else STEP_PARTS
 
 
 def _splits(record: Record, steps: list[dict]) -> bool:

@@ -631,23 +631,25 @@ class _AskedSet:
 def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, source: Record | None = None) -> Record:
     """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`, under a pool: the harness parts
     and the new mapping steps taken from the slot plan's entry ``run`` (by params and the parts read,
-    :data:`hsa.renames.STEP_PARTS`) and the messages carried through those steps. A branch seen once is only
-    noted (a slot that serves one variant pays no check); from its second sighting on, what the apply gave is kept
-    when it is that: the other keys as they were (same order), the mapping the input's plus steps
-    :func:`hsa.renames.carries`, and the messages exactly what :func:`hsa.renames.carry_messages` makes of the
+    :func:`hsa.renames.step_parts`: the hooks too on a record with hooks and no hook events) and the messages
+    carried through those steps. A branch seen once is only noted (a slot that serves one variant pays no check);
+    from its second sighting on, what the apply gave is kept when it is that: the other keys as they were (same
+    order; the notes too, so a hook sync that refused, and noted it, is never kept), the mapping the input's plus
+    steps :func:`hsa.renames.carries`, and the messages exactly what :func:`hsa.renames.carry_messages` makes of the
     input's. A kept branch's parts and steps are shared, read only (transforms never modify their input, and no
     mapping step is changed in place)."""
     from hsa import _json
-    from hsa.renames import STEP_PARTS, carries, carry_messages
+    from hsa.renames import carries, carry_messages, step_parts
     from hsa.step_carry import compile_carry
 
-    if not carries(record, ()):
+    if not carries(record, (), hooks=True):
         return t.apply(record, params)
+    parts_of = step_parts(record)
     try:
-        key = exact_key(params)
+        key = (exact_key(params), parts_of)
     except (TypeError, ValueError):  # pragma: no cover - exact_key falls back to repr
         return t.apply(record, params)
-    read = _parts_read(STEP_PARTS, record, source)
+    read = _parts_read(parts_of, record, source)
     branch = next((b for b in run.steps if b[0] == key and _same_read(read, b[1])), None)
     if branch is not None and branch[2] is not None:
         run.taken += 1
@@ -663,12 +665,12 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
         return out
     n = len(record["mapping"])
     steps = out["mapping"][n:]
-    if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps) and \
+    if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps, hooks=True) and \
             all(a is b for a, b in zip(out["mapping"], record["mapping"])) and \
             all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
-                for k in out if k not in STEP_PARTS and k not in ("messages", "mapping")) and \
+                for k in out if k not in parts_of and k not in ("messages", "mapping")) and \
             _same_messages(carry_messages(record["messages"], steps), out["messages"]):
-        branch[2] = ({k: out[k] for k in STEP_PARTS if k in out}, tuple(steps), compile_carry(steps))
+        branch[2] = ({k: out[k] for k in parts_of if k in out}, tuple(steps), compile_carry(steps))
     return out
 
 

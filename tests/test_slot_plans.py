@@ -63,3 +63,59 @@ def test_plan_table_size_from_the_environment(monkeypatch):
     plans = [table.get(("h", slot)) for slot in (0, 1, 0, 2)]
     assert plans[0] is plans[2] and len(table) == 2 and table.evictions == 1
     assert table.get(("h", 1)) is not plans[1]  # the least recently used was dropped
+
+
+def test_a_renaming_leaf_on_records_with_hooks_is_taken_from_the_plan(tmp_path, monkeypatch):
+    """Records with hooks and no hook events (a hook sync reads the harness and the step alone) keep what a renaming
+    leaf gave, hooks included, in the slot plan, and later records of the slot take it: the bytes are those of a run
+    without plans (the test above, on the same kind of records)."""
+    src = tmp_path / "in.jsonl"
+    _bench_augment().make_input(32, src, 4)
+    rows = [__import__("json").loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+    assert all(r.get("hooks") for r in rows) and sum(not r.get("hook_events") for r in rows) >= len(rows) // 2
+    monkeypatch.setenv("HSA_PLANS", str(10**6))
+    cache.clear()
+    assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--variants", "3", "--seed", "7", "--workers", "1",
+                 "--quiet"]) == 0
+    kept = [b[2][0] for p in current().plans._data.values() for r in p.runs for b in r.steps if b[2] is not None]
+    assert any("hooks" in parts for parts in kept)
+    assert sum(r.taken for p in current().plans._data.values() for r in p.runs if r.steps) > 0
+
+
+def test_a_carried_leaf_whose_apply_adds_a_note_is_never_kept(tmp_path):
+    """The check before a renaming leaf's work is kept compares every key but the parts and the messages: an apply
+    that adds a note (a hook sync that refused says so in one) is applied afresh for every record, never kept."""
+    import dataclasses
+    import random
+    from typing import ClassVar
+
+    from hsa.plans import LeafRun
+    from hsa.records import normalize
+    from hsa.renames import rename_tools
+    from hsa.transform import Transform, _apply_carried
+
+    @dataclasses.dataclass(frozen=True)
+    class Noting(Transform):
+        name: ClassVar[str] = "test.noting"
+        family: ClassVar[str] = "tool"
+        carries_steps: ClassVar[bool] = True
+        note: bool = True
+
+        def sample(self, record, rng: random.Random):
+            return {}
+
+        def apply(self, record, params):
+            out = rename_tools(record, {record["tools"][0]["name"]: "renamed_tool"})
+            if self.note:
+                out["notes"] = [*out["notes"], "hook sync refused: made up"]
+            return out
+
+    src = tmp_path / "in.jsonl"
+    _bench_augment().make_input(2, src, 1)
+    record = normalize(__import__("json").loads(src.read_text(encoding="utf-8").splitlines()[0]))
+    for leaf, kept in ((Noting(note=True), False), (Noting(note=False), True)):
+        run = LeafRun(leaf, 1)
+        outs = [_apply_carried(leaf, record, {}, run, record) for _ in range(3)]
+        assert (run.steps[0][2] is not None) is kept and run.taken == (1 if kept else 0)
+        assert outs[2]["notes"] == outs[0]["notes"] and outs[2]["tools"] == outs[0]["tools"]
+        assert outs[2]["messages"] == outs[0]["messages"]
