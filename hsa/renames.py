@@ -658,24 +658,25 @@ def step_parts(record: Record) -> tuple[str, ...]:
 
 def _splits(record: Record, steps: list[dict]) -> bool:
     """Whether :func:`_undo_split` undoes ``steps`` on ``record``."""
-    return bool(steps) and carries(record, steps)
+    return bool(steps) and carries(record, steps, hooks=True)
 
 
 def _undo_split(record: Record, steps: list[dict]) -> bool:
     """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
-    applies them, in two halves: the harness parts (:data:`STEP_PARTS`) by the plain appliers on the record
-    without its messages, kept in the slot plan of the variant being made (:attr:`hsa.context.WorkerContext.plan`,
-    :meth:`hsa.plans.SlotPlan.keep`, by the digest of the steps and parts: the records of a harness and pool slot
-    undo the same steps on the same harness, whatever their trajectories), and the messages step by step (their
-    message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would raise, the
-    harness half raises the same (it runs every applier); the messages half raises nothing of its own. False
+    applies them, in two halves: the harness parts (:func:`step_parts`: the hooks too, on a record with hooks and no
+    hook events) by the plain appliers on the record without its messages, kept in the slot plan of the variant
+    being made (:attr:`hsa.context.WorkerContext.plan`, :meth:`hsa.plans.SlotPlan.keep`, by the digest of the steps
+    and parts: the records of a harness and pool slot undo the same steps on the same harness, whatever their
+    trajectories) with the notes they add (a hook sync that refuses says so in one), and the messages step by step
+    (their message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would raise,
+    the harness half raises the same (it runs every applier); the messages half raises nothing of its own. False
     (``record`` as it was): no plan (``--harness-pool 0``, an undo outside augmentation), or the first sighting of
     these steps and parts in the plan, which the plain loop undoes (a slot that serves one variant costs no
     split)."""
     plan = _current().plan
     if plan is None:
         return False
-    parts = {k: record[k] for k in STEP_PARTS if k in record}
+    parts = {k: record[k] for k in step_parts(record) if k in record}
     try:
         key = ("undone", _cache.digest(steps, parts))
     except (TypeError, ValueError):  # not JSON: no key
@@ -685,22 +686,25 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
         plan.keep(key, None)
         return False
     if hit is not None:
-        undone, carry = _json.loads(hit[0]), hit[1]
+        undone, carry, noted = _json.loads(hit[0]), hit[1], hit[2]
     else:
         carry = None
-        bare = {**record, "messages": [], "mapping": list(record["mapping"])}
+        notes = record["notes"]
+        bare = {**record, "messages": [], "mapping": list(record["mapping"]), "notes": list(notes)}
         for step in steps:
             bare = _apply_step_in_place(bare, step)
-        undone = {k: bare[k] for k in STEP_PARTS if k in bare}
+        undone = {k: bare[k] for k in parts}
+        noted = tuple(bare["notes"][len(notes):])  # the appliers copy the notes and append to them, nothing else
         try:
             data = _json.dumps_bytes(undone)
         except (TypeError, ValueError):
             data = None
         if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
             carry = compile_carry(steps)
-            plan.keep(key, (data, carry))
+            plan.keep(key, (data, carry, noted))
     _carry_steps(record["messages"], steps, entries=carry, sift=True)
     record.update(undone)
+    record["notes"].extend(noted)
     return True
 
 

@@ -262,10 +262,12 @@ def test_content_patch_is_the_diff_of_the_whole_from_the_slot_plan_too():
             assert all(plan.memo[k] is v for k, v in kept.items() if k in plan.memo)  # the kept patches, reused
 
 
-def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo():
+@pytest.mark.parametrize("hooks", [False, True])
+def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo(hooks):
     """The restore step's undo in a slot plan: the first sighting of (steps, harness parts) undoes by the plain
-    loop, the next ones split the harness half (kept in the plan) from the messages; every one gives what the plain
-    undo gives, and the plan keeps at most MEMO results."""
+    loop, the next ones split the harness half (kept in the plan, the hooks with it on records with hooks and no
+    hook events) from the messages; every one gives what the plain undo gives, notes included, and the plan keeps
+    at most MEMO results."""
     import random
 
     from fixtures.livestream.generate import generate
@@ -277,7 +279,8 @@ def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo():
     recipe = load_recipe("tools")
     cases = []
     for rec in generate(8, seed=3, harnesses=1):
-        src = normalize({k: v for k, v in rec.items() if k not in ("hooks", "hook_events")})
+        src = normalize({k: v for k, v in rec.items() if k not in (("hook_events",) if hooks else ("hooks", "hook_events"))})
+        assert bool(src.get("hooks")) is hooks
         for k in range(2):
             out, applied, _ = run(recipe, src, random.Random(k))  # the same draws on records of one harness
             if applied:
@@ -290,6 +293,7 @@ def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo():
                 assert _slow_same(undo(r, n), w)
         kept = [v for k, v in plan.memo.items() if k[0] == "undone"]
         assert any(v is not None for v in kept) and len(plan.memo) <= MEMO
+        assert all((b'"hooks"' in v[0]) is hooks for v in kept if v is not None)
 
 
 def test_a_shared_restore_patch_is_not_changed_by_canonicalize():
