@@ -633,9 +633,13 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
 #: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind).
 _SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep)
+#: The steps the split undo (:func:`_undo_split`) also takes: a skill rename, whose applier carries the messages
+#: with the skill tool the record has when it is applied, the one its step names wherever the undo reaches it (the
+#: undo checks that, once per plan entry).
+_UNDO_SPLIT_STEPS = (*_SPLIT_STEPS, SkillsStep)
 
 
-def carries(record: Record, steps: Iterable[dict], *, hooks: bool = False) -> bool:
+def carries(record: Record, steps: Iterable[dict], *, hooks: bool = False, kinds: tuple = _SPLIT_STEPS) -> bool:
     """Whether the appliers of ``steps`` change ``record`` in two halves, its :func:`step_parts` and the messages,
     each a function of itself and the steps: only tool, parameter and value steps (a skill step takes the skill tool
     from the harness, a restore step patches everything), no hook events (their payloads, decisions and injected
@@ -647,7 +651,7 @@ def carries(record: Record, steps: Iterable[dict], *, hooks: bool = False) -> bo
     _apply_carried`). The split undo (:func:`_undo_split`) does not: it keeps no notes."""
     steps = list(steps)
     return (hooks or not record.get("hooks")) and not record.get("hook_events") \
-        and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) and not nested_names(record, steps)
+        and all(isinstance(s, kinds) for s in steps_of(steps)) and not nested_names(record, steps)
 
 
 def step_parts(record: Record) -> tuple[str, ...]:
@@ -658,7 +662,7 @@ def step_parts(record: Record) -> tuple[str, ...]:
 
 def _splits(record: Record, steps: list[dict]) -> bool:
     """Whether :func:`_undo_split` undoes ``steps`` on ``record``."""
-    return bool(steps) and carries(record, steps, hooks=True)
+    return bool(steps) and carries(record, steps, hooks=True, kinds=_UNDO_SPLIT_STEPS)
 
 
 def _undo_split(record: Record, steps: list[dict]) -> bool:
@@ -669,7 +673,9 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     and parts: the records of a harness and pool slot undo the same steps on the same harness, whatever their
     trajectories) with the notes they add (a hook sync that refuses says so in one), and the messages step by step
     (their message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would raise,
-    the harness half raises the same (it runs every applier); the messages half raises nothing of its own. False
+    the harness half raises the same (it runs every applier, on a copy of the parts); the messages half raises
+    nothing of its own. A skill rename is split where its step names the skill tool the record has when the undo
+    reaches it (its applier carries the calls of that one), else these steps are left to the plain loop. False
     (``record`` as it was): no plan (``--harness-pool 0``, an undo outside augmentation), or the first sighting of
     these steps and parts in the plan, which the plain loop undoes (a slot that serves one variant costs no
     split)."""
@@ -685,13 +691,20 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     if hit is False:  # the first sighting
         plan.keep(key, None)
         return False
+    if hit is _PLAIN:
+        return False
     if hit is not None:
         undone, carry, noted = _json.loads(hit[0]), hit[1], hit[2]
     else:
         carry = None
         notes = record["notes"]
-        bare = {**record, "messages": [], "mapping": list(record["mapping"]), "notes": list(notes)}
+        bare = {**record, **_json.copy(parts), "messages": [], "mapping": list(record["mapping"]),
+                "notes": list(notes)}
         for step in steps:
+            st = bare["skill_tool"]
+            if step["op"] == "skills" and (step.get("tool"), step.get("argument")) != (st["name"], st["argument"]):
+                plan.keep(key, _PLAIN)  # its applier would carry the messages with another skill tool: not split
+                return False
             bare = _apply_step_in_place(bare, step)
         undone = {k: bare[k] for k in parts}
         noted = tuple(bare["notes"][len(notes):])  # the appliers copy the notes and append to them, nothing else
@@ -706,6 +719,10 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     record.update(undone)
     record["notes"].extend(noted)
     return True
+
+
+#: A plan entry of :func:`_undo_split` whose steps the plain loop undoes every time.
+_PLAIN = ("plain",)
 
 
 def carry_messages(messages: list[dict], steps: Iterable[dict], *, entries: tuple | None = None) -> list[dict]:

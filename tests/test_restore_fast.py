@@ -262,8 +262,8 @@ def test_content_patch_is_the_diff_of_the_whole_from_the_slot_plan_too():
             assert all(plan.memo[k] is v for k, v in kept.items() if k in plan.memo)  # the kept patches, reused
 
 
-@pytest.mark.parametrize("hooks", [False, True])
-def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo(hooks):
+@pytest.mark.parametrize("hooks,recipe", [(False, "tools"), (True, "tools"), (True, "skills")])  # skills: below
+def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo(hooks, recipe):
     """The restore step's undo in a slot plan: the first sighting of (steps, harness parts) undoes by the plain
     loop, the next ones split the harness half (kept in the plan, the hooks with it on records with hooks and no
     hook events) from the messages; every one gives what the plain undo gives, notes included, and the plan keeps
@@ -274,9 +274,12 @@ def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo(hooks):
     from hsa.plans import MEMO
     from hsa.recipes import load_recipe
     from hsa.renames import _as_written
-    from hsa.transform import run
+    from hsa.transform import from_config, run
 
-    recipe = load_recipe("tools")
+    skills = recipe == "skills"
+    recipe = load_recipe("tools") if not skills else from_config(  # skill and tool renames: no restore step
+        {"transform": "meta.sequence", "transforms": [{"transform": "skill.rename", "p": 1.0},
+                                                       {"transform": "tool.rename", "p": 0.5}]})
     cases = []
     for rec in generate(8, seed=3, harnesses=1):
         src = normalize({k: v for k, v in rec.items() if k not in (("hook_events",) if hooks else ("hooks", "hook_events"))})
@@ -285,6 +288,8 @@ def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo(hooks):
             out, applied, _ = run(recipe, src, random.Random(k))  # the same draws on records of one harness
             if applied:
                 cases.append((_as_written(out), len(out["mapping"]) - len(src["mapping"])))
+    if skills:  # the variants with a skill rename: a kept undo below is one of a skills step
+        cases = [(r, n) for r, n in cases if any(s["op"] == "skills" for s in r["mapping"][-n:])]
     assert len(cases) >= 8
     want = [undo(r, n) for r, n in cases]  # no plan: the plain loop
     with _in_a_slot_plan() as plan:
@@ -294,6 +299,31 @@ def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo(hooks):
         kept = [v for k, v in plan.memo.items() if k[0] == "undone"]
         assert any(v is not None for v in kept) and len(plan.memo) <= MEMO
         assert all((b'"hooks"' in v[0]) is hooks for v in kept if v is not None)
+
+
+def test_the_undo_split_leaves_a_skill_step_of_another_skill_tool_to_the_plain_loop():
+    """A skills step names the skill tool its applier carried the calls of; where the record's skill tool at that
+    point is another one (a mapping not made by hsa, say), the plain loop, which carries with the record's, undoes
+    it every time: the plan keeps that, and every undo gives what the plain undo gives."""
+    import json
+
+    from fixtures.livestream.generate import generate
+    from hsa.renames import _PLAIN, _as_written, rename_skills
+
+    src = next(r for r in map(normalize, generate(40, seed=5)) if r.get("skills") and any(
+        c["function"]["name"] == r["skill_tool"]["name"] for m in r["messages"] for c in m.get("tool_calls") or ()))
+    src = {**src, "hooks": [], "hook_events": []}
+    old = src["skills"][0]["name"]
+    variant = rename_skills(src, {old: old + "-renamed"})
+    step = variant["mapping"][-1]
+    variant["mapping"][-1] = {**step, "tool": "some_other_tool"}  # the calls it renamed are the skill tool's
+    case = _as_written(variant)
+    want = undo(case, 1)
+    assert json.dumps(want["messages"]) != json.dumps(case["messages"])  # the plain undo carries the calls back
+    with _in_a_slot_plan() as plan:
+        for _ in range(3):
+            assert _slow_same(undo(case, 1), want)
+        assert list(plan.memo.values()) == [_PLAIN]
 
 
 def test_a_shared_restore_patch_is_not_changed_by_canonicalize():
