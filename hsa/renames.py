@@ -631,27 +631,25 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 #: alone (:func:`carry_messages`). A record's hooks join them where :func:`carries` allows hooks
 #: (:func:`step_parts`).
 STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
-#: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind).
-_SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep)
-#: The steps the split undo (:func:`_undo_split`) also takes: a skill rename, whose applier carries the messages
-#: with the skill tool the record has when it is applied, the one its step names wherever the undo reaches it (the
-#: undo checks that, once per plan entry).
-_UNDO_SPLIT_STEPS = (*_SPLIT_STEPS, SkillsStep)
+#: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind). A skill rename's applier
+#: carries the calls of the skill tool the record has when it is applied: the one its step names, when the step was
+#: made there (a renaming leaf's apply), and wherever an undo reaches it (:func:`_undo_split` checks that).
+_SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep, SkillsStep)
 
 
-def carries(record: Record, steps: Iterable[dict], *, hooks: bool = False, kinds: tuple = _SPLIT_STEPS) -> bool:
+def carries(record: Record, steps: Iterable[dict], *, hooks: bool = False) -> bool:
     """Whether the appliers of ``steps`` change ``record`` in two halves, its :func:`step_parts` and the messages,
-    each a function of itself and the steps: only tool, parameter and value steps (a skill step takes the skill tool
-    from the harness, a restore step patches everything), no hook events (their payloads, decisions and injected
-    messages tie the hooks to the messages) and, unless ``hooks``, no hooks.
+    each a function of itself and the steps: only tool, skill, parameter and value steps (:data:`_SPLIT_STEPS`; a
+    restore step patches everything), no hook events (their payloads, decisions and injected messages tie the hooks
+    to the messages) and, unless ``hooks``, no hooks.
 
     With ``hooks`` a record's hooks (but no events) are allowed: a hook sync (:mod:`hsa.codemods.sync`) reads the
     hook source, the harness before the step and the step alone, and writes the hooks and, where it refuses, a note;
-    a caller that allows them keeps the hooks with the other parts and checks the notes (:func:`hsa.transform.
-    _apply_carried`). The split undo (:func:`_undo_split`) does not: it keeps no notes."""
+    a caller that allows them keeps the hooks with the other parts and the notes the sync adds
+    (:func:`hsa.transform._apply_carried` checks them before it keeps a branch, :func:`_undo_split` keeps them)."""
     steps = list(steps)
     return (hooks or not record.get("hooks")) and not record.get("hook_events") \
-        and all(isinstance(s, kinds) for s in steps_of(steps)) and not nested_names(record, steps)
+        and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) and not nested_names(record, steps)
 
 
 def step_parts(record: Record) -> tuple[str, ...]:
@@ -662,7 +660,7 @@ def step_parts(record: Record) -> tuple[str, ...]:
 
 def _splits(record: Record, steps: list[dict]) -> bool:
     """Whether :func:`_undo_split` undoes ``steps`` on ``record``."""
-    return bool(steps) and carries(record, steps, hooks=True, kinds=_UNDO_SPLIT_STEPS)
+    return bool(steps) and carries(record, steps, hooks=True)
 
 
 def _undo_split(record: Record, steps: list[dict]) -> bool:

@@ -200,9 +200,9 @@ class Transform:
     family: ClassVar[str] = ""
     task_preserving: ClassVar[bool] = True
     #: True when ``apply`` changes a record only as the mapping steps it appends do (:data:`hsa.renames.STEP_APPLIERS`:
-    #: a rename of tools or parameters, a value or structural step), so that on a record without hooks the harness
-    #: parts it gives (:data:`hsa.renames.STEP_PARTS`) are a function of those parts and the params, and the messages
-    #: are the input's carried through the steps (:func:`hsa.renames.carry_messages`). Under a harness-variant pool
+    #: a rename of tools, skills or parameters, a value or structural step), so that on a record without hook events
+    #: the harness parts it gives (:func:`hsa.renames.step_parts`) are a function of those parts and the params, and
+    #: the messages are the input's carried through the steps (:func:`hsa.renames.carry_messages`). Under a harness-variant pool
     #: such a leaf's apply is then made once per slot (and per params and parts read) and held by the slot's plan
     #: (:mod:`hsa.plans`), what it gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
     carries_steps: ClassVar[bool] = False

@@ -67,8 +67,8 @@ def test_plan_table_size_from_the_environment(monkeypatch):
 
 def test_a_renaming_leaf_on_records_with_hooks_is_taken_from_the_plan(tmp_path, monkeypatch):
     """Records with hooks and no hook events (a hook sync reads the harness and the step alone) keep what a renaming
-    leaf gave, hooks included, in the slot plan, and later records of the slot take it: the bytes are those of a run
-    without plans (the test above, on the same kind of records)."""
+    leaf (tool, parameter or skill rename) gave, hooks included, in the slot plan, and later records of the slot
+    take it: the bytes are those of a run without plans (the test above, on the same kind of records)."""
     src = tmp_path / "in.jsonl"
     _bench_augment().make_input(32, src, 4)
     rows = [__import__("json").loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
@@ -77,8 +77,9 @@ def test_a_renaming_leaf_on_records_with_hooks_is_taken_from_the_plan(tmp_path, 
     cache.clear()
     assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--variants", "3", "--seed", "7", "--workers", "1",
                  "--quiet"]) == 0
-    kept = [b[2][0] for p in current().plans._data.values() for r in p.runs for b in r.steps if b[2] is not None]
-    assert any("hooks" in parts for parts in kept)
+    kept = [b[2] for p in current().plans._data.values() for r in p.runs for b in r.steps if b[2] is not None]
+    assert any("hooks" in parts for parts, _, _ in kept)
+    assert any(step["op"] == "skills" for _, steps, _ in kept for step in steps)  # skill.rename's too
     assert sum(r.taken for p in current().plans._data.values() for r in p.runs if r.steps) > 0
 
 

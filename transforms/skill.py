@@ -221,6 +221,7 @@ class SkillRename(Transform):
 
     name: ClassVar[str] = "skill.rename"
     family: ClassVar[str] = "skill"
+    carries_steps: ClassVar[bool] = True  # apply: its mapping step (hsa.renames.STEP_APPLIERS["skills"])
 
     styles: tuple[str, ...] = DEFAULT_SKILL_STYLES
     p: float = 1.0
