@@ -42,6 +42,21 @@ def test_a_pipelined_batch_gives_what_calls_one_by_one_give(box):
     assert batch[9]["error"] == "memory limit"
 
 
+def test_code_that_does_not_compile_says_so_on_every_call(box):
+    """hsa sends a hook's source once per worker: before, the worker kept nothing of code that did not compile, so
+    every later call of it failed with the worker's own ``KeyError: 'src'``, reported as the hook's error (the "hook
+    not replayed" note of 45 of 51 rows of records with such a hook said so). Every call now gives the SyntaxError,
+    in one batch and in the next."""
+    broken = "def f(p):\n    return (p\n"
+    first = box.run([fn(broken, {"i": 1}), fn(broken, {"i": 2})])
+    again = box.run([fn(broken, {"i": 3})])
+    for out in (*first, *again):
+        assert out["ok"] is False and out["error"] == "SyntaxError", out
+        assert out["detail"] == first[0]["detail"] and "never closed" in out["detail"]
+    nul = box.run([fn("x = 1\0", {"i": 1}), fn("x = 1\0", {"i": 2})])  # a NUL: SyntaxError or ValueError by version
+    assert nul[0]["error"] in ("SyntaxError", "ValueError") and nul[0] == nul[1]
+
+
 def test_a_batch_larger_than_the_pipes_does_not_block(box):
     """Requests and answers of several MiB each way flow at once without a deadlock."""
     src = "def f(p):\n    return p['s'][::-1] + str(p['i'])\n"

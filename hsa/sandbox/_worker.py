@@ -154,8 +154,15 @@ def _call(req):
     key = req["k"]
     if key not in CODES:
         path = req.get("file") or os.path.join(os.getcwd(), "hook.py")
-        CODES[key] = (compile(req["src"], path, "exec"), req["entry"], req["style"], path, req.get("dir"))
-    code, entry, style, path, folder = CODES[key]
+        try:
+            CODES[key] = (compile(req["src"], path, "exec"), req["entry"], req["style"], path, req.get("dir"))
+        except (SyntaxError, ValueError) as e:  # code that does not compile says so on every call, not only the first
+            CODES[key] = (type(e), e.args)  # (hsa sends the source once per worker and key)
+            raise
+    known = CODES[key]
+    if len(known) == 2:
+        raise known[0](*known[1])
+    code, entry, style, path, folder = known
     payload = req["p"]
     out_buf, err_buf = io.StringIO(), io.StringIO()
     saved = sys.stdin, sys.stdout, sys.stderr, sys.argv
