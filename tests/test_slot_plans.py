@@ -120,3 +120,30 @@ def test_a_carried_leaf_whose_apply_adds_a_note_is_never_kept(tmp_path):
         assert (run.steps[0][2] is not None) is kept and run.taken == (1 if kept else 0)
         assert outs[2]["notes"] == outs[0]["notes"] and outs[2]["tools"] == outs[0]["tools"]
         assert outs[2]["messages"] == outs[0]["messages"]
+
+
+def test_a_hook_sync_that_refuses_gives_the_same_bytes_with_plans(tmp_path, monkeypatch):
+    """A hook that cannot be analysed makes every rename's sync refuse, with a note (and the variant rejected): a
+    renaming leaf's work on such records is not kept in the plan (the notes differ) and the undo keeps the notes
+    the sync adds, so the rows and rejects are those of a run without plans."""
+    import json
+
+    src = tmp_path / "in.jsonl"
+    _bench_augment().make_input(32, src, 4)
+    rows = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+    for r in rows:
+        name = r["tools"][0].get("name") or r["tools"][0]["function"]["name"]
+        r["hooks"][0]["source"] += f"\n\ndef broken(p):\n    return p['tool_name'] == {name!r} (\n"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    got = {}
+    for plans in (10**6, 0):
+        monkeypatch.setenv("HSA_PLANS", str(plans))
+        cache.clear()
+        out = tmp_path / f"out-{plans}"
+        assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--seed", "7", "--workers", "1",
+                     "--quiet"]) == 0
+        assert main(["export", str(out), "--out", str(tmp_path / f"v-{plans}.jsonl")]) == 0
+        got[plans] = ((tmp_path / f"v-{plans}.jsonl").read_bytes(), (out / "rejects.jsonl").read_bytes())
+    cache.clear()
+    assert b"sync refused" in got[0][1]
+    assert got[10**6] == got[0]
