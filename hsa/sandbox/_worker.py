@@ -156,8 +156,8 @@ def _call(req):
         path = req.get("file") or os.path.join(os.getcwd(), "hook.py")
         try:
             CODES[key] = (compile(req["src"], path, "exec"), req["entry"], req["style"], path, req.get("dir"))
-        except (SyntaxError, ValueError) as e:  # code that does not compile says so on every call, not only the first
-            CODES[key] = (type(e), e.args)  # (hsa sends the source once per worker and key)
+        except Exception as e:  # code that does not compile (a SyntaxError, a RecursionError of deep nesting) says
+            CODES[key] = (type(e), e.args)  # so on every call, not only the first: hsa sends a source once a worker
             raise
     known = CODES[key]
     if len(known) == 2:
