@@ -37,6 +37,7 @@ __all__ = [
     "renames_leaves",
     "param_mentions",
     "schema_strings",
+    "tools_schema_strings",
     "rename_in_tool_texts",
     "rename_param_mentions",
     "legacy_param_renamer",
@@ -146,13 +147,26 @@ def param_mentions(record: Record, idx: int, renames: dict[tuple, str],
            if len(v) == 1 and leaves.count(k) == sum(1 for p in renames if p[-1] == k)}
     if not own:
         return {}
-    values = schema_strings([t["parameters"] for t in tools])
+    values = tools_schema_strings(tools)
     own = {k: v for k, v in own.items() if is_identifier_like(k) or k not in values}
     also = also or {}
     others = {p[-1] for i, t in enumerate(tools) if i != idx for p in param_paths(t["parameters"])}
     names = {t["name"] for t in tools} | {s["name"] for s in record.get("skills") or ()}
     everywhere = {k: v for k, v in own.items() if k not in names and (k not in others or also.get(k) == v)}
     return {k: v for k, v in (("own", own), ("all", everywhere)) if v}
+
+
+def tools_schema_strings(tools: Iterable[dict]) -> frozenset[str]:
+    """:func:`schema_strings` of the parameter schemas of ``tools``, together: each schema's a fact of its content
+    (:func:`hsa.schema_facts.schema_fact`), worked out once, not walked again for every rename and every check."""
+    out: frozenset[str] = frozenset()
+    for t in tools:
+        out |= schema_fact(t["parameters"], _schema_strings_fact)
+    return out
+
+
+def _schema_strings_fact(schema: Any) -> frozenset[str]:
+    return frozenset(schema_strings(schema))
 
 
 def schema_strings(schema: Any, out: set[str] | None = None) -> set[str]:
@@ -341,7 +355,7 @@ def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]
         return []
     tools = {t["name"]: t for t in variant["tools"]}
     declared = {name: {p[-1] for p in param_paths(t["parameters"])} for name, t in tools.items()}
-    values = schema_strings([t["parameters"] for t in variant["tools"]])
+    values = tools_schema_strings(variant["tools"])
     names = set(tools) | {s["name"] for s in variant.get("skills") or ()}
     out = []
     everywhere = {leaf for leaves in renamed.values() for leaf in leaves
@@ -359,7 +373,7 @@ def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]
         t = tools.get(tool)
         if t is None:
             continue
-        own_values = schema_strings(t["parameters"])
+        own_values = schema_fact(t["parameters"], _schema_strings_fact)
         gone = {leaf for leaf in leaves - everywhere if leaf not in declared[tool]
                 and (is_identifier_like(leaf) or leaf not in own_values) and leaf in follow_own.get(tool, ())}
         if not gone:

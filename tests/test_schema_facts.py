@@ -121,3 +121,33 @@ def test_the_data_path_facts_equal_their_walks():
             v = validator_for(schema)
             assert v.is_valid({"q": "a"}) and not v.is_valid({"q": "c"}) and not v.is_valid({})
         assert validator_for(dict(schema)) is v
+
+
+def test_the_string_values_of_a_tool_list_are_the_walk_of_every_schema():
+    """tools_schema_strings (a fact of each schema) gives what schema_strings' walk of the whole list gives, on every
+    tool list of the fixtures, and works each schema out once."""
+    import json
+
+    from hsa import rename_texts
+    from hsa.records import normalize
+    from tests.conftest import FIXTURES, ROOT
+
+    lists = []
+    for path in (FIXTURES, ROOT / "fixtures" / "mcp" / "records.jsonl"):
+        lists += [normalize(json.loads(line))["tools"] for line in path.read_text(encoding="utf-8").splitlines()[:40]]
+    lists.append([{"name": "t", "description": "", "parameters": {"type": "object", "properties": {
+        "mode": {"type": "string", "enum": ["fast", 1, "slow"], "default": "fast"},
+        "x": {"const": "only", "examples": ["e1", None]}}, "required": ["mode"]}}])
+    assert sum(bool(rename_texts.schema_strings([t["parameters"] for t in ts])) for ts in lists) >= 2
+    with use(WorkerContext()):
+        for tools in lists:
+            assert rename_texts.tools_schema_strings(tools) == rename_texts.schema_strings([t["parameters"] for t in tools])
+        walked = []
+        plain = rename_texts._schema_strings_fact
+        try:
+            rename_texts._schema_strings_fact = lambda schema: (walked.append(1), plain(schema))[1]
+            for _ in range(3):
+                rename_texts.tools_schema_strings(lists[-1])
+        finally:
+            rename_texts._schema_strings_fact = plain
+        assert len(walked) <= 1  # once per schema content (already kept from the loop above: none)
