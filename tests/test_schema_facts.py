@@ -151,3 +151,41 @@ def test_the_string_values_of_a_tool_list_are_the_walk_of_every_schema():
         finally:
             rename_texts._schema_strings_fact = plain
         assert len(walked) <= 1  # once per schema content (already kept from the loop above: none)
+
+
+def test_the_texts_of_a_tool_list_are_each_tools_description_and_schema_texts_in_order():
+    """labelled_texts and texts_of give a tool list's texts as each tool's description, then its schema's texts (the
+    walk of each schema, kept per schema), tool by tool, on every record of the fixtures."""
+    import json
+
+    from hsa.record_texts import _schema_texts_of, _texts, labelled_texts
+    from hsa.records import normalize
+    from tests.conftest import FIXTURES, ROOT
+
+    records = []
+    for path in (FIXTURES, ROOT / "fixtures" / "mcp" / "records.jsonl", ROOT / "examples" / "my-data.jsonl"):
+        records += [normalize(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()[:30]]
+    with use(WorkerContext()):
+        for rec in records:
+            for _ in range(2):  # worked out, then kept
+                want = []
+                for t in rec["tools"]:
+                    if isinstance(t.get("description"), str):
+                        want.append(("a tool description", t["description"]))
+                    want += [("a parameter description", x) for x in _schema_texts_of(t["parameters"], False)]
+                got = [pair for pair in labelled_texts(rec) if pair[0] in ("a tool description",
+                                                                           "a parameter description")]
+                assert got == want
+                for rewritten in (False, True):
+                    walk = [x for t in rec["tools"] for x in
+                            ([t["description"]] if isinstance(t.get("description"), str) else [])
+                            + list(_schema_texts_of(t["parameters"], rewritten))]
+                    texts = _texts(rec, schemas=True, rewritten=rewritten, hooks=False)
+                    assert walk == texts[len(texts) - len(walk) - _tail(rec):len(texts) - _tail(rec)]
+
+
+def _tail(rec) -> int:
+    """How many texts follow the tools' in _texts without hooks: skills' and the prompt's."""
+    n = sum(isinstance(s.get(k), str) for s in rec.get("skills") or () for k in ("description", "content"))
+    return n + sum(isinstance(sec.get(k), str) for sec in (rec.get("prompt") or {}).get("sections", ())
+                   for k in ("title", "body"))
