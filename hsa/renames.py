@@ -628,8 +628,7 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 
 #: The parts of a record besides its messages and mapping that the steps :func:`carries` change: each step changes
 #: them as a function of themselves and the step alone, and the messages as a function of the messages and the step
-#: alone (:func:`carry_messages`). A record's hooks join them where :func:`carries` allows hooks
-#: (:func:`step_parts`).
+#: alone (:func:`carry_messages`). A record's hooks join them (:func:`step_parts`).
 STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
 #: The steps :func:`carry_messages` carries (a ``params`` step with or without a kind). A skill rename's applier
 #: carries the calls of the skill tool the record has when it is applied: the one its step names, when the step was
@@ -637,19 +636,19 @@ STEP_PARTS = ("tools", "skill_tool", "skills", "prompt")
 _SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep, SkillsStep)
 
 
-def carries(record: Record, steps: Iterable[dict], *, hooks: bool = False) -> bool:
+def carries(record: Record, steps: Iterable[dict]) -> bool:
     """Whether the appliers of ``steps`` change ``record`` in two halves, its :func:`step_parts` and the messages,
     each a function of itself and the steps: only tool, skill, parameter and value steps (:data:`_SPLIT_STEPS`; a
-    restore step patches everything), no hook events (their payloads, decisions and injected messages tie the hooks
-    to the messages) and, unless ``hooks``, no hooks.
+    restore step patches everything) and no hook events (their payloads, decisions and injected messages tie the
+    hooks to the messages).
 
-    With ``hooks`` a record's hooks (but no events) are allowed: a hook sync (:mod:`hsa.codemods.sync`) reads the
-    hook source, the harness before the step and the step alone, and writes the hooks and, where it refuses, a note;
-    a caller that allows them keeps the hooks with the other parts and the notes the sync adds
-    (:func:`hsa.transform._apply_carried` checks them before it keeps a branch, :func:`_undo_split` keeps them)."""
+    Hooks without events are one of the parts: a hook sync (:mod:`hsa.codemods.sync`) reads the hook source, the
+    harness before the step and the step alone, and writes the hooks and, where it refuses, a note; the callers keep
+    the notes the sync adds (:func:`hsa.transform._apply_carried` checks them before it keeps a branch,
+    :func:`_undo_split` keeps them with the undone parts)."""
     steps = list(steps)
-    return (hooks or not record.get("hooks")) and not record.get("hook_events") \
-        and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) and not nested_names(record, steps)
+    return not record.get("hook_events") and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) \
+        and not nested_names(record, steps)
 
 
 def step_parts(record: Record) -> tuple[str, ...]:
@@ -660,7 +659,7 @@ def step_parts(record: Record) -> tuple[str, ...]:
 
 def _splits(record: Record, steps: list[dict]) -> bool:
     """Whether :func:`_undo_split` undoes ``steps`` on ``record``."""
-    return bool(steps) and carries(record, steps, hooks=True)
+    return bool(steps) and carries(record, steps)
 
 
 def _undo_split(record: Record, steps: list[dict]) -> bool:

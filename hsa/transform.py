@@ -642,7 +642,7 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     from hsa.renames import carries, carry_messages, step_parts
     from hsa.step_carry import compile_carry
 
-    if not carries(record, (), hooks=True):
+    if not carries(record, ()):
         return t.apply(record, params)
     parts_of = step_parts(record)
     try:
@@ -665,7 +665,7 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
         return out
     n = len(record["mapping"])
     steps = out["mapping"][n:]
-    if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps, hooks=True) and \
+    if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps) and \
             all(a is b for a, b in zip(out["mapping"], record["mapping"])) and \
             all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
                 for k in out if k not in parts_of and k not in ("messages", "mapping")) and \

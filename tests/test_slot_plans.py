@@ -6,6 +6,7 @@ writes the bytes of an unbounded one, on records that really share pool slots (8
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def test_a_renaming_leaf_on_records_with_hooks_is_taken_from_the_plan(tmp_path, 
     take it: the bytes are those of a run without plans (the test above, on the same kind of records)."""
     src = tmp_path / "in.jsonl"
     _bench_augment().make_input(32, src, 4)
-    rows = [__import__("json").loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+    rows = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
     assert all(r.get("hooks") for r in rows) and sum(not r.get("hook_events") for r in rows) >= len(rows) // 2
     monkeypatch.setenv("HSA_PLANS", str(10**6))
     cache.clear()
@@ -113,7 +114,7 @@ def test_a_carried_leaf_whose_apply_adds_a_note_is_never_kept(tmp_path):
 
     src = tmp_path / "in.jsonl"
     _bench_augment().make_input(2, src, 1)
-    record = normalize(__import__("json").loads(src.read_text(encoding="utf-8").splitlines()[0]))
+    record = normalize(json.loads(src.read_text(encoding="utf-8").splitlines()[0]))
     for leaf, kept in ((Noting(note=True), False), (Noting(note=False), True)):
         run = LeafRun(leaf, 1)
         outs = [_apply_carried(leaf, record, {}, run, record) for _ in range(3)]
@@ -126,8 +127,6 @@ def test_a_hook_sync_that_refuses_gives_the_same_bytes_with_plans(tmp_path, monk
     """A hook that cannot be analysed makes every rename's sync refuse, with a note (and the variant rejected): a
     renaming leaf's work on such records is not kept in the plan (the notes differ) and the undo keeps the notes
     the sync adds, so the rows and rejects are those of a run without plans."""
-    import json
-
     src = tmp_path / "in.jsonl"
     _bench_augment().make_input(32, src, 4)
     rows = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]

@@ -148,21 +148,24 @@ def _jsonable(v, depth=0):
 
 
 CODES = {}
+# code that did not compile (a SyntaxError, a RecursionError of deep nesting), by key: hsa sends a source once a
+# worker, so every later call of it says the same, not only the first
+UNCOMPILED = {}
 
 
 def _call(req):
     key = req["k"]
+    if key in UNCOMPILED:
+        error, args = UNCOMPILED[key]
+        raise error(*args)
     if key not in CODES:
         path = req.get("file") or os.path.join(os.getcwd(), "hook.py")
         try:
             CODES[key] = (compile(req["src"], path, "exec"), req["entry"], req["style"], path, req.get("dir"))
-        except Exception as e:  # code that does not compile (a SyntaxError, a RecursionError of deep nesting) says
-            CODES[key] = (type(e), e.args)  # so on every call, not only the first: hsa sends a source once a worker
+        except Exception as e:
+            UNCOMPILED[key] = type(e), e.args
             raise
-    known = CODES[key]
-    if len(known) == 2:
-        raise known[0](*known[1])
-    code, entry, style, path, folder = known
+    code, entry, style, path, folder = CODES[key]
     payload = req["p"]
     out_buf, err_buf = io.StringIO(), io.StringIO()
     saved = sys.stdin, sys.stdout, sys.stderr, sys.argv
