@@ -16,7 +16,7 @@ from hsa.context import current as _current
 from hsa.hooks_model import content_text
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
-from hsa.records import Record, RecordError, denormalize, iter_calls, read_row
+from hsa.records import Record, RecordError, iter_calls, read_back
 from hsa.rename_texts import stale_references
 from hsa.schema_facts import schema_fact
 from hsa.steps import RestoreStep
@@ -276,7 +276,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
         out.extend(check_consistency(source, variant, mapping, thorough=True))
     if closure:
         try:
-            read_row(_json.dumps(denormalize(variant)))
+            read_back(variant)
         except RecordError as exc:
             out.append(Violation("closure", exc.reason, exc.detail))
     if not out and exec_hooks and (source.get("hooks") or variant.get("hooks")):

@@ -62,6 +62,7 @@ __all__ = [
     "supply_harness",
     "parse_skill_tool",
     "denormalize",
+    "read_back",
     "normalize_schema",
     "record_schema",
     "iter_calls",
@@ -461,6 +462,19 @@ def _unread_call(record: Record) -> str | None:
                 return (f"{UNREAD_CALL_NOTE}messages[{i}] calls {name!r} in its text, in a layout hsa does not read; "
                         "it stays text, so parameter renames and schema changes do not follow it")
     return None
+
+
+def read_back(record: Record) -> Record:
+    """``record`` as its output row reads back: written (:func:`denormalize`), as JSON, and read again
+    (:func:`read_row`), the mapping, transforms and notes aside (the caller's). Every row hsa writes carries its
+    own keys (``source_id``, ``mapping``: :func:`hsa.pipeline.record.source_row`), so the reader takes it for an hsa
+    record and converts structure only (content blocks, legacy fields): a call written as text in a message stays
+    text, as it does when the row itself is read. The row is marked so here, or a record whose harness has no
+    hsa-only part (a tool list alone) would have such a text read as a call: a difference that is not in the row.
+    Raises :class:`RecordError` when the row does not read."""
+    row = denormalize(record)
+    row["source_id"] = record["id"]  # an hsa row (hsa.formats.dispatch._HSA_ONLY_KEYS); without a mapping, unread
+    return read_row(_json.dumps(row))
 
 
 def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, Any]:

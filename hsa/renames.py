@@ -837,9 +837,9 @@ def _as_written(record: Record) -> Record:
     """``record`` as it reads back from its row (the input format and back, its mapping kept): what canonicalize will
     be given. It can differ from the record in memory: a tool read without a schema keeps a marker that its row loses
     once the tool has one, a skill tool given as a string is written as an object once its argument is renamed."""
-    from hsa.records import denormalize, read_row
+    from hsa.records import read_back
 
-    again = read_row(_json.dumps(denormalize(record)))
+    again = read_back(record)
     again["mapping"] = list(record["mapping"])
     again["transforms"] = list(record["transforms"])
     again["notes"] = list(record["notes"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hsa import _json
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
-from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize
+from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize, read_back
 from hsa.renames import canonicalize
 from hsa.invariants import check_record, check_variant
 
@@ -94,7 +94,7 @@ def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True
             report.unread.append(where)
         report.not_replayed += any(n.startswith("hook not replayed: ") for n in rec["notes"])
         try:  # invariant 3: what we write back reads again, identically
-            again = denormalize(normalize(_json.loads(_json.dumps(denormalize(rec)))))
+            again = denormalize(read_back(rec))
             if _json.canonical(again) != _json.canonical(denormalize(rec)):
                 report.add(where, "3 closure", "writing the record back and reading it again changes it")
         except RecordError as exc:

@@ -277,3 +277,57 @@ def test_a_notes_value_that_is_not_a_list_is_reported_not_split_into_characters(
     """A string 'notes' next to a top-level system text is a schema reject, as everywhere else, not a list of letters."""
     with pytest.raises(RecordError, match="at notes"):
         normalize({"system": "be brief", "notes": "abc", "messages": [{"role": "user", "content": "hi"}]})
+
+
+_TEXT_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+def _hsa_row_with_a_text_call() -> dict:
+    """An output row of hsa (``source_id``: an hsa record) with a tool list only, whose assistant text is a call
+    written as Hermes tags: hsa records keep such a text as text."""
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Get the weather for a city.",
+                                             "parameters": {"type": "object", "properties": {
+                                                 "city": {"type": "string", "description": "The city"}},
+                                                 "required": ["city"]}}}
+    other = {"type": "function", "function": {"name": "get_time", "description": "Get the time in a city.",
+                                              "parameters": {"type": "object", "properties": {
+                                                  "city": {"type": "string"}}, "required": ["city"]}}}
+    return {"id": "r1", "source_id": "r0", "tools": [tool, other],
+            "messages": [{"role": "user", "content": "What is the weather in Paris?"},
+                         {"role": "assistant", "content": _TEXT_CALL}, {"role": "user", "content": "thanks"}]}
+
+
+def test_a_record_reads_back_as_its_output_row_reads():
+    """read_back reads a record as hsa's own row (which it is once written): a call written as text stays text,
+    also when the record's harness has no hsa-only part. Read as a plain row, the text became a call that the
+    written row does not have."""
+    rec = normalize(_hsa_row_with_a_text_call())
+    assert rec["messages"][1] == {"role": "assistant", "content": _TEXT_CALL}
+    assert R.read_back(rec)["messages"] == rec["messages"]
+    plain = R.read_row(json.dumps(R.denormalize(rec)))  # what the read-back was: the text read as a call
+    assert plain["messages"][1].get("tool_calls")
+
+
+def test_variants_of_an_hsa_row_with_a_text_call_restore_no_messages_and_validate(tmp_path):
+    """Re-augmenting an output row whose assistant text is a tagged call: no variant's restore step patches the
+    messages (no transform of the tools-only recipe changes them), every variant maps back to the source, and
+    ``hsa validate`` finds no closure violation in the export."""
+    from hsa.cli import main
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(_hsa_row_with_a_text_call()) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["augment", str(inp), "--out", str(out), "--variants", "4", "--workers", "1", "--quiet",
+                 "--recipe", "tools"]) == 0
+    assert main(["export", str(out), "--out", str(tmp_path / "rows.jsonl")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    variants = [r for r in rows if r["variant"]]
+    assert variants
+    for row in variants:
+        assert row["messages"][1]["content"].startswith("<tool_call>") and not row["messages"][1].get("tool_calls")
+        for step in row["mapping"]["steps"]:
+            assert "messages" not in (step.get("patch") or {}).get("o", {}), step
+    assert main(["canonicalize", str(out), "--out", str(tmp_path / "back.jsonl")]) == 0
+    for back in (json.loads(x) for x in (tmp_path / "back.jsonl").read_text().splitlines()):
+        assert back["messages"] == _hsa_row_with_a_text_call()["messages"]
+    assert main(["validate", str(tmp_path / "rows.jsonl")]) == 0
