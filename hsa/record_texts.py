@@ -31,6 +31,8 @@ __all__ = ["content_parts",
     "text_fields",
     "texts_of",
     "labelled_texts",
+    "labelled_message_texts",
+    "labelled_harness_texts",
     "record_tokens",
     "texts_hold",
     "rewritten_texts",
@@ -215,11 +217,22 @@ def _texts(record: Record, *, schemas: bool, rewritten: bool, hooks: bool) -> li
 
 
 def labelled_texts(record: Record):
-    """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose."""
+    """``(label, text)`` for every free text of ``record`` but hook source: what a reader sees as prose. The
+    messages' (:func:`labelled_message_texts`), then the harness's (:func:`labelled_harness_texts`)."""
+    yield from labelled_message_texts(record)
+    yield from labelled_harness_texts(record)
+
+
+def labelled_message_texts(record: Record):
+    """:func:`labelled_texts` of the messages: each content text, or text part, labelled by its role."""
     for m in record["messages"]:
         parts = content_parts(m.get("content"))
         for part in parts:
             yield f"a {m.get('role', 'message')} message", part
+
+
+def labelled_harness_texts(record: Record):
+    """:func:`labelled_texts` of the harness: tool and parameter descriptions, skills, prompt sections."""
     for t in record["tools"]:
         if isinstance(t.get("description"), str):
             yield "a tool description", t["description"]

@@ -22,7 +22,7 @@ from hsa.steps import ParamsStep, RegroupStep, steps_of
 from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, stale_mentions
 from hsa.names import is_identifier_like, replace_tokens
 from hsa.record_texts import content_parts
-from hsa.record_texts import (labelled_texts, map_schema_descriptions, map_schema_descriptions_in_place, param_paths,
+from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_schema_descriptions, map_schema_descriptions_in_place, param_paths,
                               schema_skipper)
 from hsa.records import Record
 from hsa.schema_facts import schema_fact
@@ -293,100 +293,168 @@ def stale_references(variant: Record, steps: list[dict]) -> list[tuple[str, str]
     name inside a longer token that is no name of the harness (``<skill-creator-path>``), and a parameter name in a
     reference form where it can only mean the renamed parameter: in its tool's descriptions and results when the
     tool no longer declares it, in any text when no tool does (and no schema holds it as a value). Identifier-like
-    tool and skill names as whole tokens are :mod:`hsa.invariants`' own older check."""
-    mapping = Mapping(steps)
-    out: list[tuple[str, str]] = []
-    texts = list(labelled_texts(variant))
-    current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
-    keep = harness_names(variant)
-    typed = mapping.typed()
-    for kind in ("tool", "skill"):
-        old = {n for st in typed if st.renames_kind == kind for n in st.to_json()["map"]} - current
-        plain = [n for n in old if not is_identifier_like(n)]
-        compound = [n for n in old if is_compound(n)]
-        if not (plain or compound):
-            continue
-        for where, text in texts:
-            hits = stale_mentions(text, plain, kind) if plain else []
-            hits += [n for n in compound if n in text and inner_spans(text, n, keep)]
-            if hits:
-                out.append(("old name left behind", f"{sorted(set(hits))} still referred to in {where}: "
-                                                    f"{_snippet(text, hits[0])!r}"))
-    out.extend(_stale_params(variant, mapping, texts))
-    return out
+    tool and skill names as whole tokens are :mod:`hsa.invariants`' own older check.
+
+    The check is in two halves: what to look for and the harness's texts (the tools', skills' and prompt's) are
+    read by :class:`_StaleNames`, the same for every record of a slot plan with this variant harness and these
+    steps (kept in the plan, :func:`_stale_names`); the messages are read per record. The results are in the order
+    of one walk of the texts (:func:`hsa.record_texts.labelled_texts`: the messages first)."""
+    check = _stale_names(variant, steps)
+    return check.merge(check.scan(list(labelled_message_texts(variant)), variant))
+
+
+def _stale_names(variant: Record, steps: list[dict]) -> _StaleNames:
+    """:class:`_StaleNames` of ``variant`` and ``steps``, kept in the slot plan of the variant being checked
+    (:attr:`hsa.context.WorkerContext.plan`) by the digest of what it reads: the steps but ``restore`` (which renames
+    nothing), the tools, the skills, the skill tool and the prompt. Without a plan, made afresh."""
+    from hsa.context import current
+
+    plan = current().plan
+    if plan is None:
+        return _StaleNames(variant, steps)
+    from hsa import cache
+    from hsa.steps import RestoreStep
+
+    try:
+        key = ("stale names", cache.digest([s for s in steps_of(steps) if not isinstance(s, RestoreStep)],
+                                           variant["tools"], variant.get("skills"), variant["skill_tool"],
+                                           variant.get("prompt")))
+    except (TypeError, ValueError):  # not JSON: no key
+        return _StaleNames(variant, steps)
+    hit = plan.recall(key)
+    if hit is None:
+        hit = plan.keep(key, _StaleNames(variant, steps))
+    return hit
+
+
+class _StaleNames:
+    """The harness half of :func:`stale_references`: the names ``steps`` renamed away that a text may still refer
+    to, by kind, and the results on the harness's own texts (:func:`labelled_harness_texts`). :meth:`scan` gives the
+    same results on other texts (a record's messages) and :meth:`merge` puts the two halves in the order of one walk.
+    Read only once made: a slot plan shares it."""
+
+    __slots__ = ("kinds", "keep", "everywhere", "own", "harness")
+
+    def __init__(self, variant: Record, steps: list[dict]):
+        mapping = Mapping(steps)
+        current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
+        self.keep = harness_names(variant)
+        typed = mapping.typed()
+        self.kinds: list[tuple[str, list[str], list[str]]] = []
+        for kind in ("tool", "skill"):
+            old = {n for st in typed if st.renames_kind == kind for n in st.to_json()["map"]} - current
+            plain = [n for n in old if not is_identifier_like(n)]
+            compound = [n for n in old if is_compound(n)]
+            if plain or compound:
+                self.kinds.append((kind, plain, compound))
+        self.everywhere: set[str] = set()
+        #: (tool, the old names its own texts must not hold, those texts in the harness)
+        self.own: list[tuple[str, set[str], list[str]]] = []
+        self._stale_params(variant, mapping)
+        self.harness = self.scan(list(labelled_harness_texts(variant)), None)
+
+    def _stale_params(self, variant: Record, mapping: Mapping) -> None:
+        steps = mapping.steps
+        renamed: dict[str, set[str]] = {}  # variant tool name -> old leaves its steps renamed
+        # the mentions a rename step followed are those of its tables (rename_params: "mentions"; none when absent):
+        # a leaf outside them was left on purpose (declared twice, a schema value, another tool's name), so it is
+        # checked where the step's tables say; a swap (kind "permute") follows its tool's own descriptions
+        follow_own: dict[str, set[str]] = {}
+        follow_all: set[str] = set()
+        for k, (st, typed) in enumerate(zip(steps, mapping.typed())):
+            if isinstance(typed, RegroupStep):
+                # a later flatten / nest moves a parameter and leaves its mentions as they are (they name the
+                # parameter it was): a leaf renamed earlier and declared again by then (a swap) is no longer judged
+                # by this check
+                tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
+                moved = {a[-1] for a, _ in st["paths"] if a and a[-1] != ARRAY}
+                for table in (renamed, follow_own):
+                    if tool in table:
+                        table[tool] -= moved
+                follow_all -= moved
+                continue
+            if not isinstance(typed, ParamsStep) or typed.kind not in (None, "permute"):  # a rename or a swap only
+                continue
+            tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
+            leaves = {a[-1] for a, b in st["paths"] if a[-1] != b[-1] and a[-1] != ARRAY}
+            renamed.setdefault(tool, set()).update(leaves)
+            if "mentions" not in st and st.get("kind") == "permute":  # a swap without tables: its tool's descriptions
+                follow_own.setdefault(tool, set()).update(leaves)
+            else:
+                own, every = step_mentions(st)
+                follow_own.setdefault(tool, set()).update(leaf for leaf in leaves if leaf in own)
+                follow_all.update(leaf for leaf in leaves if leaf in every)
+        if not renamed:
+            return
+        tools = {t["name"]: t for t in variant["tools"]}
+        declared = {name: {p[-1] for p in param_paths(t["parameters"])} for name, t in tools.items()}
+        values = tools_schema_strings(variant["tools"])
+        names = set(tools) | {s["name"] for s in variant.get("skills") or ()}
+        self.everywhere = {leaf for leaves in renamed.values() for leaf in leaves
+                           if not any(leaf in d for d in declared.values()) and leaf not in names
+                           and (is_identifier_like(leaf) or leaf not in values) and leaf in follow_all}
+        for tool, leaves in renamed.items():
+            t = tools.get(tool)
+            if t is None:
+                continue
+            own_values = schema_fact(t["parameters"], _schema_strings_fact)
+            gone = {leaf for leaf in leaves - self.everywhere if leaf not in declared[tool]
+                    and (is_identifier_like(leaf) or leaf not in own_values) and leaf in follow_own.get(tool, ())}
+            if not gone:
+                continue
+            own_texts = [t["description"]] if isinstance(t.get("description"), str) else []
+            own_texts += _own_schema_texts(t["parameters"])
+            self.own.append((tool, gone, own_texts))
+
+    def scan(self, texts: list[tuple[str, str]], record: Record | None) -> tuple[list, list, list]:
+        """The results on ``texts`` (``(label, text)``): one list for each kind of :attr:`kinds`, one for the
+        parameter names no tool declares, and one for each tool of :attr:`own`, on its own texts of ``texts``
+        (``record``: the results of its calls in ``record``'s messages; None: the tool's texts in the harness)."""
+        by_kind = []
+        for kind, plain, compound in self.kinds:
+            out = []
+            for where, text in texts:
+                hits = stale_mentions(text, plain, kind) if plain else []
+                hits += [n for n in compound if n in text and inner_spans(text, n, self.keep)]
+                if hits:
+                    out.append(("old name left behind", f"{sorted(set(hits))} still referred to in {where}: "
+                                                        f"{_snippet(text, hits[0])!r}"))
+            by_kind.append(out)
+        everywhere = []
+        if self.everywhere:
+            for where, text in texts:
+                if where == "a tool message" and structured(text):
+                    continue  # structured result data stays as recorded
+                hits = stale_mentions(text, self.everywhere, "param")
+                if hits:
+                    everywhere.append(("old parameter name left behind",
+                                       f"{sorted(hits)} still referred to in {where}: {_snippet(text, hits[0])!r}"))
+        own = []
+        for tool, gone, own_texts in self.own:
+            out = []
+            for text in (own_texts if record is None else _result_texts(record, tool)):
+                hits = stale_mentions(text, gone, "param_own")
+                if hits:
+                    out.append(("old parameter name left behind", f"{sorted(hits)} of {tool!r} still referred to "
+                                                                  f"in its own texts: {_snippet(text, hits[0])!r}"))
+            own.append(out)
+        return by_kind, everywhere, own
+
+    def merge(self, messages: tuple[list, list, list]) -> list[tuple[str, str]]:
+        """The results of the messages (:meth:`scan`) and of the harness in the order of one walk of the texts:
+        for each kind, the messages' then the harness's; a tool's own texts before its results."""
+        out: list[tuple[str, str]] = []
+        for m, h in zip(messages[0], self.harness[0]):
+            out += m + h
+        out += messages[1] + self.harness[1]
+        for m, h in zip(messages[2], self.harness[2]):
+            out += h + m
+        return out
 
 
 def _snippet(text: str, name: str, width: int = 40) -> str:
     i = max(0, text.find(name))
     return text[max(0, i - width):i + len(name) + width].replace("\n", " ")
-
-
-def _stale_params(variant: Record, mapping: Mapping, texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    steps = mapping.steps
-    renamed: dict[str, set[str]] = {}  # variant tool name -> old leaves its steps renamed
-    # the mentions a rename step followed are those of its tables (rename_params: "mentions"; none when absent):
-    # a leaf outside them was left on purpose (declared twice, a schema value, another tool's name), so it is
-    # checked where the step's tables say; a swap (kind "permute") follows its tool's own descriptions
-    follow_own: dict[str, set[str]] = {}
-    follow_all: set[str] = set()
-    for k, (st, typed) in enumerate(zip(steps, mapping.typed())):
-        if isinstance(typed, RegroupStep):
-            # a later flatten / nest moves a parameter and leaves its mentions as they are (they name the parameter
-            # it was): a leaf renamed earlier and declared again by then (a swap) is no longer judged by this check
-            tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
-            moved = {a[-1] for a, _ in st["paths"] if a and a[-1] != ARRAY}
-            for table in (renamed, follow_own):
-                if tool in table:
-                    table[tool] -= moved
-            follow_all -= moved
-            continue
-        if not isinstance(typed, ParamsStep) or typed.kind not in (None, "permute"):  # a rename or a swap only
-            continue
-        tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
-        leaves = {a[-1] for a, b in st["paths"] if a[-1] != b[-1] and a[-1] != ARRAY}
-        renamed.setdefault(tool, set()).update(leaves)
-        if "mentions" not in st and st.get("kind") == "permute":  # a swap without tables: its tool's descriptions
-            follow_own.setdefault(tool, set()).update(leaves)
-        else:
-            own, every = step_mentions(st)
-            follow_own.setdefault(tool, set()).update(leaf for leaf in leaves if leaf in own)
-            follow_all.update(leaf for leaf in leaves if leaf in every)
-    if not renamed:
-        return []
-    tools = {t["name"]: t for t in variant["tools"]}
-    declared = {name: {p[-1] for p in param_paths(t["parameters"])} for name, t in tools.items()}
-    values = tools_schema_strings(variant["tools"])
-    names = set(tools) | {s["name"] for s in variant.get("skills") or ()}
-    out = []
-    everywhere = {leaf for leaves in renamed.values() for leaf in leaves
-                  if not any(leaf in d for d in declared.values()) and leaf not in names
-                  and (is_identifier_like(leaf) or leaf not in values) and leaf in follow_all}
-    if everywhere:
-        for where, text in texts:
-            if where == "a tool message" and structured(text):
-                continue  # structured result data stays as recorded
-            hits = stale_mentions(text, everywhere, "param")
-            if hits:
-                out.append(("old parameter name left behind", f"{sorted(hits)} still referred to in {where}: "
-                                                              f"{_snippet(text, hits[0])!r}"))
-    for tool, leaves in renamed.items():
-        t = tools.get(tool)
-        if t is None:
-            continue
-        own_values = schema_fact(t["parameters"], _schema_strings_fact)
-        gone = {leaf for leaf in leaves - everywhere if leaf not in declared[tool]
-                and (is_identifier_like(leaf) or leaf not in own_values) and leaf in follow_own.get(tool, ())}
-        if not gone:
-            continue
-        own_texts = [t["description"]] if isinstance(t.get("description"), str) else []
-        own_texts += _own_schema_texts(t["parameters"])
-        own_texts += _result_texts(variant, tool)
-        for text in own_texts:
-            hits = stale_mentions(text, gone, "param_own")
-            if hits:
-                out.append(("old parameter name left behind", f"{sorted(hits)} of {tool!r} still referred to in its "
-                                                              f"own texts: {_snippet(text, hits[0])!r}"))
-    return out
 
 
 def _own_schema_texts(schema: Any) -> list[str]:

@@ -146,3 +146,69 @@ def test_a_hook_sync_that_refuses_gives_the_same_bytes_with_plans(tmp_path, monk
     cache.clear()
     assert b"sync refused" in got[0][1]
     assert got[10**6] == got[0]
+
+
+def _stale_case(message: str, elsewhere: bool) -> tuple[dict, dict]:
+    """A source whose tool ``lookup`` (a plain word) is renamed to ``find_entry`` and whose parameter ``term``
+    of it to ``query``, and a variant that leaves the old names in ``message`` (a user message), in the tool's
+    description, in a prompt section and in the result of its call. ``elsewhere``: another tool declares ``term``
+    too, so the old name is looked for in the tool's own texts only (else in every text)."""
+    from hsa.records import normalize
+    from hsa.renames import rename_params, rename_tools
+
+    fetch = {"name": "fetch", "description": "Fetch a page.", "parameters": {
+        "type": "object", "properties": {"term": {"type": "string"}}}}
+    source = normalize({
+        "id": "r", "tools": [{"name": "lookup", "description": "Look up an entry.", "parameters": {
+            "type": "object", "properties": {"term": {"type": "string", "description": "What to look up."}},
+            "required": ["term"]}}] + ([fetch] if elsewhere else []),
+        "prompt": {"template": "{% for s in sections %}{{ s.body }}{% endfor %}",
+                   "sections": [{"id": "t", "title": "Tools", "body": "Use the tools."}]},
+        "messages": [{"role": "system", "content": "Use the tools."},
+                     {"role": "user", "content": "hello"},
+                     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                         "name": "lookup", "arguments": {"term": "x"}}}]},
+                     {"role": "tool", "tool_call_id": "c1", "content": "found x"}]})
+    variant = rename_params(rename_tools(source, {"lookup": "find_entry"}), "find_entry", {("term",): "query"})
+    bad = json.loads(json.dumps(variant))
+    bad["messages"][1]["content"] = message
+    bad["tools"][0]["description"] += " Use the lookup tool; set the `term` parameter."
+    bad["prompt"]["sections"][0]["body"] += " Call the lookup tool."
+    bad["messages"][3]["content"] = "found x for the `term` parameter"
+    return source, {**bad, "mapping": variant["mapping"]}
+
+
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["every-text", "own-texts"])
+def test_stale_references_from_the_slot_plan_are_the_walks_in_its_order(monkeypatch, elsewhere):
+    """Invariant 6's names-left check, its harness half kept in the slot plan (issue 29): the results are in the
+    order of one walk of the texts (messages, then tool descriptions, then the prompt; a tool's own texts before
+    its results), the same with a plan as without; a second record of the slot takes the harness half and still
+    gets its own messages' results."""
+    from hsa import rename_texts
+    from hsa.rename_texts import stale_references
+    from tests.test_restore_fast import _in_a_slot_plan
+
+    made = []
+    real = rename_texts._StaleNames.__init__
+    monkeypatch.setattr(rename_texts._StaleNames, "__init__", lambda self, *a: made.append(1) or real(self, *a))
+    _, one = _stale_case("Please use the lookup tool.", elsewhere)
+    _, two = _stale_case("hello again", elsewhere)
+    plain = [stale_references(one, one["mapping"]), stale_references(two, two["mapping"])]
+    assert len(made) == 2
+    desc, result = "'an entry. Use the lookup tool; set the `term` parameter.'", "'found x for the `term` parameter'"
+    old = "['lookup'] still referred to in "
+    want = [("old name left behind", old + "a user message: 'Please use the lookup tool.'"),
+            ("old name left behind", old + "a tool description: 'Look up an entry. Use the lookup tool; set the "
+                                           "`term` parameter.'"),
+            ("old name left behind", old + "the prompt: 'Use the tools. Call the lookup tool.'")]
+    if elsewhere:
+        want += [("old parameter name left behind", f"['term'] of 'find_entry' still referred to in its own texts: "
+                                                    f"{text}") for text in (desc, result)]
+    else:
+        want += [("old parameter name left behind", f"['term'] still referred to in {where}: {text}")
+                 for where, text in (("a tool message", result), ("a tool description", desc))]
+    assert plain[0] == want
+    assert plain[1] == want[1:]  # the user message of the second record refers to nothing old
+    with _in_a_slot_plan() as plan:
+        assert [stale_references(one, one["mapping"]), stale_references(two, two["mapping"])] == plain
+        assert len(made) == 3 and sum(k[0] == "stale names" for k in plan.memo) == 1
