@@ -364,10 +364,13 @@ class _StaleNames:
         for k, (st, typed) in enumerate(zip(steps, mapping.typed())):
             if isinstance(typed, RegroupStep):
                 # a later flatten / nest moves a parameter and leaves its mentions as they are (they name the
-                # parameter it was): a leaf renamed earlier and declared again by then (a swap) is no longer judged
-                # by this check
+                # parameter it was), and so the object it dissolves or makes (its container): a leaf renamed earlier
+                # and declared again by then (a swap) is no longer judged by this check
                 tool = Mapping(steps[k + 1:]).tool_to_variant(st["tool"])
                 moved = {a[-1] for a, _ in st["paths"] if a and a[-1] != ARRAY}
+                container = (st.get("container") or {}).get("path")
+                if isinstance(container, list) and container and container[-1] != ARRAY:
+                    moved.add(container[-1])
                 for table in (renamed, follow_own):
                     if tool in table:
                         table[tool] -= moved

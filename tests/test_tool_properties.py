@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
 from hsa.mapping import Mapping
@@ -87,6 +87,11 @@ def test_random_compositions_of_tool_transforms(recipe, raw, seed):
 
 @settings(max_examples=15, deadline=None)
 @given(order=st.permutations(PRESERVING), raw=st.one_of(HAND_WRITTEN, FIXTURE), seed=st.integers(0, 2**20))
+# found by a random run: a swap gives the parameter that a plain-word mention names ("a price range") the name
+# another parameter had ('OMZXXoL'), and a flatten then dissolves it, leaving the mention as it is: the check took
+# it for the old name left behind
+@example(order=["nest", "add_required", "describe", "dialect", "param_rename", "swap_names", "distractors",
+                "reorder", "drop_descriptions", "flatten", "rename", "values"], raw=FIXTURE_RECORDS[224], seed=1075)
 def test_every_tool_transform_in_a_row(order, raw, seed):
     """All task-preserving tool transforms in one random order: mapping composition stays exact."""
     report = assert_task_preserving(Sequence(tuple(CONFIGS[n] for n in order)), raw, seed)
