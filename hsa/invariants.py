@@ -11,16 +11,14 @@ import traceback
 from typing import Any
 
 from hsa import _json
-from hsa import cache as _cache
 from hsa.context import current as _current
 from hsa.hooks_model import content_text
 from hsa.mapping import ARRAY, Mapping
-from hsa.names import find_tokens, is_identifier_like, is_legal, is_plain_token, text_tokens
+from hsa.names import is_identifier_like, is_legal
 from hsa.records import Record, RecordError, iter_calls, read_back
-from hsa.rename_texts import stale_references
+from hsa.record_texts import labelled_message_texts, message_texts
+from hsa.rename_texts import stale_names, variant_key
 from hsa.schema_facts import schema_fact
-from hsa.steps import RestoreStep
-from hsa.renames import text_fields
 from hsa.violations import Violation
 
 __all__ = ["Violation", "check_record", "check_variant", "check_consistency", "validator_for", "quick_valid", "calls_of",
@@ -269,8 +267,9 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
                     out.append(Violation("round-trip", "call does not map back",
                                          f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
                                          f"source is {_json.dumps(s)}"))
-        out.extend(_added_names_cached(source, variant, mapping))
-        out.extend(check_consistency(source, variant, mapping, thorough=thorough))
+        key = _variant_key(variant, mapping)
+        out.extend(_added_names_cached(source, variant, mapping, key))
+        out.extend(check_consistency(source, variant, mapping, thorough=thorough, key=key))
         out.extend(_check_inversion(source, variant, len(mapping.steps)))
     elif thorough:
         out.extend(check_consistency(source, variant, mapping, thorough=True))
@@ -349,19 +348,29 @@ def _nested(path: tuple) -> Any:
     return value
 
 
-def _added_names_cached(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
+def _variant_key(variant: Record, mapping: Mapping) -> str | None:
+    """:func:`hsa.rename_texts.variant_key` of ``variant`` and its own steps when a slot plan is being made or
+    checked (:attr:`hsa.context.WorkerContext.plan`), the key of the checks it keeps; else None."""
+    if _current().plan is None:
+        return None
+    try:
+        return variant_key(variant, mapping.steps)
+    except (TypeError, ValueError):  # not JSON: no key
+        return None
+
+
+def _added_names_cached(source: Record, variant: Record, mapping: Mapping, key: str | None) -> list[Violation]:
     """:func:`_check_added_names`, kept in the slot plan of the variant being checked
-    (:attr:`hsa.context.WorkerContext.plan`) by the digest of (source tools, variant tools, mapping steps but
-    ``restore``): it reads nothing else, and a ``restore`` step changes no name (records of one pool slot share the
-    verdict). Without a plan (``--harness-pool 0``, ``hsa validate``) it is checked afresh."""
+    (:attr:`hsa.context.WorkerContext.plan`) by ``key`` (:func:`_variant_key`: the variant's tools and its own
+    steps but ``restore``, among other parts): it reads nothing else but the source's tools, which are alike in
+    every record of a plan (:data:`hsa.plans.DIGEST_KEYS`), and a ``restore`` step changes no name (records of one
+    pool slot share the verdict). Without a plan (``--harness-pool 0``, ``hsa validate``) it is checked afresh."""
     plan = _current().plan
-    if plan is None:
+    if plan is None or key is None:
         return _check_added_names(source, variant, mapping)
-    key = ("added names", _cache.digest(source["tools"], variant["tools"],
-                                        [s for s, t in zip(mapping.steps, mapping.typed()) if not isinstance(t, RestoreStep)]))
-    hit = plan.recall(key)
+    hit = plan.recall(("added names", key))
     if hit is None:
-        hit = plan.keep(key, tuple(_check_added_names(source, variant, mapping)))
+        hit = plan.keep(("added names", key), tuple(_check_added_names(source, variant, mapping)))
     return list(hit)
 
 
@@ -442,7 +451,8 @@ def _hook_refusals(source: Record, variant: Record) -> list[Violation]:
     return out
 
 
-def check_consistency(source: Record, variant: Record, mapping: Mapping, *, thorough: bool = False) -> list[Violation]:
+def check_consistency(source: Record, variant: Record, mapping: Mapping, *, thorough: bool = False,
+                      key: str | None = None) -> list[Violation]:
     """Invariant 6 (consistency) of ``variant`` made from ``source`` through ``mapping`` (the variant's own steps).
 
     Always: a renamed identifier-like tool or skill name is left nowhere in the variant's texts (what
@@ -450,39 +460,30 @@ def check_consistency(source: Record, variant: Record, mapping: Mapping, *, thor
     :mod:`hsa.testing`), also: tool results and the skill tool follow their tools (for every variant), and, for a
     task-preserving one, hook payloads map back, injected hook messages agree with their recorded decisions, hook
     source that parsed still parses, no renamed parameter is left as a hook literal, the system message still
-    renders from the prompt, and canonicalize gives the source's calls back.
+    renders from the prompt, and canonicalize gives the source's calls back. ``key``: the variant's
+    :func:`hsa.rename_texts.variant_key` when the caller has it (the slot plan's key of the names-left check).
     """
     out = _links_follow(source, variant) if thorough else []
     if not mapping.task_preserving:
         return out
-    out += _names_left_behind(variant, mapping)
+    out += _names_left_behind(variant, mapping, key)
     if thorough:
         out += _hooks_and_prompt_follow(source, variant, mapping)
     return out
 
 
-def _names_left_behind(variant: Record, mapping: Mapping) -> list[Violation]:
+def _names_left_behind(variant: Record, mapping: Mapping, key: str | None = None) -> list[Violation]:
     """A renamed identifier-like tool or skill name is left nowhere in the variant, and no text refers to an old
     name (:func:`hsa.rename_texts.stale_references`: plain words in a reference form, compound names inside longer
-    tokens, parameter names)."""
-    out = [Violation("consistency", reason, detail) for reason, detail in stale_references(variant, mapping.steps)]
-    renamed = {**mapping.tool_names(), **mapping.skill_names()}
-    current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
-    stale = [old for old in renamed if is_identifier_like(old) and old not in current]
-    if not stale:
-        return out
-    # A plain name (a token or dotted chain) is found in a text only if it is one of the text's
-    # tokens: a cached set lookup rules most texts out before find_tokens splits them.
-    plain = {n for n in stale if is_plain_token(n)}
-    some_not_plain = len(plain) < len(stale)
-    for text in text_fields(variant):  # a dotted name ("shop.get_x") is one token: it holds no "get_x"
-        if not some_not_plain and plain.isdisjoint(text_tokens(text)):
-            continue
-        hits = find_tokens(text, stale)
-        if hits:
-            snippet = text[:80].replace("\n", " ")
-            out.append(Violation("consistency", "old name left behind",
-                                 f"{sorted(set(hits))} still occur in text {snippet!r}"))
+    tokens, parameter names). What to look for and the harness's texts are checked once per slot plan
+    (:func:`hsa.rename_texts.stale_names`; ``key``: its :func:`hsa.rename_texts.variant_key`, when the caller has
+    it), the messages per record."""
+    check = stale_names(variant, mapping.steps, key=key)
+    out = [Violation("consistency", reason, detail)
+           for reason, detail in check.merge(check.scan(list(labelled_message_texts(variant)), variant))]
+    out += [Violation("consistency", reason, detail)
+            for reason, detail in check.tokens_left(message_texts(variant))]
+    out += [Violation("consistency", reason, detail) for reason, detail in check.tokens_harness]
     return out
 
 

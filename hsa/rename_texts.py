@@ -18,11 +18,11 @@ from typing import Any
 from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa.mapping import ARRAY, Mapping
-from hsa.steps import ParamsStep, RegroupStep, steps_of
+from hsa.steps import ParamsStep, RegroupStep, Step, steps_of
 from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, stale_mentions
-from hsa.names import is_identifier_like, replace_tokens
+from hsa.names import find_tokens, is_identifier_like, is_plain_token, replace_tokens, text_tokens
 from hsa.record_texts import content_parts
-from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_schema_descriptions, map_schema_descriptions_in_place, param_paths,
+from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_schema_descriptions, texts_of, map_schema_descriptions_in_place, param_paths,
                               schema_skipper)
 from hsa.records import Record
 from hsa.schema_facts import schema_fact
@@ -44,6 +44,8 @@ __all__ = [
     "step_mentions",
     "hook_literals",
     "stale_references",
+    "stale_names",
+    "variant_key",
     "structured",
     "prose_only",
 ]
@@ -287,43 +289,50 @@ def _literals(source: str) -> frozenset[str]:
 # --------------------------------------------------------------------------- invariant 6: references left behind
 
 
-def stale_references(variant: Record, steps: list[dict]) -> list[tuple[str, str]]:
+def stale_references(variant: Record, steps: list[dict], *, key: str | None = None) -> list[tuple[str, str]]:
     """``(reason, detail)`` for each text of ``variant`` that still refers to a name that ``steps`` (the variant's
     own mapping steps) renamed away: a plain-word tool or skill name in a reference form, a compound tool or skill
     name inside a longer token that is no name of the harness (``<skill-creator-path>``), and a parameter name in a
     reference form where it can only mean the renamed parameter: in its tool's descriptions and results when the
     tool no longer declares it, in any text when no tool does (and no schema holds it as a value). Identifier-like
-    tool and skill names as whole tokens are :mod:`hsa.invariants`' own older check.
+    tool and skill names as whole tokens are :meth:`_StaleNames.tokens_left` (:mod:`hsa.invariants` checks both).
 
     The check is in two halves: what to look for and the harness's texts (the tools', skills' and prompt's) are
     read by :class:`_StaleNames`, the same for every record of a slot plan with this variant harness and these
-    steps (kept in the plan, :func:`_stale_names`); the messages are read per record. The results are in the order
-    of one walk of the texts (:func:`hsa.record_texts.labelled_texts`: the messages first)."""
-    check = _stale_names(variant, steps)
+    steps (:func:`stale_names`); the messages are read per record. The results are in the order of one walk of the
+    texts (:func:`hsa.record_texts.labelled_texts`: the messages first)."""
+    check = stale_names(variant, steps, key=key)
     return check.merge(check.scan(list(labelled_message_texts(variant)), variant))
 
 
-def _stale_names(variant: Record, steps: list[dict]) -> _StaleNames:
+def variant_key(variant: Record, steps: list[dict]) -> str:
+    """The digest of what :class:`_StaleNames` reads of a variant: its own ``steps`` but ``restore`` (which renames
+    nothing), its tools, skills, skill tool, prompt and hooks. Raises ``TypeError`` or ``ValueError`` for a record
+    that is not JSON."""
+    from hsa import cache
+    from hsa.steps import RestoreStep
+
+    return cache.digest([s for s in steps if not isinstance(Step.from_json(s), RestoreStep)], variant["tools"],
+                        variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks"))
+
+
+def stale_names(variant: Record, steps: list[dict], *, key: str | None = None) -> _StaleNames:
     """:class:`_StaleNames` of ``variant`` and ``steps``, kept in the slot plan of the variant being checked
-    (:attr:`hsa.context.WorkerContext.plan`) by the digest of what it reads: the steps but ``restore`` (which renames
-    nothing), the tools, the skills, the skill tool and the prompt. Without a plan, made afresh."""
+    (:attr:`hsa.context.WorkerContext.plan`) by :func:`variant_key` (``key``: the caller's, already worked out).
+    Without a plan, made afresh."""
     from hsa.context import current
 
     plan = current().plan
     if plan is None:
         return _StaleNames(variant, steps)
-    from hsa import cache
-    from hsa.steps import RestoreStep
-
-    try:
-        key = ("stale names", cache.digest([s for s in steps_of(steps) if not isinstance(s, RestoreStep)],
-                                           variant["tools"], variant.get("skills"), variant["skill_tool"],
-                                           variant.get("prompt")))
-    except (TypeError, ValueError):  # not JSON: no key
-        return _StaleNames(variant, steps)
-    hit = plan.recall(key)
+    if key is None:
+        try:
+            key = variant_key(variant, steps)
+        except (TypeError, ValueError):  # not JSON: no key
+            return _StaleNames(variant, steps)
+    hit = plan.recall(("stale names", key))
     if hit is None:
-        hit = plan.keep(key, _StaleNames(variant, steps))
+        hit = plan.keep(("stale names", key), _StaleNames(variant, steps))
     return hit
 
 
@@ -333,11 +342,15 @@ class _StaleNames:
     same results on other texts (a record's messages) and :meth:`merge` puts the two halves in the order of one walk.
     Read only once made: a slot plan shares it."""
 
-    __slots__ = ("kinds", "keep", "everywhere", "own", "harness")
+    __slots__ = ("kinds", "keep", "everywhere", "own", "harness", "tokens", "tokens_harness")
 
     def __init__(self, variant: Record, steps: list[dict]):
         mapping = Mapping(steps)
         current = {t["name"] for t in variant["tools"]} | {s["name"] for s in variant.get("skills") or ()}
+        renamed = {**mapping.tool_names(), **mapping.skill_names()}
+        #: the identifier-like tool and skill names renamed away, looked for as whole tokens
+        self.tokens = [old for old in renamed if is_identifier_like(old) and old not in current]
+        self.tokens_harness = self.tokens_left(texts_of(variant, schemas=True, messages=False))
         self.keep = harness_names(variant)
         typed = mapping.typed()
         self.kinds: list[tuple[str, list[str], list[str]]] = []
@@ -442,6 +455,25 @@ class _StaleNames:
                                                                   f"in its own texts: {_snippet(text, hits[0])!r}"))
             own.append(out)
         return by_kind, everywhere, own
+
+    def tokens_left(self, texts: Iterable[str]) -> list[tuple[str, str]]:
+        """``(reason, detail)`` for each of ``texts`` in which a name of :attr:`tokens` is left as a whole token."""
+        stale = self.tokens
+        if not stale:
+            return []
+        out = []
+        # A plain name (a token or dotted chain) is found in a text only if it is one of the text's
+        # tokens: a cached set lookup rules most texts out before find_tokens splits them.
+        plain = {n for n in stale if is_plain_token(n)}
+        some_not_plain = len(plain) < len(stale)
+        for text in texts:  # a dotted name ("shop.get_x") is one token: it holds no "get_x"
+            if not some_not_plain and plain.isdisjoint(text_tokens(text)):
+                continue
+            hits = find_tokens(text, stale)
+            if hits:
+                snippet = text[:80].replace("\n", " ")
+                out.append(("old name left behind", f"{sorted(set(hits))} still occur in text {snippet!r}"))
+        return out
 
     def merge(self, messages: tuple[list, list, list]) -> list[tuple[str, str]]:
         """The results of the messages (:meth:`scan`) and of the harness in the order of one walk of the texts:

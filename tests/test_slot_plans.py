@@ -212,3 +212,37 @@ def test_stale_references_from_the_slot_plan_are_the_walks_in_its_order(monkeypa
     with _in_a_slot_plan() as plan:
         assert [stale_references(one, one["mapping"]), stale_references(two, two["mapping"])] == plain
         assert len(made) == 3 and sum(k[0] == "stale names" for k in plan.memo) == 1
+
+
+def test_identifier_names_left_from_the_slot_plan_are_the_walks_in_its_order():
+    """The whole-token half of the names-left check (an identifier-like tool name renamed away and left in a
+    text), its harness half (tool texts, hook source) kept in the slot plan: messages first, then the harness in
+    the order of its texts, the same with a plan as without, and each record's own messages."""
+    from hsa.invariants import _names_left_behind
+    from hsa.mapping import Mapping
+    from hsa.records import normalize
+    from hsa.renames import rename_tools
+    from tests.test_restore_fast import _in_a_slot_plan
+
+    source = normalize({"id": "r", "tools": [{"name": "get_weather", "description": "The weather.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}],
+        "hooks": [{"name": "guard", "event": "PreToolUse", "source": "def check(payload):\n    return None\n"}],
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]})
+    variant = rename_tools(source, {"get_weather": "fetch_forecast"})
+
+    def left(message: str) -> dict:
+        bad = json.loads(json.dumps(variant))
+        bad["messages"][1]["content"] = message
+        bad["tools"][0]["description"] += " Same as get_weather."
+        bad["hooks"][0]["source"] += "# get_weather\n"
+        return bad
+
+    one, two = left("I called get_weather."), left("ok")
+    mapping = Mapping(variant["mapping"])
+    plain = [[v.detail for v in _names_left_behind(r, mapping)] for r in (one, two)]
+    harness = ["['get_weather'] still occur in text 'The weather. Same as get_weather.'",
+               "['get_weather'] still occur in text 'def check(payload):     return None # get_weather '"]
+    assert plain == [["['get_weather'] still occur in text 'I called get_weather.'", *harness], harness]
+    with _in_a_slot_plan() as plan:
+        assert [[v.detail for v in _names_left_behind(r, mapping)] for r in (one, two)] == plain
+        assert sum(k[0] == "stale names" for k in plan.memo) == 1
