@@ -316,7 +316,7 @@ def owned_copy(record: Record, share: Callable[[dict], bool]) -> tuple[Record, s
 
 def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True,
                   shared_schemas: bool = False, mentions: dict | str | None = None,
-                  also: dict[str, str] | None = None) -> Record:
+                  also: dict[str, str] | None = None, messages: bool = True) -> Record:
     """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
 
     The schema (properties, required), every call of the tool, hook literals and hook payloads follow; the skill
@@ -330,8 +330,14 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     them).
     ``copy=False`` rewrites ``record`` in place (for a caller that already owns a copy); with ``shared_schemas``
     the caller owns it as :func:`owned_copy` makes it with every schema shared: the tool's schema is then
-    replaced, never edited.
+    replaced, never edited. ``messages=False`` leaves the messages as they are, for a caller that renames the
+    parameters of several tools and then carries the messages through all their steps at once
+    (:func:`hsa.step_carry.carry_messages`, in step order: the same messages, one pass): nothing else of the rename
+    reads the messages, but on a record with hook events (their injected decisions and payload replies follow the
+    messages), where it raises ``ValueError``.
     """
+    if not messages and record.get("hook_events"):
+        raise ValueError("rename_params(messages=False) on a record with hook events: they follow the messages")
     renames = {tuple(p): n for p, n in renames.items() if p[-1] != n}
     if not renames:
         return clone(record) if copy else record
@@ -363,7 +369,8 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     if not legacy and (own or everywhere):
         step["mentions"] = {k: v for k, v in (("own", own), ("all", everywhere)) if v}
     injected = _injected_decisions(out)
-    _carry_steps(out["messages"], (step,))  # the step's message carry: calls, mentions in messages
+    if messages:
+        _carry_steps(out["messages"], (step,))  # the step's message carry: calls, mentions in messages
     if own_fn is not None:  # the schema's dicts are this record's own, or (shared_schemas) it is rebuilt
         rename_in_tool_texts(out["tools"][idx], own_fn, own or renames_leaves(renames), shared_schemas)
     reply_fn = None  # a payload's reply is the text of the message a hook judged: it follows as that message did

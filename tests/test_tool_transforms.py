@@ -603,3 +603,73 @@ def test_a_param_rename_keeps_a_hook_decision_saying_what_its_injected_message_s
     renamed there by the step's mentions, which the event sync (identifier-like names only) did not apply to the
     decision: 3 of 11 applied seeds failed invariant 6 before."""
     assert _decisions_follow_messages(T.ParamRename(p=1.0), _cart_with_hook("coupon", text))  # the test can tell
+
+
+def _renamed_one_tool_at_a_time(rec: dict, renames: list[dict]) -> dict:
+    """What tool.param_rename's apply gave before it carried the messages once for all its steps: one
+    rename_params per tool, each carrying the messages itself."""
+    from hsa.renames import rename_params
+    from transforms.tool_functional import renamed_alike
+
+    by_tool: dict[str, dict] = {}
+    for entry in renames:
+        by_tool.setdefault(entry["tool"], {})[tuple(entry["path"])] = entry["new"]
+    out, also = rec, renamed_alike(rec, renames)
+    for tool, table in by_tool.items():
+        out = rename_params(out, tool, table, also=also)
+    return out
+
+
+def test_param_renames_carry_the_messages_once_as_one_tool_at_a_time():
+    """tool.param_rename renames the parameters of several tools and carries the messages through all the steps
+    in one pass: the record is exactly what one rename (and one message carry) per tool gives, on records with and
+    without hook events (which keep the per-tool carry), and on records whose other tools' texts name a renamed
+    parameter or do not."""
+    from fixtures.livestream.generate import generate
+    from transforms.tool_functional import rename_declared_params
+
+    t = T.ParamRename(p=1.0)
+    seen = {"events": 0, "none": 0, "steps": 0}
+    for raw in generate(12, seed=11):
+        for events in (True, False):
+            rec = normalize(raw if events else {k: v for k, v in raw.items() if k != "hook_events"})
+            params = t.sample(rec, random.Random(3))
+            if not isinstance(params, dict):
+                continue
+            got = rename_declared_params(rec, params["renames"])
+            want = _renamed_one_tool_at_a_time(rec, params["renames"])
+            assert repr(got) == repr(want)
+            seen["events" if rec.get("hook_events") else "none"] += 1
+            seen["steps"] = max(seen["steps"], len(got["mapping"]))
+    assert seen["events"] and seen["none"] and seen["steps"] >= 3, seen
+    with pytest.raises(ValueError, match="hook events"):
+        from hsa.renames import rename_params
+
+        rec = normalize(next(r for r in generate(12, seed=11) if r.get("hook_events")))
+        rename_params(rec, rec["tools"][0]["name"], {}, messages=False)
+
+
+def test_a_parameter_rename_follows_into_other_tools_texts_only_where_they_name_it():
+    """A parameter name that no other tool declares follows into the other tools' descriptions and schema texts
+    (the mentions "in every text"); the other tools' schemas are left as the same objects when none names it."""
+    from hsa.renames import rename_params
+
+    def tool(name, desc, prop_desc):
+        return {"name": name, "description": desc, "parameters": {"type": "object", "properties": {
+            "x": {"type": "string", "description": prop_desc}}}}
+
+    rec = normalize({"id": "p", "tools": [
+        {"name": "lookup", "description": "Look up.", "parameters": {"type": "object", "properties": {
+            "search_term": {"type": "string"}}}},
+        tool("fetch", "Fetch what lookup found for its search_term.", "A page."),
+        tool("open", "Open a page.", "The page; see the search_term of lookup."),
+        tool("close", "Close a page.", "A page.")], "messages": [{"role": "user", "content": "hi"}]})
+    out = rename_params(rec, "lookup", {("search_term",): "query_text"})
+    fetch, open_, close = out["tools"][1:]
+    assert fetch["description"] == "Fetch what lookup found for its query_text."
+    assert open_["parameters"]["properties"]["x"]["description"] == "The page; see the query_text of lookup."
+    assert close == rec["tools"][3]
+    quiet = normalize({**{k: rec[k] for k in ("id", "messages")}, "tools": [
+        rec["tools"][0], tool("close", "Close the search_term page.", "A page.")]})  # no schema names it
+    out = rename_params(quiet, "lookup", {("search_term",): "query_text"})
+    assert out["tools"][1] == {**quiet["tools"][1], "description": "Close the query_text page."}

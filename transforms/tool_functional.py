@@ -23,6 +23,7 @@ from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_leg
 from hsa.records import Record, clone, iter_calls, normalize_schema
 from hsa.schema_facts import schema_fact
 from hsa.renames import STEP_APPLIERS, owned_copy, param_paths, rename_params
+from hsa.step_carry import carry_messages
 from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
 from transforms._banks import load_banks
 from transforms._toolnames import NAME_STYLES, detect_style
@@ -264,8 +265,12 @@ def rename_declared_params(record: Record, renames: list[dict], what: str = "too
             raise ValueError(f"{what}: {tool!r} declares no parameter at {missing}")
     out, _ = owned_copy(record, lambda t: True)  # one copy, then each rename in place (schemas replaced)
     also = renamed_alike(record, renames)
+    at_once = not record.get("hook_events")  # the messages carried through all the steps in one pass
+    n = len(out["mapping"])
     for tool, table in by_tool.items():
-        out = rename_params(out, tool, table, copy=False, shared_schemas=True, also=also)
+        out = rename_params(out, tool, table, copy=False, shared_schemas=True, also=also, messages=not at_once)
+    if at_once:
+        carry_messages(out["messages"], out["mapping"][n:], sift=True)
     return out
 
 
