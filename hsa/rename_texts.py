@@ -208,9 +208,15 @@ def rename_param_mentions(record: Record, idx: int, all_fn, everywhere: dict[str
     :mod:`hsa.step_carry`); the tool's own texts, its ``own`` mentions."""
     if all_fn is None:
         return
-    for i, t in enumerate(record["tools"]):
-        if i != idx:
-            rename_in_tool_texts(t, all_fn, everywhere, True)
+    skip = schema_skipper(everywhere)  # one encoding of every other schema: most hold none of the names
+    if skip is not None and skip([t["parameters"] for i, t in enumerate(record["tools"]) if i != idx]):
+        for i, t in enumerate(record["tools"]):
+            if i != idx and isinstance(t.get("description"), str):
+                t["description"] = all_fn(t["description"])
+    else:
+        for i, t in enumerate(record["tools"]):
+            if i != idx:
+                rename_in_tool_texts(t, all_fn, everywhere, True)
     for sk in record.get("skills") or ():
         for key in ("description", "content"):
             if isinstance(sk.get(key), str):
