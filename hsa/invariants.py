@@ -16,7 +16,7 @@ from hsa.hooks_model import content_text
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import is_identifier_like, is_legal
 from hsa.records import Record, RecordError, iter_calls, read_back
-from hsa.record_texts import labelled_message_texts, message_texts
+from hsa.record_texts import message_texts
 from hsa.rename_texts import stale_names, variant_key
 from hsa.schema_facts import schema_fact
 from hsa.violations import Violation
@@ -479,12 +479,8 @@ def _names_left_behind(variant: Record, mapping: Mapping, key: str | None = None
     (:func:`hsa.rename_texts.stale_names`; ``key``: its :func:`hsa.rename_texts.variant_key`, when the caller has
     it), the messages per record."""
     check = stale_names(variant, mapping.steps, key=key)
-    out = [Violation("consistency", reason, detail)
-           for reason, detail in check.merge(check.scan(list(labelled_message_texts(variant)), variant))]
-    out += [Violation("consistency", reason, detail)
-            for reason, detail in check.tokens_left(message_texts(variant))]
-    out += [Violation("consistency", reason, detail) for reason, detail in check.tokens_harness]
-    return out
+    found = check.references(variant) + check.tokens_left(message_texts(variant)) + check.tokens_harness
+    return [Violation("consistency", reason, detail) for reason, detail in found]
 
 
 # --------------------------------------------------------------------------- invariant 6, thorough

@@ -473,7 +473,8 @@ def read_back(record: Record) -> Record:
     hsa-only part (a tool list alone) would have such a text read as a call: a difference that is not in the row.
     Raises :class:`RecordError` when the row does not read."""
     row = denormalize(record)
-    row["source_id"] = record["id"]  # an hsa row (hsa.formats.dispatch._HSA_ONLY_KEYS); without a mapping, unread
+    row["source_id"] = record["id"]  # an hsa row (hsa.formats.dispatch._HSA_ONLY_KEYS); with no mapping key, the
+    # reader takes nothing from it
     return read_row(_json.dumps(row))
 
 

@@ -18,12 +18,12 @@ from typing import Any
 from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa.mapping import ARRAY, Mapping
-from hsa.steps import ParamsStep, RegroupStep, Step, steps_of
+from hsa.steps import ParamsStep, RegroupStep, RestoreStep, Step, steps_of
 from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, stale_mentions
 from hsa.names import find_tokens, is_identifier_like, is_plain_token, replace_tokens, text_tokens
 from hsa.record_texts import content_parts
-from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_schema_descriptions, texts_of, map_schema_descriptions_in_place, param_paths,
-                              schema_skipper)
+from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_schema_descriptions,
+                              map_schema_descriptions_in_place, param_paths, schema_skipper, texts_of)
 from hsa.records import Record
 from hsa.schema_facts import schema_fact
 
@@ -307,8 +307,7 @@ def stale_references(variant: Record, steps: list[dict], *, key: str | None = No
     read by :class:`_StaleNames`, the same for every record of a slot plan with this variant harness and these
     steps (:func:`stale_names`); the messages are read per record. The results are in the order of one walk of the
     texts (:func:`hsa.record_texts.labelled_texts`: the messages first)."""
-    check = stale_names(variant, steps, key=key)
-    return check.merge(check.scan(list(labelled_message_texts(variant)), variant))
+    return stale_names(variant, steps, key=key).references(variant)
 
 
 def variant_key(variant: Record, steps: list[dict]) -> str:
@@ -316,7 +315,6 @@ def variant_key(variant: Record, steps: list[dict]) -> str:
     nothing), its tools, skills, skill tool, prompt and hooks. Raises ``TypeError`` or ``ValueError`` for a record
     that is not JSON."""
     from hsa import cache
-    from hsa.steps import RestoreStep
 
     return cache.digest([s for s in steps if not isinstance(Step.from_json(s), RestoreStep)], variant["tools"],
                         variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks"))
@@ -356,7 +354,7 @@ class _StaleNames:
         renamed = {**mapping.tool_names(), **mapping.skill_names()}
         #: the identifier-like tool and skill names renamed away, looked for as whole tokens
         self.tokens = [old for old in renamed if is_identifier_like(old) and old not in current]
-        self.tokens_harness = self.tokens_left(texts_of(variant, schemas=True, messages=False))
+        self.tokens_harness = self.tokens_left(texts_of(variant, schemas=True, messages=False)) if self.tokens else []
         self.keep = harness_names(variant)
         typed = mapping.typed()
         self.kinds: list[tuple[str, list[str], list[str]]] = []
@@ -461,6 +459,11 @@ class _StaleNames:
                                                                   f"in its own texts: {_snippet(text, hits[0])!r}"))
             own.append(out)
         return by_kind, everywhere, own
+
+    def references(self, variant: Record) -> list[tuple[str, str]]:
+        """:func:`stale_references` of ``variant`` (whose harness and steps made this): its messages scanned, merged
+        with the harness's results."""
+        return self.merge(self.scan(list(labelled_message_texts(variant)), variant))
 
     def tokens_left(self, texts: Iterable[str]) -> list[tuple[str, str]]:
         """``(reason, detail)`` for each of ``texts`` in which a name of :attr:`tokens` is left as a whole token."""
