@@ -101,8 +101,8 @@ def nested_names(record: Record, steps: Iterable[dict]) -> bool:
             names.update(st.to_json()["map"].values())
         elif isinstance(st, ParamsStep):
             names.update(k for pair in st.to_json().get("paths", ()) for path in pair for k in path if isinstance(k, str))
-    joined = "\x00".join(names)
-    return any(inner_spans(joined, n) for n in renamed)
+    # each name alone (a compound name is inside a longer one only as its substring): not one scan of them joined
+    return any(inner_spans(m, n) for n in renamed for m in names if n in m and m != n)
 
 
 def token_renamer(renames: dict[str, str]) -> Callable[[str], str]:

@@ -246,3 +246,34 @@ def test_identifier_names_left_from_the_slot_plan_are_the_walks_in_its_order():
     with _in_a_slot_plan() as plan:
         assert [[v.detail for v in _names_left_behind(r, mapping)] for r in (one, two)] == plain
         assert sum(k[0] == "stale names" for k in plan.memo) == 1
+
+
+def test_nested_names_is_the_scan_of_the_names_joined():
+    """nested_names looks for each renamed compound name inside each longer name alone: the same answer as one
+    scan of all the names joined by a character no name holds, on the livestream harnesses' names and their
+    compound parts (each renamed in turn), and on made-up ones (dots, dashes, glued letters)."""
+    from fixtures.livestream.generate import generate
+    from hsa.mentions import inner_spans, is_compound
+    from hsa.records import normalize
+    from hsa.rename_texts import harness_names, nested_names
+
+    def joined_scan(record, renamed):
+        names = set(harness_names(record)) | set(renamed)
+        return any(inner_spans("\x00".join(names), n) for n in renamed if is_compound(n))
+
+    checked = hits = 0
+    for raw in generate(6, seed=4):
+        rec = normalize(raw)
+        parts = {"_".join(n.split("_")[i:j]) for n in harness_names(rec) for i in range(3) for j in range(i + 2, i + 4)}
+        parts |= set(harness_names(rec))  # whole names: most are inside no longer one
+        for n in sorted(p for p in parts if is_compound(p)):
+            step = {"op": "tools", "map": {n: "renamedtool"}}
+            want = joined_scan(rec, [n, "renamedtool"])
+            assert nested_names(rec, [step]) == want, n
+            checked, hits = checked + 1, hits + want
+    assert checked > 50 and 0 < hits < checked, (checked, hits)
+    made = normalize({"id": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [
+        {"name": n, "parameters": {"type": "object", "properties": {}}}
+        for n in ("git_diff_staged", "xgit-diff", "git-diff.v2", "pre_git_diff", "git_diffx")]})
+    for n in ("git_diff", "git-diff", "diff_staged"):
+        assert nested_names(made, [{"op": "tools", "map": {n: "other_name"}}]) == joined_scan(made, [n, "other_name"])
