@@ -16,7 +16,6 @@ from hsa.hooks_model import content_text
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import is_identifier_like, is_legal
 from hsa.records import Record, RecordError, iter_calls, read_back
-from hsa.record_texts import message_texts
 from hsa.rename_texts import stale_names, variant_key
 from hsa.schema_facts import schema_fact
 from hsa.violations import Violation
@@ -267,7 +266,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
                     out.append(Violation("round-trip", "call does not map back",
                                          f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
                                          f"source is {_json.dumps(s)}"))
-        key = _variant_key(variant, mapping)
+        key = variant_key(variant, mapping.steps)
         out.extend(_added_names_cached(source, variant, mapping, key))
         out.extend(check_consistency(source, variant, mapping, thorough=thorough, key=key))
         out.extend(_check_inversion(source, variant, len(mapping.steps)))
@@ -348,30 +347,17 @@ def _nested(path: tuple) -> Any:
     return value
 
 
-def _variant_key(variant: Record, mapping: Mapping) -> str | None:
-    """:func:`hsa.rename_texts.variant_key` of ``variant`` and its own steps when a slot plan is being made or
-    checked (:attr:`hsa.context.WorkerContext.plan`), the key of the checks it keeps; else None."""
-    if _current().plan is None:
-        return None
-    try:
-        return variant_key(variant, mapping.steps)
-    except (TypeError, ValueError):  # not JSON: no key
-        return None
-
-
 def _added_names_cached(source: Record, variant: Record, mapping: Mapping, key: str | None) -> list[Violation]:
     """:func:`_check_added_names`, kept in the slot plan of the variant being checked
-    (:attr:`hsa.context.WorkerContext.plan`) by ``key`` (:func:`_variant_key`: the variant's tools and its own
-    steps but ``restore``, among other parts): it reads nothing else but the source's tools, which are alike in
-    every record of a plan (:data:`hsa.plans.DIGEST_KEYS`), and a ``restore`` step changes no name (records of one
-    pool slot share the verdict). Without a plan (``--harness-pool 0``, ``hsa validate``) it is checked afresh."""
+    (:attr:`hsa.context.WorkerContext.plan`) by ``key`` (:func:`hsa.rename_texts.variant_key`: the variant's tools
+    and its own steps but ``restore``, among other parts): it reads nothing else but the source's tools, which are
+    alike in every record of a plan (:data:`hsa.plans.DIGEST_KEYS`), and a ``restore`` step changes no name (records
+    of one pool slot share the verdict). Without a plan (``--harness-pool 0``, ``hsa validate``) it is checked
+    afresh."""
     plan = _current().plan
     if plan is None or key is None:
         return _check_added_names(source, variant, mapping)
-    hit = plan.recall(("added names", key))
-    if hit is None:
-        hit = plan.keep(("added names", key), tuple(_check_added_names(source, variant, mapping)))
-    return list(hit)
+    return list(plan.kept(("added names", key), lambda: tuple(_check_added_names(source, variant, mapping))))
 
 
 def _check_added_names(source: Record, variant: Record, mapping: Mapping) -> list[Violation]:
@@ -478,9 +464,8 @@ def _names_left_behind(variant: Record, mapping: Mapping, key: str | None = None
     tokens, parameter names). What to look for and the harness's texts are checked once per slot plan
     (:func:`hsa.rename_texts.stale_names`; ``key``: its :func:`hsa.rename_texts.variant_key`, when the caller has
     it), the messages per record."""
-    check = stale_names(variant, mapping.steps, key=key)
-    found = check.references(variant) + check.tokens_left(message_texts(variant)) + check.tokens_harness
-    return [Violation("consistency", reason, detail) for reason, detail in found]
+    return [Violation("consistency", reason, detail)
+            for reason, detail in stale_names(variant, mapping.steps, key=key).left_behind(variant)]
 
 
 # --------------------------------------------------------------------------- invariant 6, thorough

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "MEMO", "DIGEST_KEYS"]
@@ -74,7 +75,8 @@ class LeafRun:
 class SlotPlan:
     """The leaf runs of one slot, in the order the slot's variants run them (:class:`LeafRun`), and what the slot's
     variants worked out after the leaves, on the harness: the restore step's undone harness parts and patches, and
-    the variant check's added-names verdict (:meth:`recall`, :meth:`keep`).
+    the variant check's added-names verdict and names-left harness half (:meth:`recall`, :meth:`keep`,
+    :meth:`kept`).
 
     That work is a function of the harness parts and the mapping steps it reads, which a leaf that reads the
     record (``tool.values``) can make differ between two variants of a slot; so each result is kept by the digest
@@ -94,6 +96,11 @@ class SlotPlan:
             return default
         self.memo.move_to_end(key)
         return hit
+
+    def kept(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """What :meth:`keep` kept under ``key``, else ``make()``, kept under it now (None is a value like any)."""
+        hit = self.recall(key, _MISSING)
+        return self.keep(key, make()) if hit is _MISSING else hit
 
     def keep(self, key: tuple, value: Any) -> Any:
         """Keep ``value`` under ``key`` (the oldest of more than :data:`MEMO` dropped); returns ``value``."""

@@ -31,7 +31,6 @@ __all__ = ["content_parts",
     "text_fields",
     "texts_of",
     "labelled_texts",
-    "message_texts",
     "labelled_message_texts",
     "labelled_harness_texts",
     "record_tokens",
@@ -190,24 +189,19 @@ def text_fields(record: Record) -> list[str]:
     return texts_of(record, schemas=True)
 
 
-def message_texts(record: Record) -> list[str]:
-    """The texts of the messages in :func:`text_fields`' order: each content text, or text part."""
-    return [part for m in record["messages"] for part in content_parts(m.get("content"))]
+def texts_of(record: Record, *, schemas: bool) -> list[str]:
+    """:func:`text_fields`; without the texts of parameter schemas when ``schemas`` is false."""
+    return _texts(record, schemas=schemas, rewritten=False, hooks=True)
 
 
-def texts_of(record: Record, *, schemas: bool, messages: bool = True) -> list[str]:
-    """:func:`text_fields`; without the texts of parameter schemas when ``schemas`` is false, without the messages'
-    (the harness's texts alone) when ``messages`` is false."""
-    return _texts(record, schemas=schemas, rewritten=False, hooks=True, messages=messages)
-
-
-def _texts(record: Record, *, schemas: bool, rewritten: bool, hooks: bool, messages: bool = True) -> list[str]:
-    """The free texts of ``record`` in :func:`map_texts`' order: (``messages``) message contents and text parts,
-    tool descriptions and (``schemas``) the texts of their parameter schemas (``rewritten``: the walk of
+def _texts(record: Record, *, schemas: bool, rewritten: bool, hooks: bool) -> list[str]:
+    """The free texts of ``record`` in :func:`map_texts`' order: message contents and text parts, tool
+    descriptions and (``schemas``) the texts of their parameter schemas (``rewritten``: the walk of
     :func:`map_schema_descriptions`, else that of :func:`text_fields`), skill descriptions and content, prompt
-    section titles and bodies, and (``hooks``) hook sources."""
+    section titles and bodies, and (``hooks``) hook sources. With ``schemas`` and not ``rewritten``: the texts of
+    :func:`labelled_texts`, then the hook sources (the names-left check, :mod:`hsa.rename_texts`, relies on it)."""
     out: list[str] = []
-    for m in record["messages"] if messages else ():
+    for m in record["messages"]:
         out.extend(content_parts(m.get("content")))
     for t in record["tools"]:
         if isinstance(t.get("description"), str):

@@ -23,7 +23,7 @@ from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, 
 from hsa.names import find_tokens, is_identifier_like, is_plain_token, replace_tokens, text_tokens
 from hsa.record_texts import content_parts
 from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_schema_descriptions,
-                              map_schema_descriptions_in_place, param_paths, schema_skipper, texts_of)
+                              map_schema_descriptions_in_place, param_paths, schema_skipper)
 from hsa.records import Record
 from hsa.schema_facts import schema_fact
 
@@ -188,10 +188,14 @@ def schema_strings(schema: Any, out: set[str] | None = None) -> set[str]:
     return out
 
 
-def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[str], shared_schemas: bool) -> None:
-    """``fn`` on the tool's description and the texts of its schema (a shared schema is rebuilt, never edited)."""
+def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[str], shared_schemas: bool, *,
+                         schemas: bool = True) -> None:
+    """``fn`` on the tool's description and the texts of its schema (a shared schema is rebuilt, never edited);
+    ``schemas=False``: the caller knows the schema holds none of ``names``."""
     if isinstance(tool.get("description"), str):
         tool["description"] = fn(tool["description"])
+    if not schemas:
+        return
     skip = schema_skipper(names)  # fn changes only texts holding an old name: none in the JSON, no walk
     if skip is not None and skip(tool["parameters"]):
         return
@@ -208,15 +212,11 @@ def rename_param_mentions(record: Record, idx: int, all_fn, everywhere: dict[str
     :mod:`hsa.step_carry`); the tool's own texts, its ``own`` mentions."""
     if all_fn is None:
         return
+    others = [t for i, t in enumerate(record["tools"]) if i != idx]
     skip = schema_skipper(everywhere)  # one encoding of every other schema: most hold none of the names
-    if skip is not None and skip([t["parameters"] for i, t in enumerate(record["tools"]) if i != idx]):
-        for i, t in enumerate(record["tools"]):
-            if i != idx and isinstance(t.get("description"), str):
-                t["description"] = all_fn(t["description"])
-    else:
-        for i, t in enumerate(record["tools"]):
-            if i != idx:
-                rename_in_tool_texts(t, all_fn, everywhere, True)
+    schemas = not (skip is not None and skip([t["parameters"] for t in others]))
+    for t in others:
+        rename_in_tool_texts(t, all_fn, everywhere, True, schemas=schemas)
     for sk in record.get("skills") or ():
         for key in ("description", "content"):
             if isinstance(sk.get(key), str):
@@ -301,50 +301,51 @@ def stale_references(variant: Record, steps: list[dict], *, key: str | None = No
     name inside a longer token that is no name of the harness (``<skill-creator-path>``), and a parameter name in a
     reference form where it can only mean the renamed parameter: in its tool's descriptions and results when the
     tool no longer declares it, in any text when no tool does (and no schema holds it as a value). Identifier-like
-    tool and skill names as whole tokens are :meth:`_StaleNames.tokens_left` (:mod:`hsa.invariants` checks both).
+    tool and skill names as whole tokens are :meth:`_StaleNames.left_behind`'s too (:mod:`hsa.invariants`' check).
 
     The check is in two halves: what to look for and the harness's texts (the tools', skills' and prompt's) are
     read by :class:`_StaleNames`, the same for every record of a slot plan with this variant harness and these
     steps (:func:`stale_names`); the messages are read per record. The results are in the order of one walk of the
     texts (:func:`hsa.record_texts.labelled_texts`: the messages first)."""
-    return stale_names(variant, steps, key=key).references(variant)
+    check = stale_names(variant, steps, key=key)
+    return check.merge(check.scan(list(labelled_message_texts(variant)), variant))
 
 
-def variant_key(variant: Record, steps: list[dict]) -> str:
-    """The digest of what :class:`_StaleNames` reads of a variant: its own ``steps`` but ``restore`` (which renames
-    nothing), its tools, skills, skill tool, prompt and hooks. Raises ``TypeError`` or ``ValueError`` for a record
-    that is not JSON."""
+def variant_key(variant: Record, steps: list[dict]) -> str | None:
+    """The key under which a slot plan keeps the checks of a variant that read its harness and its own ``steps``:
+    the digest of those steps but ``restore`` (which renames nothing), its tools, skills, skill tool, prompt and
+    hooks. None where no slot plan is being made or checked (:attr:`hsa.context.WorkerContext.plan`), or the record
+    is not JSON."""
     from hsa import cache
+    from hsa.context import current
 
-    return cache.digest([s for s in steps if not isinstance(Step.from_json(s), RestoreStep)], variant["tools"],
-                        variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks"))
+    if current().plan is None:
+        return None
+    try:
+        return cache.digest([s for s in steps if not isinstance(Step.from_json(s), RestoreStep)], variant["tools"],
+                            variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks"))
+    except (TypeError, ValueError):  # not JSON: no key
+        return None
 
 
 def stale_names(variant: Record, steps: list[dict], *, key: str | None = None) -> _StaleNames:
     """:class:`_StaleNames` of ``variant`` and ``steps``, kept in the slot plan of the variant being checked
     (:attr:`hsa.context.WorkerContext.plan`) by :func:`variant_key` (``key``: the caller's, already worked out).
-    Without a plan, made afresh."""
+    Without a plan or a key, made afresh."""
     from hsa.context import current
 
-    plan = current().plan
-    if plan is None:
+    plan, key = current().plan, key or variant_key(variant, steps)
+    if plan is None or key is None:
         return _StaleNames(variant, steps)
-    if key is None:
-        try:
-            key = variant_key(variant, steps)
-        except (TypeError, ValueError):  # not JSON: no key
-            return _StaleNames(variant, steps)
-    hit = plan.recall(("stale names", key))
-    if hit is None:
-        hit = plan.keep(("stale names", key), _StaleNames(variant, steps))
-    return hit
+    return plan.kept(("stale names", key), lambda: _StaleNames(variant, steps))
 
 
 class _StaleNames:
     """The harness half of :func:`stale_references`: the names ``steps`` renamed away that a text may still refer
-    to, by kind, and the results on the harness's own texts (:func:`labelled_harness_texts`). :meth:`scan` gives the
-    same results on other texts (a record's messages) and :meth:`merge` puts the two halves in the order of one walk.
-    Read only once made: a slot plan shares it."""
+    to, by kind, and the results on the harness's own texts (:func:`labelled_harness_texts`); the identifier-like
+    ones looked for as whole tokens (:attr:`tokens`), and their results there and in the hook sources. :meth:`scan`
+    gives the same results on other texts (a record's messages), :meth:`merge` puts the two halves in the order of
+    one walk, and :meth:`left_behind` is all of it for one record. Read only once made: a slot plan shares it."""
 
     __slots__ = ("kinds", "keep", "everywhere", "own", "harness", "tokens", "tokens_harness")
 
@@ -354,7 +355,6 @@ class _StaleNames:
         renamed = {**mapping.tool_names(), **mapping.skill_names()}
         #: the identifier-like tool and skill names renamed away, looked for as whole tokens
         self.tokens = [old for old in renamed if is_identifier_like(old) and old not in current]
-        self.tokens_harness = self.tokens_left(texts_of(variant, schemas=True, messages=False)) if self.tokens else []
         self.keep = harness_names(variant)
         typed = mapping.typed()
         self.kinds: list[tuple[str, list[str], list[str]]] = []
@@ -368,7 +368,10 @@ class _StaleNames:
         #: (tool, the old names its own texts must not hold, those texts in the harness)
         self.own: list[tuple[str, set[str], list[str]]] = []
         self._stale_params(variant, mapping)
-        self.harness = self.scan(list(labelled_harness_texts(variant)), None)
+        texts = list(labelled_harness_texts(variant))
+        self.harness = self.scan(texts, None)
+        self.tokens_harness = self.tokens_left([text for _, text in texts] + [
+            h.get("source", "") for h in variant.get("hooks") or ()]) if self.tokens else []
 
     def _stale_params(self, variant: Record, mapping: Mapping) -> None:
         steps = mapping.steps
@@ -460,10 +463,13 @@ class _StaleNames:
             own.append(out)
         return by_kind, everywhere, own
 
-    def references(self, variant: Record) -> list[tuple[str, str]]:
-        """:func:`stale_references` of ``variant`` (whose harness and steps made this): its messages scanned, merged
-        with the harness's results."""
-        return self.merge(self.scan(list(labelled_message_texts(variant)), variant))
+    def left_behind(self, variant: Record) -> list[tuple[str, str]]:
+        """Every name of ``variant`` (whose harness and steps made this) left behind: :func:`stale_references`,
+        then the whole-token names (:attr:`tokens`) in its texts (:func:`hsa.record_texts.text_fields`' order:
+        the messages', then the harness's). Its messages are walked once."""
+        texts = list(labelled_message_texts(variant))
+        return self.merge(self.scan(texts, variant)) + self.tokens_left([text for _, text in texts]) \
+            + self.tokens_harness
 
     def tokens_left(self, texts: Iterable[str]) -> list[tuple[str, str]]:
         """``(reason, detail)`` for each of ``texts`` in which a name of :attr:`tokens` is left as a whole token."""

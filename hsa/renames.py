@@ -660,7 +660,7 @@ def carries(record: Record, steps: Iterable[dict]) -> bool:
 
 def step_parts(record: Record) -> tuple[str, ...]:
     """:data:`STEP_PARTS`, and ``hooks`` when ``record`` has hooks: the harness parts that the steps a record
-    :func:`carries` (with ``hooks``) change."""
+    :func:`carries` change."""
     return (*STEP_PARTS, "hooks") if record.get("hooks") else STEP_PARTS
 
 
@@ -816,11 +816,8 @@ def _content_patch(a: dict, b: dict) -> dict | None:
     def by_key(k: str, old: Any, new: Any) -> dict | None:
         if k not in _HARNESS_KEYS:
             return _patch.diff(old, new, str_edits=_str_edits)
-        key = ("patch", _cache.digest(k, old, new))
-        hit = plan.recall(key)
-        if hit is None:
-            hit = plan.keep(key, (_patch.diff(old, new, str_edits=_str_edits),))
-        return hit[0]  # shared, read only: a mapping step is never changed in place (its appliers copy)
+        # shared, read only: a mapping step is never changed in place (its appliers copy)
+        return plan.kept(("patch", _cache.digest(k, old, new)), lambda: _patch.diff(old, new, str_edits=_str_edits))
 
     return _patch.diff(a, b, str_edits=_str_edits, key_diff=by_key)
 

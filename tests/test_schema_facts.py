@@ -155,10 +155,11 @@ def test_the_string_values_of_a_tool_list_are_the_walk_of_every_schema():
 
 def test_the_texts_of_a_tool_list_are_each_tools_description_and_schema_texts_in_order():
     """labelled_texts and texts_of give a tool list's texts as each tool's description, then its schema's texts (the
-    walk of each schema, kept per schema), tool by tool, on every record of the fixtures."""
+    walk of each schema, kept per schema), tool by tool, on every record of the fixtures; and texts_of is
+    labelled_texts' texts, then the hook sources (the order the names-left check gives its results in)."""
     import json
 
-    from hsa.record_texts import _schema_texts_of, _texts, labelled_texts
+    from hsa.record_texts import _schema_texts_of, _texts, labelled_texts, texts_of
     from hsa.records import normalize
     from tests.conftest import FIXTURES, ROOT
 
@@ -182,6 +183,8 @@ def test_the_texts_of_a_tool_list_are_each_tools_description_and_schema_texts_in
                             + list(_schema_texts_of(t["parameters"], rewritten))]
                     texts = _texts(rec, schemas=True, rewritten=rewritten, hooks=False)
                     assert walk == texts[len(texts) - len(walk) - _tail(rec):len(texts) - _tail(rec)]
+                assert texts_of(rec, schemas=True) == [text for _, text in labelled_texts(rec)] + [
+                    h.get("source", "") for h in rec.get("hooks") or ()]
 
 
 def _tail(rec) -> int:
