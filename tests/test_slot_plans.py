@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hsa import cache
 from hsa.cli import main
-from hsa.context import WorkerContext, current
+from hsa.context import WorkerContext, current, use
 from hsa.plans import PlanTable
 from tests.test_golden_outputs import _bench_augment
 
@@ -25,15 +24,17 @@ def _kept(table: PlanTable) -> int:
 
 
 def _augment(tmp: Path, src: Path, plans: int, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, dict, int]:
+    """An in-process run with a plan table of ``plans``, in a context of its own: the run sets up the current
+    context's tables, which would otherwise outlive the test (a table of size 0 left to the next test of the
+    process)."""
     monkeypatch.setenv("HSA_PLANS", str(plans))
-    cache.clear()
     out = tmp / f"shards-{plans}"
-    assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--seed", "7", "--recipe", "default",
-                 "--workers", "1", "--quiet"]) == 0
-    assert main(["export", str(out), "--out", str(tmp / f"v-{plans}.jsonl")]) == 0
-    got = (tmp / f"v-{plans}.jsonl").read_bytes(), current().plans.stats(), _kept(current().plans)
+    with use(WorkerContext()):  # fresh tables, the plan table's size read from HSA_PLANS
+        assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--seed", "7", "--recipe",
+                     "default", "--workers", "1", "--quiet"]) == 0
+        assert main(["export", str(out), "--out", str(tmp / f"v-{plans}.jsonl")]) == 0
+        got = (tmp / f"v-{plans}.jsonl").read_bytes(), current().plans.stats(), _kept(current().plans)
     monkeypatch.delenv("HSA_PLANS")
-    cache.clear()
     return got
 
 
@@ -75,13 +76,13 @@ def test_a_renaming_leaf_on_records_with_hooks_is_taken_from_the_plan(tmp_path, 
     rows = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
     assert all(r.get("hooks") for r in rows) and sum(not r.get("hook_events") for r in rows) >= len(rows) // 2
     monkeypatch.setenv("HSA_PLANS", str(10**6))
-    cache.clear()
-    assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--variants", "3", "--seed", "7", "--workers", "1",
-                 "--quiet"]) == 0
-    kept = [b[2] for p in current().plans._data.values() for r in p.runs for b in r.steps if b[2] is not None]
-    assert any("hooks" in parts for parts, _, _ in kept)
-    assert any(step["op"] == "skills" for _, steps, _ in kept for step in steps)  # skill.rename's too
-    assert sum(r.taken for p in current().plans._data.values() for r in p.runs if r.steps) > 0
+    with use(WorkerContext()):  # the run's tables go with the block (_augment)
+        assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--variants", "3", "--seed", "7",
+                     "--workers", "1", "--quiet"]) == 0
+        kept = [b[2] for p in current().plans._data.values() for r in p.runs for b in r.steps if b[2] is not None]
+        assert any("hooks" in parts for parts, _, _ in kept)
+        assert any(step["op"] == "skills" for _, steps, _ in kept for step in steps)  # skill.rename's too
+        assert sum(r.taken for p in current().plans._data.values() for r in p.runs if r.steps) > 0
 
 
 def test_a_carried_leaf_whose_apply_adds_a_note_is_never_kept(tmp_path):
@@ -137,13 +138,12 @@ def test_a_hook_sync_that_refuses_gives_the_same_bytes_with_plans(tmp_path, monk
     got = {}
     for plans in (10**6, 0):
         monkeypatch.setenv("HSA_PLANS", str(plans))
-        cache.clear()
         out = tmp_path / f"out-{plans}"
-        assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--seed", "7", "--workers", "1",
-                     "--quiet"]) == 0
-        assert main(["export", str(out), "--out", str(tmp_path / f"v-{plans}.jsonl")]) == 0
+        with use(WorkerContext()):  # the run's tables go with the block (_augment)
+            assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--seed", "7", "--workers", "1",
+                         "--quiet"]) == 0
+            assert main(["export", str(out), "--out", str(tmp_path / f"v-{plans}.jsonl")]) == 0
         got[plans] = ((tmp_path / f"v-{plans}.jsonl").read_bytes(), (out / "rejects.jsonl").read_bytes())
-    cache.clear()
     assert b"sync refused" in got[0][1]
     assert got[10**6] == got[0]
 
