@@ -272,6 +272,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
         out.extend(_check_inversion(source, variant, len(mapping.steps)))
     elif thorough:
         out.extend(check_consistency(source, variant, mapping, thorough=True))
+    out.extend(_prompt_renders(source, variant))
     if closure:
         try:
             read_back(variant)
@@ -445,8 +446,9 @@ def check_consistency(source: Record, variant: Record, mapping: Mapping, *, thor
     :func:`check_variant` runs on every variant the pipeline writes). With ``thorough`` (the property checks of
     :mod:`hsa.testing`), also: tool results and the skill tool follow their tools (for every variant), and, for a
     task-preserving one, hook payloads map back, injected hook messages agree with their recorded decisions, hook
-    source that parsed still parses, no renamed parameter is left as a hook literal, the system message still
-    renders from the prompt, and canonicalize gives the source's calls back. ``key``: the variant's
+    source that parsed still parses, no renamed parameter is left as a hook literal, and canonicalize gives the
+    source's calls back (that the prompt still renders the system message is :func:`check_variant`'s, for every
+    variant). ``key``: the variant's
     :func:`hsa.rename_texts.variant_key` when the caller has it (the slot plan's key of the names-left check).
     """
     out = _links_follow(source, variant) if thorough else []
@@ -506,16 +508,23 @@ def _system_message(record: Record) -> str | None:
     return None
 
 
-def _render(prompt: Any) -> str | None:
-    if not isinstance(prompt, dict) or not isinstance(prompt.get("template"), str):
-        return None
-    try:
-        from jinja2.sandbox import SandboxedEnvironment
+def _prompt_renders(source: Record, variant: Record) -> list[Violation]:
+    """The variant's prompt renders its system message (and the context message of the sections placed in the user
+    turn) when the source's prompt renders the source's, or the source has none (a prompt transform made the
+    variant's from the system message): :func:`hsa.prompt_model.check_sync`. A rename that read a word of the system
+    message as a reference and the same word of a section body as a word would break it."""
+    if not variant.get("prompt"):
+        return []
+    from hsa.prompt_model import check_sync
 
-        sections = [s for s in prompt.get("sections", []) if s.get("placement", "system") != "user"]  # prompt.placement
-        return SandboxedEnvironment().from_string(prompt["template"]).render(sections=sections)
-    except Exception:  # noqa: BLE001 - a template that does not render is not ours to judge here
-        return None
+    problem = check_sync(variant)
+    if problem is None or (source.get("prompt") and check_sync(source) is not None):
+        return []  # a prompt a transform made from the system message rendered it byte for byte when it was made
+    whose = "the source's prompt renders its messages" if source.get("prompt") else "the prompt made from the " \
+        "source's system message rendered it"
+    return [Violation("consistency", "system message differs from the rendered prompt",
+                      f"{whose}, the variant's does not: {problem}; the variant's system message is "
+                      f"{clip(repr(_system_message(variant)), 200)}")]
 
 
 def _parses(source: str) -> bool:
@@ -586,15 +595,6 @@ def _hooks_and_prompt_follow(source: Record, variant: Record, mapping: Mapping) 
             out.append(Violation("consistency", "old parameter name left in hook source",
                                  f"renamed parameter(s) {stale} still occur as string literals in hook source, "
                                  "and no tool declares them any more"))
-    # the system message still renders from the prompt
-    rendered = _render(source.get("prompt"))
-    if rendered is not None and rendered == _system_message(source):
-        now = _render(variant.get("prompt"))
-        if now != _system_message(variant):
-            out.append(Violation("consistency", "system message differs from the rendered prompt",
-                                 f"the source's system message is its rendered prompt; the variant's is "
-                                 f"{clip(repr(_system_message(variant)), 200)}, the prompt renders "
-                                 f"{clip(repr(now), 200)}"))
     # the mapping undoes the record
     try:
         canon = canonicalize(variant)

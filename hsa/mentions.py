@@ -47,6 +47,10 @@ __all__ = [
     "is_reference",
     "prose_uses",
     "rename_mentions",
+    "mention_replacements",
+    "rename_in_context",
+    "replaced",
+    "MentionRenamer",
     "mention_renamer",
     "referenced",
     "stale_mentions",
@@ -289,63 +293,130 @@ def _spans(text: str, names: Iterable[str], kind: str, inner: bool, keep: Collec
     return out
 
 
-def rename_mentions(text: str, renames: Mapping[str, str], kind: str = "tool", *, inner: bool = False,
-                    keep: Collection[str] = ()) -> str:
-    """``text`` with every reference to a key of ``renames`` replaced by its value, all at once (swaps work).
+def mention_replacements(text: str, renames: Mapping[str, str], kind: str = "tool", *, inner: bool = False,
+                         keep: Collection[str] = ()) -> list[tuple[int, int, str]]:
+    """The replacements :func:`rename_mentions` makes in ``text``: ``(start, end, new name)`` in ``text``'s own
+    positions, in order, none overlapping.
 
-    ``inner``: compound names inside longer tokens follow too (:func:`inner_spans`, but tokens in ``keep``).
     Whether a plain word is a reference can hang on its neighbour ("get Get (Get)": the capitalised word after a
     lower-case one), and a neighbour may be a name that just changed; so the text is read again until no old name
     outside the replaced spans reads as a reference: the result refers to none of them (what
     :func:`stale_mentions` checks), and a replaced span is never renamed twice (swaps stay swaps)."""
     if not text or not renames:
-        return text
+        return []
     names = [k for k, v in renames.items() if k != v and k in text]
-    if not names:
-        return text
-    done: list[tuple[int, int]] = []  # the replaced spans, in the current text
-    for _ in range(8):
-        spans = [(s, e, n) for s, e, n in _spans(text, names, kind, inner, keep)
+    out: list[tuple[int, int, str]] = []
+    now = text
+    for _ in range(8 if names else 0):
+        done = _now_spans(out)
+        spans = [(s, e, n) for s, e, n in _spans(now, names, kind, inner, keep)
                  if not any(s < de and ds < e for ds, de in done)]
         if not spans:
             break
-        pieces, pos, shifts, added = [], 0, [], []
-        for s, e, n in spans:
-            new = renames[n]
-            pieces += (text[pos:s], new)
-            start = s + sum(d for _, d in shifts)  # where the new name starts in the new text
-            added.append((start, start + len(new)))
-            shifts.append((s, len(new) - (e - s)))
-            pos = e
-        pieces.append(text[pos:])
-        text = "".join(pieces)
-        done = [_shifted(span, shifts) for span in done] + added
-        names = [n for n in names if n in text]
+        out = sorted(out + [(_in_source(s, out), _in_source(e, out), renames[n]) for s, e, n in spans])
+        now = replaced(text, out)
+        names = [n for n in names if n in now]
         if not names:
             break
-    return text
+    return out
 
 
-def _shifted(span: tuple[int, int], shifts: list[tuple[int, int]]) -> tuple[int, int]:
-    """``span`` after the replacements ``shifts`` (start in the old text, change of length), none overlapping it."""
-    d = sum(delta for s, delta in shifts if s < span[0])
-    return span[0] + d, span[1] + d
+def _now_spans(replacements: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """Where each of ``replacements`` (sorted, in the source text's positions) lies in the replaced text."""
+    out, delta = [], 0
+    for s, e, new in replacements:
+        out.append((s + delta, s + delta + len(new)))
+        delta += len(new) - (e - s)
+    return out
+
+
+def _in_source(pos: int, replacements: list[tuple[int, int, str]]) -> int:
+    """The source text's position of ``pos`` of the replaced text, ``pos`` outside every replaced span."""
+    delta = 0
+    for s, e, new in replacements:
+        if s + delta + len(new) > pos:
+            break
+        delta += len(new) - (e - s)
+    return pos - delta
+
+
+def replaced(text: str, replacements: Iterable[tuple[int, int, str]]) -> str:
+    """``text`` with each ``(start, end, new)`` of ``replacements`` (in order, none overlapping) made."""
+    pieces, pos = [], 0
+    for s, e, new in replacements:
+        pieces += (text[pos:s], new)
+        pos = e
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def rename_mentions(text: str, renames: Mapping[str, str], kind: str = "tool", *, inner: bool = False,
+                    keep: Collection[str] = ()) -> str:
+    """``text`` with every reference to a key of ``renames`` replaced by its value, all at once (swaps work).
+
+    ``inner``: compound names inside longer tokens follow too (:func:`inner_spans`, but tokens in ``keep``).
+    The replacements are :func:`mention_replacements`."""
+    if not text or not renames:
+        return text
+    return replaced(text, mention_replacements(text, renames, kind, inner=inner, keep=keep))
+
+
+def rename_in_context(text: str, regions: Iterable[tuple[int, int]], renames: Mapping[str, str],
+                      kind: str = "tool", *, inner: bool = False, keep: Collection[str] = ()) -> list[str] | None:
+    """Each ``(start, end)`` region of ``text`` after :func:`rename_mentions`, its words read in the context of the
+    whole ``text`` (a prompt section's body read where its template renders it: "TOOLS: (get)" names a tool where
+    the body "(get)" alone may not). None when a replacement crosses the edge of a region."""
+    repl = mention_replacements(text, renames, kind, inner=inner, keep=keep)
+    out = []
+    for rs, re_ in regions:
+        inside = []
+        for s, e, new in repl:
+            if rs <= s and e <= re_:
+                inside.append((s - rs, e - rs, new))
+            elif s < re_ and rs < e:
+                return None
+        out.append(replaced(text[rs:re_], inside))
+    return out
+
+
+class MentionRenamer:
+    """The text function of :func:`rename_mentions` for one table of renames, with a substring test first (most
+    texts name none); :meth:`in_context` renames regions of a text read whole (:func:`rename_in_context`)."""
+
+    __slots__ = ("renames", "names", "kind", "inner", "keep")
+
+    def __init__(self, renames: Mapping[str, str], kind: str = "tool", *, inner: bool = False,
+                 keep: Collection[str] = ()):
+        self.renames = {k: v for k, v in renames.items() if k != v}
+        self.names = tuple(self.renames)
+        self.kind = kind
+        self.inner = inner
+        self.keep = frozenset(keep)
+
+    def touches(self, text: str) -> bool:
+        """Whether ``text`` holds one of the renamed names (as a substring): only then may it change."""
+        for n in self.names:  # a loop, not any(): this is asked of every text a rename passes
+            if n in text:
+                return True
+        return False
+
+    def __call__(self, text: str) -> str:
+        for n in self.names:
+            if n in text:
+                return rename_mentions(text, self.renames, self.kind, inner=self.inner, keep=self.keep)
+        return text
+
+    def in_context(self, text: str, regions: list[tuple[int, int]]) -> list[str] | None:
+        if not self.touches(text):
+            return [text[s:e] for s, e in regions]
+        return rename_in_context(text, regions, self.renames, self.kind, inner=self.inner, keep=self.keep)
 
 
 def mention_renamer(renames: Mapping[str, str], kind: str = "tool", *, inner: bool = False,
-                    keep: Collection[str] = ()) -> Callable[[str], str]:
-    """``lambda text: rename_mentions(text, renames, kind, ...)`` with a substring test first (most texts name none)."""
-    renames = {k: v for k, v in renames.items() if k != v}
-    names = tuple(renames)
-    keep = frozenset(keep)
-
-    def fn(text: str) -> str:
-        for n in names:
-            if n in text:
-                return rename_mentions(text, renames, kind, inner=inner, keep=keep)
-        return text
-
-    return fn
+                    keep: Collection[str] = ()) -> MentionRenamer:
+    """``lambda text: rename_mentions(text, renames, kind, ...)`` with a substring test first (most texts name
+    none), as a :class:`MentionRenamer`."""
+    return MentionRenamer(renames, kind, inner=inner, keep=keep)
 
 
 def referenced(text: str, name: str, kind: str = "tool") -> bool:

@@ -31,6 +31,7 @@ __all__ = [
     "DELIMITER_STYLES",
     "PromptRenderError",
     "render",
+    "body_regions",
     "make_template",
     "split_system",
     "is_structural",
@@ -96,6 +97,38 @@ def render(template: str, sections: list[PromptSection]) -> str:
     except jinja2.TemplateError as exc:  # SecurityError is a TemplateError too
         raise PromptRenderError(f"prompt template does not render: {type(exc).__name__}: {exc}") from None
     return _RENDERED.put(key, out, len(template) + len(key[1]) + len(out) + 200)
+
+
+_BODY_MARK = re.compile("\x00([0-9]+)\x00")
+
+
+def body_regions(template: str, sections: list[PromptSection]) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """``(text, [(section index, start, end)])``: ``sections`` rendered by ``template``, and where each section's body
+    lies in that text, in order (a body the template writes twice is listed twice); None when the template does not
+    write every body as it is (a filter on it, a test of its content) or does not render.
+
+    Found by rendering each body as a marker: the rendered text must be the marked one with each marker replaced by
+    its body, byte for byte."""
+    if not any(isinstance(s.get("body"), str) for s in sections):
+        return None
+    marked = [{**s, "body": f"\x00{i}\x00"} if isinstance(s.get("body"), str) else s for i, s in enumerate(sections)]
+    try:
+        text, shape = render(template, sections), render(template, marked)
+    except PromptRenderError:
+        return None
+    pieces, regions, pos, last = [], [], 0, 0
+    for m in _BODY_MARK.finditer(shape):
+        i = int(m.group(1))
+        if i >= len(sections) or not isinstance(sections[i].get("body"), str):
+            return None
+        body = sections[i]["body"]
+        pieces += (shape[last:m.start()], body)
+        pos += m.start() - last
+        regions.append((i, pos, pos + len(body)))
+        pos += len(body)
+        last = m.end()
+    pieces.append(shape[last:])
+    return (text, regions) if "".join(pieces) == text else None
 
 
 def _jinja_str(text: str) -> str:

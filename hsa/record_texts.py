@@ -26,6 +26,7 @@ __all__ = ["content_parts",
     "copy_for_texts",
     "map_texts",
     "map_texts_skipping",
+    "map_prompt_texts",
     "schema_skipper",
     "schema_texts",
     "text_fields",
@@ -143,11 +144,57 @@ def map_texts_skipping(record: Record, fn: Callable[[str], str], skip: Callable[
                 s[key] = fn(s[key])
     prompt = record.get("prompt")
     if prompt:
-        for sec in prompt.get("sections", ()):
-            for key in ("title", "body"):
-                if isinstance(sec.get(key), str):
-                    sec[key] = fn(sec[key])
+        map_prompt_texts(prompt, fn)
     return record
+
+
+def map_prompt_texts(prompt: dict, fn: Callable[[str], str]) -> None:
+    """``fn`` on the titles and bodies of ``prompt``'s sections (in place: sections the caller owns).
+
+    A rename's text function that reads words in context (``fn.in_context``: :class:`hsa.mentions.MentionRenamer`)
+    reads each body where the template writes it: the sections rendered together (those of the system message, and
+    those placed in the user turn) are renamed as their rendered text reads ("TOOLS: (get)" names a tool where the
+    body "(get)" alone does not), so the prompt renders the system message that the same function makes of the
+    rendered one. A body the template does not write as it is (:func:`hsa.prompt_model.body_regions`) is read
+    alone; so are the titles."""
+    sections = prompt.get("sections", ())
+    bodies = _bodies_in_context(prompt, fn)
+    for i, sec in enumerate(sections):
+        if not isinstance(sec, dict):
+            continue
+        if isinstance(sec.get("title"), str):
+            sec["title"] = fn(sec["title"])
+        if isinstance(sec.get("body"), str):
+            sec["body"] = bodies[i] if i in bodies else fn(sec["body"])
+
+
+def _bodies_in_context(prompt: dict, fn: Callable[[str], str]) -> dict[int, str]:
+    """``{section index: body}`` renamed by ``fn.in_context`` in the text the template renders (see
+    :func:`map_prompt_texts`); empty when ``fn`` cannot, or names nothing in any body."""
+    in_context, touches = getattr(fn, "in_context", None), getattr(fn, "touches", None)
+    sections, template = prompt.get("sections"), prompt.get("template")
+    if (in_context is None or touches is None or not isinstance(template, str) or not isinstance(sections, list)
+            or not any(isinstance(sec, dict) and isinstance(sec.get("body"), str) and touches(sec["body"])
+                       for sec in sections)):
+        return {}
+    from hsa.prompt_model import body_regions
+
+    out: dict[int, str] = {}
+    twice: set[int] = set()
+    for user in (False, True):
+        group = [i for i, sec in enumerate(sections)
+                 if isinstance(sec, dict) and (sec.get("placement", "system") == "user") == user]
+        found = body_regions(template, [sections[i] for i in group]) if group else None
+        if found is None:
+            continue
+        text, regions = found
+        bodies = in_context(text, [(s, e) for _, s, e in regions])
+        if bodies is None:
+            continue
+        for (j, _, _), body in zip(regions, bodies):
+            if out.setdefault(group[j], body) != body:
+                twice.add(group[j])  # written twice and read differently: read alone
+    return {i: b for i, b in out.items() if i not in twice}
 
 
 # JSON writes these characters as themselves (no escape): a name made of them that occurs in a string occurs in its JSON

@@ -22,7 +22,8 @@ from hsa.steps import ParamsStep, RegroupStep, RestoreStep, Step, steps_of
 from hsa.mentions import inner_spans, is_compound, mention_renamer, referenced, stale_mentions
 from hsa.names import find_tokens, is_identifier_like, is_plain_token, replace_tokens, text_tokens
 from hsa.record_texts import content_parts
-from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_schema_descriptions,
+from hsa.record_texts import (labelled_harness_texts, labelled_message_texts, labelled_texts, map_prompt_texts,
+                              map_schema_descriptions,
                               map_schema_descriptions_in_place, param_paths, schema_skipper)
 from hsa.records import Record
 from hsa.schema_facts import schema_fact
@@ -223,11 +224,7 @@ def rename_param_mentions(record: Record, idx: int, all_fn, everywhere: dict[str
                 sk[key] = all_fn(sk[key])
     prompt = record.get("prompt")
     if prompt and isinstance(prompt.get("sections"), list):
-        for sec in prompt["sections"]:
-            if isinstance(sec, dict):
-                for key in ("title", "body"):
-                    if isinstance(sec.get(key), str):
-                        sec[key] = all_fn(sec[key])
+        map_prompt_texts(prompt, all_fn)
 
 
 def legacy_param_renamer(tokens: dict[str, str], quoted: dict[str, str]) -> Callable[[str], str]:

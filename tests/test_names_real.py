@@ -378,3 +378,24 @@ def test_two_tools_never_meet_in_one_new_name():
                 assert len(news) == len(set(news)), params
                 seen += 1
     assert seen
+
+
+def test_a_region_is_renamed_as_the_whole_text_reads_it():
+    """``rename_in_context`` reads words in the whole text and returns each region renamed: "(get)" after "TOOLS: "
+    names the tool, "(get)" alone does not; a replacement across a region's edge gives None; the replacements
+    :func:`rename_mentions` makes are the ones :func:`mention_replacements` lists, at their source positions."""
+    from hsa.mentions import mention_renamer, mention_replacements, rename_in_context, rename_mentions, replaced
+
+    text = "TOOLS: (get) get.\nPERSONA: Get.\n"
+    assert rename_mentions("(get) get.", {"get": "Get"}) == "(get) get."
+    assert rename_in_context(text, [(7, 17), (27, 31)], {"get": "Get"}) == ["(Get) get.", "Get."]
+    assert rename_in_context(text, [(8, 10)], {"get": "Get"}) is None  # "get" spans 8-11
+    assert mention_renamer({"get": "Get"}).in_context(text, [(7, 17)]) == ["(Get) get."]
+    assert mention_renamer({"put": "Put"}).in_context(text, [(7, 17)]) == ["(get) get."]
+    swap = "Use `a` and `b`, then `b`."
+    repl = mention_replacements(swap, {"a": "bb", "b": "a"})
+    assert repl == [(5, 6, "bb"), (13, 14, "a"), (23, 24, "a")]
+    assert replaced(swap, repl) == rename_mentions(swap, {"a": "bb", "b": "a"}) == "Use `bb` and `a`, then `a`."
+    chained = "Set get Get (Get)."  # the second reading (a renamed neighbour) in source positions too
+    repl = mention_replacements(chained, {"Get": "teG", "set": "geeA"})
+    assert [chained[s:e] for s, e, _ in repl] == ["Get", "Get"] and repl[1][:2] == (13, 16)

@@ -285,3 +285,72 @@ def test_match_sequence_patterns_are_analysed():
     new, refusal = sync_source(source, "check", {"op": "tools", "map": {"lookup": "find_item", "other": "other"}}, h)
     # the tuple subject mixes the tool name with the input: refusing is the sound answer, crashing was not
     assert (refusal is None and '"find_item"' in new) or refusal.reason == "literal plays conflicting roles"
+
+
+# --------------------------------------------------------------------------- a prompt body read where it is rendered
+
+COLON_TEMPLATE = "{% for s in sections %}{{ s.title | upper }}: {{ s.body }}\n{% endfor %}"
+
+
+def _colon_prompt_record(template: str = COLON_TEMPLATE) -> dict:
+    """A prompt whose template writes "TOOLS: " right before a body that starts "(get)": in the system message
+    "(get)" follows a tool noun and names the tool; the body alone does not say so (hypothesis found it,
+    2026-12-03)."""
+    from hsa.prompt_model import render
+
+    sections = [{"id": "tools", "title": "Tools", "body": "(get) get."}, {"id": "persona", "title": "Persona",
+                                                                       "body": "Get."}]
+    return {"id": "reg-prompt-context",
+            "messages": [{"role": "system", "content": render(template, sections)},
+                         {"role": "user", "content": "Get."}, {"role": "assistant", "content": "Get."}],
+            "tools": [_tool("get", {}), _tool("set", {})],
+            "prompt": {"sections": sections, "template": template}}
+
+
+def test_a_prompt_body_is_renamed_as_its_rendered_system_message_reads():
+    """The rename reads each section body where the template writes it, so the renamed prompt renders the renamed
+    system message (before: the message said "(Get)", the body "(get)", and the pipeline wrote the variant)."""
+    from hsa.prompt_model import check_sync
+
+    report = assert_task_preserving(tool.ToolRename(), _colon_prompt_record(),
+                                    params={"renames": {"get": "Get", "set": "Set"}})
+    variant = report.variant
+    assert variant["messages"][0]["content"] == "TOOLS: (Get) get.\nPERSONA: Get.\n"
+    assert [s["body"] for s in variant["prompt"]["sections"]] == ["(Get) get.", "Get."]
+    assert check_sync(variant) is None
+
+
+def test_a_body_the_template_filters_is_read_alone_and_the_check_catches_the_difference():
+    """A template that does not write a body as it is (here: upper-cased) gives no regions; the body is read alone,
+    and ``check_variant`` (what ``hsa augment`` runs on every variant) reports the system message the prompt no
+    longer renders, instead of writing it."""
+    from hsa.invariants import check_variant
+    from hsa.prompt_model import body_regions, render
+    from hsa.renames import rename_tools
+
+    sections = [{"id": "tools", "title": "Tools", "body": "(get) get."}]
+    assert body_regions(COLON_TEMPLATE, sections) == ("TOOLS: (get) get.\n", [(0, 7, 17)])
+    assert body_regions("{% for s in sections %}{{ s.body | upper }}{% endfor %}", sections) is None
+    assert body_regions("{% for s in sections %}{{ s.body }}|{{ s.body }}{% endfor %}", sections) == (
+        "(get) get.|(get) get.", [(0, 0, 10), (0, 11, 21)])
+
+    source = normalize(_colon_prompt_record())
+    variant = rename_tools(source, {"get": "Get", "set": "Set"})
+    assert check_variant(source, variant, closure=False) == []
+    variant["prompt"]["sections"][0]["body"] = "(get) get."  # what the rename gave before
+    problems = check_variant(source, variant, closure=False)
+    assert [(v.invariant, v.reason) for v in problems] == [("consistency", "system message differs from the "
+                                                                            "rendered prompt")]
+    assert "TOOLS: (Get) get." in problems[0].detail
+
+
+def test_the_prompt_check_leaves_a_source_whose_prompt_does_not_render_its_message():
+    """A source whose system message is not its prompt rendered is no promise the variant could break."""
+    from hsa.invariants import check_variant
+    from hsa.renames import rename_tools
+
+    raw = _colon_prompt_record()
+    raw["messages"][0]["content"] = "Something else."
+    source = normalize(raw)
+    variant = rename_tools(source, {"set": "put"})
+    assert check_variant(source, variant, closure=False) == []
