@@ -233,6 +233,8 @@ from collections import OrderedDict  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from hsa.testing import records as drawn_records  # noqa: E402
+
 _NAMES = st.sampled_from(["city", "type", "properties", "required", "items", "optional", "enum", "default", "a b", ""])
 _TYPES = st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null", "str",
                                     "int", "List[int]", "string, optional", "Optional[str]", "any", "String"]),
@@ -414,3 +416,112 @@ def test_odd_rows_augment_as_with_every_shortcut_and_cache_off(monkeypatch, pool
         plain = _results(lines, recipe, harness_pool=pool)
     cache.clear()
     assert plain == fast
+
+
+# --------------------------------------------------------------------------- the read-back in two halves
+
+
+def _harness_twin(record: dict) -> dict:
+    """``record`` with its harness (tools, skill tool, how they are written) and another, minimal trajectory."""
+    twin = {k: v for k, v in record.items() if k not in ("messages", "hook_events", "meta", "prompt", "skills", "hooks")}
+    twin["messages"] = [{"role": "user", "content": "Hi."}]
+    return twin
+
+
+def _split_read_back_agrees(record: dict) -> bool | None:
+    """Whether :func:`read_back_trajectory` of ``record``, its harness half read from a record with the same harness
+    and another trajectory, is :func:`read_back` of it exactly (types, key order); None when it does not apply."""
+    from hsa.records import harness_read_back, plain_trajectory, read_back, read_back_trajectory
+
+    if not plain_trajectory(record):
+        return None
+    try:
+        whole = read_back(record)
+    except RecordError:
+        return None
+    harness = harness_read_back(read_back(_harness_twin(record)))
+    if harness is None:
+        return None
+    split = read_back_trajectory(record, harness)
+    assert split is not None, record["id"]
+    return _exact(split, whole) and repr(split) == repr(whole)
+
+
+def _variants(record: dict, seeds=range(2)):
+    from hsa.transform import run
+    from tests.transform_table import TABLE
+
+    for name, make in sorted(TABLE.items()):
+        for seed in seeds:
+            try:
+                variant, _, _ = run(make(), record, random.Random(seed))
+            except Exception:  # noqa: BLE001 - a transform that raises here is the property suite's to report
+                continue
+            yield name, variant
+
+
+def test_the_read_back_in_two_halves_is_the_read_back_on_every_transform(fixture_lines):
+    """Every transform of the table on fixture records of each harness kind (livestream, Claude Code, tau-bench,
+    MCP, prompts, skills): each variant with a plain trajectory reads back in two halves exactly as whole, and the
+    records that are not plain are few."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "fixtures"
+    lines = fixture_lines[::25]
+    for f in ("harnesses/claude_code.jsonl", "harnesses/tau_airline.jsonl", "harnesses/mcp_calls.jsonl",
+              "mcp/records.jsonl", "prompts/records.jsonl", "harnesses/skills.jsonl"):
+        lines += (root / f).read_text(encoding="utf-8").splitlines()[:4]
+    checked = plain = 0
+    for line in lines:
+        try:
+            source = read_row(line)
+        except RecordError:
+            continue
+        for name, variant in _variants(source):
+            checked += 1
+            agrees = _split_read_back_agrees(variant)
+            if agrees is not None:
+                plain += 1
+                assert agrees, (name, variant["id"])
+    assert checked > 1000 and plain > 0.9 * checked, (checked, plain)
+
+
+@given(drawn_records(), st.integers(0, 2**32 - 1))
+@settings(max_examples=25)
+def test_the_read_back_in_two_halves_is_the_read_back_on_drawn_records(raw, seed):
+    """The same on records drawn by hsa.testing (every dialect, argument encoding, skills, prompts, hooks)."""
+    source = normalize(raw)
+    for name, variant in _variants(source, seeds=(seed,)):
+        assert _split_read_back_agrees(variant) is not False, name
+
+
+@pytest.mark.parametrize("message, why", [
+    ({"role": "assistant", "content": "", "function_call": {"name": "f", "arguments": "{}"}}, "legacy call"),
+    ({"role": "function", "name": "f", "content": "1"}, "legacy result"),
+    ({"role": "tool", "tool_name": "f", "content": "1"}, "Ollama"),
+    ({"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}, "blocks"),
+    ({"role": "human", "content": "hi"}, "role spelling"),
+    ({"type": "human", "data": {"content": "hi"}}, "LangChain"),
+])
+def test_a_trajectory_the_reader_converts_is_not_plain(message, why):
+    """The guard of the split: a message in a layout the reader converts, or an extra key, sends the record to
+    the whole read-back."""
+    from hsa.records import plain_trajectory
+
+    record = normalize({"messages": [{"role": "user", "content": "hi"}], "tools": []})
+    assert plain_trajectory(record)
+    assert not plain_trajectory({**record, "messages": [message]}), why
+    assert not plain_trajectory({**record, "extra": {"system": "x"}})
+
+
+def test_the_harness_half_is_the_tools_as_they_read_back():
+    """A tool read without a schema keeps a marker its row loses once it has one (``tool.distractors`` or
+    ``tool.add_required`` give it parameters): the split takes the tools as they read back, not as they are."""
+    record = normalize({"messages": [{"role": "user", "content": "hi"}],
+                        "tools": [{"name": "no_schema", "description": "x"}]})
+    record["tools"][0] = {**record["tools"][0], "parameters": {"type": "object",
+                                                               "properties": {"a": {"type": "string"}}}}
+    assert _split_read_back_agrees(record)
+    from hsa.records import harness_read_back, read_back
+
+    assert _json.loads(harness_read_back(read_back(_harness_twin(record)))[0])[0]["extra"] == {}
