@@ -354,3 +354,33 @@ def test_the_prompt_check_leaves_a_source_whose_prompt_does_not_render_its_messa
     source = normalize(raw)
     variant = rename_tools(source, {"set": "put"})
     assert check_variant(source, variant, closure=False) == []
+
+
+def test_no_parameter_takes_a_name_that_is_a_hook_literal():
+    """A hook tests ``"address" in args`` for tools whose parameter is ``Address``: renaming ``Address`` to
+    ``address`` (the snake style) would make the hook read it, and the hook sync refuses (invariant 7). The sampler
+    draws no new name that is a string literal of a hook (the property suite's thorough profile found it,
+    2026-12-03)."""
+    import random
+
+    source = ('def check(payload: dict) -> dict:\n'
+              '    args = payload["tool_input"]\n'
+              '    if payload["tool_name"] in ("cart", "text") and "address" in args and args["address"] is None:\n'
+              '        return {"decision": "retry", "message": "It needs a value."}\n'
+              '    return {"decision": "allow"}\n')
+    raw = {"id": "reg-hook-literal-name",
+           "messages": [{"role": "user", "content": "hi"},
+                        {"role": "assistant", "content": "", "tool_calls": [_call("c1", "ship", {"Address": "x"})]},
+                        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+                        {"role": "assistant", "content": "Done."}],
+           "tools": [_tool(n, {"Address": {"type": "string"}, "NoteText": {"type": "string"}})
+                     for n in ("ship", "cart", "text")],
+           "hooks": [{"name": "guard", "event": "pre_tool_use", "entry": "check", "source": source}]}
+    bad = check_transform(tool.ParamRename(), raw, params={"renames": [
+        {"tool": "cart", "path": ["Address"], "new": "address"}]})
+    assert not bad.ok and "sync refused" in bad.format()  # what the draw must not give
+    t = tool.ParamRename(styles=("snake",), p=1.0)
+    record = normalize(raw)
+    news = [r["new"] for seed in range(20) for r in t.sample(record, random.Random(seed))["renames"]]
+    assert "address" not in news and "note_text" in news  # the other parameter still moves
+    assert_task_preserving(t, raw, 0)

@@ -173,7 +173,7 @@ class ParamRename(Transform):
     its tools with probability ``p`` per namespace, synonyms and masks each parameter with probability ``p``;
     ``mix_styles`` draws a style per parameter instead. Sibling names never collide; a parameter whose name is
     also a string literal in a hook is renamed only when no other tool declares that name (the hook literal
-    follows it). Mentions follow where they can only mean this parameter (:func:`hsa.renames.rename_params`).
+    follows it), and no parameter takes a name that is a string literal in a hook (the hook would then read it). Mentions follow where they can only mean this parameter (:func:`hsa.renames.rename_params`).
     """
 
     name: ClassVar[str] = "tool.param_rename"
@@ -209,7 +209,7 @@ class ParamRename(Transform):
                                 " ".join(split_words(t["name"])))
             new = fresh_name(lambda: new_name(old, style, rng, mask_len=self.mask_len, banks=self.banks, context=context,
                                           param=True),
-                         lambda n: n != old and n not in used and is_legal_param(n)
+                         lambda n: n != old and n not in used and is_legal_param(n) and n not in literals
                          and (n not in taken or not is_identifier_like(n)) and _mentions_invert(old, n),
                          retry=style in RANDOM_STYLES)
             if new is not None:
