@@ -62,6 +62,16 @@ class WorkerContext:
         self.plan = None  # the slot plan of the variant being made and checked (hsa.plans.SlotPlan), else None
 
     @property
+    def keeping(self):
+        """The slot plan of the variant being made (:attr:`plan`) when its work may be asked for again, else None:
+        where the restore step and the variant check recall and keep the slot's harness-level work by the digest of
+        what it read. The pipeline says so (``SlotPlan.reused``) once the plan has served a variant, or when an
+        earlier record had the harness: a record with a harness of its own, whose plans each serve one variant,
+        works without keys."""
+        plan = self.plan
+        return plan if plan is not None and plan.reused else None
+
+    @property
     def exec_hooks(self) -> bool:
         """Whether this run lets hooks run (its ``exec_hooks`` option, on by default); the process may still forbid
         it (:func:`hsa.sandbox.set_execution`)."""

@@ -355,7 +355,7 @@ def _added_names_cached(source: Record, variant: Record, mapping: Mapping, key: 
     alike in every record of a plan (:data:`hsa.plans.DIGEST_KEYS`), and a ``restore`` step changes no name (records
     of one pool slot share the verdict). Without a plan (``--harness-pool 0``, ``hsa validate``) it is checked
     afresh."""
-    plan = _current().plan
+    plan = _current().keeping
     if plan is None or key is None:
         return _check_added_names(source, variant, mapping)
     return list(plan.kept(("added names", key), lambda: tuple(_check_added_names(source, variant, mapping))))

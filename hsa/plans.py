@@ -83,11 +83,15 @@ class SlotPlan:
     of what it read, a branch of the plan, and at most :data:`MEMO` of them, the oldest dropped first. A result
     lives and goes with its plan: no table of its own."""
 
-    __slots__ = ("runs", "memo")
+    __slots__ = ("runs", "memo", "served", "reused")
 
     def __init__(self):
         self.runs: list[LeafRun] = []
         self.memo: OrderedDict = OrderedDict()
+        self.served = 0  # variants made and checked with this plan (the pipeline counts them)
+        # whether the restore step and the check keep their work here (hsa.context.WorkerContext.keeping): the
+        # pipeline says so once the plan has served a variant, or its harness an earlier record's plans
+        self.reused = False
 
     def recall(self, key: tuple, default: Any = None) -> Any:
         """What :meth:`keep` kept under ``key`` (``(kind, digest of what the work read)``), else ``default``."""
@@ -133,12 +137,17 @@ class PlanTable:
     """Slot plans by (harness digest, slot, seed, recipe key), at most ``max_plans`` of them (least recently used
     dropped first). A table of size 0 hands out a fresh plan each time and keeps none."""
 
-    __slots__ = ("max_plans", "hits", "misses", "evictions", "_data")
+    __slots__ = ("max_plans", "hits", "misses", "evictions", "_data", "_harnesses")
 
     def __init__(self, max_plans: int = DEFAULT_PLANS):
         self.max_plans = max(0, int(max_plans))
         self.hits = self.misses = self.evictions = 0
         self._data: OrderedDict = OrderedDict()
+        self._harnesses: dict = {}  # harness digest (a key's first item) -> how many plans of it the table holds
+
+    def holds_harness(self, digest: Any) -> bool:
+        """Whether the table holds a plan of the harness ``digest`` (of any slot): an earlier record had it."""
+        return digest in self._harnesses
 
     def get(self, key: tuple) -> SlotPlan:
         """The plan of ``key``, made empty on a miss (the variant that asked builds it as it runs)."""
@@ -151,14 +160,20 @@ class PlanTable:
         plan = SlotPlan()
         if self.max_plans:
             self._data[key] = plan
+            self._harnesses[key[0]] = self._harnesses.get(key[0], 0) + 1
             while len(self._data) > self.max_plans:
-                self._data.popitem(last=False)
+                old, _ = self._data.popitem(last=False)
                 self.evictions += 1
+                if self._harnesses[old[0]] == 1:
+                    del self._harnesses[old[0]]
+                else:
+                    self._harnesses[old[0]] -= 1
         return plan
 
     def clear(self, max_plans: int | None = None) -> None:
         """Drop every plan (and, given ``max_plans``, take that bound)."""
         self._data.clear()
+        self._harnesses.clear()
         self.hits = self.misses = self.evictions = 0
         if max_plans is not None:
             self.max_plans = max(0, int(max_plans))

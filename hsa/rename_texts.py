@@ -316,7 +316,7 @@ def variant_key(variant: Record, steps: list[dict]) -> str | None:
     from hsa import cache
     from hsa.context import current
 
-    if current().plan is None:
+    if current().keeping is None:
         return None
     try:
         return cache.digest([s for s in steps if not isinstance(Step.from_json(s), RestoreStep)], variant["tools"],
@@ -331,7 +331,7 @@ def stale_names(variant: Record, steps: list[dict], *, key: str | None = None) -
     Without a plan or a key, made afresh."""
     from hsa.context import current
 
-    plan, key = current().plan, key or variant_key(variant, steps)
+    plan, key = current().keeping, key or variant_key(variant, steps)
     if plan is None or key is None:
         return _StaleNames(variant, steps)
     return plan.kept(("stale names", key), lambda: _StaleNames(variant, steps))

@@ -680,10 +680,10 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     the harness half raises the same (it runs every applier, on a copy of the parts); the messages half raises
     nothing of its own. A skill rename is split where its step names the skill tool the record has when the undo
     reaches it (its applier carries the calls of that one), else these steps are left to the plain loop. False
-    (``record`` as it was): no plan (``--harness-pool 0``, an undo outside augmentation), or the first sighting of
-    these steps and parts in the plan, which the plain loop undoes (a slot that serves one variant costs no
-    split)."""
-    plan = _current().plan
+    (``record`` as it was): no plan to keep the work in (``--harness-pool 0``, an undo outside augmentation, a
+    plan's first variant of a harness no earlier record had: :attr:`hsa.context.WorkerContext.keeping`), which the
+    plain loop undoes."""
+    plan = _current().keeping
     if plan is None:
         return False
     parts = {k: record[k] for k in step_parts(record) if k in record}
@@ -691,10 +691,7 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
         key = ("undone", _cache.digest(steps, parts))
     except (TypeError, ValueError):  # not JSON: no key
         return False
-    hit = plan.recall(key, False)
-    if hit is False:  # the first sighting
-        plan.keep(key, None)
-        return False
+    hit = plan.recall(key)
     if hit is _PLAIN:
         return False
     if hit is not None:
@@ -812,7 +809,7 @@ def _content_patch(a: dict, b: dict) -> dict | None:
     ``b``)): records of one harness and pool slot undo to the same harness, whatever their trajectories. The same
     patch as the diff of the whole, key by key; a kept patch is shared by the variants of the slot in their
     ``restore`` steps (read only, like every mapping step)."""
-    plan = _current().plan
+    plan = _current().keeping
     if plan is None:
         return _patch.diff(a, b, str_edits=_str_edits)
 
@@ -851,7 +848,7 @@ def _as_written(record: Record) -> Record:
     record (:func:`hsa.records.read_back_trajectory`)."""
     from hsa.records import harness_read_back, plain_trajectory, read_back, read_back_trajectory
 
-    plan = _current().plan
+    plan = _current().keeping
     again = None
     if plan is not None and plain_trajectory(record):
         fmt = record["_fmt"]

@@ -47,7 +47,8 @@ def without_hooks(record: dict) -> dict:
 def caches(request, monkeypatch):
     """Runs a test with the caches on and with ``HSA_CACHE=0``, each emptied before and after. "on" also gives the
     code under test a slot plan of a variant in progress (``hsa.context.current().plan``, as the pipeline sets it
-    under a pool), where the restore step and the variant check keep their work; "off" gives none."""
+    under a pool) that an earlier variant was made with, where the restore step and the variant check keep their
+    work; "off" gives none."""
     from hsa import cache
     from hsa.context import current
     from hsa.plans import SlotPlan
@@ -56,6 +57,8 @@ def caches(request, monkeypatch):
         monkeypatch.setenv("HSA_CACHE", "0")
     cache.clear()
     current().plan = SlotPlan() if request.param == "on" else None
+    if current().plan is not None:
+        current().plan.reused = True  # the work is kept (hsa.context.WorkerContext.keeping)
     yield request.param
     monkeypatch.delenv("HSA_CACHE", raising=False)
     cache.clear()

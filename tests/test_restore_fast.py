@@ -103,9 +103,11 @@ def test_undo_leaves_its_input_alone_and_equals_the_step_by_step_inverse():
 
 @contextmanager
 def _in_a_slot_plan():
-    """A fresh worker context whose variant in progress has a fresh slot plan (as hsa.pipeline.record sets it)."""
+    """A fresh worker context whose variant in progress has a fresh slot plan (as hsa.pipeline.record sets it), one
+    that an earlier variant was made with (so the restore step and the check keep their work in it)."""
     with use(WorkerContext()) as ctx:
         ctx.plan = SlotPlan()
+        ctx.plan.reused = True
         yield ctx.plan
 
 

@@ -277,3 +277,55 @@ def test_nested_names_is_the_scan_of_the_names_joined():
         for n in ("git_diff_staged", "xgit-diff", "git-diff.v2", "pre_git_diff", "git_diffx")]})
     for n in ("git_diff", "git-diff", "diff_staged"):
         assert nested_names(made, [{"op": "tools", "map": {n: "other_name"}}]) == joined_scan(made, [n, "other_name"])
+
+
+def test_a_plan_not_yet_reused_keeps_nothing():
+    """A slot plan the pipeline has not marked reused (its first variant, of a harness no earlier record had) has
+    nothing to recall: the restore step and the check work without keys (``WorkerContext.keeping`` is None), and
+    give the same; once reused they keep their work in it."""
+    from hsa.context import WorkerContext, use
+    from hsa.plans import SlotPlan
+    from hsa.records import normalize
+    from hsa.renames import rename_tools, with_restore
+
+    source = normalize({"id": "r", "tools": [{"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]})
+    variant = rename_tools(source, {"get_weather": "fetch_weather"})
+    with use(WorkerContext()) as ctx:
+        ctx.plan = plan = SlotPlan()
+        assert ctx.keeping is None
+        first = with_restore(source, variant)
+        assert not plan.memo
+        plan.reused = True
+        assert ctx.keeping is plan
+        assert with_restore(source, variant) == first and plan.memo
+    assert first == with_restore(source, variant)  # and without any plan
+
+
+def test_the_pipeline_marks_a_plan_reused_when_its_harness_was_met_before(tmp_path):
+    """In an in-process run every variant is counted by its plan (``served``); a plan is marked reused (the restore
+    step and the check keep their work there) from its second variant on, or from its first when an earlier record
+    had the harness; records each with a harness of their own keep nothing."""
+    src = tmp_path / "in.jsonl"
+    _bench_augment().make_input(32, src, 4)  # 32 records of 4 harnesses
+    rows = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+    own = tmp_path / "own.jsonl"  # each record a harness of its own: a tool described apart
+    for i, row in enumerate(rows):
+        tools = row["tools"] if isinstance(row["tools"], list) else json.loads(row["tools"])
+        fn = tools[0]["function"]
+        row["tools"] = [{**tools[0], "function": {**fn, "description": f"{fn.get('description', '')} ({i})"}},
+                        *tools[1:]]
+    own.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    got = {}
+    for name, path in (("shared", src), ("own", own)):
+        with use(WorkerContext()):
+            assert main(["augment", str(path), "--out", str(tmp_path / name), "--variants", "3", "--seed", "7",
+                         "--recipe", "tools", "--workers", "1", "--quiet"]) == 0
+            got[name] = list(current().plans._data.values())
+    shared, alone = got["shared"], got["own"]
+    assert sum(p.served for p in shared) == sum(p.served for p in alone) == 32 * 3
+    assert all(p.reused for p in shared if p.served > 1) and any(p.memo for p in shared)
+    # plans that served one variant, of a harness an earlier record had, are reused: fewer are not than served one
+    assert sum(not p.reused for p in shared) < sum(p.served == 1 for p in shared)
+    assert all(p.served == 1 and not p.reused and not p.memo for p in alone)

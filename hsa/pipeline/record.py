@@ -294,6 +294,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     order = _slot_order(seed, source["id"], harness_pool) if harness_pool else None
     ctx = current()
     plans = ctx.plans if digest is not None else None
+    met = plans is not None and plans.holds_harness(digest)  # an earlier record had this harness: keep its work
     for k in range(1, variants + 1):
         if harness_pool:
             slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
@@ -303,6 +304,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             rng = rng_for(seed, source["id"], k)
             if harness_pool:
                 ctx.plan = plans.get((digest, slot, seed, recipe_key)) if plans is not None else None
+                if ctx.plan is not None and (met or ctx.plan.served):
+                    ctx.plan.reused = True
                 rng = slot_rng(seed, digest, slot, rng, ctx.plan)
         try:
             try:
@@ -323,6 +326,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             else:  # the check hsa validate runs on every variant row (3 holds by construction; tested)
                 problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
         finally:
+            if ctx.plan is not None:
+                ctx.plan.served += 1
             ctx.plan = None  # the restore step and the check keep the slot's work in its plan, and only there
         if problems:
             stats.variants_failed += 1
