@@ -350,7 +350,7 @@ def _nested(path: tuple) -> Any:
 
 def _added_names_cached(source: Record, variant: Record, mapping: Mapping, key: str | None) -> list[Violation]:
     """:func:`_check_added_names`, kept in the slot plan of the variant being checked
-    (:attr:`hsa.context.WorkerContext.plan`) by ``key`` (:func:`hsa.rename_texts.variant_key`: the variant's tools
+    (:attr:`hsa.context.WorkerContext.keeping`) by ``key`` (:func:`hsa.rename_texts.variant_key`: the variant's tools
     and its own steps but ``restore``, among other parts): it reads nothing else but the source's tools, which are
     alike in every record of a plan (:data:`hsa.plans.DIGEST_KEYS`), and a ``restore`` step changes no name (records
     of one pool slot share the verdict). Without a plan (``--harness-pool 0``, ``hsa validate``) it is checked

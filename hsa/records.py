@@ -487,17 +487,20 @@ PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool"})
 #: The ``_fmt`` keys that say how the tools and the skill tool are written: the harness half of a read-back, set
 #: before the calls' keys (``tools_str``, ``no_tools``) or after them (the skill tool's).
 _FMT_BEFORE_CALLS = ("tools_str", "no_tools")
+#: The parts the reader copies as they are, unless one is a JSON text (then it parses it).
+_JSON_TEXT_PARTS = ("skills", "prompt", "hooks", "hook_events", "meta")
 _FMT_AFTER_CALLS = ("skill_tool_str", "skill_tool_default")
 
 
 def plain_trajectory(record: Record) -> bool:
     """Whether :func:`read_back` of ``record`` converts nothing of its trajectory, so that it is
     :func:`read_back_trajectory` with the harness half of any record of the same harness: no extra keys (a top-level
-    ``system``, ``functions`` or turn list is read), and every message a dict of :data:`PLAIN_MESSAGE_KEYS` with a
+    ``system``, ``functions`` or turn list is read), no skills, prompt, hooks, hook events or meta as a string (a
+    JSON text is parsed), and every message a dict of :data:`PLAIN_MESSAGE_KEYS` with a
     role of :data:`PLAIN_ROLES`, its content a string or None and its tool calls a list (their own form is read by
     the reader's call normalizer, which :func:`read_back_trajectory` runs too)."""
-    if record["extra"]:
-        return False
+    if record["extra"] or any(isinstance(record.get(k), str) for k in _JSON_TEXT_PARTS):
+        return False  # a JSON text there is parsed by the reader (hsa.formats.json_texts)
     for m in record["messages"]:
         if type(m) is not dict or m.get("role") not in PLAIN_ROLES or not m.keys() <= PLAIN_MESSAGE_KEYS:
             return False
@@ -529,8 +532,9 @@ def read_back_trajectory(record: Record, harness: tuple[bytes, dict, tuple, tupl
     """:func:`read_back` of a :func:`plain_trajectory` record, given its harness half (:func:`harness_read_back` of
     a record with the same tools, skill tool and ``_fmt``): the trajectory written and read as the reader reads it
     (the same JSON, the same call normalizer and structure check), the harness half taken as it is. The same record,
-    key order included (tested against :func:`read_back` on the property suite); None when the structure check asks
-    for the full reader (which then raises or reads it)."""
+    key order included (tested against :func:`read_back` on the property suite), but the mapping, transforms and
+    notes, which are empty (the caller's: :func:`read_back`'s notes say what the reader converted or noticed on the
+    way); None when the structure check asks for the full reader (which then raises or reads it)."""
     from hsa import _json
 
     fmt = record.get("_fmt", {})

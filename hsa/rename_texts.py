@@ -311,8 +311,8 @@ def stale_references(variant: Record, steps: list[dict], *, key: str | None = No
 def variant_key(variant: Record, steps: list[dict]) -> str | None:
     """The key under which a slot plan keeps the checks of a variant that read its harness and its own ``steps``:
     the digest of those steps but ``restore`` (which renames nothing), its tools, skills, skill tool, prompt and
-    hooks. None where no slot plan is being made or checked (:attr:`hsa.context.WorkerContext.plan`), or the record
-    is not JSON."""
+    hooks. None where no slot plan keeps the work of the variant being checked
+    (:attr:`hsa.context.WorkerContext.keeping`), or the record is not JSON."""
     from hsa import cache
     from hsa.context import current
 
@@ -327,7 +327,7 @@ def variant_key(variant: Record, steps: list[dict]) -> str | None:
 
 def stale_names(variant: Record, steps: list[dict], *, key: str | None = None) -> _StaleNames:
     """:class:`_StaleNames` of ``variant`` and ``steps``, kept in the slot plan of the variant being checked
-    (:attr:`hsa.context.WorkerContext.plan`) by :func:`variant_key` (``key``: the caller's, already worked out).
+    (:attr:`hsa.context.WorkerContext.keeping`) by :func:`variant_key` (``key``: the caller's, already worked out).
     Without a plan or a key, made afresh."""
     from hsa.context import current
 

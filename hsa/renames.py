@@ -673,7 +673,7 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
     applies them, in two halves: the harness parts (:func:`step_parts`: the hooks too, on a record with hooks and no
     hook events) by the plain appliers on the record without its messages, kept in the slot plan of the variant
-    being made (:attr:`hsa.context.WorkerContext.plan`, :meth:`hsa.plans.SlotPlan.keep`, by the digest of the steps
+    being made (:attr:`hsa.context.WorkerContext.keeping`, :meth:`hsa.plans.SlotPlan.keep`, by the digest of the steps
     and parts: the records of a harness and pool slot undo the same steps on the same harness, whatever their
     trajectories) with the notes they add (a hook sync that refuses says so in one), and the messages step by step
     (their message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would raise,
@@ -799,13 +799,14 @@ def with_restore(source: Record, variant: Record) -> Record:
 #: The ``_fmt`` keys a record's tools and skill tool are written by (:func:`_as_written`'s key of the harness half).
 _HARNESS_FMT = ("tools_str", "no_tools", "skill_tool_str", "skill_tool_default")
 _UNSEEN = object()
+
 #: Content keys of the harness: their patches repeat across the records of a pool slot, so they are looked up.
 _HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
 
 
 def _content_patch(a: dict, b: dict) -> dict | None:
     """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key kept in the slot plan of
-    the variant being made (:attr:`hsa.context.WorkerContext.plan`, by the digest of (key, its value in ``a``, in
+    the variant being made (:attr:`hsa.context.WorkerContext.keeping`, by the digest of (key, its value in ``a``, in
     ``b``)): records of one harness and pool slot undo to the same harness, whatever their trajectories. The same
     patch as the diff of the whole, key by key; a kept patch is shared by the variants of the slot in their
     ``restore`` steps (read only, like every mapping step)."""
