@@ -796,10 +796,6 @@ def with_restore(source: Record, variant: Record) -> Record:
     return out
 
 
-#: The ``_fmt`` keys a record's tools and skill tool are written by (:func:`_as_written`'s key of the harness half).
-_HARNESS_FMT = ("tools_str", "no_tools", "skill_tool_str", "skill_tool_default")
-_UNSEEN = object()
-
 #: Content keys of the harness: their patches repeat across the records of a pool slot, so they are looked up.
 _HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
 
@@ -841,31 +837,10 @@ def _str_edits(a: str, b: str) -> list | None:
 def _as_written(record: Record) -> Record:
     """``record`` as it reads back from its row (the input format and back, its mapping kept): what canonicalize will
     be given. It can differ from the record in memory: a tool read without a schema keeps a marker that its row loses
-    once the tool has one, a skill tool given as a string is written as an object once its argument is renamed.
+    once the tool has one, a skill tool given as a string is written as an object once its argument is renamed."""
+    from hsa.records import read_back
 
-    What the reader converts of a record with a plain trajectory (:func:`hsa.records.plain_trajectory`) is its
-    harness's alone: the harness half (:func:`hsa.records.harness_read_back`) is kept in the slot plan of the variant
-    being made, by the digest of the tools, the skill tool and how they are written, and the trajectory is read per
-    record (:func:`hsa.records.read_back_trajectory`)."""
-    from hsa.records import harness_read_back, plain_trajectory, read_back, read_back_trajectory
-
-    plan = _current().keeping
-    again = None
-    if plan is not None and plain_trajectory(record):
-        fmt = record["_fmt"]
-        try:
-            key = ("read back", _cache.digest(record["tools"], record["skill_tool"],
-                                              [(k, fmt.get(k)) for k in _HARNESS_FMT]))
-        except (TypeError, ValueError):  # not JSON: no key
-            key = None
-        harness = plan.recall(key, _UNSEEN) if key is not None else None
-        if harness is _UNSEEN:  # the first sighting: read whole, its harness half kept
-            again = read_back(record)
-            plan.keep(key, harness_read_back(again))
-        elif harness is not None:
-            again = read_back_trajectory(record, harness)
-    if again is None:
-        again = read_back(record)
+    again = read_back(record)
     again["mapping"] = list(record["mapping"])
     again["transforms"] = list(record["transforms"])
     again["notes"] = list(record["notes"])
