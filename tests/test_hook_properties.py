@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from hsa.codemods.sync import REFUSAL_PREFIX
@@ -31,12 +31,15 @@ def renamed(draw, raw: dict):
             names = [t["name"] for t in variant["tools"]]
             chosen = draw(st.lists(st.sampled_from(names), unique=True, min_size=1, max_size=len(names)))
             style = draw(st.sampled_from(STYLES))
-            variant = rename_tools(variant, {n: f"{render_style(n, style)}_{k}" for n in chosen})
+            new = {n: f"{render_style(n, style)}_{k}" for n in chosen}
+            assume(_one_to_one(new, names))  # "list" and "List" both give "list_0": two tools, one name
+            variant = rename_tools(variant, new)
         elif op == "skills" and variant.get("skills"):
             names = [s["name"] for s in variant["skills"]]
             chosen = draw(st.lists(st.sampled_from(names), unique=True, min_size=1, max_size=len(names)))
-            variant = rename_skills(variant, {n: f"{render_style(n, draw(st.sampled_from(STYLES)))}{k}"
-                                              for n in chosen})
+            new = {n: f"{render_style(n, draw(st.sampled_from(STYLES)))}{k}" for n in chosen}
+            assume(_one_to_one(new, names))
+            variant = rename_skills(variant, new)
         else:
             tools = [t for t in variant["tools"] if [p for p in param_paths(t["parameters"]) if p[-1] != "[]"]]
             if not tools:
@@ -46,6 +49,14 @@ def renamed(draw, raw: dict):
             chosen = draw(st.lists(st.sampled_from(paths), unique=True, min_size=1, max_size=3))
             variant = rename_params(variant, tool["name"], {p: f"{render_style(p[-1], 'camel')}V{k}" for p in chosen})
     return source, variant
+
+
+def _one_to_one(renames: dict, names: list) -> bool:
+    """Whether ``renames`` gives each renamed name its own new name, none of them a name left as it is: a drawn
+    record may hold names that one style writes alike (``list``, ``List``), and a rename that merged them is no
+    variant hsa would make (its samplers never draw one; invariant 1 rejects it)."""
+    new = list(renames.values())
+    return len(set(new)) == len(new) and not set(new) & (set(names) - set(renames))
 
 
 def _holds(source: dict, variant: dict) -> None:
