@@ -450,14 +450,19 @@ def split_system(text: str) -> Prompt | str:
 # --------------------------------------------------------------------------- a record's prompt
 
 
+def in_user_turn(section: PromptSection) -> bool:
+    """Whether ``section`` is placed in the first user message (``prompt.placement``), not the system message."""
+    return section.get("placement", "system") == "user"
+
+
 def system_sections(prompt: Prompt) -> list[PromptSection]:
     """The sections rendered into the system message (all but those placed in the user message)."""
-    return [s for s in prompt["sections"] if s.get("placement", "system") != "user"]
+    return [s for s in prompt["sections"] if not in_user_turn(s)]
 
 
 def user_sections(prompt: Prompt) -> list[PromptSection]:
     """The sections placed in the first user message (see ``prompt.placement``)."""
-    return [s for s in prompt["sections"] if s.get("placement", "system") == "user"]
+    return [s for s in prompt["sections"] if in_user_turn(s)]
 
 
 def user_context(prompt: Prompt) -> str:

@@ -177,13 +177,12 @@ def _bodies_in_context(prompt: dict, fn: Callable[[str], str]) -> dict[int, str]
             or not any(isinstance(sec, dict) and isinstance(sec.get("body"), str) and touches(sec["body"])
                        for sec in sections)):
         return {}
-    from hsa.prompt_model import body_regions
+    from hsa.prompt_model import body_regions, in_user_turn
 
     out: dict[int, str] = {}
     twice: set[int] = set()
-    for user in (False, True):
-        group = [i for i, sec in enumerate(sections)
-                 if isinstance(sec, dict) and (sec.get("placement", "system") == "user") == user]
+    for user in (False, True):  # the system message's sections, then those of the user turn: each rendered alone
+        group = [i for i, sec in enumerate(sections) if isinstance(sec, dict) and in_user_turn(sec) == user]
         found = body_regions(template, [sections[i] for i in group]) if group else None
         if found is None:
             continue
