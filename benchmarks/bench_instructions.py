@@ -14,6 +14,13 @@ Callgrind runs the program about 50 times slower, so keep the sizes small (the s
 hundred records or so before every harness and pool slot has been seen: take the smaller size past that).
 Nothing is asserted: it prints and saves numbers. Needs ``valgrind`` on the PATH (Debian: ``apt-get install
 valgrind``).
+
+``--tree DIR`` counts another checkout of hsa (an older commit: ``git worktree add DIR COMMIT``) on the inputs this
+checkout's generator makes, so two trees are compared on the same records; since the count does not depend on the
+load, the two can run at the same time, one per core::
+
+    python benchmarks/bench_instructions.py --tree /tmp/before --work /tmp/instr --out before.json &
+    python benchmarks/bench_instructions.py --work /tmp/instr --out after.json
 """
 
 from __future__ import annotations
@@ -45,13 +52,14 @@ def input_of(kind: str, n: int, work: Path, harnesses: int) -> Path:
     return make_input(n, work / f"in-{n}-full.jsonl")
 
 
-def instructions(args: list[str], work: Path) -> int:
-    """Instructions executed by ``hsa ARGS`` and every process it starts (callgrind's totals, added up)."""
+def instructions(args: list[str], work: Path, tree: Path = ROOT) -> int:
+    """Instructions executed by ``hsa ARGS`` (the ``hsa`` of the checkout ``tree``) and every process it starts
+    (callgrind's totals, added up)."""
     out = Path(tempfile.mkdtemp(prefix="cg-", dir=work))
     code = "import runpy, sys; sys.argv = ['hsa'] + sys.argv[1:]; runpy.run_module('hsa.cli', run_name='__main__')"
     subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--collect-atstart=yes",
                     f"--callgrind-out-file={out}/cg.%p", "-q", sys.executable, "-c", code, *args],
-                   check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                   check=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"})
     total = 0
     for f in glob.glob(str(out / "cg.*")):
         with open(f, encoding="utf-8", errors="replace") as fh:
@@ -72,6 +80,8 @@ def main() -> None:
     p.add_argument("--harnesses", type=int, default=8)
     p.add_argument("--augment-args", default="", help="extra options for every hsa augment")
     p.add_argument("--work", default=None)
+    p.add_argument("--tree", type=Path, default=ROOT,
+                   help="the checkout of hsa to count (default: this one); inputs are made by this one's generator")
     p.add_argument("--out", default=None)
     a = p.parse_args()
     if shutil.which("valgrind") is None:
@@ -80,19 +90,24 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     import compileall
 
+    tree = a.tree.resolve()
+    if not (tree / "hsa" / "__init__.py").is_file():
+        raise SystemExit(f"{tree} is not a checkout of hsa (no hsa/__init__.py)")
     for pkg in ("hsa", "transforms"):  # as pip install does (bench_augment.py says why)
-        compileall.compile_dir(str(ROOT / pkg), quiet=1)
+        compileall.compile_dir(str(tree / pkg), quiet=1)
     per_row = dict(kv.split("=", 1) for kv in a.row_sizes.split(";") if kv)
-    results: dict = {"variants": a.variants, "augment_args": a.augment_args, "rows": {}}
+    results: dict = {"tree": str(tree), "variants": a.variants, "augment_args": a.augment_args, "rows": {}}
     for name in [r for r in a.rows.split(",") if r]:
         kind, recipe = ROWS[name]
         n0, n1 = (int(x) for x in per_row.get(name, a.sizes).split(","))
         counts = {}
         for n in (n0, n1):
             inp = input_of(kind, n, work, a.harnesses)
-            counts[n] = instructions(["augment", str(inp), "--out", str(work / f"out-{name}-{n}"), "--variants",
+            out = work / f"out-{name}-{n}-{os.getpid()}"  # two trees counted at once write apart
+            counts[n] = instructions(["augment", str(inp), "--out", str(out), "--variants",
                                       str(a.variants), "--recipe", recipe, "--workers", "1", "--quiet",
-                                      "--overwrite", *a.augment_args.split()], work)
+                                      "--overwrite", *a.augment_args.split()], work, tree)
+            shutil.rmtree(out, ignore_errors=True)
         per = (counts[n1] - counts[n0]) / (n1 - n0)
         results["rows"][name] = {"sizes": [n0, n1], "instructions": [counts[n0], counts[n1]],
                                  "per_record": round(per), "start_up": round(counts[n0] - n0 * per)}

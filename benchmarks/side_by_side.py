@@ -12,6 +12,13 @@ line, so it is not compared). Each tree is run from its own folder with ``python
 and ``transforms`` are imported; their modules are byte-compiled first (``--no-compile``: not), so that neither
 side pays for compiling. It asserts nothing about time; ``--json FILE`` writes the figures.
 
+``--instructions``: count instructions instead (each run under ``valgrind --tool=callgrind``, every process it
+starts included, ``PYTHONHASHSEED=0`` on both sides), a figure that the machine's load cannot move: two runs of one
+tree differ by well under 0.1% (against 10-20% for CPU seconds on a shared machine), so one pair is enough and a
+change of 1% is visible. It runs about 50 times slower: keep the input to a hundred records or so. Python
+functions are not told apart by callgrind (they all run in the interpreter loop): use
+``benchmarks/profile_record.py`` to find where the time goes, this to measure what a change did.
+
 Example (the tree of a commit beside the working tree)::
 
     git worktree add /tmp/before HEAD~3
@@ -24,6 +31,7 @@ import argparse
 import filecmp
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,14 +41,21 @@ from pathlib import Path
 
 
 def run_pair(trees: list[Path], input_path: Path, outs: list[Path], cpus: list[int | None], python: str,
-             extra: list[str]) -> list[dict]:
-    """One run of each tree at once (tree k pinned to ``cpus[k]`` where given); each run's CPU and wall seconds."""
+             extra: list[str], counts: list[Path] | None = None) -> list[dict]:
+    """One run of each tree at once (tree k pinned to ``cpus[k]`` where given); each run's CPU and wall seconds,
+    and with ``counts`` (a folder per tree) the instructions of the run and every process it started."""
     procs = []
-    for tree, out, cpu in zip(trees, outs, cpus):
+    for k, (tree, out, cpu) in enumerate(zip(trees, outs, cpus)):
         cmd = [python, "-m", "hsa.cli", "augment", str(input_path), "--out", str(out), "--overwrite", "--quiet",
                "--workers", "1", "--variants", "4", *extra]
+        env = None
+        if counts is not None:
+            counts[k].mkdir(parents=True, exist_ok=True)
+            cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "-q",
+                   f"--callgrind-out-file={counts[k]}/cg.%p", *cmd]
+            env = {**os.environ, "PYTHONHASHSEED": "0"}
         pin = (lambda c=cpu: os.sched_setaffinity(0, {c})) if cpu is not None else None
-        procs.append((subprocess.Popen(cmd, cwd=tree, preexec_fn=pin), time.perf_counter()))
+        procs.append((subprocess.Popen(cmd, cwd=tree, preexec_fn=pin, env=env), time.perf_counter()))
     results: dict[int, dict] = {}
     while len(results) < len(procs):
         pid, status, usage = os.wait4(-1, 0)
@@ -52,7 +67,23 @@ def run_pair(trees: list[Path], input_path: Path, outs: list[Path], cpus: list[i
     for k, r in sorted(results.items()):
         if r["rc"] != 0:
             raise SystemExit(f"side_by_side: hsa augment in {trees[k]} exited with {r['rc']}")
+    if counts is not None:
+        for k in results:
+            results[k]["instructions"] = callgrind_total(counts[k])
     return [results[k] for k in range(len(procs))]
+
+
+def callgrind_total(folder: Path) -> int:
+    """The instructions of every callgrind output file in ``folder`` (one a process), added up; the files go."""
+    total = 0
+    for f in sorted(folder.glob("cg.*")):
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(("summary:", "totals:")):  # the process's whole count, once a file
+                    total += int(line.split()[1])
+                    break
+        f.unlink()
+    return total
 
 
 def same_output(a: Path, b: Path) -> tuple[bool, list[str]]:
@@ -78,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--python", default=sys.executable, help="the interpreter of both runs (default: this one)")
     p.add_argument("--no-compile", action="store_true", help="do not byte-compile the trees' modules first")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
+    p.add_argument("--instructions", action="store_true",
+                   help="count instructions under callgrind instead of timing (load-free; about 50x slower)")
     args = p.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        p.error("--instructions needs valgrind on the PATH (Debian: apt-get install valgrind)")
     trees = [args.before.resolve(), args.after.resolve()]
     for t in trees:
         if not (t / "hsa" / "__init__.py").is_file():
@@ -99,17 +134,23 @@ def main(argv: list[str] | None = None) -> int:
         cpus = [allowed[0], allowed[1]] if len(allowed) >= 2 else [None, None]
         if i % 2:
             cpus.reverse()
-        a, b = run_pair(trees, args.input.resolve(), outs, cpus, args.python, extra)
+        a, b = run_pair(trees, args.input.resolve(), outs, cpus, args.python, extra,
+                        [work / "count-before", work / "count-after"] if args.instructions else None)
         rows.append({"before": a, "after": b, "cpus": cpus})
-        print(f"pair {i + 1}: before {a['cpu']:.2f} s CPU ({a['wall']:.2f} wall)   after {b['cpu']:.2f} s CPU "
-              f"({b['wall']:.2f} wall)", flush=True)
+        if args.instructions:
+            print(f"pair {i + 1}: before {a['instructions'] / 1e9:.4f} G instructions   after "
+                  f"{b['instructions'] / 1e9:.4f} G ({b['instructions'] / a['instructions'] - 1:+.2%})", flush=True)
+        else:
+            print(f"pair {i + 1}: before {a['cpu']:.2f} s CPU ({a['wall']:.2f} wall)   after {b['cpu']:.2f} s CPU "
+                  f"({b['wall']:.2f} wall)", flush=True)
     same, differ = same_output(*outs)
-    before = [r["before"]["cpu"] for r in rows]
-    after = [r["after"]["cpu"] for r in rows]
+    unit, scale, fmt = ("G instructions", 1e9, ".4f") if args.instructions else ("s CPU", 1.0, ".2f")
+    before = [r["before"]["instructions" if args.instructions else "cpu"] / scale for r in rows]
+    after = [r["after"]["instructions" if args.instructions else "cpu"] / scale for r in rows]
     lower = sum(y < x for x, y in zip(before, after))
-    print(f"before: {min(before):.2f}-{max(before):.2f} s CPU, mean {statistics.mean(before):.2f}")
-    print(f"after:  {min(after):.2f}-{max(after):.2f} s CPU, mean {statistics.mean(after):.2f} "
-          f"({statistics.mean(after) / statistics.mean(before) - 1:+.1%}); lower in {lower} of {len(rows)} pairs")
+    print(f"before: {min(before):{fmt}}-{max(before):{fmt}} {unit}, mean {statistics.mean(before):{fmt}}")
+    print(f"after:  {min(after):{fmt}}-{max(after):{fmt}} {unit}, mean {statistics.mean(after):{fmt}} "
+          f"({statistics.mean(after) / statistics.mean(before) - 1:+.2%}); lower in {lower} of {len(rows)} pairs")
     print("output: the same bytes" if same else f"output: DIFFERENT ({', '.join(differ)})")
     if args.json:
         args.json.write_text(json.dumps({"trees": [str(t) for t in trees], "input": str(args.input), "extra": extra,
