@@ -644,18 +644,44 @@ _SPLIT_STEPS = (ToolsStep, ParamsStep, ValuesStep, SkillsStep)
 
 
 def carries(record: Record, steps: Iterable[dict]) -> bool:
-    """Whether the appliers of ``steps`` change ``record`` in two halves, its :func:`step_parts` and the messages,
-    each a function of itself and the steps: only tool, skill, parameter and value steps (:data:`_SPLIT_STEPS`; a
-    restore step patches everything) and no hook events (their payloads, decisions and injected messages tie the
-    hooks to the messages).
+    """Whether the appliers of ``steps`` change ``record`` in two halves, its :func:`step_parts` and the messages:
+    the parts as a function of themselves and the steps, the messages as a function of themselves, the steps and
+    the names each step keeps whole (:func:`carry_keeps`: the harness names before a tool or skill rename, where a
+    renamed compound name is part of a longer one). Only tool, skill, parameter and value steps
+    (:data:`_SPLIT_STEPS`; a restore step patches everything) and no hook events (their payloads, decisions and
+    injected messages tie the hooks to the messages).
 
     Hooks without events are one of the parts: a hook sync (:mod:`hsa.codemods.sync`) reads the hook source, the
     harness before the step and the step alone, and writes the hooks and, where it refuses, a note; the callers keep
     the notes the sync adds (:func:`hsa.transform._apply_carried` checks them before it keeps a branch,
     :func:`_undo_split` keeps them with the undone parts)."""
-    steps = list(steps)
-    return not record.get("hook_events") and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(steps)) \
-        and not nested_names(record, steps)
+    return not record.get("hook_events") and all(isinstance(s, _SPLIT_STEPS) for s in steps_of(list(steps)))
+
+
+def carry_keeps(record: Record, steps: list[dict]) -> tuple[frozenset[str], ...] | None:
+    """For each of ``steps`` (applied to ``record`` in order, a record that :func:`carries` them) the names its
+    applier keeps whole in the messages' texts: a tool or skill rename's :func:`hsa.rename_texts.harness_names` of
+    the harness it is applied to, nothing for the other steps. None where no renamed compound name is part of a
+    longer one (:func:`hsa.rename_texts.nested_names`): the steps alone then carry the messages. Else the steps are
+    applied to a copy of the record's :func:`step_parts`, without its messages, to have the harness before each
+    (what the appliers read); :func:`hsa.step_carry.compile_carry` takes the result."""
+    if not nested_names(record, steps):
+        return None
+    keeps: list[frozenset[str]] = []
+    bare = _bare_harness(record)
+    for step in steps:
+        typed = Step.from_json(step)
+        keeps.append(harness_names(bare, typed.renamed()) if typed.renames_names else frozenset())
+        bare = _apply_step_in_place(bare, step)
+    return tuple(keeps)
+
+
+def _bare_harness(record: Record) -> Record:
+    """``record`` without its messages, with its own copy of its :func:`step_parts`, mapping and notes: what the
+    plain appliers rewrite in place to give the harness half of a split."""
+    parts = {k: record[k] for k in step_parts(record) if k in record}
+    return {**record, **_json.copy(parts), "messages": [], "mapping": list(record["mapping"]),
+            "notes": list(record["notes"])}
 
 
 def step_parts(record: Record) -> tuple[str, ...]:
@@ -699,13 +725,16 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     else:
         carry = None
         notes = record["notes"]
-        bare = {**record, **_json.copy(parts), "messages": [], "mapping": list(record["mapping"]),
-                "notes": list(notes)}
+        bare = _bare_harness(record)
+        keeps: list[frozenset[str]] | None = [] if nested_names(record, steps) else None
         for step in steps:
             st = bare["skill_tool"]
             if step["op"] == "skills" and (step.get("tool"), step.get("argument")) != (st["name"], st["argument"]):
                 plan.keep(key, _PLAIN)  # its applier would carry the messages with another skill tool: not split
                 return False
+            if keeps is not None:  # the names the step's applier keeps whole (carry_keeps, in the same loop)
+                typed = Step.from_json(step)
+                keeps.append(harness_names(bare, typed.renamed()) if typed.renames_names else frozenset())
             bare = _apply_step_in_place(bare, step)
         undone = {k: bare[k] for k in parts}
         noted = tuple(bare["notes"][len(notes):])  # the appliers copy the notes and append to them, nothing else
@@ -714,8 +743,10 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
         except (TypeError, ValueError):
             data = None
         if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
-            carry = compile_carry(steps)
+            carry = compile_carry(steps, keeps)
             plan.keep(key, (data, carry, noted))
+        elif keeps is not None:
+            carry = compile_carry(steps, keeps)
     _carry_steps(record["messages"], steps, entries=carry, sift=True)
     record.update(undone)
     record["notes"].extend(noted)
@@ -730,7 +761,9 @@ def carry_messages(messages: list[dict], steps: Iterable[dict], *, entries: tupl
     """``messages`` (of a record that :func:`carries` ``steps``) as the appliers of ``steps`` leave them: a copy,
     sharing with ``messages`` what no step changes (call arguments and texts are replaced, never edited). The
     appliers carry their own messages with the same steps' message carry (:mod:`hsa.step_carry`); ``entries``: that
-    carry compiled (:func:`hsa.step_carry.compile_carry`), where the caller keeps it with the steps."""
+    carry compiled (:func:`hsa.step_carry.compile_carry`), where the caller keeps it with the steps; where a renamed
+    name is part of a longer one they are needed (with :func:`carry_keeps`), since the steps alone do not say which
+    names the appliers keep whole."""
     out = [{**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
            if m.get("tool_calls") else dict(m) for m in messages]
     _carry_steps(out, steps, entries=entries, sift=True)

@@ -26,7 +26,8 @@ def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: 
     """``messages`` (the caller's own, down to each call's ``function``, and every message whose content or name a
     step may change) rewritten in place as the steps' record-level appliers rewrite them, in step order
     (:meth:`Step.message_carry`). ``keep``: the harness names inside which a compound tool or skill name is no
-    mention of it (:func:`hsa.rename_texts.names_renamer`). ``entries``: the steps' message carry, when the
+    mention of it (:func:`hsa.rename_texts.names_renamer`); a text entry's own (:func:`compile_carry`'s ``keeps``)
+    takes its place. ``entries``: the steps' message carry, when the
     caller has it compiled already. ``calls_only``: carry the tool calls and nothing else (names, texts).
     ``sift``: first look for each table's names in the joined message texts, and skip the texts of an entry none
     of whose names occurs there or is written by an earlier entry (the same bytes: a text function leaves a text
@@ -89,11 +90,22 @@ def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: 
                     names_by_id[c["id"]] = h
 
 
-def compile_carry(steps: Iterable[dict | Step]) -> tuple[tuple, ...]:
-    """The message carry of ``steps`` in order: their :meth:`Step.message_carry` entries, one after the other."""
+def compile_carry(steps: Iterable[dict | Step], keeps: Iterable[frozenset[str]] | None = None) -> tuple[tuple, ...]:
+    """The message carry of ``steps`` in order: their :meth:`Step.message_carry` entries, one after the other.
+
+    ``keeps``: for each step (in the same order) the names it keeps whole, or an empty set. A tool or skill rename's
+    applier renames a compound name in texts, but not inside the longer names of the harness it is applied to
+    (:func:`hsa.rename_texts.harness_names`, its ``keep``). Where a renamed name is part of a longer one
+    (:func:`hsa.rename_texts.nested_names`) the messages' carry depends on those names; the caller, which has the
+    harness before each step, gives them here, and each goes with its step's text entry (as a fifth element)."""
     out: list[tuple] = []
+    keeps = iter(keeps) if keeps is not None else None
     for s in steps:
-        out.extend(Step.from_json(s).message_carry())
+        entries = Step.from_json(s).message_carry()
+        keep = next(keeps) if keeps is not None else None
+        if keep:
+            entries = tuple((*e, keep) if e[0] == "text" else e for e in entries)
+        out.extend(entries)
     return tuple(out)
 
 
@@ -116,7 +128,7 @@ def _text_renamers(entries: tuple[tuple, ...], keep: frozenset[str], messages: l
             if not present(table):
                 out[k] = None
                 continue
-            out[k] = names_renamer(table, kind, keep) if kind else token_renamer(table)
+            out[k] = names_renamer(table, kind, entry[4] if len(entry) > 4 else keep) if kind else token_renamer(table)
             if messages is not None:
                 written += "\x00" + "\x00".join(table.values())
         elif entry[0] == "mentions":

@@ -636,10 +636,11 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     from its second sighting on, what the apply gave is kept when it is that: the other keys as they were (same
     order; the notes too, so a hook sync that refused, and noted it, is never kept), the mapping the input's plus
     steps :func:`hsa.renames.carries`, and the messages exactly what :func:`hsa.renames.carry_messages` makes of the
-    input's. A kept branch's parts and steps are shared, read only (transforms never modify their input, and no
+    input's (with the names each step keeps whole, :func:`hsa.renames.carry_keeps`: a function of the parts read,
+    so the same for every record that takes the branch). A kept branch's parts and steps are shared, read only (transforms never modify their input, and no
     mapping step is changed in place)."""
     from hsa import _json
-    from hsa.renames import carries, carry_messages, step_parts
+    from hsa.renames import carries, carry_keeps, carry_messages, step_parts
     from hsa.step_carry import compile_carry
 
     if not carries(record, ()):
@@ -668,9 +669,13 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     if list(out) == list(record) and len(out["mapping"]) >= n and carries(out, steps) and \
             all(a is b for a, b in zip(out["mapping"], record["mapping"])) and \
             all(out[k] is record[k] or _json.strict_equal(out[k], record[k])
-                for k in out if k not in parts_of and k not in ("messages", "mapping")) and \
-            _same_messages(carry_messages(record["messages"], steps), out["messages"]):
-        branch[2] = ({k: out[k] for k in parts_of if k in out}, tuple(steps), compile_carry(steps))
+                for k in out if k not in parts_of and k not in ("messages", "mapping")):
+        try:  # the names each step keeps whole, where a renamed name is part of a longer one (from the parts read)
+            entries = compile_carry(steps, carry_keeps(record, steps))
+        except Exception:  # noqa: BLE001 - the steps applied whole did not apply to the harness alone: not kept
+            return out
+        if _same_messages(carry_messages(record["messages"], steps, entries=entries), out["messages"]):
+            branch[2] = ({k: out[k] for k in parts_of if k in out}, tuple(steps), entries)
     return out
 
 
