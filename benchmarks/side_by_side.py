@@ -13,7 +13,8 @@ and ``transforms`` are imported; their modules are byte-compiled first (``--no-c
 side pays for compiling. It asserts nothing about time; ``--json FILE`` writes the figures.
 
 ``--instructions``: count instructions instead (each run under ``valgrind --tool=callgrind``, every process it
-starts included, ``PYTHONHASHSEED=0`` on both sides), a figure that the machine's load cannot move: two runs of one
+starts included but the hook workers inside the sandbox, which bubblewrap starts natively, ``PYTHONHASHSEED=0`` on
+both sides), a figure that the machine's load cannot move: two runs of one
 tree differ by well under 0.1% (against 10-20% for CPU seconds on a shared machine), so one pair is enough and a
 change of 1% is visible. It runs about 50 times slower: keep the input to a hundred records or so. Python
 functions are not told apart by callgrind (they all run in the interpreter loop): use
@@ -51,7 +52,7 @@ def run_pair(trees: list[Path], input_path: Path, outs: list[Path], cpus: list[i
         env = None
         if counts is not None:
             counts[k].mkdir(parents=True, exist_ok=True)
-            cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "-q",
+            cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--trace-children-skip=*bwrap*", "-q",
                    f"--callgrind-out-file={counts[k]}/cg.%p", *cmd]
             env = {**os.environ, "PYTHONHASHSEED": "0"}
         pin = (lambda c=cpu: os.sched_setaffinity(0, {c})) if cpu is not None else None
