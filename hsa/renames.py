@@ -813,7 +813,8 @@ def with_restore(source: Record, variant: Record) -> Record:
         back = _undo(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
-    p = _content_patch(content_of(back), content_of(source))
+    kept: dict[str, tuple] = {}
+    p = _content_patch(content_of(back), content_of(source), kept)
     fmt = _fmt_of(source)
     if p is None and _fmt_of(back) == fmt:
         _current().last_undo[:] = [variant, len(steps), back]
@@ -825,7 +826,7 @@ def with_restore(source: Record, variant: Record) -> Record:
     if _fmt_of(back) != fmt:  # how the source was written (a skill tool as a string, tools as a JSON string)
         step["fmt"] = fmt
     out["mapping"] = variant["mapping"][:k] + [step] + steps
-    _current().last_undo[:] = [out, len(steps) + 1, _restored_view(back, step)]
+    _current().last_undo[:] = [out, len(steps) + 1, _restored_view(back, step, kept)]
     return out
 
 
@@ -833,12 +834,13 @@ def with_restore(source: Record, variant: Record) -> Record:
 _HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
 
 
-def _content_patch(a: dict, b: dict) -> dict | None:
+def _content_patch(a: dict, b: dict, kept: dict[str, tuple] | None = None) -> dict | None:
     """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key kept in the slot plan of
     the variant being made (:attr:`hsa.context.WorkerContext.keeping`, by the digest of (key, its value in ``a``, in
     ``b``)): records of one harness and pool slot undo to the same harness, whatever their trajectories. The same
     patch as the diff of the whole, key by key; a kept patch is shared by the variants of the slot in their
-    ``restore`` steps (read only, like every mapping step)."""
+    ``restore`` steps (read only, like every mapping step). ``kept``: filled with each harness key's plan key (the
+    digest), under which :func:`_restored_view` keeps what the patch makes of that key's value."""
     plan = _current().keeping
     if plan is None:
         return _patch.diff(a, b, str_edits=_str_edits)
@@ -846,8 +848,11 @@ def _content_patch(a: dict, b: dict) -> dict | None:
     def by_key(k: str, old: Any, new: Any) -> dict | None:
         if k not in _HARNESS_KEYS:
             return _patch.diff(old, new, str_edits=_str_edits)
+        key = _cache.digest(k, old, new)
+        if kept is not None:
+            kept[k] = ("patched", key)
         # shared, read only: a mapping step is never changed in place (its appliers copy)
-        return plan.kept(("patch", _cache.digest(k, old, new)), lambda: _patch.diff(old, new, str_edits=_str_edits))
+        return plan.kept(("patch", key), lambda: _patch.diff(old, new, str_edits=_str_edits))
 
     return _patch.diff(a, b, str_edits=_str_edits, key_diff=by_key)
 
@@ -895,11 +900,27 @@ def undo_last(record: Record, n: int) -> Record:
     return undo(record, n)
 
 
-def _restored_view(record: Record, step: dict) -> Record:
+def _restored_view(record: Record, step: dict, kept: dict[str, tuple] | None = None) -> Record:
     """What :func:`_apply_restore` (``record``, ``step``) gives, but for its mapping (``record``'s), sharing what the
-    patch keeps with ``record`` and the step: for :func:`undo_last`, whose reader changes nothing."""
+    patch keeps with ``record`` and the step: for :func:`undo_last`, whose reader changes nothing. ``kept``: the plan
+    keys of harness keys (:func:`_content_patch`) whose patched value is kept in the slot plan being made: a function
+    of the value and its patch, which that key digests, so it is made once a plan and shared, read only (the
+    check still compares it with the source for every variant)."""
     out = {k: v for k, v in record.items() if k not in CONTENT_KEYS}
-    if "patch" in step:
+    plan = _current().keeping if kept else None
+    if "patch" in step and plan is not None and "o" in step["patch"] and \
+            any(k in step["patch"]["o"] for k in kept):  # type: ignore[union-attr]
+        changed = dict(step["patch"]["o"])
+        content = content_of(record)
+        for k, key in kept.items():  # type: ignore[union-attr]
+            if k in changed:
+                sub = changed.pop(k)
+                content[k] = plan.kept(key, lambda v=content[k], sub=sub: _patch.patch(v, sub, share=True))
+        restored = _patch.patch(content, {**step["patch"], "o": changed}, share=True)
+        for k in CONTENT_KEYS:
+            if k in restored:
+                out[k] = restored[k]
+    elif "patch" in step:
         restored = _patch.patch(content_of(record), step["patch"], share=True)
         for k in CONTENT_KEYS:
             if k in restored:

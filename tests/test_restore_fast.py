@@ -264,6 +264,59 @@ def test_content_patch_is_the_diff_of_the_whole_from_the_slot_plan_too():
             assert all(plan.memo[k] is v for k, v in kept.items() if k in plan.memo)  # the kept patches, reused
 
 
+def test_restored_view_in_a_slot_plan_keeps_the_patched_harness_and_is_what_the_restore_step_gives():
+    """In a slot plan, with_restore's view takes each harness key's patched value from the plan (made once per
+    value and patch, by the patch's digest): the same content as the applier's copy for every variant of records
+    that share a harness, one kept value shared by the variants whose undone harness and source agree, another for
+    a variant whose undone harness differs (its digest differs)."""
+    import random
+
+    from fixtures.livestream.generate import generate
+    from hsa.recipes import load_recipe
+    from hsa.renames import _apply_restore, _as_written, _content_patch, _restored_view, content_of
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    cases = []
+    for rec in generate(6, seed=5, harnesses=2):
+        src = normalize(rec)
+        for k in range(3):
+            out, applied, _ = run(recipe, src, random.Random(k))
+            if applied and any(s["op"] == "restore" for s in out["mapping"]):
+                n = len(out["mapping"]) - len(src["mapping"]) - 1
+                back = undo(_as_written(out), n)
+                cases.append((back, src))
+    assert len(cases) > 6
+    with _in_a_slot_plan() as plan:
+        views = 0
+        for rounds in range(2):
+            for back, src in cases:
+                kept: dict = {}
+                p = _content_patch(content_of(back), content_of(src), kept)
+                assert p is not None
+                step = {"op": "restore", "patch": p}
+                want = content_of(_apply_restore(back, step))
+                assert _slow_same(want, content_of(src))
+                view = _restored_view(back, step, kept)
+                assert _slow_same(content_of(view), want)
+                views += any(k in p.get("o", {}) for k in kept)
+        patched = [k for k in plan.memo if k[0] == "patched"]
+        assert views and patched  # the path ran, and what it made is kept
+        # a value patched alike is the one kept (shared), not made again
+        back, src = next((b, s) for b, s in cases if any(k in _content_patch(content_of(b), content_of(s), {}).get("o", {})
+                                                           for k in ("tools", "skills", "skill_tool", "hooks")))
+        kept = {}
+        step = {"op": "restore", "patch": _content_patch(content_of(back), content_of(src), kept)}
+        first, again = _restored_view(back, step, kept), _restored_view(back, step, kept)
+        assert any(first[k] is again[k] for k in kept if k in step["patch"]["o"])
+        # another source harness (one tool's description changed): another key, its own patched value
+        other = clone(src)
+        other["tools"][0]["description"] = "zq another description"
+        kept2: dict = {}
+        step2 = {"op": "restore", "patch": _content_patch(content_of(back), content_of(other), kept2)}
+        assert _slow_same(content_of(_restored_view(back, step2, kept2)), content_of(other))
+
+
 @pytest.mark.parametrize("hooks,recipe", [(False, "tools"), (True, "tools"), (True, "skills")])  # skills: below
 def test_the_undo_split_in_a_slot_plan_gives_the_plain_undo(hooks, recipe):
     """The restore step's undo in a slot plan: the first sighting of (steps, harness parts) undoes by the plain
