@@ -36,3 +36,24 @@ def test_output_that_differs_is_named(tmp_path):
     (b / "shard-00000.arrow").write_bytes(b"two")
     (a / "state.json").write_bytes(b"{}")
     assert side_by_side.same_output(a, b) == (False, ["shard-00000.arrow", "state.json"])
+
+
+def test_instruction_counts_of_every_process_are_added_up(tmp_path):
+    """--instructions: each callgrind output file (one a process: the run and what it started) is read for its
+    total, the totals added, and the files removed (a later pair writes the same folder)."""
+    (tmp_path / "cg.101").write_text("version: 1\ncmd: python\nevents: Ir\nsummary: 1200\ntotals: 1200\n")
+    (tmp_path / "cg.102").write_text("events: Ir\nfn=(1) main\n0 5\ntotals: 34\n")
+    (tmp_path / "other.txt").write_text("summary: 999\n")
+    assert side_by_side.callgrind_total(tmp_path) == 1234
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.txt"]
+
+
+def test_instructions_without_valgrind_say_what_to_install(monkeypatch, capsys):
+    monkeypatch.setattr(side_by_side.shutil, "which", lambda name: None)
+    try:
+        side_by_side.main([str(ROOT), str(ROOT), str(ROOT / "examples" / "my-data.jsonl"), "--instructions"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("no error without valgrind")
+    assert "apt-get install valgrind" in capsys.readouterr().err
