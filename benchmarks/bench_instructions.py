@@ -27,7 +27,6 @@ load, the two can run at the same time, one per core::
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import shutil
@@ -39,7 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_augment import ROWS, make_input, public_layout  # noqa: E402  (this folder: the script's own)
+from bench_augment import ROWS, make_input, public_layout  # noqa: E402
+from side_by_side import callgrind, callgrind_total  # noqa: E402  (this folder: the script's own)
 
 
 def input_of(kind: str, n: int, work: Path, harnesses: int) -> Path:
@@ -53,26 +53,14 @@ def input_of(kind: str, n: int, work: Path, harnesses: int) -> Path:
     return make_input(n, work / f"in-{n}-full.jsonl")
 
 
-#: bubblewrap (the hook sandbox's outer layer) does not start under valgrind, and its children, the hook workers,
-#: would not be counted through it: they run natively, and their instructions are left out of every count.
-_SKIP_SANDBOX = "--trace-children-skip=*bwrap*"
-
-
 def instructions(args: list[str], work: Path, tree: Path = ROOT) -> int:
     """Instructions executed by ``hsa ARGS`` (the ``hsa`` of the checkout ``tree``) and every process it starts
-    (callgrind's totals, added up)."""
+    but the hook workers (:func:`side_by_side.callgrind`), added up."""
     out = Path(tempfile.mkdtemp(prefix="cg-", dir=work))
     code = "import runpy, sys; sys.argv = ['hsa'] + sys.argv[1:]; runpy.run_module('hsa.cli', run_name='__main__')"
-    subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", _SKIP_SANDBOX, "--collect-atstart=yes",
-                    f"--callgrind-out-file={out}/cg.%p", "-q", sys.executable, "-c", code, *args],
+    subprocess.run([*callgrind(out), sys.executable, "-c", code, *args],
                    check=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"})
-    total = 0
-    for f in glob.glob(str(out / "cg.*")):
-        with open(f, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith(("summary:", "totals:")):  # one per file: the process's whole count
-                    total += int(line.split()[1])
-                    break
+    total = callgrind_total(out)
     shutil.rmtree(out, ignore_errors=True)
     return total
 

@@ -52,8 +52,7 @@ def run_pair(trees: list[Path], input_path: Path, outs: list[Path], cpus: list[i
         env = None
         if counts is not None:
             counts[k].mkdir(parents=True, exist_ok=True)
-            cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--trace-children-skip=*bwrap*", "-q",
-                   f"--callgrind-out-file={counts[k]}/cg.%p", *cmd]
+            cmd = [*callgrind(counts[k]), *cmd]
             env = {**os.environ, "PYTHONHASHSEED": "0"}
         pin = (lambda c=cpu: os.sched_setaffinity(0, {c})) if cpu is not None else None
         procs.append((subprocess.Popen(cmd, cwd=tree, preexec_fn=pin, env=env), time.perf_counter()))
@@ -72,6 +71,15 @@ def run_pair(trees: list[Path], input_path: Path, outs: list[Path], cpus: list[i
         for k in results:
             results[k]["instructions"] = callgrind_total(counts[k])
     return [results[k] for k in range(len(procs))]
+
+
+def callgrind(folder: Path) -> list[str]:
+    """The valgrind command line that counts a program's instructions and those of every process it starts, one
+    callgrind file a process in ``folder`` (:func:`callgrind_total` adds them up). bubblewrap, the hook sandbox's
+    outer layer, does not start under valgrind: it and the hook workers inside it run natively and are not
+    counted."""
+    return ["valgrind", "--tool=callgrind", "--trace-children=yes", "--trace-children-skip=*bwrap*", "-q",
+            f"--callgrind-out-file={folder}/cg.%p"]
 
 
 def callgrind_total(folder: Path) -> int:

@@ -670,10 +670,17 @@ def carry_keeps(record: Record, steps: list[dict]) -> tuple[frozenset[str], ...]
     keeps: list[frozenset[str]] = []
     bare = _bare_harness(record)
     for step in steps:
-        typed = Step.from_json(step)
-        keeps.append(harness_names(bare, typed.renamed()) if typed.renames_names else frozenset())
+        keeps.append(_kept_whole(bare, step))
         bare = _apply_step_in_place(bare, step)
     return tuple(keeps)
+
+
+def _kept_whole(harness: Record, step: dict) -> frozenset[str]:
+    """The names ``step``'s applier keeps whole in texts when applied to ``harness`` (a copy of it: the harness
+    before the step): a tool or skill rename's ``keep`` (:func:`rename_tools`, :func:`rename_skills`), nothing for
+    the other steps."""
+    typed = Step.from_json(step)
+    return harness_names(harness, typed.renamed()) if typed.renames_names else frozenset()
 
 
 def _bare_harness(record: Record) -> Record:
@@ -723,7 +730,6 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     if hit is not None:
         undone, carry, noted = _json.loads(hit[0]), hit[1], hit[2]
     else:
-        carry = None
         notes = record["notes"]
         bare = _bare_harness(record)
         keeps: list[frozenset[str]] | None = [] if nested_names(record, steps) else None
@@ -732,9 +738,8 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
             if step["op"] == "skills" and (step.get("tool"), step.get("argument")) != (st["name"], st["argument"]):
                 plan.keep(key, _PLAIN)  # its applier would carry the messages with another skill tool: not split
                 return False
-            if keeps is not None:  # the names the step's applier keeps whole (carry_keeps, in the same loop)
-                typed = Step.from_json(step)
-                keeps.append(harness_names(bare, typed.renamed()) if typed.renames_names else frozenset())
+            if keeps is not None:  # carry_keeps, in the same loop
+                keeps.append(_kept_whole(bare, step))
             bare = _apply_step_in_place(bare, step)
         undone = {k: bare[k] for k in parts}
         noted = tuple(bare["notes"][len(notes):])  # the appliers copy the notes and append to them, nothing else
@@ -742,11 +747,9 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
             data = _json.dumps_bytes(undone)
         except (TypeError, ValueError):
             data = None
+        carry = compile_carry(steps, keeps)
         if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
-            carry = compile_carry(steps, keeps)
             plan.keep(key, (data, carry, noted))
-        elif keeps is not None:
-            carry = compile_carry(steps, keeps)
     _carry_steps(record["messages"], steps, entries=carry, sift=True)
     record.update(undone)
     record["notes"].extend(noted)
@@ -907,21 +910,17 @@ def _restored_view(record: Record, step: dict, kept: dict[str, tuple] | None = N
     of the value and its patch, which that key digests, so it is made once a plan and shared, read only (the
     check still compares it with the source for every variant)."""
     out = {k: v for k, v in record.items() if k not in CONTENT_KEYS}
-    plan = _current().keeping if kept else None
-    if "patch" in step and plan is not None and "o" in step["patch"] and \
-            any(k in step["patch"]["o"] for k in kept):  # type: ignore[union-attr]
-        changed = dict(step["patch"]["o"])
-        content = content_of(record)
-        for k, key in kept.items():  # type: ignore[union-attr]
-            if k in changed:
-                sub = changed.pop(k)
-                content[k] = plan.kept(key, lambda v=content[k], sub=sub: _patch.patch(v, sub, share=True))
-        restored = _patch.patch(content, {**step["patch"], "o": changed}, share=True)
-        for k in CONTENT_KEYS:
-            if k in restored:
-                out[k] = restored[k]
-    elif "patch" in step:
-        restored = _patch.patch(content_of(record), step["patch"], share=True)
+    if "patch" in step:
+        content, p = content_of(record), step["patch"]
+        plan = _current().keeping if kept else None
+        if plan is not None and "o" in p:  # the kept keys' patched values from the plan, the rest patched here
+            changed = dict(p["o"])
+            for k, key in kept.items():  # type: ignore[union-attr]
+                if k in changed:
+                    sub = changed.pop(k)
+                    content[k] = plan.kept(key, lambda v=content[k], sub=sub: _patch.patch(v, sub, share=True))
+            p = {**p, "o": changed}
+        restored = _patch.patch(content, p, share=True)
         for k in CONTENT_KEYS:
             if k in restored:
                 out[k] = restored[k]

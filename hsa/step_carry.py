@@ -10,6 +10,7 @@ once. (A module of its own because the text functions it builds import modules t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
 from typing import Any
 
 from hsa.hooks_model import map_content
@@ -99,10 +100,8 @@ def compile_carry(steps: Iterable[dict | Step], keeps: Iterable[frozenset[str]] 
     (:func:`hsa.rename_texts.nested_names`) the messages' carry depends on those names; the caller, which has the
     harness before each step, gives them here, and each goes with its step's text entry (as a fifth element)."""
     out: list[tuple] = []
-    keeps = iter(keeps) if keeps is not None else None
-    for s in steps:
+    for s, keep in zip(steps, keeps if keeps is not None else repeat(None)):
         entries = Step.from_json(s).message_carry()
-        keep = next(keeps) if keeps is not None else None
         if keep:
             entries = tuple((*e, keep) if e[0] == "text" else e for e in entries)
         out.extend(entries)

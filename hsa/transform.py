@@ -637,8 +637,8 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     order; the notes too, so a hook sync that refused, and noted it, is never kept), the mapping the input's plus
     steps :func:`hsa.renames.carries`, and the messages exactly what :func:`hsa.renames.carry_messages` makes of the
     input's (with the names each step keeps whole, :func:`hsa.renames.carry_keeps`: a function of the parts read,
-    so the same for every record that takes the branch). A kept branch's parts and steps are shared, read only (transforms never modify their input, and no
-    mapping step is changed in place)."""
+    so the same for every record that takes the branch). A kept branch's parts and steps are shared, read only
+    (transforms never modify their input, and no mapping step is changed in place)."""
     from hsa import _json
     from hsa.renames import carries, carry_keeps, carry_messages, step_parts
     from hsa.step_carry import compile_carry
