@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{figures['records']} records, {figures['checked']} variants checked by the pipeline "
           f"({figures['whole_ms']:.2f} ms a record for the whole run); timed: {figures['timed']} variants of "
           f"{figures['timed_records']} records")
+    if figures["plan_messages"]:
+        print(f"  of them {figures['plan_messages']} with a message the carry does not give (a prompt transform's "
+              "system message), put in place as the plan's")
     for why, n in figures["not_timed"].items():
         print(f"  not timed: {n} variants: {why}")
     if not figures["timed"]:
@@ -73,7 +76,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 def measure(args: argparse.Namespace) -> dict:
     """The figures :func:`main` prints: ``records``, ``checked`` (variants the pipeline checked), ``whole_ms`` (CPU
-    ms a record for the whole run), ``timed`` and ``timed_records``, ``not_timed`` (reason -> variants), ``phases``
+    ms a record for the whole run), ``timed`` and ``timed_records``, ``plan_messages`` (timed variants with a message put in place as the
+    plan's), ``not_timed`` (reason -> variants), ``phases``
     (name -> (ms a variant or None, ms a record)) and ``floor`` (their sum, ms a record); the phases and the floor
     are absent when no variant could be timed."""
     from hsa import _json, _patch
@@ -208,6 +212,7 @@ def measure(args: argparse.Namespace) -> dict:
               ("encode rows", run_rows, len(items))]
     figures: dict = {"records": len(items), "checked": len(pairs), "whole_ms": 1000 * whole / len(items),
                      "timed": len(timed), "timed_records": len(covered), "not_timed": dict(excluded.most_common()),
+                     "plan_messages": sum(bool(d["given"]) for d in timed),
                      "phases": {}}
     if not timed:
         return figures

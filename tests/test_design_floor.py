@@ -15,8 +15,10 @@ PHASES = ["read", "carry", "closure", "calls valid", "map back", "undo", "mentio
 def test_every_variant_of_a_tool_dataset_is_carried_and_undone_in_one_pass(capsys):
     """On tool-calling records every variant is timed: the one-pass carry of its steps gives the messages the
     pipeline wrote, and the one-pass undo (with the restore patch) gives the source's; the floor is its phases."""
-    figures = design_floor.main([str(ROOT / "examples" / "my-data.jsonl"), "--repeats", "1", "--target", "1.5"])
+    figures = design_floor.main([str(ROOT / "examples" / "my-data.jsonl"), "--repeats", "1", "--target", "1.5",
+                                 "--recipe", "tools"])
     assert figures["checked"] > 20 and figures["timed"] == figures["checked"] and figures["not_timed"] == {}
+    assert figures["plan_messages"] == 0  # no prompt transform in this recipe: the carry gives every message
     assert list(figures["phases"]) == PHASES
     assert all(v[1] > 0 for v in figures["phases"].values())
     assert abs(figures["floor"] - sum(v[1] for v in figures["phases"].values())) < 1e-9
