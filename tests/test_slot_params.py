@@ -47,7 +47,11 @@ def _names_in(params) -> list[str]:
     out = list((params.get("renames") or {}).values()) if isinstance(params.get("renames"), dict) else []
     out += [e["new"] for e in params.get("renames") or () if isinstance(e, dict)]
     out += [e["tool"]["name"] for e in params.get("tools") or () if isinstance(e, dict)]
-    return out
+    for step in params.get("steps") or ():  # tool.nest's container, tool.flatten's joined names
+        if isinstance(step, dict) and step.get("kind") == "regroup":
+            out += [new[-1] for _, new in step["paths"] if isinstance(new[-1], str)]
+            out.append(step["container"]["path"][-1])
+    return list(dict.fromkeys(n for n in out if isinstance(n, str)))
 
 
 def _trajectories(record, drawn, rng):
@@ -203,6 +207,54 @@ def test_a_word_use_forces_a_draw():
             assert _same(got, fresh)
             differ += not _same(fresh, t.sample(a, random.Random(seed)))
     assert differ  # the word use changes some draws: the test can tell
+
+
+def _object_record():
+    """A record of one tool whose ``address`` object can be flattened and whose top level can be nested."""
+    tool = {"name": "ship_parcel", "description": "Ship a parcel.", "parameters": {
+        "type": "object", "properties": {
+            "weight": {"type": "number"}, "express": {"type": "boolean"}, "note": {"type": "string"},
+            "address": {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}}}},
+        "required": ["weight", "address"]}}
+    args = {"weight": 2, "express": False, "address": {"city": "Oslo", "zip": "0150"}}
+    return normalize({"id": "ship", "tools": [tool], "messages": [
+        {"role": "user", "content": "Ship it."},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                                               "function": {"name": "ship_parcel", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]})
+
+
+@pytest.mark.parametrize("leaf", ["tool.nest", "tool.flatten"])
+def test_what_the_calls_pass_forces_a_draw(leaf):
+    """tool.nest and tool.flatten draw on the harness and ask the calls: a key a call passes beside the drawn names
+    (the container word, a joined name), or an object passed empty, sends the record to a draw of its own."""
+    from hsa.transform import get_transform
+
+    t = get_transform(leaf)(p=1.0)
+    rec = _object_record()
+    differ = 0
+    for seed in range(12):
+        drawn: list = []
+        first = sample_reusing(t, rec, seed, drawn)
+        assert not isinstance(first, Skip)
+        names = [n for n in _names_in(first) if n not in ("weight", "express", "note", "address", "city", "zip")]
+        assert names  # the new names: tool.nest's container, tool.flatten's joined names
+        others = []
+        for name in names:  # a call that passes a new name as a key of its own, at the top level
+            other = clone(rec)
+            other["messages"][1]["tool_calls"][0]["function"]["arguments"][name] = "x"
+            others.append((name, other))
+        other = clone(rec)  # the object passed empty: it cannot be flattened
+        other["messages"][1]["tool_calls"][0]["function"]["arguments"]["address"] = {}
+        others.append(("address" if leaf == "tool.flatten" else None, other))
+        for name, other in others:
+            got = sample_reusing(t, other, seed, drawn)
+            fresh = t.sample(other, random.Random(seed))
+            assert _same(got, fresh), (leaf, seed, got, fresh)
+            assert name not in _names_in(got), (leaf, name, got)  # the name a call passes is not drawn again
+            differ += not _same(fresh, first)
+        assert sample_reusing(t, clone(rec), seed, drawn) is first  # the same calls: the draw is taken
+    assert differ  # the calls change draws: the test can tell
 
 
 def test_facts_record_each_question_and_membership_test():

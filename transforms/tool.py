@@ -258,19 +258,19 @@ class Nest(Transform):
         _check_range(self.size, "size", 1)
         _check_banks(self.banks)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         lo, hi = _check_range(self.size, "size", 1)
-        if hooks_read_whole_input(record):
+        if hooks_read_whole_input(harness):
             return Skip(_WHOLE_INPUT)
-        literals = hook_literals(record)
-        taken = record_tokens(record)
+        literals = hook_literals(harness)
+        taken = facts.ask_set(record_tokens)
         containers = [str(c) for c in load_banks(tuple(self.banks))["containers"]] or ["options"]
         # one container word for the whole variant, as one maintainer would choose it (git_diff's and git_show's
         # parameters both under "options", never "spec" beside "config"); the next word only where it is taken
         order = rng.sample(containers, len(containers))
         steps = []
-        for t in record["tools"]:
-            if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
+        for t in harness["tools"]:
+            if rng.random() >= self.p or t["name"] == harness["skill_tool"]["name"]:
                 continue
             schema = t["parameters"]
             if not F.local_refs_only(schema):
@@ -282,12 +282,14 @@ class Nest(Transform):
             k = rng.randint(lo, min(hi, len(keys)))
             chosen = sorted(rng.sample(range(len(keys)), k))
             group = [keys[i] for i in chosen]
-            siblings = set(node["properties"]) | F.keys_in_calls(record, t["name"], path)
-            cname = next((n for n in order if n not in siblings and n not in taken and is_legal_param(n)), None)
+            declared = node["properties"]
+            called = facts.ask_set(F.keys_in_calls, t["name"], path)  # a sibling is declared or passed in a call
+            cname = next((n for n in order if n not in declared and n not in called and n not in taken
+                          and is_legal_param(n)), None)
             if cname is None:
                 continue
-            cname = F.name_in_style([cname], next(iter(node["properties"])))
-            if cname in siblings or cname in taken:
+            cname = F.name_in_style([cname], next(iter(declared)))
+            if cname in declared or cname in called or cname in taken:
                 continue
             steps.append(F.nest_step(t, path, node, group, cname, is_strict(t)))
         if not steps:
@@ -322,16 +324,16 @@ class Flatten(Transform):
     def __post_init__(self):
         check_probability(self.p)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        if hooks_read_whole_input(record):
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        if hooks_read_whole_input(harness):
             return Skip(_WHOLE_INPUT)
-        literals = hook_literals(record)
-        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
+        literals = hook_literals(harness)
+        taken = facts.ask_set(_taken_or_mapped)  # every token of the record and every name the source had
         steps = []
-        for t in record["tools"]:
-            if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
+        for t in harness["tools"]:
+            if rng.random() >= self.p or t["name"] == harness["skill_tool"]["name"]:
                 continue
-            cands = F.flatten_candidates(record, t, literals, taken)
+            cands = F.flatten_candidates(facts, t, literals, taken)
             if cands:
                 steps.append(cands[rng.randrange(len(cands))])
         if not steps:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hsa import _json
 from hsa.mapping import ARRAY
@@ -39,6 +39,9 @@ from transforms._toolschema import (
     update_at,
     values_at,
 )
+
+if TYPE_CHECKING:
+    from hsa.transform import Facts
 
 __all__ = [
     "tool_named",
@@ -70,6 +73,7 @@ __all__ = [
     "nest_parents",
     "nest_step",
     "flatten_candidates",
+    "calls_fit_object",
     "pool_file",
     "pool_tools",
     "internal_tool",
@@ -408,12 +412,14 @@ def nest_step(tool: dict, path: tuple, node: dict, group: list[str], cname: str,
                           "required": any(g in required for g in group)}}
 
 
-def flatten_candidates(record: Record, tool: dict, literals: set[str], taken: set[str]) -> list[dict]:
-    """The ``regroup`` steps that would flatten one object parameter of ``tool`` (one per flattenable object)."""
+def flatten_candidates(facts: Facts, tool: dict, literals: set[str], taken: Container[str]) -> list[dict]:
+    """The ``regroup`` steps that would flatten one object parameter of ``tool`` (one per flattenable object).
+    What the calls say is asked of the record through ``facts`` (:class:`hsa.transform.Facts`): whether they pass
+    each object as a non-empty object of its declared properties (:func:`calls_fit_object`), and which keys they
+    pass beside it (:func:`keys_in_calls`)."""
     schema = tool["parameters"]
     if not local_refs_only(schema):
         return []
-    calls = calls_of_tool(record, tool["name"])
     out = []
     for path in param_paths(schema):
         node = node_at(schema, path)
@@ -429,14 +435,16 @@ def flatten_candidates(record: Record, tool: dict, literals: set[str], taken: se
             continue
         if set(path) & literals or any(k in literals for k in props):
             continue
-        values = [v for args in calls for v in values_at(args, path)]
-        if any(not isinstance(v, dict) or not v or set(v) - set(props) for v in values):
+        if not facts.ask(calls_fit_object, tool["name"], path, tuple(props)):
             continue
-        others = (set(parent["properties"]) - {path[-1]}) | (keys_in_calls(record, tool["name"], path[:-1]) - {path[-1]})
         names = {k: name_in_style([path[-1], k], path[-1]) for k in props}
         new = list(names.values())
-        if len(set(new)) != len(new) or set(new) & others or set(new) & taken \
-                or not all(is_legal_param(n) for n in new):
+        if len(set(new)) != len(new) or not all(is_legal_param(n) for n in new):
+            continue
+        # a new name must be no other member of the parent (declared, or passed beside it in a call) and no token
+        siblings = parent["properties"]
+        called = facts.ask_set(keys_in_calls, tool["name"], path[:-1])
+        if any(n != path[-1] and (n in siblings or n in called) for n in new) or any(n in taken for n in new):
             continue
         required = parent.get("required") if isinstance(parent.get("required"), list) else []
         out.append({"op": "params", "tool": tool["name"], "kind": "regroup",
@@ -445,6 +453,14 @@ def flatten_candidates(record: Record, tool: dict, literals: set[str], taken: se
                                   "schema": {k: v for k, v in node.items() if k != "properties"},
                                   "required": path[-1] in required}})
     return out
+
+
+def calls_fit_object(record: Record, tool: str, path: tuple, props: tuple[str, ...]) -> bool:
+    """Whether every value the calls of ``tool`` in ``record`` pass at ``path`` is a non-empty object of keys among
+    ``props`` (what an object must be for its properties to move up into its parent)."""
+    declared = set(props)
+    return not any(not isinstance(v, dict) or not v or set(v) - declared
+                   for args in calls_of_tool(record, tool) for v in values_at(args, path))
 
 
 # --------------------------------------------------------------------------- distractors
