@@ -20,7 +20,7 @@ from hsa.records import clone, normalize
 from hsa.recipes import load_recipe
 from hsa.testing import records
 from hsa.transform import Facts, HarnessView, NotHarnessError, Skip, on_harness, sample_reusing
-from tests.conftest import normalized_fixtures, without_hooks
+from tests.conftest import ROOT, normalized_fixtures, without_hooks
 from tests.exact_support import exact
 
 _ALL = normalized_fixtures(5)
@@ -255,6 +255,40 @@ def test_what_the_calls_pass_forces_a_draw(leaf):
             differ += not _same(fresh, first)
         assert sample_reusing(t, clone(rec), seed, drawn) is first  # the same calls: the draw is taken
     assert differ  # the calls change draws: the test can tell
+
+
+def test_prompt_reorder_asks_where_its_sections_come_from():
+    """prompt.reorder draws on the harness's prompt once the record's system message is known to render it, and on
+    the system message split when the record has no prompt: a record whose system message no longer renders the
+    prompt, or whose split sections differ, gets a draw of its own, never the kept one."""
+    from transforms.prompt import PromptReorder
+
+    t = PromptReorder()
+    rec = next(r for r in FIXTURE if r.get("prompt"))
+    with open(ROOT / "fixtures" / "prompts" / "records.jsonl", encoding="utf-8") as fh:
+        split = next(r for r in map(normalize, map(json.loads, fh)) if r["id"] == "prompt-tau-airline")
+    assert not split.get("prompt")
+    differ = 0
+    for seed in range(8):
+        drawn: list = []
+        first = sample_reusing(t, rec, seed, drawn)
+        assert not isinstance(first, Skip)
+        assert sample_reusing(t, clone(rec), seed, drawn) is first  # the same system message: the draw is taken
+        stale = clone(rec)
+        stale["messages"][0]["content"] += "\nAn added line."  # no longer the prompt rendered
+        got = sample_reusing(t, stale, seed, drawn)
+        assert isinstance(got, Skip) and "not the prompt template rendered" in got.reason
+        drawn = []
+        first = sample_reusing(t, split, seed, drawn)
+        other = clone(split)  # other sections: the first two swapped in the system message
+        secs = t.sample(split, random.Random(seed))
+        assert not isinstance(first, Skip) and _same(first, secs)
+        other["messages"][0]["content"] = other["messages"][0]["content"].replace("Book flight", "Book a flight", 1)
+        got = sample_reusing(t, other, seed, drawn)
+        fresh = t.sample(other, random.Random(seed))
+        assert _same(got, fresh)
+        differ += not _same(fresh, first) or got is not first
+    assert differ  # the system message's sections change what is drawn: the test can tell
 
 
 def test_facts_record_each_question_and_membership_test():

@@ -35,7 +35,7 @@ from hsa.prompt_model import (
     user_context,
 )
 from hsa.records import Record
-from hsa.transform import Skip, Transform, check_choices, check_probability, register
+from hsa.transform import Facts, HarnessView, Skip, Transform, check_choices, check_probability, register
 from transforms._toollisting import TOOL_FORMATS, listing_function, render_tools
 from transforms.meaning import paraphrase_changes
 from transforms.phrasebank import BankError, load_bank
@@ -67,6 +67,31 @@ def _bank(name: str, extra: tuple[str, ...]):
 def _site(record: Record) -> PromptSite | Skip:
     site = locate(record)
     return Skip(site) if isinstance(site, str) else site
+
+
+def site_problem(record: Record) -> str | None:
+    """Why prompt transforms cannot apply to ``record`` (:func:`hsa.prompt_model.locate`), or None: a fact a sampler
+    on the harness asks of a record with a prompt (its system message must be the prompt rendered)."""
+    site = locate(record)
+    return site if isinstance(site, str) else None
+
+
+def split_sections(record: Record) -> list[dict] | str:
+    """The sections of ``record``'s system message split (:func:`hsa.prompt_model.locate`, a record without a
+    prompt), or why prompt transforms cannot apply: a fact a sampler on the harness asks, since those sections come
+    from the trajectory."""
+    site = locate(record)
+    return site if isinstance(site, str) else site.prompt["sections"]
+
+
+def _sections(harness: HarnessView, facts: Facts) -> list[dict] | Skip:
+    """The prompt sections a sampler on the harness draws from: the harness's prompt's once the record's system
+    message is known to render it, else the system message's, split; or the skip that says why there are none."""
+    if harness.get("prompt"):
+        problem = facts.ask(site_problem)
+        return Skip(problem) if problem is not None else harness["prompt"]["sections"]
+    secs = facts.ask(split_sections)
+    return Skip(secs) if isinstance(secs, str) else secs
 
 
 def _copy_prompt(prompt: dict) -> dict:
@@ -156,11 +181,10 @@ class PromptReorder(Transform):
     name: ClassVar[str] = "prompt.reorder"
     family: ClassVar[str] = "prompt"
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        site = _site(record)
-        if isinstance(site, Skip):
-            return site
-        secs = site.prompt["sections"]
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        secs = _sections(harness, facts)
+        if isinstance(secs, Skip):
+            return secs
         runs = movable_runs(_free_sections(secs))
         if not runs:
             return Skip("fewer than two movable sections side by side that no text pins (a pointer such as "
