@@ -47,6 +47,7 @@ def _names_in(params) -> list[str]:
     out = list((params.get("renames") or {}).values()) if isinstance(params.get("renames"), dict) else []
     out += [e["new"] for e in params.get("renames") or () if isinstance(e, dict)]
     out += [e["tool"]["name"] for e in params.get("tools") or () if isinstance(e, dict)]
+    out += [d["name"] for d in params.get("distractors") or () if isinstance(d, dict)]  # skill.catalog's skills
     for step in params.get("steps") or ():  # tool.nest's container, tool.flatten's joined names
         if isinstance(step, dict) and step.get("kind") == "regroup":
             out += [new[-1] for _, new in step["paths"] if isinstance(new[-1], str)]
@@ -289,6 +290,36 @@ def test_prompt_reorder_asks_where_its_sections_come_from():
         assert _same(got, fresh)
         differ += not _same(fresh, first) or got is not first
     assert differ  # the system message's sections change what is drawn: the test can tell
+
+
+def test_skill_catalog_asks_the_words_the_domain_and_the_system_message():
+    """skill.catalog draws its distractor skills on the harness: a record whose texts hold a drawn distractor's name,
+    whose domain is another, or whose system message no longer renders the prompt gets its own draw."""
+    from transforms.skill import SkillCatalog
+
+    t = SkillCatalog(distractors=(2, 2))
+    rec = next(r for r in FIXTURE if r.get("skills") and r.get("prompt"))
+    differ = 0
+    for seed in range(8):
+        drawn: list = []
+        first = sample_reusing(t, rec, seed, drawn)
+        assert not isinstance(first, Skip) and first["distractors"]
+        assert sample_reusing(t, clone(rec), seed, drawn) is first
+        worded = clone(rec)
+        name = first["distractors"][0]["name"]
+        worded["messages"][-1]["content"] = f"{worded['messages'][-1].get('content') or ''} {name}"
+        domain = clone(rec)
+        domain["meta"] = {**(domain.get("meta") or {}), "domain": "airline"}
+        stale = clone(rec)
+        stale["messages"][0]["content"] += "\nAn added line."
+        for other in (worded, domain, stale):
+            got = sample_reusing(t, other, seed, drawn)
+            fresh = t.sample(other, random.Random(seed))
+            assert _same(got, fresh), (seed, got, fresh)
+            differ += not _same(fresh, first)
+        assert name not in _names_in(sample_reusing(t, worded, seed, drawn))
+        assert isinstance(sample_reusing(t, stale, seed, drawn), Skip)
+    assert differ
 
 
 def test_facts_record_each_question_and_membership_test():

@@ -36,6 +36,7 @@ from hsa.prompt_model import (
 )
 from hsa.records import Record
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_choices, check_probability, register
+from transforms._promptsite import harness_prompt
 from transforms._toollisting import TOOL_FORMATS, listing_function, render_tools
 from transforms.meaning import paraphrase_changes
 from transforms.phrasebank import BankError, load_bank
@@ -69,29 +70,11 @@ def _site(record: Record) -> PromptSite | Skip:
     return Skip(site) if isinstance(site, str) else site
 
 
-def site_problem(record: Record) -> str | None:
-    """Why prompt transforms cannot apply to ``record`` (:func:`hsa.prompt_model.locate`), or None: a fact a sampler
-    on the harness asks of a record with a prompt (its system message must be the prompt rendered)."""
-    site = locate(record)
-    return site if isinstance(site, str) else None
-
-
-def split_sections(record: Record) -> list[dict] | str:
-    """The sections of ``record``'s system message split (:func:`hsa.prompt_model.locate`, a record without a
-    prompt), or why prompt transforms cannot apply: a fact a sampler on the harness asks, since those sections come
-    from the trajectory."""
-    site = locate(record)
-    return site if isinstance(site, str) else site.prompt["sections"]
-
-
 def _sections(harness: HarnessView, facts: Facts) -> list[dict] | Skip:
-    """The prompt sections a sampler on the harness draws from: the harness's prompt's once the record's system
-    message is known to render it, else the system message's, split; or the skip that says why there are none."""
-    if harness.get("prompt"):
-        problem = facts.ask(site_problem)
-        return Skip(problem) if problem is not None else harness["prompt"]["sections"]
-    secs = facts.ask(split_sections)
-    return Skip(secs) if isinstance(secs, str) else secs
+    """The prompt sections a sampler on the harness draws from (:func:`transforms._promptsite.harness_prompt`), or
+    the skip that says why there are none."""
+    prompt = harness_prompt(harness, facts)
+    return Skip(prompt) if isinstance(prompt, str) else prompt["sections"]
 
 
 def _copy_prompt(prompt: dict) -> dict:

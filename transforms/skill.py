@@ -35,6 +35,7 @@ from hsa.transform import Facts, HarnessView, Skip, Transform, check_choices, ch
 from transforms import skill_functional as F
 from transforms._banks import group_table
 from transforms._domains import harness_domain
+from transforms._promptsite import harness_prompt
 from transforms._skillpool import as_distractor, skill_candidates
 from transforms.meaning import paraphrase_changes
 from transforms.phrasebank import BankError, load_bank
@@ -563,31 +564,32 @@ class SkillCatalog(Transform):
             raise ValueError(f"distractors must be [lo, hi] with 0 <= lo <= hi (got {list(self.distractors)})")
         load_distractors(tuple(self.banks))
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        site = locate(record)
-        if not isinstance(site, PromptSite):
-            return Skip(site)
-        cat = find_catalog(record, site.prompt)
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        prompt = harness_prompt(harness, facts)
+        if isinstance(prompt, str):
+            return Skip(prompt)
+        cat = find_catalog(harness, prompt)
         if cat is None:
-            return Skip(catalog_miss(record, site))
+            return Skip(catalog_miss(harness, prompt))
         index, current, names = cat.index, cat.style, cat.names
-        dialect = skill_dialect(s["name"] for s in record["skills"])
-        taken = record_tokens(record) | hook_literals(record)
+        dialect = skill_dialect(s["name"] for s in harness["skills"])
+        tokens = facts.ask_set(record_tokens)
+        literals = hook_literals(harness)
         lo, hi = self.distractors
-        pool = skill_candidates(record, load_distractors(tuple(self.banks)), harness_domain(record))
+        pool = skill_candidates(harness, load_distractors(tuple(self.banks)), facts.ask(harness_domain))
         k = min(rng.randint(lo, hi), len(pool))
         extra = []
         for d in rng.sample(pool, len(pool)):
             if len(extra) >= k:
                 break
-            skill = as_distractor(d, record, dialect)
-            if skill is None or skill["name"] in taken:
+            skill = as_distractor(d, harness, dialect)
+            if skill is None or skill["name"] in tokens or skill["name"] in literals:
                 continue
             extra.append(skill)
         order = names + [d["name"] for d in extra]
         if self.shuffle:
             rng.shuffle(order)
-        descs = {s["name"]: s.get("description", "") for s in record["skills"]} | \
+        descs = {s["name"]: s.get("description", "") for s in harness["skills"]} | \
             {d["name"]: d["description"] for d in extra}
         entries = [(n, descs[n]) for n in order]
         styles = [s for s in self.styles if catalog_style_ok(entries, s)]
@@ -601,7 +603,7 @@ class SkillCatalog(Transform):
         style = rng.choice(styles)
         if style == current and order == names and not extra:
             return Skip("catalogue unchanged (same style and order drawn, no distractor)")
-        return {"section": site.prompt["sections"][index]["id"], "style": style, "order": order,
+        return {"section": prompt["sections"][index]["id"], "style": style, "order": order,
                 "distractors": extra}
 
     def apply(self, record: Record, params: dict) -> Record:

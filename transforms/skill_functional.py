@@ -255,12 +255,14 @@ def find_catalog(record: Record, prompt: dict) -> Catalog | None:
     return None
 
 
-def catalog_miss(record: Record, site: PromptSite | str) -> str:
-    """Why :func:`find_catalog` found no catalogue in the record's prompt, naming the section and skills involved."""
+def catalog_miss(record: Record, site: PromptSite | dict | str) -> str:
+    """Why :func:`find_catalog` found no catalogue in the record's prompt (``site``: where it lives, or the prompt
+    itself), naming the section and skills involved."""
     if isinstance(site, str):
         return f"no skill catalogue: the prompt cannot be read ({site})"
+    prompt = site if isinstance(site, dict) else site.prompt
     skills = {s["name"]: s.get("description") for s in record.get("skills") or ()}
-    for sec in site.prompt.get("sections") or ():
+    for sec in prompt.get("sections") or ():
         body = sec.get("body") if isinstance(sec.get("body"), str) else ""
         if sec.get("id") == PREAMBLE_ID:
             continue
