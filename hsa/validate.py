@@ -9,6 +9,7 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 
 from hsa import _json
+from hsa.context import current
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
 from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize, read_back
 from hsa.renames import canonicalize
@@ -124,11 +125,17 @@ def _check_variant_row(where: str, rec: dict, source: dict | None, report: Valid
             return
         for v in check_record(source):
             report.add(where, "2 round trip", f"mapped back to the source harness: {v.reason}: {v.detail}")
+        # invariant 8 below undoes the same steps of the same row: it reads this result (undo_last) instead of
+        # undoing them a second time (half of this row's work on hooked records)
+        current().last_undo[:] = [rec, len(rec["mapping"]), source]
         # undoing the mapping gives the variant's notes back too; the notes its transforms added (hook messages
         # reworded on purpose, sync refusals) are read as this variant's own, as hsa augment read them
         source = {**source, "notes": []}
-    for v in check_variant(source, rec, closure=False, exec_hooks=exec_hooks):
-        report.add(where, _LABELS.get(v.invariant, v.invariant), f"{v.reason}: {v.detail}")
+    try:
+        for v in check_variant(source, rec, closure=False, exec_hooks=exec_hooks):
+            report.add(where, _LABELS.get(v.invariant, v.invariant), f"{v.reason}: {v.detail}")
+    finally:
+        current().last_undo.clear()
 
 
 def _jsonl_items(path: Path):
