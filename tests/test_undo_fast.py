@@ -19,7 +19,7 @@ from hsa.records import clone, normalize
 from hsa.context import current
 from hsa.renames import _apply_step_in_place, _as_written, _check_mapping_names, _splits, _undo, rename_params, rename_tools
 from hsa.testing import records
-from tests.conftest import normalized_fixtures, without_hooks
+from tests.conftest import THOROUGH, normalized_fixtures, without_hooks
 from tests.exact_support import exact
 
 _ALL = normalized_fixtures(6)
@@ -63,6 +63,10 @@ def _same(record, n):
             assert got[1] == want[1]
 
 
+#: variants drawn of each record by the comparisons on the recipes (two under the thorough profile: tests/conftest.py)
+PER = 2 if THOROUGH else 1
+
+
 def _variants(recipe_name, per=2):
     from hsa.recipes import load_recipe
     from hsa.transform import run
@@ -79,7 +83,7 @@ def _variants(recipe_name, per=2):
 @pytest.mark.parametrize("recipe", ["default", "tools"])
 def test_undo_equals_the_plain_loop_on_variants(caches, recipe):
     seen = 0
-    for v, own in _variants(recipe):
+    for v, own in _variants(recipe, per=PER):
         for rec in (v, _as_written(v)):
             for n in {own, len(rec["mapping"]), 1}:
                 if n <= len(rec["mapping"]):
@@ -88,7 +92,7 @@ def test_undo_equals_the_plain_loop_on_variants(caches, recipe):
     assert seen > 20
     assert 0 < _SEEN["split"] < _SEEN["all"]  # both paths taken
     undone = []
-    for v, own in _variants(recipe):  # again, from the plan (one plan for every record here: its memo turns over)
+    for v, own in _variants(recipe, per=PER):  # again, from the plan (one plan for every record here: its memo turns over)
         _same(_as_written(v), own)
         if caches == "on":
             undone += [x for k, x in current().plan.memo.items() if k[0] == "undone"]
