@@ -21,3 +21,24 @@ def test_reworded_hook_messages_are_not_violations(tmp_path):
     for path in (tmp_path / "v.jsonl", out):
         report = validate_path(path)
         assert report.variants == 6 and not report.violations, report.lines
+
+
+def test_a_row_without_its_source_is_undone_once(tmp_path, monkeypatch):
+    """A variant row whose source is not in the input: validate undoes its mapping once (to get the source), and
+    invariant 8 reads that undo instead of repeating it; nothing of the row stays in the worker context."""
+    import hsa.renames as renames
+    from hsa.context import current
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(FIXTURES.read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["augment", str(src), "--out", str(out), "--variants", "2", "--seed", "0", "--workers", "1",
+                 "--quiet"]) == 0
+    assert main(["export", str(out), "--out", str(tmp_path / "v.jsonl")]) == 0
+    calls = []
+    real = renames.undo
+    monkeypatch.setattr(renames, "undo", lambda record, n: calls.append(n) or real(record, n))
+    report = validate_path(tmp_path / "v.jsonl")
+    assert report.variants == 4 and not report.violations, report.lines
+    assert len(calls) == 4 and all(calls)
+    assert current().last_undo == []
