@@ -322,6 +322,69 @@ def test_skill_catalog_asks_the_words_the_domain_and_the_system_message():
     assert differ
 
 
+def _with_tools_section(record):
+    """``record`` whose prompt also lists its tools as JSON (a section prompt.tool_format re-renders)."""
+    from hsa.prompt_model import render, system_sections
+    from transforms.prompt import render_tools
+
+    rec = clone(record)
+    rec["prompt"]["sections"].insert(3, {"id": "tools", "title": "Tools", "body": render_tools(rec["tools"], "json"),
+                                         "movable": True})
+    rec["messages"][0]["content"] = render(rec["prompt"]["template"], system_sections(rec["prompt"]))
+    return rec
+
+
+def test_skill_describe_asks_whether_a_description_is_quoted():
+    """skill.describe draws on the harness: a record whose messages quote a drawn description that no catalogue
+    lists (facts.ask(mentioned_outside)) gets its own draw, which leaves that skill alone; the same trajectory takes
+    the kept draw."""
+    from transforms.skill import SkillDescribe
+
+    t = SkillDescribe(p=1.0)
+    rec = clone(next(r for r in FIXTURE if r.get("skills") and r.get("prompt")))
+    rec["prompt"] = None  # no catalogue: every description is asked about
+    rec["messages"][0]["content"] = "You are the shop's live-stream assistant."
+    descriptions = {s["name"]: s["description"] for s in rec["skills"]}
+    for seed in range(4):
+        drawn: list = []
+        first = sample_reusing(t, rec, seed, drawn)
+        assert not isinstance(first, Skip) and _same(first, t.sample(rec, random.Random(seed)))
+        assert sample_reusing(t, clone(rec), seed, drawn) is first
+        name = next(iter(first["descriptions"]))
+        quoted = clone(rec)
+        user = next(m for m in quoted["messages"] if m["role"] == "user")
+        user["content"] = f"{user['content']} {descriptions[name]}"
+        got = sample_reusing(t, quoted, seed, drawn)
+        assert _same(got, t.sample(quoted, random.Random(seed)))
+        assert got is not first and name not in got["descriptions"]
+
+
+@pytest.mark.parametrize("leaf", ["skill.describe", "skill.restructure", "prompt.delimiters", "prompt.titles",
+                                  "prompt.paraphrase", "prompt.tool_format"])
+def test_prompt_and_skill_samplers_ask_the_system_message(leaf):
+    """The skill and prompt samplers moved to the harness read the prompt only once the record's system message is
+    known to render it: a record whose system message renders it no longer gets the skip, never the kept draw; on
+    every fixture record and its other trajectories a reused draw equals a fresh one."""
+    from hsa.transform import registry
+
+    t = registry()[leaf]()
+    assert on_harness(t)
+    kept = stale_skips = 0
+    for i, rec in enumerate(FIXTURE + [_with_tools_section(r) for r in FIXTURE if r.get("prompt")][:3]):
+        kept += _check(t, rec, i, random.Random(i))
+        if not rec.get("prompt"):
+            continue
+        drawn: list = []
+        first = sample_reusing(t, rec, i, drawn)
+        stale = clone(rec)
+        stale["messages"][0]["content"] += "\nAn added line."
+        got = sample_reusing(t, stale, i, drawn)
+        assert _same(got, t.sample(stale, random.Random(i)))
+        stale_skips += leaf.startswith("prompt.") and isinstance(got, Skip) and not isinstance(first, Skip)
+    assert kept > 0  # draws kept were taken
+    assert stale_skips > 0 or not leaf.startswith("prompt.")  # the system message is asked: the test can tell
+
+
 def test_facts_record_each_question_and_membership_test():
     log: list = []
     facts = Facts({"id": "r"}, log=log)

@@ -242,11 +242,10 @@ class PromptDelimiters(Transform):
         if not self.levels or any(not isinstance(lv, int) or not 1 <= lv <= 6 for lv in self.levels):
             raise ValueError(f"levels must be Markdown heading levels 1-6 (got {list(self.levels)})")
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        site = _site(record)
-        if isinstance(site, Skip):
-            return site
-        prompt = site.prompt
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        prompt = harness_prompt(harness, facts)
+        if isinstance(prompt, str):
+            return Skip(prompt)
         if not is_structural(prompt["template"], prompt["sections"]):
             return Skip("the template has text of its own beyond section delimiters")
         current = _rendered(prompt)
@@ -331,13 +330,13 @@ class PromptTitles(Transform):
         check_probability(self.p)
         _bank("prompt_titles", self.banks)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        site = _site(record)
-        if isinstance(site, Skip):
-            return site
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        prompt = harness_prompt(harness, facts)
+        if isinstance(prompt, str):
+            return Skip(prompt)
         bank = _bank("prompt_titles", self.banks)
         titles: dict[str, str] = {}
-        for s in site.prompt["sections"]:
+        for s in prompt["sections"]:
             title = s.get("title") or ""
             gi = bank.group_of(title)
             if gi is None or rng.random() >= self.p:
@@ -347,10 +346,10 @@ class PromptTitles(Transform):
                 titles[s["id"]] = _case_like(title, rng.choice(others))
         if not titles:
             return Skip("no title in the bank, or none drawn")
-        candidate = _copy_prompt(site.prompt)
+        candidate = _copy_prompt(prompt)
         for s in candidate["sections"]:
             s["title"] = titles.get(s["id"], s.get("title"))
-        if _rendered(candidate) == _rendered(site.prompt):
+        if _rendered(candidate) == _rendered(prompt):
             return Skip("the template does not render section titles")
         return {"titles": titles}
 
@@ -400,14 +399,14 @@ class PromptParaphrase(Transform):
         check_probability(self.p)
         _bank("prompt_paraphrase", self.banks)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        site = _site(record)
-        if isinstance(site, Skip):
-            return site
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        prompt = harness_prompt(harness, facts)
+        if isinstance(prompt, str):
+            return Skip(prompt)
         bank = _bank("prompt_paraphrase", self.banks)
-        derived = _derived_sections(record, site.prompt)
+        derived = _derived_sections(harness, prompt)
         out: dict[str, list[int]] = {}
-        for i, s in enumerate(site.prompt["sections"]):
+        for i, s in enumerate(prompt["sections"]):
             body = s.get("body") or ""
             if i in derived:
                 continue
@@ -465,19 +464,19 @@ class PromptToolFormat(Transform):
     def __post_init__(self):
         check_choices("formats", self.formats, TOOL_FORMATS)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        site = _site(record)
-        if isinstance(site, Skip):
-            return site
-        found = find_tool_sections(record, site.prompt)
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        prompt = harness_prompt(harness, facts)
+        if isinstance(prompt, str):
+            return Skip(prompt)
+        found = find_tool_sections(harness, prompt)
         if not found:
             return Skip("no prompt section renders the tools in a known format")
         index, current = found[0]
         options = [f for f in self.formats if f != current
-                   and (f in ("json", "yaml") or render_tools(record["tools"], f) is not None)]
+                   and (f in ("json", "yaml") or render_tools(harness["tools"], f) is not None)]
         if not options:
             return Skip("no other tool format can hold these tools")
-        return {"section": site.prompt["sections"][index]["id"], "format": rng.choice(options)}
+        return {"section": prompt["sections"][index]["id"], "format": rng.choice(options)}
 
     def apply(self, record: Record, params: dict) -> Record:
         site = locate(record)

@@ -367,13 +367,13 @@ class SkillDescribe(Transform):
         except BankError as exc:
             raise ValueError(str(exc)) from None
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        skills = [s for s in record.get("skills") or () if isinstance(s.get("description"), str)]
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        skills = [s for s in harness.get("skills") or () if isinstance(s.get("description"), str)]
         if not skills:
             return Skip("no skill descriptions")
         bank = load_bank("skill_descriptions", tuple(self.banks))
-        site = locate(record)
-        cat = find_catalog(record, site.prompt) if isinstance(site, PromptSite) else None
+        prompt = harness_prompt(harness, facts)
+        cat = find_catalog(harness, prompt) if isinstance(prompt, dict) else None
         listed = set(cat.names) if cat else set()
         out: dict[str, str] = {}
         causes: dict[str, list[str]] = {}
@@ -411,8 +411,8 @@ class SkillDescribe(Transform):
                 causes.setdefault("the new wording would change a negation, modal, number, time word or list "
                                   "(the meaning contract)", []).append(s["name"])
                 continue
-            if s["name"] not in listed and F.mentioned_outside(record, old):
-                miss = catalog_miss(record, site)
+            if s["name"] not in listed and facts.ask(F.mentioned_outside, old):
+                miss = catalog_miss(harness, prompt)
                 causes.setdefault(f"the description is quoted in text that no catalogue explains ({miss})",
                                   []).append(s["name"])
                 continue
@@ -469,8 +469,8 @@ class SkillRestructure(Transform):
         check_choices("bullets", self.bullets, BULLETS)
         check_choices("ordered", self.ordered, ORDERED_DELIMITERS)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        skills = [s for s in record.get("skills") or () if isinstance(s.get("content"), str) and s["content"]]
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        skills = [s for s in harness.get("skills") or () if isinstance(s.get("content"), str) and s["content"]]
         if not skills:
             return Skip("no skill content")
         out: dict[str, dict] = {}
