@@ -20,7 +20,7 @@ from hsa.names import is_plain_token, text_tokens
 from hsa.records import Record
 from hsa.schema_facts import schema_fact
 
-__all__ = ["content_parts", 
+__all__ = ["content_parts", "record_words", "Words", 
     "map_schema_descriptions",
     "map_schema_descriptions_in_place",
     "copy_for_texts",
@@ -301,11 +301,30 @@ def record_tokens(record: Record) -> set[str]:
 
     The tokens of the texts are kept per tuple of texts, the messages' apart from the harness's (tool descriptions,
     skills, prompt, hook sources), so a record of a shared harness finds the harness's tokens kept; every sampler of
-    every variant asks. One union into the set returned (the caller's own)."""
+    every variant asks. One union into the set returned (the caller's own); :func:`record_words` for membership
+    tests alone."""
+    return set().union(*record_words(record).parts)
+
+
+class Words:
+    """A set of words for membership tests only (``word in words``), held as the sets it is the union of."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def __contains__(self, word) -> bool:
+        return any(word in p for p in self.parts)
+
+
+def record_words(record: Record) -> Words:
+    """The tokens of :func:`record_tokens` as a :class:`Words`: what a sampler asks when it only tests names
+    (``facts.ask_set(record_words)``), without building their union for each record and question."""
     texts = texts_of(record, schemas=False)
     k = _message_text_count(record)  # the messages' texts come first: per record; the rest is the harness's
-    return set().union(_texts_tokens(tuple(texts[:k])), _texts_tokens(tuple(texts[k:])), _tools_tokens(record["tools"]),
-                       [s["name"] for s in record.get("skills") or ()])
+    return Words(_texts_tokens(tuple(texts[:k])), _texts_tokens(tuple(texts[k:])), _tools_tokens(record["tools"]),
+                 {s["name"] for s in record.get("skills") or ()})
 
 
 def _message_text_count(record: Record) -> int:

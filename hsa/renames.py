@@ -21,7 +21,7 @@ from hsa.rename_texts import (LEGACY_MENTIONS, harness_names, hook_literals, leg
                               nested_names, param_mentions, rename_in_tool_texts, rename_param_mentions,
                               renames_leaves, step_mentions, word_name_free)
 from hsa.record_texts import (copy_for_texts, map_schema_descriptions, map_texts, map_texts_skipping, param_paths,
-                              record_tokens, schema_skipper, text_fields, texts_hold)
+                              record_tokens, record_words, schema_skipper, text_fields, texts_hold)
 from hsa.records import Record, clone
 from hsa.step_carry import carry_messages as _carry_steps
 from hsa.step_carry import compile_carry
@@ -39,6 +39,7 @@ __all__ = [
     "rename_skills",
     "map_texts",
     "record_tokens",
+    "record_words",
     "text_fields",
     "param_paths",
     "apply_step",

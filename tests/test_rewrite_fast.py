@@ -27,6 +27,7 @@ from hsa.renames import (
     map_texts,
     param_paths,
     record_tokens,
+    record_words,
     rename_params,
     rename_skills,
     rename_tools,
@@ -111,7 +112,11 @@ def test_record_tokens_equal_the_old_ones_on_fixtures_and_variants():
     for i, r in enumerate(FIXTURE):
         variant = run(recipe, r, random.Random(i))
         for rec in (r, _described(r)) + ((variant,) if isinstance(variant, dict) else ()):
-            assert record_tokens(rec) == _old_record_tokens(rec)
+            old = _old_record_tokens(rec)
+            assert record_tokens(rec) == old
+            words = record_words(rec)  # what the samplers ask: membership alike, for every token and some others
+            assert all(w in words for w in old)
+            assert not any(w in words for w in ("zebra_word", "", f"{min(old)}~", *(f"{w}_x_" for w in old)))
             checked += 1
     assert checked > 50
 

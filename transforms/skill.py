@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from hsa.names import find_tokens, is_identifier_like, split_words
 from hsa.prompt_model import PromptSite, commit, locate
 from hsa.records import Record
-from hsa.renames import hook_literals, record_tokens, rename_skills, text_fields
+from hsa.renames import hook_literals, record_words, rename_skills, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_choices, check_probability, register
 from transforms import skill_functional as F
@@ -250,7 +250,7 @@ class SkillRename(Transform):
         reserved = {t["name"] for t in harness["tools"]} | F.declared_params(harness)
         plain = [n for n in names if not is_identifier_like(n)]
         ambiguous = set(facts.ask(words_in_texts, tuple(plain))) if plain else set()
-        tokens = facts.ask_set(record_tokens)  # a new name is none of the record's tokens and no hook literal
+        tokens = facts.ask_set(record_words)  # a new name is none of the record's tokens and no hook literal
         literals = hook_literals(harness)
         synonyms = _synonym_table(tuple(self.banks)) if "synonym" in self.styles else {}
         styles = [s for s in self.styles if s != "snake" or dialect == "hat"]
@@ -573,7 +573,7 @@ class SkillCatalog(Transform):
             return Skip(catalog_miss(harness, prompt))
         index, current, names = cat.index, cat.style, cat.names
         dialect = skill_dialect(s["name"] for s in harness["skills"])
-        tokens = facts.ask_set(record_tokens)
+        tokens = facts.ask_set(record_words)
         literals = hook_literals(harness)
         lo, hi = self.distractors
         pool = skill_candidates(harness, load_distractors(tuple(self.banks)), facts.ask(harness_domain))

@@ -23,8 +23,9 @@ from typing import Any, ClassVar
 from hsa import _json
 from hsa.mapping import Mapping
 from hsa.names import DIALECT_NAME_RULES, is_legal_param
+from hsa.record_texts import Words
 from hsa.records import Record
-from hsa.renames import hook_literals, record_tokens, text_fields
+from hsa.renames import hook_literals, record_words, text_fields
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms.tool_functional import check_banks as _check_banks
@@ -263,7 +264,7 @@ class Nest(Transform):
         if hooks_read_whole_input(harness):
             return Skip(_WHOLE_INPUT)
         literals = hook_literals(harness)
-        taken = facts.ask_set(record_tokens)
+        taken = facts.ask_set(record_words)
         containers = [str(c) for c in load_banks(tuple(self.banks))["containers"]] or ["options"]
         # one container word for the whole variant, as one maintainer would choose it (git_diff's and git_show's
         # parameters both under "options", never "spec" beside "config"); the next word only where it is taken
@@ -347,9 +348,9 @@ class Flatten(Transform):
 # --------------------------------------------------------------------------- distractors
 
 
-def _taken_or_mapped(record: Record) -> set[str]:
+def _taken_or_mapped(record: Record) -> Words:
     """Every token of the record and every name its source had (what a distractor's name must not be)."""
-    return record_tokens(record) | Mapping(record["mapping"]).names()
+    return Words(*record_words(record).parts, Mapping(record["mapping"]).names())
 
 
 @register
@@ -479,7 +480,7 @@ class AddRequired(Transform):
         if hooks_read_whole_input(record):
             return Skip(_WHOLE_INPUT)
 
-        taken = record_tokens(record) | Mapping(record["mapping"]).names()  # and every name the source had
+        taken = _taken_or_mapped(record)  # every token of the record and every name the source had
         steps = []
         for t in record["tools"]:
             if rng.random() >= self.p or t["name"] == record["skill_tool"]["name"]:
@@ -552,7 +553,7 @@ class Values(Transform):
             return Skip(_WHOLE_INPUT)
         reserved = hook_literals(record) | F.harness_names(record)  # hook literals and names stay as they are
         texts = text_fields(record)
-        taken = record_tokens(record)
+        taken = record_words(record)
         skill = record["skill_tool"]
         where = F.value_sites(record)  # every (tool, path) each JSON value occurs at
         mentioned = F.mention_finder(texts)

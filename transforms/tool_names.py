@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from hsa.names import is_identifier_like, is_legal, is_legal_param, split_words
 from hsa.records import Record
-from hsa.renames import (hook_literals, param_mentions, record_tokens, rename_tools, word_name_free, word_uses)
+from hsa.renames import (hook_literals, param_mentions, record_words, rename_tools, word_name_free, word_uses)
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms._toolhooks import hooks_read_whole_input
@@ -97,7 +97,7 @@ class ToolRename(Transform):
         if not names:
             return Skip("no tools")
         ambiguous = facts.ask(word_uses, names)
-        taken = facts.ask_set(record_tokens)
+        taken = facts.ask_set(record_words)
         by_name = {t["name"]: t for t in harness["tools"]}
         renames: dict[str, str] = {}
         kept: dict[str, str] = {}
@@ -197,7 +197,7 @@ class ParamRename(Transform):
     def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
         literals = hook_literals(harness)
         owners, per_tool = F.tools_named_paths(harness["tools"])
-        taken = facts.ask_set(record_tokens)
+        taken = facts.ask_set(record_words)
         out = []
 
         def rename(t: dict, path: tuple, used: set, style: str) -> None:
