@@ -558,7 +558,7 @@ def pool_tool_domain(raw: dict) -> str | None:
 _UNSET = object()  # no domain given
 
 
-def distractor_candidates(record: Record, candidates: Sequence[dict], taken: set[str], dialect: str,
+def distractor_candidates(record: Record, candidates: Sequence[dict], taken: Container[str], dialect: str,
                           max_relevance: float, *, domain: Any = _UNSET,
                           name_of: Callable[[dict], str] | None = None) -> tuple[list[dict], list[dict], list[int],
                                                                                   list[int]]:
@@ -617,7 +617,7 @@ def takes_new_params(schema: dict) -> bool:
     return isinstance(schema.get("properties"), dict) and not any(k in schema for k in CONSTRAINING_KEYS)
 
 
-def free_param_name(record: Record, tool: dict, name: str, taken: set[str]) -> bool:
+def free_param_name(record: Record, tool: dict, name: str, taken: Container[str]) -> bool:
     """True when ``name`` is free for a new top-level parameter of ``tool``: not declared, passed or ``taken``."""
     return (name not in tool["parameters"]["properties"] and name not in taken
             and not passed_in_calls(record, tool["name"], name))
