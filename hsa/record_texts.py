@@ -20,7 +20,10 @@ from hsa.names import is_plain_token, text_tokens
 from hsa.records import Record
 from hsa.schema_facts import schema_fact
 
-__all__ = ["content_parts", "record_words", "Words", 
+__all__ = [
+    "content_parts",
+    "record_words",
+    "Words",
     "map_schema_descriptions",
     "map_schema_descriptions_in_place",
     "copy_for_texts",

@@ -25,10 +25,10 @@ settings.register_profile("thorough", deadline=None, max_examples=500,
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, database=None)
 settings.load_profile(os.environ.get("HSA_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
-#: ``HSA_HYPOTHESIS_PROFILE=thorough`` also compares every item of the oracle corpora (tests/test_*_fast.py and the reuse
-#: checks of tests/test_slot_params.py compare a
-#: fast path with the code it replaced on corpora of hooks, records and variants); the suite takes a fixed half of each
-#: (:func:`sample`), which keeps it within its time on CI's 2 cores
+#: ``HSA_HYPOTHESIS_PROFILE=thorough`` also compares every item of the oracle corpora (tests/test_*_fast.py and the
+#: reuse checks of tests/test_slot_params.py compare a fast path with the code it replaced on corpora of hooks,
+#: records and variants); the suite takes a fixed half of each (:func:`sample`), which keeps it within its time on
+#: CI's 2 cores
 THOROUGH = os.environ.get("HSA_HYPOTHESIS_PROFILE") == "thorough"
 
 

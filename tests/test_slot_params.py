@@ -20,8 +20,9 @@ from hsa.records import clone, normalize
 from hsa.recipes import load_recipe
 from hsa.testing import records
 from hsa.transform import Facts, HarnessView, NotHarnessError, Skip, on_harness, sample_reusing
-from tests.conftest import ROOT, normalized_fixtures, sample, without_hooks
+from tests.conftest import FIXTURES, ROOT, normalized_fixtures, sample, without_hooks
 from tests.exact_support import exact
+from tests.test_prompt_transforms import with_tools_section
 
 _ALL = normalized_fixtures(5)
 
@@ -322,18 +323,6 @@ def test_skill_catalog_asks_the_words_the_domain_and_the_system_message():
     assert differ
 
 
-def _with_tools_section(record):
-    """``record`` whose prompt also lists its tools as JSON (a section prompt.tool_format re-renders)."""
-    from hsa.prompt_model import render, system_sections
-    from transforms.prompt import render_tools
-
-    rec = clone(record)
-    rec["prompt"]["sections"].insert(3, {"id": "tools", "title": "Tools", "body": render_tools(rec["tools"], "json"),
-                                         "movable": True})
-    rec["messages"][0]["content"] = render(rec["prompt"]["template"], system_sections(rec["prompt"]))
-    return rec
-
-
 def test_skill_describe_asks_whether_a_description_is_quoted():
     """skill.describe draws on the harness: a record whose messages quote a drawn description that no catalogue
     lists (facts.ask(mentioned_outside)) gets its own draw, which leaves that skill alone; the same trajectory takes
@@ -370,7 +359,8 @@ def test_prompt_and_skill_samplers_ask_the_system_message(leaf):
     t = registry()[leaf]()
     assert on_harness(t)
     kept = stale_skips = 0
-    for i, rec in enumerate(FIXTURE + [_with_tools_section(r) for r in FIXTURE if r.get("prompt")][:3]):
+    lines = FIXTURES.read_text(encoding="utf-8").splitlines()[:3]  # and three that list their tools in the prompt
+    for i, rec in enumerate(FIXTURE + [with_tools_section(json.loads(line)) for line in lines]):
         kept += _check(t, rec, i, random.Random(i))
         if not rec.get("prompt"):
             continue

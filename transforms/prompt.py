@@ -70,11 +70,11 @@ def _site(record: Record) -> PromptSite | Skip:
     return Skip(site) if isinstance(site, str) else site
 
 
-def _sections(harness: HarnessView, facts: Facts) -> list[dict] | Skip:
-    """The prompt sections a sampler on the harness draws from (:func:`transforms._promptsite.harness_prompt`), or
-    the skip that says why there are none."""
+def _prompt(harness: HarnessView, facts: Facts) -> dict | Skip:
+    """The prompt a sampler on the harness draws from (:func:`transforms._promptsite.harness_prompt`), or the skip
+    that says why there is none: :func:`_site` of the samplers on the harness."""
     prompt = harness_prompt(harness, facts)
-    return Skip(prompt) if isinstance(prompt, str) else prompt["sections"]
+    return Skip(prompt) if isinstance(prompt, str) else prompt
 
 
 def _copy_prompt(prompt: dict) -> dict:
@@ -165,9 +165,10 @@ class PromptReorder(Transform):
     family: ClassVar[str] = "prompt"
 
     def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
-        secs = _sections(harness, facts)
-        if isinstance(secs, Skip):
-            return secs
+        prompt = _prompt(harness, facts)
+        if isinstance(prompt, Skip):
+            return prompt
+        secs = prompt["sections"]
         runs = movable_runs(_free_sections(secs))
         if not runs:
             return Skip("fewer than two movable sections side by side that no text pins (a pointer such as "
@@ -243,9 +244,9 @@ class PromptDelimiters(Transform):
             raise ValueError(f"levels must be Markdown heading levels 1-6 (got {list(self.levels)})")
 
     def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
-        prompt = harness_prompt(harness, facts)
-        if isinstance(prompt, str):
-            return Skip(prompt)
+        prompt = _prompt(harness, facts)
+        if isinstance(prompt, Skip):
+            return prompt
         if not is_structural(prompt["template"], prompt["sections"]):
             return Skip("the template has text of its own beyond section delimiters")
         current = _rendered(prompt)
@@ -331,9 +332,9 @@ class PromptTitles(Transform):
         _bank("prompt_titles", self.banks)
 
     def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
-        prompt = harness_prompt(harness, facts)
-        if isinstance(prompt, str):
-            return Skip(prompt)
+        prompt = _prompt(harness, facts)
+        if isinstance(prompt, Skip):
+            return prompt
         bank = _bank("prompt_titles", self.banks)
         titles: dict[str, str] = {}
         for s in prompt["sections"]:
@@ -400,9 +401,9 @@ class PromptParaphrase(Transform):
         _bank("prompt_paraphrase", self.banks)
 
     def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
-        prompt = harness_prompt(harness, facts)
-        if isinstance(prompt, str):
-            return Skip(prompt)
+        prompt = _prompt(harness, facts)
+        if isinstance(prompt, Skip):
+            return prompt
         bank = _bank("prompt_paraphrase", self.banks)
         derived = _derived_sections(harness, prompt)
         out: dict[str, list[int]] = {}
@@ -465,9 +466,9 @@ class PromptToolFormat(Transform):
         check_choices("formats", self.formats, TOOL_FORMATS)
 
     def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
-        prompt = harness_prompt(harness, facts)
-        if isinstance(prompt, str):
-            return Skip(prompt)
+        prompt = _prompt(harness, facts)
+        if isinstance(prompt, Skip):
+            return prompt
         found = find_tool_sections(harness, prompt)
         if not found:
             return Skip("no prompt section renders the tools in a known format")
