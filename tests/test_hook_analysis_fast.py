@@ -233,6 +233,12 @@ EDGE_CASES = [
      '    async def on_tool_end(self, context, agent, tool, result):\n        return "done"\n',
      "Guard.on_tool_start"),
     ('def check(payload):\n    x = eval("1")\n    return {"decision": "allow" if x else "deny"}\n', "check"),
+    # what the scan of strings and comments must tell apart: a prefix letter that ends a keyword, a "#" in a string,
+    # quotes in a comment, escaped and doubled quotes in one and three quotes, a continued line, bytes
+    ('def check(payload):\n    name = payload["tool_name"]  # say "list_coupons" or \'x\'\n'
+     '    if"#" in name or"a\\"b" == name or rb\'\\d\' == name or name in (\'\'\'it\'s ""\'\'\', "#x"):\n'
+     '        return {"decision": "deny", "reason": "one \\\n two"}  # "\n'
+     '    return {"decision": "deny" if name == """a "b" \\""" c""" else "allow"}  # end\n', "check"),
     ('def check(payload):\n    return {"decision": "allow"}\n', None),
     ('def check(payload):\n    return {"decision": "allow"\n', "check"),
     ('def other(payload):\n    return {}\n', "check"),
@@ -369,3 +375,52 @@ def test_child_fields_of_tricky_classes(cls):
         cst.Module: ("header", "body", "footer"),
     }[cls]
     assert fields == expected
+
+
+#: String literals whose text is not their value, or only nearly: escapes, raw and byte strings, triple quotes,
+#: carriage returns, a line continuation, implicit concatenation (an f-string beside a literal evaluates to None)
+LITERALS = ['"a"', "'a'", '"""a\nb"""', "'''x'''", 'r"a\\b"', 'R"a\\"b"', 'u"x"', 'U"x"', 'b"x"', 'rb"\\x"',
+            'Br"x\\y"', '"a\\nb"', '"\\x41"', '"\\N{BULLET}"', '"a\\\nb"', '"""a\r\nb"""', 'r"""a\r\nb"""',
+            "'it\\'s'", '"é"', '"\\\\"', 'r"\\\\"', '"a" "b"', 'b"a" b"b"', '"a" f"{x}"', 'f"{x}" "a"',
+            '"a" "b" "c"', '("a"\n "b")', 'r"\\n" "\\n"', '""', "''''''", '"\\q"', '"""\\\n"""']
+
+
+def _literal_outcome(fn, node):
+    try:
+        value = fn(node)
+    except Exception as exc:  # noqa: BLE001 - the same exception is part of the answer
+        return type(exc)
+    return type(value), value
+
+
+def _string_nodes(source: str) -> list:
+    out: list = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleString(self, node):
+            out.append(node)
+
+        def visit_ConcatenatedString(self, node):
+            out.append(node)
+
+    cst.parse_module(source).visit(V())
+    return out
+
+
+def test_literal_value_is_libcsts_evaluated_value():
+    """spans.literal_value (read from the text where that is the value) gives what LibCST's evaluated_value
+    gives, raising what it raises, for every string literal of the fixture and rewritten hooks and the edge
+    cases above: the analysis reads every literal's value through it."""
+    import warnings
+
+    sources = [source for source, _ in (*FIXTURE_HOOKS, *sample(rewritten_hooks()))]
+    sources += [f"x = {literal}\n" for literal in LITERALS]
+    nodes = [node for source in sources for node in _string_nodes(source)]
+    assert len(nodes) > 5000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "\q": an invalid escape warns, the same way on both sides
+        for node in nodes:
+            assert _literal_outcome(S.literal_value, node) == _literal_outcome(lambda n: n.evaluated_value, node), \
+                node.value if isinstance(node, cst.SimpleString) else cst.Module([]).code_for_node(node)
+    fast = sum(1 for node in nodes if isinstance(node, cst.SimpleString) and "\\" not in node.value)
+    assert fast > len(nodes) // 2  # most literals take the text as their value

@@ -47,6 +47,7 @@ from libcst.metadata import (BaseMetadataProvider, ClassScope, ComprehensionScop
                              FunctionScope, GlobalScope, Scope, ScopeProvider)
 
 from hsa.codemods._cst import parse
+from hsa.codemods.spans import literal_value
 
 __all__ = ["LocalUnit", "local_units", "rename_locals", "rename_locals_edits", "RenameLocals", "fresh_name", "NAME_STYLES"]
 
@@ -333,7 +334,7 @@ class _Analysis:
             out: set[str] = set()
             for node in self.seen.strings:
                 try:
-                    value = node.evaluated_value
+                    value = literal_value(node)
                 except Exception:  # noqa: BLE001
                     continue
                 if isinstance(value, str):
@@ -368,7 +369,7 @@ def _walk_strings(node: cst.CSTNode) -> list[str]:
     class V(cst.CSTVisitor):
         def visit_SimpleString(self, n):
             try:
-                out.append(n.evaluated_value)
+                out.append(literal_value(n))
             except Exception:  # noqa: BLE001
                 pass
 

@@ -66,6 +66,7 @@ from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvi
 from hsa.codemods._cst import parse
 from hsa.codemods.kinds import RESTYLE_KINDS
 from hsa.codemods.quoting import escape
+from hsa.codemods.spans import literal_value
 
 __all__ = ["KINDS", "restyle", "restyle_sites", "Restyle"]
 
@@ -262,7 +263,7 @@ class _Rules:
             else:
                 positional.append(arg.value)
         try:
-            parsed = list(string.Formatter().parse(s.evaluated_value))
+            parsed = list(string.Formatter().parse(literal_value(s)))
         except (ValueError, Exception):  # noqa: BLE001 - a template str.format rejects: leave it
             self._refuse("format", "template does not parse")
             return ""
@@ -342,7 +343,7 @@ class _Rules:
         if not all(self._local_name(v) for v in values):
             self._refuse("percent", "an argument is not a local name or a number")
             return None
-        text = s.evaluated_value
+        text = literal_value(s)
         pieces, i, k = [], 0, 0
         literal: list[str] = []
         while i < len(text):

@@ -12,6 +12,8 @@ put together from one part per thing it interprets:
 
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
 
 from hsa.codemods.interpreter.calls import Calls, method_node
@@ -40,6 +42,7 @@ class Interpreter(Statements, Calls, Expressions, Roles):
         self.roles: dict[int, set] = {}
         self.problems: list[Problem] = []
         self.nodes: list[cst.CSTNode] = []
+        self.lit_values: dict[int, Any] = {}  # Roles.lit_value's, by literal
         self.index: dict[int, int] = {}
         self.kind_of: dict[int, str] = {}
         self.memo: dict = {}

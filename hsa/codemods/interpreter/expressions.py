@@ -8,7 +8,7 @@ from hsa.codemods.interpreter.calls import DYNAMIC_BUILTINS
 from hsa.codemods.interpreter.values import (ARGSJSON, AV, DATA, DATA_AV, Env, INT, MESSAGE_KEYS, PAYLOAD_KEYS, PKEYS,
                                              SKILL, SKILLS, STDIN, TOOL, UNKNOWN, UNKNOWN_AV, UPDATED_KEYS, name_kinds,
                                              text_atom, ti_atom)
-from hsa.codemods.spans import concat_parts
+from hsa.codemods.spans import concat_parts, literal_value
 
 __all__ = ["Expressions"]
 
@@ -120,7 +120,7 @@ class Expressions:
     def _key_of(self, node: cst.BaseExpression) -> str | None:
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
             try:
-                value = node.evaluated_value
+                value = literal_value(node)
             except Exception:  # noqa: BLE001
                 return None
             return value if isinstance(value, str) else None

@@ -9,6 +9,7 @@ import libcst as cst
 
 from hsa.codemods.interpreter.values import AV, EMPTY_AV, Env, name_kinds
 from hsa.codemods.results import Problem
+from hsa.codemods.spans import literal_value
 
 __all__ = ["Roles"]
 
@@ -44,15 +45,22 @@ class Roles:
         self.problems.append(Problem(kinds, self.C, reason, detail or code, self.line(node)))
 
     def lit_value(self, i: int) -> Any:
+        """The value of literal ``i`` (None: not a str or bytes literal, or one that does not evaluate), worked out
+        once: the roles ask it of the same literal again and again."""
+        values = self.lit_values
+        if i in values:
+            return values[i]
         node = self.nodes[i]
-        try:
-            if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-                return node.evaluated_value
-        except Exception:  # noqa: BLE001 - an odd literal is simply not a name
-            return None
-        if isinstance(node, cst.FormattedStringText):
-            return node.value
-        return None
+        value = None
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            try:
+                value = literal_value(node)
+            except Exception:  # noqa: BLE001 - an odd literal is simply not a name
+                value = None
+        elif isinstance(node, cst.FormattedStringText):
+            value = node.value
+        values[i] = value
+        return value
 
     def str_lits(self, av: AV) -> list[int]:
         return [a[1] for a in av if a[0] == "lit" and isinstance(self.lit_value(a[1]), str)]
