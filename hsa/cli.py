@@ -320,6 +320,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
 
 
 def cmd_canonicalize(args: argparse.Namespace) -> int:
+    from hsa.context import collecting_less
     from hsa.io import read_records
     from hsa.pipeline import canonicalize_record
     from hsa.records import RecordError, normalize
@@ -360,7 +361,8 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
                 errors += 1
                 print(f"{args.input}:{i}: cannot canonicalize: {exc}", file=sys.stderr)
 
-    n = _write_jsonl(gen(), args.out)
+    with collecting_less():  # hsa.context.GC_THRESHOLDS: a long run of records
+        n = _write_jsonl(gen(), args.out)
     print(f"{n} records mapped back to their source harness, written to {args.out}; {errors} failed",
           file=sys.stderr)
     return 1 if errors else 0

@@ -9,7 +9,7 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 
 from hsa import _json
-from hsa.context import current
+from hsa.context import collecting_less, current
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
 from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize, read_back
 from hsa.renames import canonicalize
@@ -79,39 +79,40 @@ def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True
     ``harness`` (``--tools FILE``) supplies the harness of rows without one.
     """
     sources: OrderedDict[str, dict] = OrderedDict()
-    for where, raw in items:
-        report.records += 1
-        if isinstance(raw, RecordError):
-            report.add(where, "format", str(raw))
-            continue
-        try:
-            rec = normalize(raw, harness=harness)
-        except RecordError as exc:
-            report.add(where, "format", str(exc))
-            continue
-        for layout in converted_layouts(rec["notes"]):
-            report.converted[layout] += 1
-        if any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"]):
-            report.unread.append(where)
-        report.not_replayed += any(n.startswith("hook not replayed: ") for n in rec["notes"])
-        try:  # invariant 3: what we write back reads again, identically
-            again = denormalize(read_back(rec))
-            if _json.canonical(again) != _json.canonical(denormalize(rec)):
-                report.add(where, "3 closure", "writing the record back and reading it again changes it")
-        except RecordError as exc:
-            report.add(where, "3 closure", str(exc))
-        source_id = raw.get("source_id")
-        source = sources.get(source_id) if isinstance(source_id, str) and raw.get("variant") != 0 else None
-        variant = raw.get("variant") not in (None, 0) and (source is not None or rec["mapping"])
-        if variant and (source is None or len(source["mapping"]) <= len(rec["mapping"])):
-            _check_variant_row(where, rec, source, report, exec_hooks)
-        else:
-            for v in check_record(rec, check_names=False):
-                report.add(where, "1 validity", f"{v.reason}: {v.detail}")
-        if isinstance(source_id, str) and (raw.get("variant") == 0 or not rec["mapping"]):
-            sources[source_id] = rec
-            if len(sources) > _MAX_SOURCES:
-                sources.popitem(last=False)
+    with collecting_less():  # hsa.context.GC_THRESHOLDS: a long run of records
+        for where, raw in items:
+            report.records += 1
+            if isinstance(raw, RecordError):
+                report.add(where, "format", str(raw))
+                continue
+            try:
+                rec = normalize(raw, harness=harness)
+            except RecordError as exc:
+                report.add(where, "format", str(exc))
+                continue
+            for layout in converted_layouts(rec["notes"]):
+                report.converted[layout] += 1
+            if any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"]):
+                report.unread.append(where)
+            report.not_replayed += any(n.startswith("hook not replayed: ") for n in rec["notes"])
+            try:  # invariant 3: what we write back reads again, identically
+                again = denormalize(read_back(rec))
+                if _json.canonical(again) != _json.canonical(denormalize(rec)):
+                    report.add(where, "3 closure", "writing the record back and reading it again changes it")
+            except RecordError as exc:
+                report.add(where, "3 closure", str(exc))
+            source_id = raw.get("source_id")
+            source = sources.get(source_id) if isinstance(source_id, str) and raw.get("variant") != 0 else None
+            variant = raw.get("variant") not in (None, 0) and (source is not None or rec["mapping"])
+            if variant and (source is None or len(source["mapping"]) <= len(rec["mapping"])):
+                _check_variant_row(where, rec, source, report, exec_hooks)
+            else:
+                for v in check_record(rec, check_names=False):
+                    report.add(where, "1 validity", f"{v.reason}: {v.detail}")
+            if isinstance(source_id, str) and (raw.get("variant") == 0 or not rec["mapping"]):
+                sources[source_id] = rec
+                if len(sources) > _MAX_SOURCES:
+                    sources.popitem(last=False)
     return report
 
 

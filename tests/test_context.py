@@ -113,3 +113,36 @@ def test_a_run_without_hooks_leaves_hook_execution_as_it_was(tmp_path):
         init_worker(recipe_to_dict(load_recipe("identity")), {"exec_hooks": False})
         assert not sandbox.execution_enabled()
     assert sandbox.execution_enabled()
+
+
+def test_validate_collects_less_while_it_runs_and_puts_the_thresholds_back(monkeypatch):
+    """hsa validate's loop (and canonicalize's) runs with GC_THRESHOLDS; the caller's thresholds are back after,
+    also when the loop raises."""
+    import gc
+
+    from hsa.context import GC_THRESHOLDS
+    from hsa.validate import ValidationReport, validate_records
+
+    outer = gc.get_threshold()  # init_worker, run in this process by a test before, sets GC_THRESHOLDS for good
+    gc.set_threshold(700, 10, 10)
+    before = gc.get_threshold()
+    seen = []
+
+    def items():
+        seen.append(gc.get_threshold())
+        yield from ()
+
+    validate_records(items(), ValidationReport())
+    assert seen == [GC_THRESHOLDS] and gc.get_threshold() == before
+
+    def broken():
+        seen.append(gc.get_threshold())
+        raise KeyboardInterrupt
+        yield
+
+    try:
+        validate_records(broken(), ValidationReport())
+    except KeyboardInterrupt:
+        pass
+    assert seen[-1] == GC_THRESHOLDS and gc.get_threshold() == before
+    gc.set_threshold(*outer)

@@ -16,20 +16,13 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from hsa.context import current
+from hsa.context import GC_THRESHOLDS, current
 from hsa.io import InputLine
 from hsa.pipeline.record import Result, Stats, augment_record
 from hsa.pipeline.shards import ShardOutput, ShardWriter
 from hsa.transform import import_modules
 
 __all__ = ["GC_THRESHOLDS", "init_worker", "work", "batches", "run_shard", "Progress", "count_items"]
-
-
-#: Garbage-collector thresholds while augmenting. The caches of analyses, parses and hook results
-#: make a large, long-lived heap; with the default (700, 10, 10) full collections walk it about
-#: every 70,000 allocations, which cost about 15% of the run. Records are freed by reference
-#: counting, so collecting cycles less often changes what is kept only briefly.
-GC_THRESHOLDS = (10_000, 10, 10)
 
 
 def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules: tuple[str, ...] = ()) -> None:
@@ -42,7 +35,7 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
     if pool:
         _pool_worker_signals()
     import_modules(modules)
-    gc.set_threshold(*GC_THRESHOLDS)
+    gc.set_threshold(*GC_THRESHOLDS)  # for the worker's life (hsa.context.GC_THRESHOLDS says why)
     options = dict(options)
     policy = options.pop("hook_sandbox", None)  # --hook-sandbox: this process's, not augment_record's
     ctx = current()
