@@ -3,8 +3,10 @@
 :func:`find_literals` gives every string literal, f-string text part and comment of a
 parsed module in the order a :class:`libcst.CSTVisitor` meets them (one iterative walk
 over the fields LibCST visits, :func:`_walk_literals`; a visitor where a node class cannot
-be walked that way), and the byte span of each in the UTF-8 source (from :mod:`tokenize`
-where the tokens provably correspond, else LibCST's own positions).
+be walked that way), and the byte span of each in the UTF-8 source (from one scan of the
+source for its string and comment tokens where each token's text is its node's, else LibCST's
+own positions). :func:`literal_value` is the value of a string literal, as LibCST's
+``evaluated_value`` gives it, without a parse where the text is the value.
 """
 
 from __future__ import annotations
@@ -203,8 +205,9 @@ class _Span:
 
 
 #: A string literal (any prefix, one or three quotes of either kind) or a comment, in UTF-8 bytes: scanned left to
-#: right, these are the tokens :mod:`tokenize` gives as STRING and COMMENT (nothing else in Python code holds a
-#: quote or a ``#``). A prefix letter must not end a word: ``if"x"`` is the keyword and a plain string.
+#: right, these are the tokens :mod:`tokenize` gives as STRING and COMMENT (outside them, Python code holds no quote
+#: and no ``#``; Python 3.12's quotes inside an f-string's braces make a token whose text is not its node's, and the
+#: caller takes LibCST's positions). A prefix letter must not end a word: ``if"x"`` is the keyword and a plain string.
 _STRING_OR_COMMENT = re.compile(rb"""
     (?P<c>\#[^\r\n]*)
   | (?:(?<![A-Za-z0-9_])[rRbBuUfF]{1,2})?
