@@ -34,7 +34,7 @@ def load_inputs(args: argparse.Namespace) -> tuple:
     """(recipe, input lines) for :func:`input_arguments`' options, the recipe's modules imported and the garbage
     collector set as a worker sets it."""
     from hsa.io import InputLine
-    from hsa.pipeline.executor import GC_THRESHOLDS
+    from hsa.context import GC_THRESHOLDS
     from hsa.recipes import load_recipe
     from hsa.transform import import_modules, modules_of
 

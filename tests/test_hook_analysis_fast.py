@@ -396,35 +396,31 @@ def _literal_outcome(fn, node):
     return type(value), value
 
 
-def _string_nodes(source: str) -> list:
-    out: list = []
+def _string_literals(module: cst.Module) -> list:
+    """The string literals of ``module`` (simple and concatenated), as the old visitor registry finds them."""
+    return [node for node, kind in _old_registry(module) if kind in ("simple", "concat")]
 
-    class V(cst.CSTVisitor):
-        def visit_SimpleString(self, node):
-            out.append(node)
 
-        def visit_ConcatenatedString(self, node):
-            out.append(node)
+def _assert_literal_values(nodes: list) -> None:
+    """spans.literal_value of each node is LibCST's evaluated_value, or raises the same exception."""
+    import warnings
 
-    cst.parse_module(source).visit(V())
-    return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "\q": an invalid escape warns, the same way on both sides
+        for node in nodes:
+            assert _literal_outcome(S.literal_value, node) == _literal_outcome(lambda n: n.evaluated_value, node), \
+                cst.Module([]).code_for_node(node)
 
 
 def test_literal_value_is_libcsts_evaluated_value():
     """spans.literal_value (read from the text where that is the value) gives what LibCST's evaluated_value
     gives, raising what it raises, for every string literal of the fixture and rewritten hooks and the edge
     cases above: the analysis reads every literal's value through it."""
-    import warnings
-
     sources = [source for source, _ in (*FIXTURE_HOOKS, *sample(rewritten_hooks()))]
     sources += [f"x = {literal}\n" for literal in LITERALS]
-    nodes = [node for source in sources for node in _string_nodes(source)]
+    nodes = [node for source in sources for node in _string_literals(cst.parse_module(source))]
     assert len(nodes) > 5000
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "\q": an invalid escape warns, the same way on both sides
-        for node in nodes:
-            assert _literal_outcome(S.literal_value, node) == _literal_outcome(lambda n: n.evaluated_value, node), \
-                node.value if isinstance(node, cst.SimpleString) else cst.Module([]).code_for_node(node)
+    _assert_literal_values(nodes)
     fast = sum(1 for node in nodes if isinstance(node, cst.SimpleString) and "\\" not in node.value)
     assert fast > len(nodes) // 2  # most literals take the text as their value
 
@@ -449,8 +445,6 @@ def _standard_library_modules(n: int) -> list[str]:
 def test_scan_and_literal_values_on_standard_library_modules():
     """On real modules: where the scan gives spans, they are LibCST's own byte positions, and it gives them for
     most modules; every string literal's literal_value is its evaluated_value."""
-    import warnings
-
     scanned = literals = 0
     modules = _standard_library_modules(30)
     for source in modules:
@@ -465,11 +459,7 @@ def test_scan_and_literal_values_on_standard_library_modules():
             truth = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ByteSpanPositionProvider)
             assert {id(n): (s.start, s.length) for n, s in spans.items()} == \
                    {id(n): (truth[n].start, truth[n].length) for n in spans}, source[:200]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for node, kind in found.registry:
-                if kind in ("simple", "concat"):
-                    literals += 1
-                    assert _literal_outcome(S.literal_value, node) == \
-                           _literal_outcome(lambda n: n.evaluated_value, node)
+        nodes = _string_literals(module)
+        _assert_literal_values(nodes)
+        literals += len(nodes)
     assert scanned > len(modules) * 3 // 4 and literals > 500

@@ -76,6 +76,10 @@ def test_single_process_augment_restores_gc_thresholds(tmp_path):
 
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps(_record([TOOL])) + "\n")
-    before = gc.get_threshold()
-    augment([src], tmp_path / "out", load_recipe("identity"), variants=1, workers=1)
-    assert gc.get_threshold() == before
+    outer = gc.get_threshold()  # an earlier test's init_worker may have left the run's thresholds in this process
+    gc.set_threshold(700, 10, 10)
+    try:
+        augment([src], tmp_path / "out", load_recipe("identity"), variants=1, workers=1)
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*outer)

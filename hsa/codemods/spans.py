@@ -226,7 +226,7 @@ def _token_spans(source: str, module: cst.Module, literals: _Literals) -> dict |
     """
     data = source.encode("utf-8")
     if len(source.splitlines()) != data.count(b"\n") + (bool(data) and not data.endswith(b"\n")):
-        return None  # "\r", form feeds and the other line breaks of str.splitlines: LibCST's positions
+        return None  # a lone "\r", form feeds and str.splitlines' other line breaks ("\r\n" is one): LibCST's positions
     strings: list[tuple[int, int]] = []
     comments: list[tuple[int, int]] = []
     for m in _STRING_OR_COMMENT.finditer(data):

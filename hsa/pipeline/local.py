@@ -4,11 +4,11 @@ rows written shard by shard in input order (so the bytes do not depend on the wo
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from hsa.context import collecting_less
 from hsa.context import current as current_context
 from hsa.io import InputLine, JSONArrayError
 from hsa.pipeline.executor import Progress, batches, init_worker, work
@@ -34,15 +34,16 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
 
     def results() -> Iterator[tuple[int, Result, list[tuple]]]:
         if workers <= 1:
-            thresholds = gc.get_threshold()  # this is the caller's process: put them back after, and the run's
-            ctx = current_context()  # settings in its context (its plans and caches stay warm for the next run)
+            # this is the caller's process: its collection thresholds are back after (init_worker sets the run's),
+            # and the run's settings leave its context (its plans and caches stay warm for the next run)
+            ctx = current_context()
             settings = ctx.recipe, ctx.options
             try:
-                init_worker(recipe_config, options, modules=modules)
-                for batch in batches(items, batch_size):
-                    yield from work(batch)
+                with collecting_less():
+                    init_worker(recipe_config, options, modules=modules)
+                    for batch in batches(items, batch_size):
+                        yield from work(batch)
             finally:
-                gc.set_threshold(*thresholds)
                 ctx.recipe, ctx.options = settings
             return
         import multiprocessing as mp
