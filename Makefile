@@ -86,9 +86,11 @@ chromium:
 # the CI suite (.ci/run): the training env with the public suites of hsa bench (venv-bench: --no-deps, pinned) and
 # chromium; the served-model tests are `make test-served`'s alone (a 30-minute llama.cpp build on 2 cores).
 # A test still running after 15 minutes fails with its stack (pytest-timeout) instead of holding the run; the 15
-# slowest are listed. HSA_HYPOTHESIS_PROFILE=thorough: more examples, and every item of the oracle corpora.
+# slowest are listed, and the failed tests by name at the end (-rfE: the last lines of a CI log say which).
+# tests/conftest.py keeps the tests of a file that starts Ray on one worker, so two Rays never share 2 cores.
+# HSA_HYPOTHESIS_PROFILE=thorough: more examples, and every item of the oracle corpora.
 test: venv-bench chromium
-	$(BIN)/python -m pytest -q -rs -n 2 --timeout 900 --durations 15 tests
+	$(BIN)/python -m pytest -q -rfEs -n 2 --timeout 900 --durations 15 tests
 
 clean:
 	rm -rf $(VENV) demo-out shards runs/reproduce runs/reproduce-quick

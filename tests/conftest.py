@@ -103,3 +103,27 @@ def box():
     b = Sandbox(time_limit=0.5, memory_mb=256)
     yield b
     b.close()
+
+
+#: Test files whose tests one pytest-xdist worker runs, in file order (make test runs 2 workers): two tests of
+#: test_ray_engine.py start a local Ray of their own and the others share the module's, so one worker means one Ray
+#: at a time on the machine (with two workers, each started its module Ray, and a third came with the CLI test).
+ONE_WORKER_FILES = ("tests/test_ray_engine.py",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's load scheduling, but each of :data:`ONE_WORKER_FILES` is one unit of work. (``--dist loadgroup``
+    with an ``xdist_group`` mark does this on the workers by renaming items, which pytest 9.2's node ids no
+    longer allow: the mark is ignored there.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in ONE_WORKER_FILES else nodeid
+
+    return FilesOnOneWorker(config, log)
+

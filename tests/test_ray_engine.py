@@ -19,6 +19,8 @@ from hsa.cli import main
 from hsa.pipeline import STATE_DIR, AugmentError, augment, merge
 
 RUN = {"variants": 2, "shard_size": 4}
+# one xdist worker runs this module, its tests in file order (tests/conftest.py: ONE_WORKER_FILES): the two that
+# start a Ray of their own first, then the module's Ray; so no two Rays share the machine
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray Data's own deprecated settings
 
 
@@ -27,10 +29,12 @@ def ray_local():
     """A local Ray of 2 CPUs for the module; shut down at its end (no process left behind)."""
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data")
+    term = signal.getsignal(signal.SIGTERM)
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              object_store_memory=150 * 2**20)
     yield ray
     ray.shutdown()
+    signal.signal(signal.SIGTERM, term)  # ray.init's handler (SystemExit) would stay for the worker's later tests
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +76,77 @@ def _files(d: Path, *, state: bool = False) -> dict[str, str]:
 
 def _engine(d: Path) -> str:
     return json.loads((d / "manifest.json").read_text())["engine"]
+
+
+def _processes_with(marker: bytes) -> list[int]:
+    """The live processes whose environment holds ``marker`` (set for one child: its Ray inherits it)."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker in Path(f"/proc/{pid}/environ").read_bytes():
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, local_ref):
+    """hsa augment --engine ray with no address starts its own Ray (1 CPU), writes the local engine's bytes and
+    stops every Ray process it started."""
+    pytest.importorskip("ray.data")
+    import subprocess
+    import uuid
+
+    marker = f"HSA_TEST_RAY_RUN={uuid.uuid4().hex}"
+    out = tmp_path / "cli"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env[marker.split("=")[0]] = marker.split("=")[1]
+    cmd = [sys.executable, "-m", "hsa.cli", "augment", str(bad_input), "--out", str(out), "--variants", "2",
+           "--shard-size", "4", "--engine", "ray", "--workers", "1"]
+    seen: set[int] = set()
+    # the output goes to files, not pipes: read only at the end, a pipe that fills (Ray's warnings on a busy
+    # machine) would stop the run in its write while this loop waits for it to end
+    with open(tmp_path / "stdout", "w+") as fout, open(tmp_path / "stderr", "w+") as ferr:
+        proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr, text=True, env=env)
+        deadline = time.monotonic() + 600
+        while proc.poll() is None and time.monotonic() < deadline:  # the Ray processes that the run starts
+            seen.update(_processes_with(marker.encode()))
+            time.sleep(0.2)
+        late = proc.poll() is None
+        if late:
+            proc.kill()
+            proc.wait()
+        stdout, stderr = (f.seek(0) or f.read() for f in (fout, ferr))
+    assert not late, f"the run had not ended after 600 s (killed); its stderr:\n{stderr[-2000:]}"
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "30 records read: 26 augmented, 4 rejected" in stdout
+    assert _files(out, state=True) == _files(local_ref, state=True)
+    assert len(seen) > 3  # the run, Ray's processes and a worker
+    deadline = time.time() + 15
+    while (left := _processes_with(marker.encode())) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:100] for p in left]
+
+
+def test_a_run_that_starts_its_own_ray_gives_the_caller_its_sigterm_handler_back(tmp_path, bad_input, local_ref):
+    """ray.init sets a SIGTERM handler that raises SystemExit and ray.shutdown leaves it: an in-process run that
+    started its own Ray puts the caller's handler back (a training script that called augment keeps its SIGTERM)."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    if ray.is_initialized():
+        pytest.skip("not run: a Ray is already up in this process (this test runs before the module's Ray)")
+
+    def callers(signum, frame):
+        raise AssertionError("not called")
+
+    before = signal.signal(signal.SIGTERM, callers)
+    try:
+        augment([bad_input], tmp_path / "own", load_recipe("default"), engine="ray", workers=1, **RUN)
+        assert signal.getsignal(signal.SIGTERM) is callers
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert not ray.is_initialized()
+    assert _files(tmp_path / "own", state=True) == _files(local_ref, state=True)
 
 
 def test_ray_writes_the_bytes_of_the_local_engine(ray_local, tmp_path, bad_input, local_ref, capsys):
@@ -226,47 +301,6 @@ def test_cli_summary_is_the_local_engines(ray_local, tmp_path, bad_input, capsys
     assert main(["augment", *args, "--out", str(tmp_path / "r"), "--engine", "ray"]) == 0
     assert capsys.readouterr().out.replace(str(tmp_path / "r"), "OUT") == local
     assert "rejected" in local
-
-
-def _processes_with(marker: bytes) -> list[int]:
-    """The live processes whose environment holds ``marker`` (set for one child: its Ray inherits it)."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker in Path(f"/proc/{pid}/environ").read_bytes():
-                out.append(int(pid))
-        except OSError:
-            continue
-    return out
-
-
-def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, local_ref):
-    """hsa augment --engine ray with no address starts its own Ray (1 CPU), writes the local engine's bytes and
-    stops every Ray process it started."""
-    pytest.importorskip("ray.data")
-    import subprocess
-    import uuid
-
-    marker = f"HSA_TEST_RAY_RUN={uuid.uuid4().hex}"
-    out = tmp_path / "cli"
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env[marker.split("=")[0]] = marker.split("=")[1]
-    cmd = [sys.executable, "-m", "hsa.cli", "augment", str(bad_input), "--out", str(out), "--variants", "2",
-           "--shard-size", "4", "--engine", "ray", "--workers", "1"]
-    seen: set[int] = set()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    while proc.poll() is None:  # the Ray processes that the run starts
-        seen.update(_processes_with(marker.encode()))
-        time.sleep(0.2)
-    stdout, stderr = proc.communicate(timeout=180)
-    assert proc.returncode == 0, stderr[-2000:]
-    assert "30 records read: 26 augmented, 4 rejected" in stdout
-    assert _files(out, state=True) == _files(local_ref, state=True)
-    assert len(seen) > 3  # the run, Ray's processes and a worker
-    deadline = time.time() + 15
-    while (left := _processes_with(marker.encode())) and time.time() < deadline:
-        time.sleep(0.2)
-    assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:100] for p in left]
 
 
 def test_the_local_engine_refuses_an_object_storage_output(tmp_path, bad_input):

@@ -33,8 +33,10 @@ import itertools
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,15 @@ _REMOTE: contextvars.ContextVar[tuple[str, Callable[[Path], None]] | None] = con
     "hsa_ray_remote", default=None)
 
 
+def _put_back_sigterm(handler) -> None:
+    """Give the caller's SIGTERM handler back: ``ray.init`` sets one that raises SystemExit wherever the process
+    is and ``ray.shutdown`` leaves it, so a library caller's process (a training script, a job under a scheduler)
+    would end every later SIGTERM that way, and each process it forks would inherit it."""
+    if handler is not None and threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGTERM) is not handler:
+        signal.signal(signal.SIGTERM, handler)
+
+
 def _connect(address: str | None, workers: int) -> bool:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), or start a local Ray of ``workers`` CPUs; true when
     this call started the connection (and so shuts it down), false when Ray was already initialised."""
@@ -175,7 +186,12 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
 
     remote = _REMOTE.get()
     dest, upload = remote if remote else (str(out), None)
-    started = _connect(address, workers)
+    term = signal.getsignal(signal.SIGTERM)  # ray.init replaces it (see _put_back_sigterm)
+    try:
+        started = _connect(address, workers)
+    except BaseException:
+        _put_back_sigterm(term)
+        raise
     refs: dict[int, Any] = {}
     try:
         if upload:
@@ -232,6 +248,7 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
     finally:
         if started:
             ray.shutdown()
+            _put_back_sigterm(term)
         if not remote:
             for k in refs:  # shards written but not marked done (a stop part-way): --resume rewrites them
                 (out / shard_name(k)).unlink(missing_ok=True)
