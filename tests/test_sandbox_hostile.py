@@ -451,11 +451,11 @@ def test_a_finished_pool_run_leaves_no_worker_or_folder(tmp_path):
     (tmp_path / "recipe.json").write_text(json.dumps(RECIPE), encoding="utf-8")
     tmp = tmp_path / "tmp"  # hsa's TMPDIR: its worker folders, and no one else's
     tmp.mkdir()
+    ferr = (tmp_path / "stderr").open("w")  # a file: a pipe read only at the end could fill and stop the run
     proc = subprocess.Popen([sys.executable, "-m", "hsa.cli", "augment", str(src), "--out", str(tmp_path / "out"),
                              "--workers", "2", "--variants", "2", "--seed", "3", "--recipe",
                              str(tmp_path / "recipe.json"), "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT),
-                                                                    "TMPDIR": str(tmp)})
+                            stderr=ferr, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)})
     seen: set[str] = set()  # the worker folders of the run (so the checks below are not vacuous)
     deadline = time.monotonic() + 600
     while proc.poll() is None and time.monotonic() < deadline:
@@ -463,7 +463,9 @@ def test_a_finished_pool_run_leaves_no_worker_or_folder(tmp_path):
         time.sleep(0.01)
     if proc.poll() is None:
         proc.kill()
-    err = proc.communicate()[1]
+    proc.wait()
+    ferr.close()
+    err = (tmp_path / "stderr").read_text()
     assert proc.returncode == 0, err[-2000:]
     assert seen, "no hook worker started"
     assert leftover_processes([str(tmp)]) == []
