@@ -29,12 +29,13 @@ def ray_local():
     """A local Ray of 2 CPUs for the module; shut down at its end (no process left behind)."""
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data")
-    term = signal.getsignal(signal.SIGTERM)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=150 * 2**20)
-    yield ray
-    ray.shutdown()
-    signal.signal(signal.SIGTERM, term)  # ray.init's handler (SystemExit) would stay for the worker's later tests
+    from hsa.pipeline.ray_engine import _keeping_sigterm
+
+    with _keeping_sigterm():  # ray.init's handler (SystemExit) would stay for the worker's later tests
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 object_store_memory=150 * 2**20)
+        yield ray
+        ray.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +107,8 @@ def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, l
     seen: set[int] = set()
     # the output goes to files, not pipes: read only at the end, a pipe that fills (Ray's warnings on a busy
     # machine) would stop the run in its write while this loop waits for it to end
-    with open(tmp_path / "stdout", "w+") as fout, open(tmp_path / "stderr", "w+") as ferr:
-        proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr, text=True, env=env)
+    with open(tmp_path / "stdout", "w") as fout, open(tmp_path / "stderr", "w") as ferr:
+        proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr, env=env)
         deadline = time.monotonic() + 600
         while proc.poll() is None and time.monotonic() < deadline:  # the Ray processes that the run starts
             seen.update(_processes_with(marker.encode()))
@@ -116,7 +117,7 @@ def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, l
         if late:
             proc.kill()
             proc.wait()
-        stdout, stderr = (f.seek(0) or f.read() for f in (fout, ferr))
+    stdout, stderr = (tmp_path / "stdout").read_text(), (tmp_path / "stderr").read_text()
     assert not late, f"the run had not ended after 600 s (killed); its stderr:\n{stderr[-2000:]}"
     assert proc.returncode == 0, stderr[-2000:]
     assert "30 records read: 26 augmented, 4 rejected" in stdout

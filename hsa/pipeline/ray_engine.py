@@ -28,6 +28,7 @@ part-way keeps its finished shards for ``--resume``.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import json
@@ -137,13 +138,19 @@ _REMOTE: contextvars.ContextVar[tuple[str, Callable[[Path], None]] | None] = con
     "hsa_ray_remote", default=None)
 
 
-def _put_back_sigterm(handler) -> None:
-    """Give the caller's SIGTERM handler back: ``ray.init`` sets one that raises SystemExit wherever the process
-    is and ``ray.shutdown`` leaves it, so a library caller's process (a training script, a job under a scheduler)
-    would end every later SIGTERM that way, and each process it forks would inherit it."""
-    if handler is not None and threading.current_thread() is threading.main_thread() \
-            and signal.getsignal(signal.SIGTERM) is not handler:
-        signal.signal(signal.SIGTERM, handler)
+@contextlib.contextmanager
+def _keeping_sigterm():
+    """Run a block that may start and stop Ray, and give the caller its SIGTERM handler back after: ``ray.init``
+    sets one that raises SystemExit wherever the process is and ``ray.shutdown`` leaves it, so a library caller's
+    process (a training script, a job under a scheduler) would end every later SIGTERM that way, and each process
+    it forks would inherit it. A handler set outside Python (``getsignal`` gives None) cannot be put back."""
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if handler is not None and threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) is not handler:
+            signal.signal(signal.SIGTERM, handler)
 
 
 def _connect(address: str | None, workers: int) -> bool:
@@ -175,6 +182,7 @@ def _connect(address: str | None, workers: int) -> bool:
     return True
 
 
+@_keeping_sigterm()  # ray.init (in _connect) replaces the caller's SIGTERM handler
 def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_ids: set[int], recipe_config: dict,
                options: dict, batch_size: int, workers: int, address: str | None, strict: bool,
                progress: Progress, modules: tuple[str, ...] = ()) -> Stats:
@@ -186,12 +194,7 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
 
     remote = _REMOTE.get()
     dest, upload = remote if remote else (str(out), None)
-    term = signal.getsignal(signal.SIGTERM)  # ray.init replaces it (see _put_back_sigterm)
-    try:
-        started = _connect(address, workers)
-    except BaseException:
-        _put_back_sigterm(term)
-        raise
+    started = _connect(address, workers)
     refs: dict[int, Any] = {}
     try:
         if upload:
@@ -248,7 +251,6 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
     finally:
         if started:
             ray.shutdown()
-            _put_back_sigterm(term)
         if not remote:
             for k in refs:  # shards written but not marked done (a stop part-way): --resume rewrites them
                 (out / shard_name(k)).unlink(missing_ok=True)
