@@ -7,6 +7,7 @@ they never raise on bad data.
 from __future__ import annotations
 
 import ast
+import operator
 import traceback
 from typing import Any
 
@@ -79,6 +80,15 @@ _TYPES = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance
           "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())}
 
 
+#: The bounds the walk checks, each with the test that fails an instance (built once, not per call).
+_BOUNDS = (("minimum", operator.lt), ("maximum", operator.gt), ("exclusiveMinimum", operator.le),
+           ("exclusiveMaximum", operator.ge))
+_LENGTHS = (("minLength", str, operator.lt), ("maxLength", str, operator.gt), ("minItems", list, operator.lt),
+            ("maxItems", list, operator.gt))
+_BOUND_KEYS = frozenset(k for k, _ in _BOUNDS)
+_LENGTH_KEYS = frozenset(k for k, _, _ in _LENGTHS)
+
+
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -116,7 +126,12 @@ def quick_valid(schema: Any, instance: Any) -> bool | None:
         return None
     ok = True
     t = schema.get("type")
-    if t is not None:
+    if isinstance(t, str):  # the common case: one type name
+        check = _TYPES.get(t)
+        if check is None:
+            return None
+        ok = check(instance)
+    elif t is not None:
         names = t if isinstance(t, list) else [t]
         checks = [_TYPES.get(n) if isinstance(n, str) else None for n in names]
         if not names or None in checks:
@@ -128,20 +143,20 @@ def quick_valid(schema: Any, instance: Any) -> bool | None:
         ok = ok and any(_schema_equal(e, instance) for e in schema["enum"])
     if "const" in schema:
         ok = ok and _schema_equal(schema["const"], instance)
-    for key, fails in (("minimum", lambda v, m: v < m), ("maximum", lambda v, m: v > m),
-                       ("exclusiveMinimum", lambda v, m: v <= m), ("exclusiveMaximum", lambda v, m: v >= m)):
-        if key in schema:
-            if not _number(schema[key]):
-                return None
-            if _number(instance) and fails(instance, schema[key]):
-                ok = False
-    for key, kind, fails in (("minLength", str, lambda n, m: n < m), ("maxLength", str, lambda n, m: n > m),
-                             ("minItems", list, lambda n, m: n < m), ("maxItems", list, lambda n, m: n > m)):
-        if key in schema:
-            if not _number(schema[key]):
-                return None
-            if isinstance(instance, kind) and fails(len(instance), schema[key]):
-                ok = False
+    if not _BOUND_KEYS.isdisjoint(schema):
+        for key, fails in _BOUNDS:
+            if key in schema:
+                if not _number(schema[key]):
+                    return None
+                if _number(instance) and fails(instance, schema[key]):
+                    ok = False
+    if not _LENGTH_KEYS.isdisjoint(schema):
+        for key, kind, fails in _LENGTHS:
+            if key in schema:
+                if not _number(schema[key]):
+                    return None
+                if isinstance(instance, kind) and fails(len(instance), schema[key]):
+                    ok = False
     if "uniqueItems" in schema:
         unique = schema["uniqueItems"]
         if not isinstance(unique, bool):
