@@ -87,7 +87,8 @@ chromium:
 # chromium; the served-model tests are `make test-served`'s alone (a 30-minute llama.cpp build on 2 cores).
 # A test still running after 15 minutes fails with its stack (pytest-timeout) instead of holding the run; the 15
 # slowest are listed, and the failed tests by name at the end (-rfE: the last lines of a CI log say which).
-# tests/conftest.py keeps the tests of a file that starts Ray on one worker, so two Rays never share 2 cores.
+# tests/conftest.py keeps the tests of a file that starts Ray on one worker, so two Rays never share 2 cores, gives
+# torch one thread per worker, and starts the longest tests first.
 # HSA_HYPOTHESIS_PROFILE=thorough: more examples, and every item of the oracle corpora.
 test: venv-bench chromium
 	$(BIN)/python -m pytest -q -rfEs -n 2 --timeout 900 --durations 15 tests
