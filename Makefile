@@ -88,7 +88,7 @@ chromium:
 # A test still running after 15 minutes fails with its stack (pytest-timeout) instead of holding the run; the 15
 # slowest are listed, and the failed tests by name at the end (-rfE: the last lines of a CI log say which).
 # tests/conftest.py keeps the tests of a file that starts Ray on one worker, so two Rays never share 2 cores, gives
-# torch one thread per worker, and starts the longest tests first.
+# torch one thread per worker, and starts the two longest single-process tests first.
 # HSA_HYPOTHESIS_PROFILE=thorough: more examples, and every item of the oracle corpora.
 test: venv-bench chromium
 	$(BIN)/python -m pytest -q -rfEs -n 2 --timeout 900 --durations 15 tests
