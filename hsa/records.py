@@ -105,16 +105,19 @@ def _fast_structure_ok(raw: dict) -> bool:
     msgs = raw.get("messages")
     if not isinstance(msgs, list):
         return False
-    for m in msgs:
+    for m in msgs:  # _opt written out (no bool is a str or a list): this loop runs for every message of every record
         if not (isinstance(m, dict) and isinstance(m.get("role"), str)):
             return False
-        if not (_opt(m.get("content"), (str, list)) and _opt(m.get("tool_calls"), list)
-                and _opt(m.get("tool_call_id"), str) and _opt(m.get("name"), str)):
+        content, calls, call_id, name = m.get("content"), m.get("tool_calls"), m.get("tool_call_id"), m.get("name")
+        if not ((content is None or isinstance(content, (str, list))) and (calls is None or isinstance(calls, list))
+                and (call_id is None or isinstance(call_id, str)) and (name is None or isinstance(name, str))):
             return False
         if "train" in m and not isinstance(m["train"], bool):
             return False
-        if any(not isinstance(c, dict) for c in m.get("tool_calls") or ()):
-            return False
+        if calls:
+            for c in calls:
+                if not isinstance(c, dict):
+                    return False
     tools = raw.get("tools")
     if not _opt(tools, (list, str)):
         return False
