@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,6 +104,28 @@ def small_jsonl(tmp_path, fixture_lines):
     p = tmp_path / "in.jsonl"
     p.write_text("\n".join(fixture_lines[:20]) + "\n", encoding="utf-8")
     return p
+
+
+def run_watching(cmd: list[str], folder: Path, watch: Callable[[], None], *, every: float, limit: float = 600,
+                 **popen) -> tuple[int, str, str]:
+    """Run ``cmd`` with its stdout and stderr in files of ``folder`` (a pipe read only at the end could fill and stop
+    the run in its write) and call ``watch()`` every ``every`` seconds while it runs; fail, naming the wait, when it
+    has not ended after ``limit`` seconds (it is killed). Returns (exit status, stdout, stderr)."""
+    out, err = folder / "stdout", folder / "stderr"
+    with open(out, "w") as fout, open(err, "w") as ferr:
+        proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr, **popen)
+        deadline = time.monotonic() + limit
+        while proc.poll() is None and time.monotonic() < deadline:
+            watch()
+            time.sleep(every)
+        late = proc.poll() is None
+        if late:
+            proc.kill()
+        proc.wait()
+    stdout, stderr = out.read_text(), err.read_text()
+    if late:
+        pytest.fail(f"the run had not ended after {limit:.0f} s (killed); its stderr:\n{stderr[-2000:]}")
+    return proc.returncode, stdout, stderr
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import pytest
 from hsa import load_recipe
 from hsa.cli import main
 from hsa.pipeline import STATE_DIR, AugmentError, augment, merge
+from tests.conftest import run_watching
 
 RUN = {"variants": 2, "shard_size": 4}
 # one xdist worker runs this module, its tests in file order (tests/conftest.py: ONE_WORKER_FILES): the two that
@@ -95,7 +96,6 @@ def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, l
     """hsa augment --engine ray with no address starts its own Ray (1 CPU), writes the local engine's bytes and
     stops every Ray process it started."""
     pytest.importorskip("ray.data")
-    import subprocess
     import uuid
 
     marker = f"HSA_TEST_RAY_RUN={uuid.uuid4().hex}"
@@ -104,22 +104,10 @@ def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, l
     env[marker.split("=")[0]] = marker.split("=")[1]
     cmd = [sys.executable, "-m", "hsa.cli", "augment", str(bad_input), "--out", str(out), "--variants", "2",
            "--shard-size", "4", "--engine", "ray", "--workers", "1"]
-    seen: set[int] = set()
-    # the output goes to files, not pipes: read only at the end, a pipe that fills (Ray's warnings on a busy
-    # machine) would stop the run in its write while this loop waits for it to end
-    with open(tmp_path / "stdout", "w") as fout, open(tmp_path / "stderr", "w") as ferr:
-        proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr, env=env)
-        deadline = time.monotonic() + 600
-        while proc.poll() is None and time.monotonic() < deadline:  # the Ray processes that the run starts
-            seen.update(_processes_with(marker.encode()))
-            time.sleep(0.2)
-        late = proc.poll() is None
-        if late:
-            proc.kill()
-            proc.wait()
-    stdout, stderr = (tmp_path / "stdout").read_text(), (tmp_path / "stderr").read_text()
-    assert not late, f"the run had not ended after 600 s (killed); its stderr:\n{stderr[-2000:]}"
-    assert proc.returncode == 0, stderr[-2000:]
+    seen: set[int] = set()  # the Ray processes that the run starts
+    code, stdout, stderr = run_watching(cmd, tmp_path, lambda: seen.update(_processes_with(marker.encode())),
+                                        every=0.2, env=env)
+    assert code == 0, stderr[-2000:]
     assert "30 records read: 26 augmented, 4 rejected" in stdout
     assert _files(out, state=True) == _files(local_ref, state=True)
     assert len(seen) > 3  # the run, Ray's processes and a worker

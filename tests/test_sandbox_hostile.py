@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from hsa.sandbox.attacks import ATTACK_THREATS, ATTACKS, attack_hook, judge, leftover_processes, make_targets
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, run_watching
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook sandbox's layers are Linux's")
 
@@ -443,30 +443,18 @@ def test_an_attack_no_layer_stops_is_skipped_with_the_layers_off_or_fails_under_
 def test_a_finished_pool_run_leaves_no_worker_or_folder(tmp_path):
     """hsa augment --workers 2 that runs to its end stops every hook worker of its pool's processes and removes
     their folders itself (not the next hsa that starts a worker)."""
-    import time
-
     lines = FIXTURES.read_text(encoding="utf-8").splitlines()
     src = tmp_path / "in.jsonl"
     src.write_text("".join(line + "\n" for line in lines[:8]), encoding="utf-8")
     (tmp_path / "recipe.json").write_text(json.dumps(RECIPE), encoding="utf-8")
     tmp = tmp_path / "tmp"  # hsa's TMPDIR: its worker folders, and no one else's
     tmp.mkdir()
-    ferr = (tmp_path / "stderr").open("w")  # a file: a pipe read only at the end could fill and stop the run
-    proc = subprocess.Popen([sys.executable, "-m", "hsa.cli", "augment", str(src), "--out", str(tmp_path / "out"),
-                             "--workers", "2", "--variants", "2", "--seed", "3", "--recipe",
-                             str(tmp_path / "recipe.json"), "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=ferr, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)})
     seen: set[str] = set()  # the worker folders of the run (so the checks below are not vacuous)
-    deadline = time.monotonic() + 600
-    while proc.poll() is None and time.monotonic() < deadline:
-        seen.update(_homes(tmp))
-        time.sleep(0.01)
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    ferr.close()
-    err = (tmp_path / "stderr").read_text()
-    assert proc.returncode == 0, err[-2000:]
+    code, _, err = run_watching([sys.executable, "-m", "hsa.cli", "augment", str(src), "--out", str(tmp_path / "out"),
+                                 "--workers", "2", "--variants", "2", "--seed", "3", "--recipe",
+                                 str(tmp_path / "recipe.json"), "--quiet"], tmp_path, lambda: seen.update(_homes(tmp)),
+                                every=0.01, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)})
+    assert code == 0, err[-2000:]
     assert seen, "no hook worker started"
     assert leftover_processes([str(tmp)]) == []
     assert sorted(_homes(tmp)) == []

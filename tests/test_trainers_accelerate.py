@@ -22,7 +22,7 @@ def test_accelerate_launch_runs_sft_from_the_docs_config(tiny_model, mini_shards
 
     out = tmp_path / "sft"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false"}
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), "TOKENIZERS_PARALLELISM": "false"}
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CONFIG), "-m", "trainers.sft",
            "--model_name_or_path", str(tiny_model), "--dataset", str(mini_shards), "--output_dir", str(out),
            "--max_steps", "2", "--per_device_train_batch_size", "2", "--max_length", "4096",
