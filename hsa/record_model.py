@@ -143,6 +143,9 @@ class RecordError(ValueError):
         self.reason = reason
         self.detail = detail
 
+    def __reduce__(self):  # pickled as made (to and from worker processes): ValueError's own would pass one argument
+        return type(self), (self.reason, self.detail)
+
 
 def tool_index(record: Record) -> dict[str, Tool]:
     """Tools of ``record`` by name."""

@@ -15,7 +15,7 @@ import pytest
 import hsa.pipeline.executor as executor
 from hsa.cli import main
 from hsa.io import InputLine
-from hsa.pipeline.workers import WorkerError, WorkerSet, harness_key, route
+from hsa.pipeline.workers import AugmentJob, WorkerError, WorkerSet, harness_key, route
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the workers fork (patched work)")
@@ -67,7 +67,7 @@ def test_results_come_back_in_input_order_and_a_harness_stays_on_one_worker(monk
     harnesses = [[_tool(f"t{h}")] for h in range(5)]
     positions = [p for p in range(300) if p % 7]  # a resumed run's positions have gaps
     lines = [_line(i, harnesses[(i * 3) % 5], pos=p) for i, p in enumerate(positions)]
-    with WorkerSet(ctx, 2, RECIPE, {}, (), batch_size=4) as ws:
+    with WorkerSet(ctx, 2, AugmentJob(RECIPE, {}, ()), batch_size=4) as ws:
         out = list(ws.results(lines, chunk=40))
     assert [pos for pos, _, _ in out] == positions
     pids_of: dict = {}
@@ -80,7 +80,7 @@ def test_results_come_back_in_input_order_and_a_harness_stays_on_one_worker(monk
 def test_meanwhile_runs_once_while_the_workers_have_the_first_lines(monkeypatch):
     monkeypatch.setattr(executor, "work", _fake_work)
     seen: list = []
-    with WorkerSet(mp.get_context("fork"), 2, RECIPE, {}, (), batch_size=4) as ws:
+    with WorkerSet(mp.get_context("fork"), 2, AugmentJob(RECIPE, {}, ()), batch_size=4) as ws:
         out = ws.results([_line(i, [_tool(f"t{i % 3}")]) for i in range(30)], chunk=8,
                          meanwhile=lambda: seen.append(sum(ws.routed)))
         first = next(out)
@@ -117,7 +117,7 @@ def _die_on_7(batch):
 def test_an_error_in_a_worker_is_raised_with_the_workers_traceback(monkeypatch):
     monkeypatch.setattr(executor, "work", _raise_on_7)
     with pytest.raises(ValueError, match="record 7 broke") as info:
-        with WorkerSet(mp.get_context("fork"), 2, RECIPE, {}, (), batch_size=2) as ws:
+        with WorkerSet(mp.get_context("fork"), 2, AugmentJob(RECIPE, {}, ()), batch_size=2) as ws:
             list(ws.results([_line(i, [_tool("x")]) for i in range(20)]))
     assert isinstance(info.value.__cause__, WorkerError) and "_raise_on_7" in str(info.value.__cause__)
 
@@ -126,7 +126,7 @@ def test_a_worker_that_dies_ends_the_run_with_its_exit_code(monkeypatch):
     monkeypatch.setattr(executor, "work", _die_on_7)
     start = time.monotonic()
     with pytest.raises(WorkerError, match="exit code 3"):
-        with WorkerSet(mp.get_context("fork"), 2, RECIPE, {}, (), batch_size=2) as ws:
+        with WorkerSet(mp.get_context("fork"), 2, AugmentJob(RECIPE, {}, ()), batch_size=2) as ws:
             list(ws.results([_line(i, [_tool(f"x{i % 2}")]) for i in range(20)]))
     assert time.monotonic() - start < 30  # a Pool waits for the lost task forever
 
@@ -134,7 +134,7 @@ def test_a_worker_that_dies_ends_the_run_with_its_exit_code(monkeypatch):
 def test_a_bad_recipe_in_the_workers_is_an_error_not_a_hang():
     bad = {"__version__": 1, "transform": {"transform": "no.such.transform"}}
     with pytest.raises(Exception, match="no.such.transform"):
-        with WorkerSet(mp.get_context("fork"), 2, bad, {}, (), batch_size=2) as ws:
+        with WorkerSet(mp.get_context("fork"), 2, AugmentJob(bad, {}, ()), batch_size=2) as ws:
             list(ws.results([_line(i, [_tool("x")]) for i in range(4)]))
 
 
@@ -142,7 +142,7 @@ _STUCK = r"""
 import ctypes, json, multiprocessing as mp, os, sys, time
 import hsa.pipeline.executor as executor
 from hsa.io import InputLine
-from hsa.pipeline.workers import WorkerSet
+from hsa.pipeline.workers import AugmentJob, WorkerSet
 
 RECIPE = {"__version__": 1, "transform": {"transform": "meta.sequence", "transforms": []}}
 marker = sys.argv[1]
@@ -159,7 +159,7 @@ def stuck(batch):
 executor.work = stuck
 line = InputLine("in.jsonl", 1, json.dumps({"id": "a", "messages": []}).encode(), 0)
 try:
-    with WorkerSet(mp.get_context("fork"), 1, RECIPE, {}, (), batch_size=1) as ws:
+    with WorkerSet(mp.get_context("fork"), 1, AugmentJob(RECIPE, {}, ()), batch_size=1) as ws:
         for _ in ws.results([line]):
             pass
 except KeyboardInterrupt:  # stands for Ctrl-C: the with-block ends, its workers are terminated

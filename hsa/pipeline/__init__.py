@@ -23,10 +23,11 @@ This module holds none of it: it names the public parts, as before the split.
 
 from hsa.pipeline.executor import GC_THRESHOLDS, run_shard
 from hsa.pipeline.record import (CALL_ARGUMENTS, DEFAULT_HARNESS_POOL, Result, Stats, augment_record,
-                                 canonicalize_record, harness_digest, rng_for, slot_for, slot_rng, source_row)
+                                 canonicalize_checked, canonicalize_record, harness_digest, rng_for, slot_for,
+                                 slot_rng, source_row)
 from hsa.pipeline.driver import ENGINES, augment
 from hsa.pipeline.shards import STATE_DIR, AugmentError, ShardOutput, finalize, mark_done, merge
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "augment_record", "augment",
-           "Stats", "Result", "AugmentError", "source_row", "canonicalize_record", "finalize", "merge", "run_shard",
-           "ShardOutput", "mark_done", "ENGINES", "CALL_ARGUMENTS", "STATE_DIR", "GC_THRESHOLDS"]
+           "Stats", "Result", "AugmentError", "source_row", "canonicalize_record", "canonicalize_checked", "finalize",
+           "merge", "run_shard", "ShardOutput", "mark_done", "ENGINES", "CALL_ARGUMENTS", "STATE_DIR", "GC_THRESHOLDS"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -25,15 +24,14 @@ from hsa.transform import import_modules
 __all__ = ["GC_THRESHOLDS", "init_worker", "work", "batches", "run_shard", "Progress", "count_items"]
 
 
-def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules: tuple[str, ...] = ()) -> None:
-    """Set up a process to run :func:`work`: this one (``pool`` false) or a worker of the run's pool. ``modules``
+def init_worker(recipe_config: dict, options: dict, modules: tuple[str, ...] = ()) -> None:
+    """Set up a process to run :func:`work`: this one, a worker of the local engine's
+    :class:`~hsa.pipeline.workers.WorkerSet` (which also sets up its signals) or a Ray task's. ``modules``
     (:func:`hsa.transform.modules_of` the recipe) are imported first, so a worker started afresh (spawn, Ray) has
     every transform of the recipe registered, entry points or not. The recipe and options go into the process's
     :class:`hsa.context.WorkerContext`, beside the plans and caches it keeps from record to record."""
     from hsa.recipes import recipe_from_dict
 
-    if pool:
-        _pool_worker_signals()
     import_modules(modules)
     gc.set_threshold(*GC_THRESHOLDS)  # for the worker's life (hsa.context.GC_THRESHOLDS says why)
     options = dict(options)
@@ -45,42 +43,6 @@ def init_worker(recipe_config: dict, options: dict, pool: bool = False, modules:
         from hsa.sandbox import set_policy
 
         set_policy(policy)
-
-
-def _pool_worker_signals() -> None:
-    """A pool worker leaves Ctrl-C to the parent (which stops the pool and keeps the finished shards), ends at once on
-    SIGTERM (the pool's terminate(); on Linux also when the parent dies, a kill -9 or the OOM killer), and stops its
-    hook workers when it ends normally (the pool closed after the last result: :func:`hsa.pipeline.local.run_local`).
-
-    SIGTERM keeps the system's action on purpose, not the parent's handler that the fork copied (:func:`hsa.cli.main`)
-    nor one of its own: a Python handler runs only when the interpreter gets control back, and a worker that waits in
-    native code may never give it back, so terminate() waited for it forever. It did: a worker idle in the task
-    queue's semaphore wait, which a SIGTERM that arrived a moment before the wait began no longer interrupts. The hook
-    workers of a worker so ended die with it (bubblewrap's ``--die-with-parent``, ``PR_SET_PDEATHSIG``), and the
-    parent removes their folders (:func:`hsa.sandbox.process.sweep_stale_homes`)."""
-    import signal
-    from multiprocessing import util
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    util.Finalize(None, _stop_hook_workers, exitpriority=10)  # run by the worker's normal exit (os._exit skips atexit)
-    if sys.platform.startswith("linux"):
-        parent = os.getppid()
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != parent:  # the parent died before the call
-            os._exit(1)
-
-
-def _stop_hook_workers() -> None:
-    """Stop this pool worker's hook workers and remove their folders (if it imported the sandbox at all)."""
-    sandbox = sys.modules.get("hsa.sandbox")
-    if sandbox is not None:
-        sandbox.close_all()
 
 
 def work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:

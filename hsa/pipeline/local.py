@@ -48,17 +48,11 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
             return
         import multiprocessing as mp
 
-        from hsa.pipeline.workers import WorkerSet
+        from hsa.pipeline.workers import AugmentJob, WorkerSet
 
         ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-        try:
-            with WorkerSet(ctx, workers, recipe_config, options, modules, batch_size=batch_size) as pool:
-                yield from pool.results(items, meanwhile=_load_writer)
-        finally:
-            if "hsa.sandbox" in sys.modules:  # a terminated worker's hook workers died with it; their folders stay
-                from hsa.sandbox.process import sweep_stale_homes
-
-                sweep_stale_homes(again=True)
+        with WorkerSet(ctx, workers, AugmentJob(recipe_config, options, modules), batch_size=batch_size) as pool:
+            yield from pool.results(items, meanwhile=_load_writer)
 
     total = Stats()
     slot = options.get("harness_pool", 0) > 0

@@ -408,3 +408,13 @@ def canonicalize_record(raw: dict) -> dict:
     if raw.get("source_id") is not None:
         out["id"] = raw["source_id"]
     return out
+
+
+def canonicalize_checked(raw: dict) -> dict:
+    """:func:`canonicalize_record`, and the record it gives checked against invariant 1 (``hsa canonicalize``):
+    raises ``ValueError`` (``RecordError`` for a record that does not read) with the reason it cannot be used."""
+    out = canonicalize_record(raw)
+    broken = check_record(normalize(out))
+    if broken:
+        raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: {details(broken)}")
+    return out

@@ -11,21 +11,34 @@ the recipe and the seed alone, and the rows come back in input order (:meth:`Wor
 Each worker has its own task queue; results come back on one queue. A worker that dies (killed, out of memory)
 ends the run with an error naming it, where a ``multiprocessing.Pool`` would have waited for its lost task
 forever.
+
+What the workers do is a *job*: :class:`AugmentJob` (``hsa augment``), :class:`CanonicalizeJob` (``hsa canonicalize``)
+and :class:`hsa.validate.ValidateJob` (``hsa validate``: each source's rows on one worker, where its variants find
+it). A job
+has ``setup()`` (once in each worker), ``work(batch)`` (one tuple per input item, its position first), ``key(item)``
+and ``route(keys, workers, sticky)`` (which worker takes each item of a chunk) and ``lost`` (what a dead worker's
+error says is kept).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import os
 import pickle
 import queue
+import signal
+import sys
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from hsa.context import GC_THRESHOLDS
 from hsa.io import InputLine
 
-__all__ = ["WorkerSet", "WorkerError", "harness_key", "route"]
+__all__ = ["WorkerSet", "WorkerError", "AugmentJob", "CanonicalizeJob", "harness_key", "route", "route_by_hash",
+           "key_of"]
 
 #: The raw keys of a record's harness that :func:`harness_key` reads (the prompt's structure, which
 #: :func:`hsa.pipeline.record.harness_digest` also covers, is left out: a coarser key routes the same way).
@@ -81,27 +94,141 @@ def route(keys: list[bytes | None], workers: int, sticky: dict, *, slack: float 
     return out
 
 
-def _serve(tasks, results, recipe_config: dict, options: dict, modules: tuple[str, ...]) -> None:
-    """A worker's life: set up (:func:`hsa.pipeline.executor.init_worker`), then run each batch of its task queue
-    and put what :func:`~hsa.pipeline.executor.work` gives, or the error, on the result queue, until ``None``."""
-    from hsa.pipeline.executor import init_worker, work
+def route_by_hash(keys: list[bytes | None], workers: int, sticky: dict | None = None) -> list[int]:
+    """The worker of each line from its key alone (the key's hash modulo ``workers``): a key never changes worker,
+    however far apart its lines are; lines without a key go to the worker with the fewest lines of the chunk.
+    For a job whose lines depend on earlier lines of the same key (``hsa validate``: a variant on its source)."""
+    load = [0] * workers
+    out = []
+    for key in keys:
+        w = int.from_bytes(key[:8], "little") % workers if key is not None else min(range(workers),
+                                                                                   key=load.__getitem__)
+        load[w] += 1
+        out.append(w)
+    return out
 
+
+def key_of(text: str) -> bytes:
+    """A routing key of a text (a ``source_id``)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest()
+
+
+class AugmentJob:
+    """``hsa augment``'s work: each worker set up once with the run's recipe and options
+    (:func:`hsa.pipeline.executor.init_worker`), each batch augmented by :func:`hsa.pipeline.executor.work`; lines
+    routed by harness, a dominant harness spilling to other workers."""
+
+    lost = "the shards finished before it are kept: rerun the same command to resume"
+
+    def __init__(self, recipe_config: dict, options: dict, modules: tuple[str, ...]):
+        self.recipe_config, self.options, self.modules = recipe_config, options, modules
+
+    def setup(self) -> None:
+        from hsa.pipeline.executor import init_worker
+
+        init_worker(self.recipe_config, self.options, modules=self.modules)
+
+    def work(self, batch: list[InputLine]) -> list:
+        from hsa.pipeline import executor
+
+        return executor.work(batch)
+
+    key = staticmethod(harness_key)
+    route = staticmethod(route)
+
+
+class CanonicalizeJob:
+    """``hsa canonicalize``'s work: each row mapped back to its source harness and checked
+    (:func:`hsa.pipeline.record.canonicalize_checked`), or the reason it cannot be. Rows of one ``source_id`` go to
+    one worker (their hooks' analyses are shared); any routing gives the same output."""
+
+    lost = "nothing is written for the rows it held"
+
+    def setup(self) -> None:
+        gc.set_threshold(*GC_THRESHOLDS)
+
+    def work(self, batch: Iterable[tuple]) -> Iterator[tuple]:
+        """``(position, line, record or its RecordError)`` -> ``(position, line, record mapped back or None, the
+        reason it is not)``, lazily."""
+        from hsa.pipeline.record import canonicalize_checked
+        from hsa.records import RecordError
+
+        for pos, line, rec in batch:
+            try:
+                if isinstance(rec, RecordError):
+                    raise rec
+                yield pos, line, canonicalize_checked(rec), None
+            except (RecordError, ValueError) as exc:
+                yield pos, line, None, str(exc)
+
+    @staticmethod
+    def key(item) -> bytes | None:
+        rec = item[2]
+        sid = rec.get("source_id") if isinstance(rec, dict) else None
+        return key_of(sid) if isinstance(sid, str) else None
+
+    route = staticmethod(route_by_hash)
+
+
+def _serve(tasks, results, job) -> None:
+    """A worker's life: set up (:func:`_as_pool_process`, then the job's ``setup``), then run each batch of its task
+    queue and put what the job's ``work`` gives, or the error, on the result queue, until ``None``."""
     try:
-        init_worker(recipe_config, options, True, modules)
+        _as_pool_process()
+        job.setup()
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent, which stops the run
         results.put((-1, None, _portable(exc)))
         return
     while True:
-        job = tasks.get()
-        if job is None:
-            return
-        jid, batch = job
         try:
-            out = work(batch)
+            item = tasks.get()
+        except BaseException as exc:  # noqa: BLE001 - a batch that does not unpickle here: the parent stops the run
+            results.put((-1, None, _portable(exc)))
+            return
+        if item is None:
+            return
+        jid, batch = item
+        try:
+            out = list(job.work(batch))
         except BaseException as exc:  # noqa: BLE001
             results.put((jid, None, _portable(exc)))
             continue
         results.put((jid, out, None))
+
+
+def _as_pool_process() -> None:
+    """A worker leaves Ctrl-C to the parent (which stops the set and keeps what is finished), ends at once on
+    SIGTERM (the set's terminate(); on Linux also when the parent dies, a kill -9 or the OOM killer), and stops its
+    hook workers when it ends normally (the set's end, after the last result).
+
+    SIGTERM keeps the system's action on purpose, not the parent's handler that the fork copied (:func:`hsa.cli.main`)
+    nor one of its own: a Python handler runs only when the interpreter gets control back, and a worker that waits in
+    native code may never give it back, so terminate() waited for it forever. It did: a worker idle in the task
+    queue's semaphore wait, which a SIGTERM that arrived a moment before the wait began no longer interrupts. The hook
+    workers of a worker so ended die with it (bubblewrap's ``--die-with-parent``, ``PR_SET_PDEATHSIG``), and the
+    parent removes their folders (:func:`hsa.sandbox.process.sweep_stale_homes`)."""
+    from multiprocessing import util
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    util.Finalize(None, _stop_hook_workers, exitpriority=10)  # run by the worker's normal exit (os._exit skips atexit)
+    if sys.platform.startswith("linux"):
+        parent = os.getppid()
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the parent died before the call
+            os._exit(1)
+
+
+def _stop_hook_workers() -> None:
+    """Stop this worker's hook workers and remove their folders (if it imported the sandbox at all)."""
+    sandbox = sys.modules.get("hsa.sandbox")
+    if sandbox is not None:
+        sandbox.close_all()
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -115,18 +242,25 @@ def _portable(exc: BaseException) -> BaseException:
         return WorkerError(f"a worker raised {type(exc).__name__}: {exc}\n{text}")
 
 
-class WorkerSet:
-    """``workers`` processes of ``ctx`` (a multiprocessing context), each set up once with the run's recipe and
-    options, with input lines routed to them by harness (:func:`route`). Use as a context manager: leaving it
-    before :meth:`results` has given everything (an error, Ctrl-C) terminates the workers at once."""
+#: Seconds a terminated worker has to end before it is killed (SIGKILL).
+_TERMINATE_WAIT = 5.0
 
-    def __init__(self, ctx, workers: int, recipe_config: dict, options: dict, modules: tuple[str, ...], *,
-                 batch_size: int):
-        self.batch_size = batch_size
+
+def _pos(item) -> int:
+    return item[0] if isinstance(item, tuple) else item.pos
+
+
+class WorkerSet:
+    """``workers`` processes of ``ctx`` (a multiprocessing context), each set up once for ``job``, with input items
+    routed to them by the job's key (:class:`AugmentJob`: by harness, :func:`route`). Use as a context manager:
+    leaving it before :meth:`results` has given everything (an error, Ctrl-C) terminates the workers at once."""
+
+    def __init__(self, ctx, workers: int, job, *, batch_size: int):
+        self.job, self.batch_size = job, batch_size
         self.results_q = ctx.Queue()
         self.tasks = [ctx.Queue() for _ in range(workers)]
-        self.procs = [ctx.Process(target=_serve, args=(q, self.results_q, recipe_config, options, modules),
-                                  name=f"hsa-worker-{i}", daemon=True) for i, q in enumerate(self.tasks)]
+        self.procs = [ctx.Process(target=_serve, args=(q, self.results_q, job), name=f"hsa-worker-{i}", daemon=True)
+                      for i, q in enumerate(self.tasks)]
         self.sticky: dict = {}
         self.routed = [0] * workers  # lines sent to each worker (for tests and benchmarks)
         self._ended = False
@@ -137,19 +271,31 @@ class WorkerSet:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        if not self._ended:
-            for p in self.procs:
-                if p.is_alive():
-                    p.terminate()  # SIGTERM, the system's action: ends a worker wherever it waits
-            for p in self.procs:
-                p.join()
-        for q in (*self.tasks, self.results_q):
-            q.close()
-            q.cancel_join_thread()
+        try:
+            if not self._ended:
+                for p in self.procs:
+                    if p.is_alive():
+                        p.terminate()  # SIGTERM, the system's action: ends a worker wherever it waits
+                for p in self.procs:
+                    # a SIGTERM sent as the worker starts can be lost (Python drops a signal that arrives between
+                    # the fork and its after-fork set-up): such a worker goes on waiting for work, so it is killed
+                    p.join(_TERMINATE_WAIT)
+                    if p.is_alive():
+                        p.kill()
+                        p.join()
+            for q in (*self.tasks, self.results_q):
+                q.close()
+                q.cancel_join_thread()
+        finally:
+            if "hsa.sandbox" in sys.modules:  # a terminated worker's hook workers died with it; their folders stay
+                from hsa.sandbox.process import sweep_stale_homes
 
-    def results(self, items: Iterable[InputLine], *, chunk: int | None = None,
-                meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[int, Any, list]]:
-        """What :func:`~hsa.pipeline.executor.work` gives for each of ``items``, in their order. Lines are read and
+                sweep_stale_homes(again=True)
+
+    def results(self, items: Iterable, *, chunk: int | None = None,
+                meanwhile: Callable[[], None] | None = None) -> Iterator[tuple]:
+        """What the job's ``work`` gives for each of ``items`` (each with a ``pos``, or a ``(pos, ...)`` tuple), in
+        their order. Lines are read and
         routed a chunk at a time (``chunk``, default two batches a worker), with at most two chunks in flight, so
         memory does not grow with the input and every worker has the next chunk queued while the last one ends.
         ``meanwhile`` runs once in this process after the first lines are sent, while the workers start on them
@@ -168,7 +314,7 @@ class WorkerSet:
                     exhausted = True
                     break
                 jid = self._dispatch(lines, jid)
-                in_flight.append(deque(x.pos for x in lines))
+                in_flight.append(deque(_pos(x) for x in lines))
             if meanwhile is not None:
                 meanwhile()
                 meanwhile = None
@@ -180,13 +326,13 @@ class WorkerSet:
             if not order:
                 in_flight.popleft()
                 continue
-            for pos, res, encoded in self._next_result():
-                done[pos] = (pos, res, encoded)
+            for out in self._next_result():
+                done[out[0]] = out
         self._end()
 
-    def _dispatch(self, lines: list[InputLine], jid: int) -> int:
-        workers = route([harness_key(x) for x in lines], len(self.procs), self.sticky)
-        per: list[list[InputLine]] = [[] for _ in self.procs]
+    def _dispatch(self, lines: list, jid: int) -> int:
+        workers = self.job.route([self.job.key(x) for x in lines], len(self.procs), self.sticky)
+        per: list[list] = [[] for _ in self.procs]
         for x, w in zip(lines, workers):
             per[w].append(x)
         for w, mine in enumerate(per):
@@ -206,8 +352,7 @@ class WorkerSet:
                 if ended and ended_seen:
                     i, p = ended[0]
                     raise WorkerError(f"worker {i} (pid {p.pid}) ended with exit code {p.exitcode} before its "
-                                      "work was done (killed, or out of memory?); the shards finished before it "
-                                      "are kept: rerun the same command to resume") from None
+                                      f"work was done (killed, or out of memory?); {self.job.lost}") from None
                 ended_seen = bool(ended)  # wait once more: what a worker sent before it ended (its error) comes first
                 continue
             if exc is not None:
