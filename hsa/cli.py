@@ -322,10 +322,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
 def cmd_canonicalize(args: argparse.Namespace) -> int:
     from hsa.context import collecting_less
     from hsa.io import read_records
-    from hsa.pipeline import canonicalize_record
-    from hsa.records import RecordError, normalize
-    from hsa.invariants import check_record
-    from hsa.violations import details
+    from hsa.records import RecordError
 
     if not Path(args.input).exists():
         return _die(f"{args.input} does not exist")
@@ -345,24 +342,40 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
             except RecordError as exc:
                 yield item.line, exc
 
+    def outcomes():  # (position, line, record mapped back or None, why not), in input order
+        from hsa.pipeline.workers import CanonicalizeJob
+
+        items = ((pos, line, rec) for pos, (line, rec) in enumerate(records()))
+        if args.workers <= 1:
+            yield from CanonicalizeJob().work(items)
+            return
+        import multiprocessing as mp
+
+        from hsa.pipeline.workers import WorkerSet
+
+        ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
+        with WorkerSet(ctx, args.workers, CanonicalizeJob(), batch_size=8) as pool:
+            yield from pool.results(items)
+
     def gen():
         nonlocal errors
-        for i, rec in records():
-            try:
-                if isinstance(rec, RecordError):
-                    raise rec
-                out = canonicalize_record(rec)
-                broken = check_record(normalize(out))
-                if broken:
-                    raise ValueError(f"the record mapped back breaks invariant 1: {broken[0].reason}: "
-                                     f"{details(broken)}")
+        for _, i, out, why in outcomes():
+            if why is None:
                 yield out
-            except (RecordError, ValueError) as exc:
+            else:
                 errors += 1
-                print(f"{args.input}:{i}: cannot canonicalize: {exc}", file=sys.stderr)
+                print(f"{args.input}:{i}: cannot canonicalize: {why}", file=sys.stderr)
 
-    with collecting_less():  # hsa.context.GC_THRESHOLDS: a long run of records
-        n = _write_jsonl(gen(), args.out)
+    from hsa.pipeline.workers import WorkerError
+
+    try:
+        with collecting_less():  # hsa.context.GC_THRESHOLDS: a long run of records
+            n = _write_jsonl(gen(), args.out)
+    except WorkerError as exc:  # a worker died (killed, out of memory): a file of part of the rows is no use
+        if args.out == "-":
+            return _die(f"{exc}; the rows before it were written: rerun, or pass --workers 1")
+        Path(args.out).unlink(missing_ok=True)
+        return _die(f"{exc}; {args.out} is not written: rerun, or pass --workers 1")
     print(f"{n} records mapped back to their source harness, written to {args.out}; {errors} failed",
           file=sys.stderr)
     return 1 if errors else 0
@@ -389,8 +402,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.hook_sandbox == "require" and status().missing_walls():
             return _die(f"--hook-sandbox require: no layer keeps {'; '.join(status().missing_walls())}; run "
                         "`hsa sandbox check` for details, or --hook-sandbox best")
-    report = validate_path(args.input, max_report=args.max_report, harness=harness,
-                           exec_hooks=not args.no_exec_hooks)
+    from hsa.pipeline.workers import WorkerError
+
+    try:
+        report = validate_path(args.input, max_report=args.max_report, harness=harness,
+                               exec_hooks=not args.no_exec_hooks, workers=args.workers)
+    except WorkerError as exc:  # a worker died (killed, out of memory): no report of part of the rows
+        return _die(f"{exc}; rerun, or pass --workers 1")
     for line in report.lines:
         print(line)
     print(report.summary(), file=sys.stderr)
@@ -669,6 +687,9 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
         c = sub.add_parser("canonicalize", help="map every variant back to its source harness")
         c.add_argument("input", help="JSONL of variants, or an output folder")
         c.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
+        c.add_argument("--workers", type=_workers, default="auto",
+                       help="worker processes, or 'auto': one per CPU this process may use (default; the file written "
+                            "is identical for any count)")
         c.set_defaults(func=cmd_canonicalize)
 
     if want("validate"):
@@ -680,6 +701,9 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
         _hook_sandbox_option(v)
         v.add_argument("--max-report", type=int, default=50, help="violations printed at most (all are counted)")
         v.add_argument("--tools", metavar="FILE", help="harness for rows without one (as hsa augment --tools)")
+        v.add_argument("--workers", type=_workers, default="auto",
+                       help="worker processes, or 'auto': one per CPU this process may use (default; each source's rows "
+                            "are checked on one, and the report is identical for any count)")
         v.set_defaults(func=cmd_validate)
 
     if want("sandbox"):

@@ -4,18 +4,33 @@ runs before it writes a variant (:func:`hsa.invariants.check_variant`: invariant
 from __future__ import annotations
 
 import dataclasses
+import gc
+import hashlib
 import json
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 from hsa import _json
-from hsa.context import collecting_less, current
+from hsa.context import GC_THRESHOLDS, collecting_less, current
 from hsa.io import iter_file_items, iter_rows, parse_line, row_to_record
 from hsa.records import UNREAD_CALL_NOTE, RecordError, converted_layouts, denormalize, normalize, read_back
 from hsa.renames import canonicalize
 from hsa.invariants import check_record, check_variant
 
-__all__ = ["ValidationReport", "validate_records", "validate_path"]
+__all__ = ["ValidationReport", "RowChecker", "Row", "RowReport", "ValidateJob", "rows", "is_source_row",
+           "validate_records", "validate_path"]
+
+
+@dataclasses.dataclass
+class RowReport:
+    """What the check of one row found; :meth:`ValidationReport.take` adds it to the report in input order."""
+
+    problems: list = dataclasses.field(default_factory=list)  # (invariant label, message)
+    converted: tuple = ()  # layouts read on input
+    unread: bool = False  # calls a tool in its assistant text in a layout hsa does not read
+    not_replayed: bool = False  # holds a hook hsa augment noted as not replayed
+    variant: bool = False  # checked as a variant of a source
 
 
 @dataclasses.dataclass
@@ -35,6 +50,18 @@ class ValidationReport:
         self.violations[invariant] += 1
         if len(self.lines) < self.max_report:
             self.lines.append(f"{where}: [{invariant}] {message}")
+
+    def take(self, where: str, row: RowReport) -> None:
+        """Add what the check of the row at ``where`` found (rows are taken in input order)."""
+        self.records += 1
+        self.variants += row.variant
+        for invariant, message in row.problems:
+            self.add(where, invariant, message)
+        for layout in row.converted:
+            self.converted[layout] += 1
+        if row.unread:
+            self.unread.append(where)
+        self.not_replayed += row.not_replayed
 
     def reading(self) -> list[str]:
         """Lines on how the records were read: layouts converted on input, calls left in an unread layout."""
@@ -64,79 +91,186 @@ class ValidationReport:
 #: Report labels of the invariants a per-variant check names (numbers as in docs/design.md).
 _LABELS = {"validity": "1 validity", "round-trip": "2 round trip", "closure": "3 closure", "consistency": "6 consistency",
            "hooks": "7 hooks", "inversion": "8 inversion"}
-#: Source rows kept to check the variants that follow them (hsa augment writes a source row before its variants).
+#: Source rows kept to check the variants that follow them (hsa augment writes a source row before its variants): a
+#: variant finds its source row when fewer than this many source rows came between them.
 _MAX_SOURCES = 1024
 
 
-def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True,
-                     harness: dict | None = None) -> ValidationReport:
-    """Check ``(where, raw_object_or_RecordError)`` pairs: invariant 1 and 3 of every record, and every variant with
-    :func:`hsa.invariants.check_variant`, the check ``hsa augment`` runs before it writes a variant.
+@dataclasses.dataclass
+class Row:
+    """One input row as the checks see it: its position, where it is (file and line, for the report), the object
+    read (or the :class:`RecordError` of a line that did not read), and where it stands among the source rows of the
+    input (:func:`rows`): ``source`` its number if it is one, ``sources_before`` how many came before it."""
 
-    A variant is checked against its source row when that came earlier (``--keep-original`` writes it as
-    variant 0), else against what :func:`hsa.renames.canonicalize` gives back from the variant itself.
-    ``exec_hooks`` replays hooks in the sandbox (invariant 7), as ``hsa augment`` does by default.
-    ``harness`` (``--tools FILE``) supplies the harness of rows without one.
-    """
-    sources: OrderedDict[str, dict] = OrderedDict()
-    with collecting_less():  # hsa.context.GC_THRESHOLDS: a long run of records
-        for where, raw in items:
-            report.records += 1
-            if isinstance(raw, RecordError):
-                report.add(where, "format", str(raw))
-                continue
-            try:
-                rec = normalize(raw, harness=harness)
-            except RecordError as exc:
-                report.add(where, "format", str(exc))
-                continue
-            for layout in converted_layouts(rec["notes"]):
-                report.converted[layout] += 1
-            if any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"]):
-                report.unread.append(where)
-            report.not_replayed += any(n.startswith("hook not replayed: ") for n in rec["notes"])
-            try:  # invariant 3: what we write back reads again, identically
-                again = denormalize(read_back(rec))
-                if _json.canonical(again) != _json.canonical(denormalize(rec)):
-                    report.add(where, "3 closure", "writing the record back and reading it again changes it")
-            except RecordError as exc:
-                report.add(where, "3 closure", str(exc))
-            source_id = raw.get("source_id")
-            source = sources.get(source_id) if isinstance(source_id, str) and raw.get("variant") != 0 else None
-            variant = raw.get("variant") not in (None, 0) and (source is not None or rec["mapping"])
-            if variant and (source is None or len(source["mapping"]) <= len(rec["mapping"])):
-                _check_variant_row(where, rec, source, report, exec_hooks)
-            else:
-                for v in check_record(rec, check_names=False):
-                    report.add(where, "1 validity", f"{v.reason}: {v.detail}")
-            if isinstance(source_id, str) and (raw.get("variant") == 0 or not rec["mapping"]):
-                sources[source_id] = rec
-                if len(sources) > _MAX_SOURCES:
-                    sources.popitem(last=False)
-    return report
+    pos: int
+    where: str
+    raw: object
+    source: int | None
+    sources_before: int
 
 
-def _check_variant_row(where: str, rec: dict, source: dict | None, report: ValidationReport, exec_hooks: bool) -> None:
-    report.variants += 1
-    if source is None:
+def is_source_row(raw: object) -> bool:
+    """Whether a row read as ``raw`` is kept as the source of the variants that follow it: it has a ``source_id`` and
+    is variant 0 (``--keep-original``) or has no mapping."""
+    return (isinstance(raw, dict) and isinstance(raw.get("source_id"), str)
+            and (raw.get("variant") == 0 or not raw.get("mapping")))
+
+
+def rows(items) -> Iterator[Row]:
+    """``(where, raw object or RecordError)`` pairs as numbered :class:`Row` objects."""
+    sources = 0
+    for pos, (where, raw) in enumerate(items):
+        mine = sources if is_source_row(raw) else None
+        yield Row(pos, where, raw, mine, sources)
+        sources += mine is not None
+
+
+class RowChecker:
+    """Checks rows one by one (:meth:`check`), keeping the source rows the variants after them are checked against.
+
+    A variant is checked against its source row when that came earlier, fewer than :data:`_MAX_SOURCES` source rows
+    before it (``--keep-original`` writes it as variant 0), else against what :func:`hsa.renames.canonicalize`
+    gives back from the variant itself. What a row finds depends on the rows of its ``source_id`` before it and on
+    the numbers of :func:`rows` alone, so checkers that each see every row of their source ids (``hsa validate
+    --workers``) find what one checker finds."""
+
+    def __init__(self, *, exec_hooks: bool = True, harness: dict | None = None):
+        self.exec_hooks, self.harness = exec_hooks, harness
+        self.sources: OrderedDict[str, tuple[int, dict]] = OrderedDict()  # source_id -> (its number, record)
+
+    def check(self, row: Row) -> RowReport:
+        out = RowReport()
+        raw, where = row.raw, row.where
+        while self.sources and row.sources_before - next(iter(self.sources.values()))[0] > _MAX_SOURCES:
+            self.sources.popitem(last=False)  # too far back for this row and every later one
+        if isinstance(raw, RecordError):
+            out.problems.append(("format", str(raw)))
+            return out
         try:
-            source = canonicalize(rec)
-        except ValueError as exc:
-            report.add(where, "2 round trip", f"cannot map back: {exc}")
-            return
-        for v in check_record(source):
-            report.add(where, "2 round trip", f"mapped back to the source harness: {v.reason}: {v.detail}")
-        # invariant 8 below undoes the same steps of the same row: it reads this result (undo_last) instead of
-        # undoing them a second time (half of this row's work on hooked records)
-        current().last_undo[:] = [rec, len(rec["mapping"]), source]
-        # undoing the mapping gives the variant's notes back too; the notes its transforms added (hook messages
-        # reworded on purpose, sync refusals) are read as this variant's own, as hsa augment read them
-        source = {**source, "notes": []}
-    try:
-        for v in check_variant(source, rec, closure=False, exec_hooks=exec_hooks):
-            report.add(where, _LABELS.get(v.invariant, v.invariant), f"{v.reason}: {v.detail}")
-    finally:
-        current().last_undo.clear()
+            rec = normalize(raw, harness=self.harness)
+        except RecordError as exc:
+            out.problems.append(("format", str(exc)))
+            return out
+        out.converted = tuple(converted_layouts(rec["notes"]))
+        out.unread = any(n.startswith(UNREAD_CALL_NOTE) for n in rec["notes"])
+        out.not_replayed = any(n.startswith("hook not replayed: ") for n in rec["notes"])
+        try:  # invariant 3: what we write back reads again, identically
+            again = denormalize(read_back(rec))
+            if _json.canonical(again) != _json.canonical(denormalize(rec)):
+                out.problems.append(("3 closure", "writing the record back and reading it again changes it"))
+        except RecordError as exc:
+            out.problems.append(("3 closure", str(exc)))
+        source_id = raw.get("source_id")
+        kept = self.sources.get(source_id) if isinstance(source_id, str) and raw.get("variant") != 0 else None
+        source = kept[1] if kept is not None else None
+        variant = raw.get("variant") not in (None, 0) and (source is not None or rec["mapping"])
+        if variant and (source is None or len(source["mapping"]) <= len(rec["mapping"])):
+            out.variant = True
+            self._check_variant_row(rec, source, out)
+        else:
+            for v in check_record(rec, check_names=False):
+                out.problems.append(("1 validity", f"{v.reason}: {v.detail}"))
+        if row.source is not None and (raw.get("variant") == 0 or not rec["mapping"]):
+            self.sources.pop(source_id, None)
+            self.sources[source_id] = (row.source, rec)
+        return out
+
+    def _check_variant_row(self, rec: dict, source: dict | None, out: RowReport) -> None:
+        if source is None:
+            try:
+                source = canonicalize(rec)
+            except ValueError as exc:
+                out.problems.append(("2 round trip", f"cannot map back: {exc}"))
+                return
+            for v in check_record(source):
+                out.problems.append(("2 round trip", f"mapped back to the source harness: {v.reason}: {v.detail}"))
+            # invariant 8 below undoes the same steps of the same row: it reads this result (undo_last) instead of
+            # undoing them a second time (half of this row's work on hooked records)
+            current().last_undo[:] = [rec, len(rec["mapping"]), source]
+            # undoing the mapping gives the variant's notes back too; the notes its transforms added (hook messages
+            # reworded on purpose, sync refusals) are read as this variant's own, as hsa augment read them
+            source = {**source, "notes": []}
+        try:
+            for v in check_variant(source, rec, closure=False, exec_hooks=self.exec_hooks):
+                out.problems.append((_LABELS.get(v.invariant, v.invariant), f"{v.reason}: {v.detail}"))
+        finally:
+            current().last_undo.clear()
+
+
+class ValidateJob:
+    """``hsa validate``'s work: each row checked by a :class:`RowChecker` of its worker. Rows are routed
+    by their ``source_id`` (:func:`hsa.pipeline.workers.route_by_hash`), so a source row and its variants meet on one worker, and each
+    worker keeps the source rows it saw as one process would (the numbers of :func:`rows` say which it would still
+    hold): the same report for any worker count."""
+
+    lost = "nothing is reported for the rows it held"
+
+    def __init__(self, exec_hooks: bool, harness: dict | None, policy: str | None):
+        self.exec_hooks, self.harness, self.policy = exec_hooks, harness, policy
+        self.checker = None
+
+    def setup(self) -> None:
+        gc.set_threshold(*GC_THRESHOLDS)
+        if self.exec_hooks and self.policy is not None:
+            from hsa.sandbox import set_policy
+
+            set_policy(self.policy)
+        self.checker = RowChecker(exec_hooks=self.exec_hooks, harness=self.harness)
+
+    def work(self, batch: list) -> list:
+        return [(row.pos, self.checker.check(row)) for row in batch]
+
+    @staticmethod
+    def key(row) -> bytes | None:
+        sid = row.raw.get("source_id") if isinstance(row.raw, dict) else None
+        return hashlib.blake2b(sid.encode("utf-8", "surrogatepass"), digest_size=12).digest() if isinstance(sid, str) \
+            else None
+
+    @staticmethod
+    def route(keys: list, workers: int, sticky: dict) -> list[int]:
+        from hsa.pipeline.workers import route_by_hash
+
+        return route_by_hash(keys, workers)
+
+
+def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True,
+                     harness: dict | None = None, workers: int = 1) -> ValidationReport:
+    """Check ``(where, raw_object_or_RecordError)`` pairs: invariant 1 and 3 of every record, and every variant with
+    :func:`hsa.invariants.check_variant`, the check ``hsa augment`` runs before it writes a variant (against its
+    source row: :class:`RowChecker`).
+
+    ``exec_hooks`` replays hooks in the sandbox (invariant 7), as ``hsa augment`` does by default.
+    ``harness`` (``--tools FILE``) supplies the harness of rows without one. ``workers`` processes share the rows
+    (each source's rows on one of them); the report is the same for any count.
+    """
+    if workers <= 1:
+        checker = RowChecker(exec_hooks=exec_hooks, harness=harness)
+        with collecting_less():  # hsa.context.GC_THRESHOLDS: a long run of records
+            for row in rows(items):
+                report.take(row.where, checker.check(row))
+        return report
+    import multiprocessing as mp
+    import sys
+
+    from hsa.pipeline.workers import WorkerSet
+
+    policy = None
+    if exec_hooks and "hsa.sandbox" in sys.modules:
+        from hsa.sandbox.layers import policy as current_policy
+
+        policy = current_policy()
+    ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
+    where: dict[int, str] = {}
+
+    def numbered():
+        for row in rows(items):
+            where[row.pos] = row.where
+            yield row
+
+    with WorkerSet(ctx, workers, ValidateJob(exec_hooks, harness, policy), batch_size=8) as pool:
+        for pos, found in pool.results(numbered()):
+            report.take(where.pop(pos), found)
+    return report
 
 
 def _jsonl_items(path: Path):
@@ -156,8 +290,6 @@ def _dir_items(path: Path):
 def _check_shards(path: Path, manifest: dict, report: ValidationReport) -> None:
     """Each shard's sha256 against the manifest: the rows of a shard that differs (or is missing) were not written
     by the run the manifest describes, so none of its checks above can vouch for them."""
-    import hashlib
-
     start = 0
     for shard in manifest.get("shards", []):
         file, rows, want = path / shard["file"], shard.get("rows", 0), shard.get("sha256")
@@ -175,13 +307,13 @@ def _check_shards(path: Path, manifest: dict, report: ValidationReport) -> None:
 
 
 def validate_path(path: str | Path, *, max_report: int = 50, exec_hooks: bool = True,
-                  harness: dict | None = None) -> ValidationReport:
-    """Validate a JSONL file or an ``hsa augment`` output folder (its accounting too); ``exec_hooks`` and
-    ``harness`` (``--tools FILE``): see :func:`validate_records`."""
+                  harness: dict | None = None, workers: int = 1) -> ValidationReport:
+    """Validate a JSONL file or an ``hsa augment`` output folder (its accounting too); ``exec_hooks``,
+    ``harness`` (``--tools FILE``) and ``workers``: see :func:`validate_records`."""
     path = Path(path)
     report = ValidationReport(max_report=max_report)
     if path.is_dir():
-        validate_records(_dir_items(path), report, exec_hooks=exec_hooks, harness=harness)
+        validate_records(_dir_items(path), report, exec_hooks=exec_hooks, harness=harness, workers=workers)
         manifest_path = path / "manifest.json"
         if manifest_path.exists():
             m = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -199,5 +331,5 @@ def validate_path(path: str | Path, *, max_report: int = 50, exec_hooks: bool = 
                 if n != c["rejected"]:
                     report.add(str(rejects), "accounting", f"{n} record rejects listed, manifest counts {c['rejected']}")
     else:
-        validate_records(_jsonl_items(path), report, exec_hooks=exec_hooks, harness=harness)
+        validate_records(_jsonl_items(path), report, exec_hooks=exec_hooks, harness=harness, workers=workers)
     return report
