@@ -140,7 +140,7 @@ class RowChecker:
 
     def check(self, row: Row) -> RowReport:
         out = RowReport()
-        raw, where = row.raw, row.where
+        raw = row.raw
         while self.sources and row.sources_before - next(iter(self.sources.values()))[0] > _MAX_SOURCES:
             self.sources.popitem(last=False)  # too far back for this row and every later one
         if isinstance(raw, RecordError):
