@@ -138,16 +138,13 @@ def box():
     b.close()
 
 
-#: Test files whose tests one pytest-xdist worker runs, in file order (make test runs 2 workers):
-#:
-#: - two tests of test_ray_engine.py start a local Ray of their own and the others share the module's, so one worker
-#:   means one Ray at a time on the machine (with two workers, each started its module Ray, and a third came with the
-#:   CLI test);
-#: - the pages of test_docs.py share the results of the commands they have in common (README.md and
-#:   docs/quickstart.md augment, canonicalize and validate the bundled fixtures alike) through a cache with a lock:
-#:   on two workers, the second page waited on the lock while the first ran them, and each page took about 88 s;
-#:   one after the other, the second takes 5 s.
-ONE_WORKER_FILES = ("tests/test_ray_engine.py", "tests/test_docs.py")
+#: Test files whose tests one pytest-xdist worker runs, in file order (make test runs 2 workers): two tests of
+#: test_ray_engine.py start a local Ray of their own and the others share the module's, so one worker means one Ray
+#: at a time on the machine (with two workers, each started its module Ray, and a third came with the CLI test).
+#: (tests/test_docs.py was one unit too for a round, so that its two pages that share commands would not wait on each
+#: other's lock: xdist then started it beside the Ray file, and both ran 2-4 times longer; the page that waits leaves
+#: its core to the other page's commands, which start two worker processes of their own.)
+ONE_WORKER_FILES = ("tests/test_ray_engine.py",)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -14,10 +14,9 @@ forever.
 
 What the workers do is a *job*: :class:`AugmentJob` (``hsa augment``), :class:`CanonicalizeJob` (``hsa canonicalize``)
 and :class:`hsa.validate.ValidateJob` (``hsa validate``: each source's rows on one worker, where its variants find
-it). A job
-has ``setup()`` (once in each worker), ``work(batch)`` (one tuple per input item, its position first), ``key(item)``
-and ``route(keys, workers, sticky)`` (which worker takes each item of a chunk) and ``lost`` (what a dead worker's
-error says is kept).
+it). A job has ``setup()`` (once in each worker), ``work(batch)`` (one tuple per input item, its position first),
+``key(item)`` and ``route(keys, workers, sticky)`` (which worker takes each item of a chunk), and ``lost`` (what a
+dead worker's error says is kept).
 """
 
 from __future__ import annotations
