@@ -349,12 +349,9 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
         if args.workers <= 1:
             yield from CanonicalizeJob().work(items)
             return
-        import multiprocessing as mp
+        from hsa.pipeline.workers import WorkerSet, process_context
 
-        from hsa.pipeline.workers import WorkerSet
-
-        ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-        with WorkerSet(ctx, args.workers, CanonicalizeJob(), batch_size=8) as pool:
+        with WorkerSet(process_context(), args.workers, CanonicalizeJob(), batch_size=8) as pool:
             yield from pool.results(items)
 
     def gen():

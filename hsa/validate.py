@@ -218,13 +218,13 @@ class ValidateJob:
         self.checker = RowChecker(exec_hooks=self.exec_hooks, harness=self.harness)
 
     def work(self, batch: list) -> list:
-        return [(row.pos, self.checker.check(row)) for row in batch]
+        return [(row.pos, row.where, self.checker.check(row)) for row in batch]
 
     @staticmethod
     def key(row) -> bytes | None:
-        sid = row.raw.get("source_id") if isinstance(row.raw, dict) else None
-        return hashlib.blake2b(sid.encode("utf-8", "surrogatepass"), digest_size=12).digest() if isinstance(sid, str) \
-            else None
+        from hsa.pipeline.workers import source_key
+
+        return source_key(row.raw)
 
     @staticmethod
     def route(keys: list, workers: int, sticky: dict) -> list[int]:
@@ -249,27 +249,18 @@ def validate_records(items, report: ValidationReport, *, exec_hooks: bool = True
             for row in rows(items):
                 report.take(row.where, checker.check(row))
         return report
-    import multiprocessing as mp
     import sys
 
-    from hsa.pipeline.workers import WorkerSet
+    from hsa.pipeline.workers import WorkerSet, process_context
 
     policy = None
     if exec_hooks and "hsa.sandbox" in sys.modules:
         from hsa.sandbox.layers import policy as current_policy
 
         policy = current_policy()
-    ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-    where: dict[int, str] = {}
-
-    def numbered():
-        for row in rows(items):
-            where[row.pos] = row.where
-            yield row
-
-    with WorkerSet(ctx, workers, ValidateJob(exec_hooks, harness, policy), batch_size=8) as pool:
-        for pos, found in pool.results(numbered()):
-            report.take(where.pop(pos), found)
+    with WorkerSet(process_context(), workers, ValidateJob(exec_hooks, harness, policy), batch_size=8) as pool:
+        for _, where, found in pool.results(rows(items)):
+            report.take(where, found)
     return report
 
 

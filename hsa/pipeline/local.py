@@ -4,7 +4,6 @@ rows written shard by shard in input order (so the bytes do not depend on the wo
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -46,12 +45,9 @@ def run_local(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_id
             finally:
                 ctx.recipe, ctx.options = settings
             return
-        import multiprocessing as mp
+        from hsa.pipeline.workers import AugmentJob, WorkerSet, process_context
 
-        from hsa.pipeline.workers import AugmentJob, WorkerSet
-
-        ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
-        with WorkerSet(ctx, workers, AugmentJob(recipe_config, options, modules), batch_size=batch_size) as pool:
+        with WorkerSet(process_context(), workers, AugmentJob(recipe_config, options, modules), batch_size=batch_size) as pool:
             yield from pool.results(items, meanwhile=_load_writer)
 
     total = Stats()

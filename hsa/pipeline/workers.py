@@ -37,7 +37,7 @@ from hsa.context import GC_THRESHOLDS
 from hsa.io import InputLine
 
 __all__ = ["WorkerSet", "WorkerError", "AugmentJob", "CanonicalizeJob", "harness_key", "route", "route_by_hash",
-           "key_of"]
+           "source_key", "process_context"]
 
 #: The raw keys of a record's harness that :func:`harness_key` reads (the prompt's structure, which
 #: :func:`hsa.pipeline.record.harness_digest` also covers, is left out: a coarser key routes the same way).
@@ -107,9 +107,19 @@ def route_by_hash(keys: list[bytes | None], workers: int, sticky: dict | None = 
     return out
 
 
-def key_of(text: str) -> bytes:
-    """A routing key of a text (a ``source_id``)."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest()
+def source_key(record: object) -> bytes | None:
+    """A routing key of a row's ``source_id`` (a row read as a dict), or None where it has none: the key of
+    ``hsa validate`` and ``hsa canonicalize``, whose rows of one source go to one worker (:func:`route_by_hash`)."""
+    sid = record.get("source_id") if isinstance(record, dict) else None
+    return hashlib.blake2b(sid.encode("utf-8", "surrogatepass"), digest_size=12).digest() if isinstance(sid, str) \
+        else None
+
+
+def process_context():
+    """The multiprocessing context of the worker set: fork, spawn on macOS (where fork is unsafe)."""
+    import multiprocessing as mp
+
+    return mp.get_context("spawn" if sys.platform == "darwin" else "fork")
 
 
 class AugmentJob:
@@ -162,9 +172,7 @@ class CanonicalizeJob:
 
     @staticmethod
     def key(item) -> bytes | None:
-        rec = item[2]
-        sid = rec.get("source_id") if isinstance(rec, dict) else None
-        return key_of(sid) if isinstance(sid, str) else None
+        return source_key(item[2])
 
     route = staticmethod(route_by_hash)
 
