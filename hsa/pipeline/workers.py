@@ -218,6 +218,7 @@ def _as_pool_process() -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # blocked by WorkerSet.__enter__ across the fork
     util.Finalize(None, _stop_hook_workers, exitpriority=10)  # run by the worker's normal exit (os._exit skips atexit)
     if sys.platform.startswith("linux"):
         parent = os.getppid()
@@ -273,8 +274,16 @@ class WorkerSet:
         self._ended = False
 
     def __enter__(self) -> WorkerSet:
-        for p in self.procs:
-            p.start()
+        # SIGTERM stays blocked from before each fork until the worker has its own action for it (_as_pool_process):
+        # a SIGTERM that came sooner ran the handler the fork copied (hsa.cli.main's sys.exit) in the new process, whose
+        # SystemExit then climbed the caller's stack copied with it (under pytest: a second report of the test); or
+        # Python dropped it between the fork and its after-fork set-up, and the worker waited for work for ever
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            for p in self.procs:
+                p.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -284,8 +293,7 @@ class WorkerSet:
                     if p.is_alive():
                         p.terminate()  # SIGTERM, the system's action: ends a worker wherever it waits
                 for p in self.procs:
-                    # a SIGTERM sent as the worker starts can be lost (Python drops a signal that arrives between
-                    # the fork and its after-fork set-up): such a worker goes on waiting for work, so it is killed
+                    # a worker that SIGTERM does not end (stopped, or stuck in the kernel) is not waited for without end
                     p.join(_TERMINATE_WAIT)
                     if p.is_alive():
                         p.kill()
