@@ -23,6 +23,7 @@ from hsa.schema_facts import schema_fact
 __all__ = [
     "content_parts",
     "record_words",
+    "text_words",
     "Words",
     "map_schema_descriptions",
     "map_schema_descriptions_in_place",
@@ -328,6 +329,16 @@ def record_words(record: Record) -> Words:
     k = _message_text_count(record)  # the messages' texts come first: per record; the rest is the harness's
     return Words(_texts_tokens(tuple(texts[:k])), _texts_tokens(tuple(texts[k:])), _tools_tokens(record["tools"]),
                  {s["name"] for s in record.get("skills") or ()})
+
+
+def text_words(record: Record) -> Words:
+    """The tokens (:func:`hsa.names.text_tokens`) of every text of :func:`text_fields` (messages, tool descriptions
+    and parameter-schema texts, skills, prompt, hook sources; no names) as a :class:`Words`: whether a plain form is
+    mentioned in the record's text, asked as ``facts.ask_set(text_words)``. The messages' tokens are kept apart from
+    the harness's, each per tuple of texts, so the records of a harness share the second."""
+    texts = text_fields(record)
+    k = _message_text_count(record)  # text_fields puts the messages' texts first, as texts_of does
+    return Words(_texts_tokens(tuple(texts[:k])), _texts_tokens(tuple(texts[k:])))
 
 
 def _message_text_count(record: Record) -> int:

@@ -272,3 +272,24 @@ def test_tool_and_skill_renames_share_only_the_schemas_they_leave_alone():
                         assert b["parameters"] is not a["parameters"]
             assert _json.dumps(r) == snapshot
     assert shared > 20 and copied > 20
+
+
+def test_text_words_are_the_tokens_of_every_text():
+    """text_words (what tool.values asks of a record: is a plain value mentioned?) holds exactly the tokens of
+    text_fields, the messages' and the harness's texts; names that are in no text are not in it."""
+    from hsa.recipes import load_recipe
+    from hsa.record_texts import text_fields, text_words
+    from hsa.transform import run
+
+    recipe = load_recipe("default")
+    checked = 0
+    for i, r in enumerate(FIXTURE):
+        variant = run(recipe, r, random.Random(i))
+        for rec in (r, _described(r)) + ((variant,) if isinstance(variant, dict) else ()):
+            want = frozenset().union(*map(text_tokens, text_fields(rec)))
+            words = text_words(rec)
+            assert frozenset().union(*words.parts) == want
+            names_only = {t["name"] for t in rec["tools"]} - want
+            assert not any(n in words for n in names_only)
+            checked += 1
+    assert checked > 50

@@ -34,7 +34,7 @@ def _leaves():
     out = []
     for name in ("default", "tools", "hammer"):
         out += [t for t in load_recipe(name).leaves() if on_harness(t)]
-    assert {t.name for t in out} >= {"tool.rename", "tool.param_rename", "tool.distractors"}
+    assert {t.name for t in out} >= {"tool.rename", "tool.param_rename", "tool.distractors", "tool.values"}
     from transforms.tool import Distractors
 
     out.append(Distractors(params_p=0.8))  # parameter distractors ask the calls too (facts.ask)
@@ -50,6 +50,8 @@ def _names_in(params) -> list[str]:
     out += [e["tool"]["name"] for e in params.get("tools") or () if isinstance(e, dict)]
     out += [d["name"] for d in params.get("distractors") or () if isinstance(d, dict)]  # skill.catalog's skills
     for step in params.get("steps") or ():  # tool.nest's container, tool.flatten's joined names
+        if isinstance(step, dict) and step.get("op") == "values":  # tool.values' new values
+            out += [new for _, new in step["map"] if isinstance(new, str)]
         if isinstance(step, dict) and step.get("kind") == "regroup":
             out += [new[-1] for _, new in step["paths"] if isinstance(new[-1], str)]
             out.append(step["container"]["path"][-1])
@@ -373,6 +375,59 @@ def test_prompt_and_skill_samplers_ask_the_system_message(leaf):
         stale_skips += leaf.startswith("prompt.") and isinstance(got, Skip) and not isinstance(first, Skip)
     assert kept > 0  # draws kept were taken
     assert stale_skips > 0 or not leaf.startswith("prompt.")  # the system message is asked: the test can tell
+
+
+def _priority_record():
+    """A record of two tools: ``file_ticket`` takes a ``priority`` enum of plain words and an ``urgency`` enum of
+    identifiers, and a ``limit`` whose default its call passes; ``notify`` takes a free ``level`` string."""
+    ticket = {"name": "file_ticket", "description": "File a support ticket.", "parameters": {
+        "type": "object", "properties": {
+            "priority": {"type": "string", "enum": ["low", "high"]},
+            "urgency": {"type": "string", "enum": ["same_day", "next_week"]},
+            "limit": {"type": "integer", "default": 5, "minimum": 1, "maximum": 50}},
+        "required": ["priority"]}}
+    notify = {"name": "notify", "description": "Notify the on-call engineer.", "parameters": {
+        "type": "object", "properties": {"level": {"type": "string"}}}}
+    args = {"priority": "high", "urgency": "same_day", "limit": 5}
+    return normalize({"id": "ticket", "tools": [ticket, notify], "messages": [
+        {"role": "user", "content": "Please file it."},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                                               "function": {"name": "file_ticket", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "filed"}]})
+
+
+def test_tool_values_asks_the_texts_and_the_calls():
+    """tool.values draws on the harness and asks the rest: a record whose text mentions a plain-word enum value, whose
+    other call passes an enum value elsewhere, or whose call no longer passes the default explicitly gets a draw of
+    its own (the value or the default is left alone there); the same trajectory takes the kept draw."""
+    from transforms.tool import Values
+
+    t = Values(p=1.0, styles=("screaming",))  # low -> LOW: every value changes when nothing stops it
+    rec = _priority_record()
+    mentioned = clone(rec)
+    mentioned["messages"][0]["content"] = "Please file it, the priority is low."
+    elsewhere = clone(rec)
+    elsewhere["messages"].append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c2", "type": "function", "function": {"name": "notify", "arguments": {"level": "low"}}}]})
+    elsewhere["messages"].append({"role": "tool", "tool_call_id": "c2", "content": "sent"})
+    no_default = clone(rec)
+    no_default["messages"][1]["tool_calls"][0]["function"]["arguments"].pop("limit")
+    differ = 0
+    for seed in range(6):
+        drawn: list = []
+        first = sample_reusing(t, rec, seed, drawn)
+        assert not isinstance(first, Skip) and _same(first, t.sample(rec, random.Random(seed)))
+        changed = {(s["path"][0], old) for s in first["steps"] for old, _ in s["map"]}
+        assert ("priority", "low") in changed and ("limit", 5) in changed  # neither is mentioned or passed elsewhere
+        assert sample_reusing(t, clone(rec), seed, drawn) is first
+        for other, left in ((mentioned, ("priority", "low")), (elsewhere, ("priority", "low")),
+                            (no_default, ("limit", 5))):
+            got = sample_reusing(t, other, seed, drawn)
+            assert _same(got, t.sample(other, random.Random(seed))), (seed, got)
+            assert got is not first
+            assert left not in {(s["path"][0], old) for s in got["steps"] for old, _ in s["map"]}
+            differ += 1
+    assert differ
 
 
 def test_facts_record_each_question_and_membership_test():

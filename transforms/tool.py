@@ -25,7 +25,7 @@ from hsa.mapping import Mapping
 from hsa.names import DIALECT_NAME_RULES, is_legal_param
 from hsa.record_texts import Words
 from hsa.records import Record
-from hsa.renames import hook_literals, record_words, text_fields
+from hsa.renames import hook_literals, record_words
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms.tool_functional import check_banks as _check_banks
@@ -39,7 +39,7 @@ from transforms._toolnames import NAME_STYLES, RANDOM_STYLES, new_name
 from transforms._toolhooks import hooks_read_whole_input
 from transforms._toolshape import distractor_name, dress, shape_of
 from transforms._tooltext import has_constraint, paraphrase, shorten
-from transforms._toolschema import UnsupportedSchema, convert_tool, is_strict, node_at, values_at
+from transforms._toolschema import UnsupportedSchema, convert_tool, is_strict, node_at
 
 __all__ = [
     "ToolRename",
@@ -445,8 +445,8 @@ class Distractors(Transform):
             return Skip("no distractor fits (pool empty or every candidate collides with the record)")
         return out
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.add_distractors(record, params, self.name)
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
+        return {"tools": F.add_distractors({"tools": harness["tools"]}, params, self.name)["tools"]}
 
 
 @register
@@ -548,19 +548,20 @@ class Values(Transform):
         _check_styles(self.styles, _VALUE_STYLES)  # mask and noun only when asked: docs/design.md, "Values"
         _check_banks(self.banks)
 
-    def sample(self, record: Record, rng: random.Random) -> dict | Skip:
-        if hooks_read_whole_input(record):
+    def sample_harness(self, harness: HarnessView, facts: Facts, rng: random.Random) -> dict | Skip:
+        if hooks_read_whole_input(harness):
             return Skip(_WHOLE_INPUT)
-        reserved = hook_literals(record) | F.harness_names(record)  # hook literals and names stay as they are
-        texts = text_fields(record)
-        taken = record_words(record)
-        skill = record["skill_tool"]
-        where = F.value_sites(record)  # every (tool, path) each JSON value occurs at
-        mentioned = F.mention_finder(texts)
+        reserved = hook_literals(harness) | F.harness_names(harness)  # hook literals and names stay as they are
+        taken = facts.ask_set(record_words)
+        skill = harness["skill_tool"]
+        # every (tool, path) each JSON value occurs at: in the schemas (the harness), and in the calls (asked)
+        where = F.schema_value_sites(harness["tools"])
+        calls = facts.ask_set(F.call_value_sites)
+        mentioned = F.mention_asker(facts)  # whole-token mentions in any text (messages, harness texts, hooks)
 
         steps: list[dict] = []
         explain: list[dict] = []  # masked values, explained where the schema describes the parameter
-        for t in record["tools"]:
+        for t in harness["tools"]:
             for path, enum, _, has_default in F.value_nodes(t["parameters"]):  # every path has a node
                 if t["name"] == skill["name"] and path == (skill["argument"],):
                     continue
@@ -576,7 +577,7 @@ class Values(Transform):
                         continue
                     style = rng.choice(self.styles)
                     for v in enum:
-                        if not F.enum_value_changeable(v, (t["name"], path), reserved, where, mentioned):
+                        if not F.enum_value_changeable(v, (t["name"], path), reserved, where, mentioned, calls):
                             continue
                         if style != "mask" and any(c.isspace() for c in v):
                             continue  # a phrase ("New York"), not an identifier: no maintainer restyles it
@@ -600,13 +601,12 @@ class Values(Transform):
                     d = node["default"]
                     if isinstance(d, bool) or not isinstance(d, (int, float)) or "$ref" in _json.dumps(node):
                         continue
-                    calls = [v for args in F.calls_of_tool(record, t["name"]) for v in values_at(args, path)]
-                    if not any(_json.strict_equal(v, d) for v in calls) or rng.random() >= self.p:
-                        continue
+                    if not facts.ask(F.passes_value, t["name"], path, d) or rng.random() >= self.p:
+                        continue  # a default no call passes explicitly, or not drawn
                     new = self._redraw(d, node, rng)
                     if new is None or mentioned(F.number_texts(d) + F.number_texts(new)):
                         continue
-                    if any(_json.strict_equal(v, new) for v in calls):
+                    if facts.ask(F.passes_value, t["name"], path, new):
                         continue
                     steps.append({"op": "values", "tool": t["name"], "path": list(path),
                                   "map": [[d, new], [new, d]], "texts": False})

@@ -53,6 +53,8 @@ __all__ = [
     "keys_in_calls",
     "harness_names",
     "mention_finder",
+    "mention_asker",
+    "mentioned_in_texts",
     "param_owners",
     "named_paths",
     "tools_named_paths",
@@ -89,6 +91,9 @@ __all__ = [
     "string_enum",
     "number_texts",
     "value_sites",
+    "schema_value_sites",
+    "call_value_sites",
+    "passes_value",
     "value_nodes",
     "enum_value_changeable",
     "convert_tools",
@@ -219,6 +224,33 @@ def mention_finder(texts: list[str]) -> Callable[[list[str]], bool]:
         return not text_toks[0].isdisjoint(forms)
 
     return mentioned
+
+
+def mention_asker(facts: Facts) -> Callable[[list[str]], bool]:
+    """:func:`mention_finder` of the record's :func:`~hsa.record_texts.text_fields` for a sampler on the harness: the
+    same answers, asked through ``facts`` (a plain form as a membership test of
+    :func:`~hsa.record_texts.text_words`, another as :func:`mentioned_in_texts`), so a draw is kept with what it
+    asked and reused by the records that answer alike."""
+    from hsa.record_texts import text_words
+
+    words: list = []
+
+    def mentioned(forms: list[str]) -> bool:
+        if not all(is_plain_token(f) for f in forms):
+            return facts.ask(mentioned_in_texts, tuple(forms))
+        if not words:
+            words.append(facts.ask_set(text_words))
+        return any(f in words[0] for f in forms)
+
+    return mentioned
+
+
+def mentioned_in_texts(record: Record, forms: tuple[str, ...]) -> bool:
+    """Whether any of ``forms`` occurs as a whole token in a text of ``record``
+    (:func:`~hsa.record_texts.text_fields`): :func:`mention_finder`'s answer, asked of one record."""
+    from hsa.record_texts import text_fields
+
+    return any(find_tokens(text, forms) for text in text_fields(record))
 
 
 def param_owners(record: Record) -> dict[str, int]:
@@ -723,6 +755,57 @@ def value_sites(record: Record) -> dict[str, set]:
     return where
 
 
+def schema_value_sites(tools: list[dict]) -> dict[str, set]:
+    """The schema half of :func:`value_sites`: every (tool, path) each value a schema lists occurs at (a fact of the
+    harness)."""
+    where: dict[str, set] = {}
+    for t in tools:
+        for path, _, listed, _ in value_nodes(t["parameters"]):
+            for v in listed:
+                where.setdefault(v, set()).add((t["name"], path))
+    return where
+
+
+class CallSites:
+    """The call half of :func:`value_sites`, for membership tests: ``(value, site) in sites`` is whether a call
+    passes the value (its canonical text) at a (tool, path) other than ``site``."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, where: dict[str, set]):
+        self.where = where
+
+    def __contains__(self, item: tuple) -> bool:
+        value, site = item
+        found = self.where.get(value)
+        return bool(found) and bool(found - {site})
+
+
+def call_value_sites(record: Record) -> CallSites:
+    """Every (tool, path) each JSON value (its canonical text) is passed at in the calls of ``record``, at the
+    value paths of its tools' schemas, as a :class:`CallSites` (asked as ``facts.ask_set(call_value_sites)``)."""
+    where: dict[str, set] = {}
+    calls: dict[str, list] = {}
+    for _, _, c in iter_calls(record):
+        calls.setdefault(c["function"]["name"], []).append(c["function"]["arguments"])
+    for t in record["tools"]:
+        passed = calls.get(t["name"])
+        if not passed:
+            continue
+        nodes = value_nodes(t["parameters"])
+        for args in passed:
+            for path, _, _, _ in nodes:
+                for v in values_at(args, path):
+                    if not isinstance(v, (dict, list)):
+                        where.setdefault(_json.canonical(v), set()).add((t["name"], path))
+    return CallSites(where)
+
+
+def passes_value(record: Record, tool: str, path: tuple, value: Any) -> bool:
+    """Whether a call of ``tool`` in ``record`` passes ``value`` (strictly equal: its type too) at ``path``."""
+    return any(_json.strict_equal(v, value) for args in calls_of_tool(record, tool) for v in values_at(args, path))
+
+
 def explain_values(record: Record, explain: Sequence[dict], what: str = "tool.values") -> Record:
     """``record`` with each masked value of ``explain`` (``{"tool", "path", "map": [[old, new], ...]}``, names as in
     ``record``) explained where its schema describes the parameter: a sentence listing every value of the enum in
@@ -755,13 +838,18 @@ def explain_values(record: Record, explain: Sequence[dict], what: str = "tool.va
 
 
 def enum_value_changeable(value: str, site: tuple, reserved: set[str], where: dict[str, set],
-                          mentioned: Callable[[list[str]], bool]) -> bool:
+                          mentioned: Callable[[list[str]], bool], calls: Container | None = None) -> bool:
     """True when the enum ``value`` at ``site`` (tool, path) may be renamed: not a hook literal or a name
-    (``reserved``), used at no other tool or path (``where``: :func:`value_sites`), and, when a text mentions it,
+    (``reserved``), used at no other tool or path (``where``: :func:`value_sites`; or, with ``calls``, ``where`` the
+    schemas' :func:`schema_value_sites` and ``calls`` the :func:`call_value_sites`), and, when a text mentions it,
     one that cannot be a plain word there (identifier-like)."""
-    if value in reserved or where.get(_json.canonical(value), set()) - {site}:
+    canonical = _json.canonical(value)
+    if value in reserved or where.get(canonical, set()) - {site}:
         return False
-    return not mentioned([value]) or (is_identifier_like(value) and re.fullmatch(r"[A-Za-z0-9_\-]+", value) is not None)
+    if calls is not None and (canonical, site) in calls:
+        return False
+    # identifier-like first: a mention is asked only where it decides (a sampler on the harness records each question)
+    return (is_identifier_like(value) and re.fullmatch(r"[A-Za-z0-9_\-]+", value) is not None) or not mentioned([value])
 
 
 def convert_tools(record: Record, target: str) -> Record:
