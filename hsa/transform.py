@@ -55,6 +55,7 @@ __all__ = [
     "check_choices",
     "HarnessView",
     "Facts",
+    "Answers",
     "NotHarnessError",
     "on_harness",
     "applies_harness",
@@ -337,6 +338,9 @@ class SlotRng(random.Random):
         self.plan = plan
         self.cursor = 0  # the leaf runs drawn so far: the index of the next one in the plan
         self.source: Record | None = None  # the record the variant is made from (set by run)
+        #: the answers the records of this variant gave to the samplers' questions (:class:`Answers`); the pipeline
+        #: gives the variants of one source record one table
+        self.answers = Answers()
 
     def leaf_run(self, t: Transform, seed: int) -> LeafRun | None:
         """The plan's entry of the next leaf run (``t`` drawn ``seed``), made on the first variant that reaches
@@ -379,7 +383,7 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
                 run = rng.leaf_run(t, seed)
                 source = rng.source
             if harness_draw and run is not None and applies_harness(t):
-                return _run_on_harness(t, record, seed, run, source, applied, skipped)
+                return _run_on_harness(t, record, seed, run, source, applied, skipped, rng.answers)
             if harness_draw:
                 return _run_reusing(t, record, seed, rng, applied, skipped, run)
             rng = random.Random(seed)
@@ -441,12 +445,12 @@ def _name_the_raiser(exc: Exception, t: Transform) -> None:
 
 
 def _run_on_harness(t: Transform, record: Record, seed: int, run: LeafRun, source: Record | None, applied: list,
-                    skipped: list) -> Record:
+                    skipped: list, answers: Answers | None = None) -> Record:
     """:func:`_run_leaf` of a leaf that samples and applies on the harness, under a pool: its params (or skip) and
     the harness parts it made, from the slot plan's leaf run ``run`` (:func:`_on_harness_branch`). The parts made
     are shared by the records that take them, read only."""
     try:
-        branch, taken = _on_harness_branch(t, record, seed, run.harness, source, apply=True)
+        branch, taken = _on_harness_branch(t, record, seed, run.harness, source, apply=True, answers=answers)
         run.taken += taken
         params, made = branch[3], branch[4]
         if isinstance(params, Skip):
@@ -466,7 +470,7 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
     """:func:`_run_leaf` of a leaf that samples on the harness, under a pool: its params taken from the draws the
     slot plan's entry ``run`` holds (:func:`sample_reusing`), else drawn; then applied as usual."""
     try:
-        params = sample_reusing(t, record, seed, None if run is None else run.harness, slot.source)
+        params = sample_reusing(t, record, seed, None if run is None else run.harness, slot.source, slot.answers)
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
@@ -479,30 +483,33 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
     return out
 
 
-def sample_reusing(t: Transform, record: Record, seed: int, drawn: list | None, source: Record | None = None
-                   ) -> dict | Skip:
+def sample_reusing(t: Transform, record: Record, seed: int, drawn: list | None, source: Record | None = None,
+                   answers: Answers | None = None) -> dict | Skip:
     """The params ``t.sample_harness`` draws for ``record`` with ``random.Random(seed)``, taken from ``drawn`` (the
     draws of this leaf run kept so far, :func:`_on_harness_branch`) when one of them fits ``record``, else drawn and
     kept there. The same params as a draw, without it: a draw is a function of the seed, the harness parts it read
-    and the answers it got. ``drawn`` None: drawn, nothing kept."""
+    and the answers it got. ``drawn`` None: drawn, nothing kept. ``answers``: the answers ``record`` gave already
+    (:class:`Answers`)."""
     if drawn is None:
-        return t.sample_harness(HarnessView(record), Facts(record), random.Random(seed))
-    return _on_harness_branch(t, record, seed, drawn, source, apply=False)[0][3]
+        return t.sample_harness(HarnessView(record), Facts(record, answers=answers), random.Random(seed))
+    return _on_harness_branch(t, record, seed, drawn, source, apply=False, answers=answers)[0][3]
 
 
 def _on_harness_branch(t: Transform, record: Record, seed: int, branches: list, source: Record | None, *,
-                       apply: bool) -> tuple[list, bool]:
+                       apply: bool, answers: Answers | None = None) -> tuple[list, bool]:
     """The branch of ``branches`` (a leaf run's: ``[keys read, parts read, questions, params or Skip, parts made or
     None]``, newest last) that ``record`` takes, and True; or a new one, sampled (and with ``apply`` applied) on
     ``record``'s harness, kept in ``branches`` (up to :data:`hsa.plans.BRANCHES`, the oldest dropped), and False.
     A record takes a branch when it has the harness parts the branch read alike (the same objects, both the
-    source's part of a key the harness digest pins, or equal exactly) and answers the questions it asked alike."""
-    asked_now: dict = {}  # each question asked of this record once, whatever the branches
+    source's part of a key the harness digest pins, or equal exactly) and answers the questions it asked alike.
+    Each question is answered once per record, whatever the branches and the draw (``answers``)."""
+    if answers is None:
+        answers = Answers()
     for branch in reversed(branches):
         if _same_read(_parts_read(branch[0], record, source), branch[1]) and \
-                _same_answers(record, branch[2], asked_now):
+                _same_answers(record, branch[2], answers):
             return branch, True
-    harness, facts = HarnessView(record), Facts(record, log=[])
+    harness, facts = HarnessView(record), Facts(record, log=[], answers=answers)
     params = t.sample_harness(harness, facts, random.Random(seed))
     made = t.apply_harness(harness, params) if apply and not isinstance(params, Skip) else None
     keys = tuple(harness.read)  # what the apply read too
@@ -512,13 +519,12 @@ def _on_harness_branch(t: Transform, record: Record, seed: int, branches: list, 
     return branch, False
 
 
-def _same_answers(record: Record, questions: tuple, asked_now: dict) -> bool:
+def _same_answers(record: Record, questions: tuple, answers: Answers) -> bool:
     """Whether ``record`` answers each recorded question as the record of the draw did: a value alike (same repr:
     types and order too, so a set or dict built in another order is a miss, never a wrong hit), each membership
     test answered alike."""
     for is_set, fn, args, answer in questions:
-        memo = (fn, repr(args))
-        value = asked_now[memo] if memo in asked_now else asked_now.setdefault(memo, fn(record, *args))
+        value = answers.of(record, fn, args)
         if is_set:
             if any((x in value) != was for x, was in answer.items()):
                 return False
@@ -575,6 +581,28 @@ class HarnessView(Mapping):
         return f"HarnessView({', '.join(k for k in HARNESS_KEYS if k in self._record)})"
 
 
+class Answers:
+    """What records answered to the samplers' questions (``fn(record, *args)``, :class:`Facts`), each asked of one
+    record object once: kept by the record's identity with the record itself (so the identity is never another
+    record's), valid because a record is never changed once made (transforms return new records). The pipeline
+    keeps one table for the variants of one source record: they start from the same record, and a leaf that skips
+    hands the next leaf the record it was given."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self):
+        self._held: dict = {}
+
+    def of(self, record: Record, fn: Callable[..., Any], args: tuple) -> Any:
+        key = (id(record), fn, repr(args))
+        held = self._held.get(key)
+        if held is not None and held[0] is record:
+            return held[1]
+        value = fn(record, *args)
+        self._held[key] = (record, value)
+        return value
+
+
 class Facts:
     """The questions :meth:`Transform.sample_harness` asks of the rest of a record (its texts, calls, ``meta``):
     ``ask(fn, *args)`` is ``fn(record, *args)``, a value; ``ask_set(fn, *args)`` a set the sampler only tests
@@ -582,20 +610,26 @@ class Facts:
     values); answers compare by ``repr``. Under a pool each question and its answer is kept with the draw, and a
     record that answers every one alike takes the draw without a new one (:func:`sample_reusing`)."""
 
-    __slots__ = ("_record", "log")
+    __slots__ = ("_record", "log", "_answers")
 
-    def __init__(self, record: Record, log: list | None = None):
+    def __init__(self, record: Record, log: list | None = None, answers: Answers | None = None):
         self._record = record
         self.log = log  # [(is_set, fn, args, answer)] while a pool keeps the draw; None: nothing recorded
+        self._answers = answers  # what the record answered already (Answers), or None: each answer worked out
+
+    def _answer(self, fn: Callable[..., Any], args: tuple) -> Any:
+        if self._answers is None:
+            return fn(self._record, *args)
+        return self._answers.of(self._record, fn, args)
 
     def ask(self, fn: Callable[..., Any], *args: Any) -> Any:
-        answer = fn(self._record, *args)
+        answer = self._answer(fn, args)
         if self.log is not None:
             self.log.append((False, fn, args, repr(answer)))
         return answer
 
     def ask_set(self, fn: Callable[..., Any], *args: Any) -> Any:
-        items = fn(self._record, *args)
+        items = self._answer(fn, args)
         if self.log is None:
             return items
         out = _AskedSet(items)

@@ -430,6 +430,47 @@ def test_tool_values_asks_the_texts_and_the_calls():
     assert differ
 
 
+def test_answers_are_worked_out_once_per_record(monkeypatch):
+    """A question is answered once per record object, whatever the branches, the draw and the variants that ask it
+    (hsa.transform.Answers); a record with the same content but another object is asked again."""
+    from hsa.transform import Answers
+
+    calls: list = []
+
+    def words(record):
+        calls.append(record["id"])
+        return {"alpha"}
+
+    answers = Answers()
+    rec = {"id": "a"}
+    facts = Facts(rec, log=[], answers=answers)
+    assert "alpha" in facts.ask_set(words) and "beta" not in facts.ask_set(words)
+    assert Facts(rec, answers=answers).ask_set(words) == {"alpha"}
+    assert calls == ["a"]
+    assert Facts(dict(rec), answers=answers).ask_set(words) == {"alpha"} and calls == ["a", "a"]
+
+    import hsa.record_texts as RT
+    from transforms.tool import Values
+
+    real, counted = RT.text_words, []
+
+    def counting(record):
+        counted.append(record["id"])
+        return real(record)
+
+    t = Values(p=1.0, styles=("screaming",))
+    rec = _priority_record()
+    rec["messages"][0]["content"] = "Please file it, the priority is low."  # a draw asks whether "low" is mentioned
+    monkeypatch.setattr(RT, "text_words", counting)
+    drawn: list = []
+    shared = Answers()
+    for _ in range(3):  # a draw, then the two variants after it take it: each asks the record again
+        sample_reusing(t, rec, 0, drawn, answers=shared)
+    assert len(drawn) == 1 and counted == ["ticket"]  # the record's words worked out once
+    sample_reusing(t, clone(rec), 0, drawn, answers=shared)
+    assert counted == ["ticket", "ticket"]  # another record object: asked again
+
+
 def test_facts_record_each_question_and_membership_test():
     log: list = []
     facts = Facts({"id": "r"}, log=log)

@@ -21,7 +21,7 @@ from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
 from hsa.context import current
 from hsa.plans import SlotPlan
-from hsa.transform import Sequence, SlotRng, Transform, config_key, run
+from hsa.transform import Answers, Sequence, SlotRng, Transform, config_key, run
 from hsa.invariants import check_record, check_variant
 from hsa.violations import details
 
@@ -295,6 +295,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     ctx = current()
     plans = ctx.plans if digest is not None else None
     met = plans is not None and plans.holds_harness(digest)  # an earlier record had this harness: keep its work
+    answers = Answers()  # what this record and the records made from it answered the samplers (every variant)
     for k in range(1, variants + 1):
         if harness_pool:
             slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
@@ -307,6 +308,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
                 if ctx.plan is not None and (met or ctx.plan.served):
                     ctx.plan.reused = True
                 rng = slot_rng(seed, digest, slot, rng, ctx.plan)
+                rng.answers = answers  # the variants of one record share what it answered
         try:
             try:
                 if not noop:
