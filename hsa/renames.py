@@ -618,6 +618,12 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 
     The record is copied once (not at all when owned) and each inverse step rewrites that copy in place
     where its applier can (tool, skill and parameter renames); the other appliers copy what they change."""
+    return _undo_from(record, n, owned=owned)[0]
+
+
+def _undo_from(record: Record, n: int, *, owned: bool) -> tuple[Record, tuple | None]:
+    """:func:`_undo`, and where its harness parts came from: the slot plan's key of the split undo that gave them
+    (:func:`_undo_split`: they are a function of it), or None (the plain loop)."""
     from hsa.mapping import Mapping
 
     steps = record["mapping"][len(record["mapping"]) - n:] if n else []
@@ -625,13 +631,12 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
     inverse = [step.to_json() for step in Mapping(steps).inverse().typed() if not isinstance(step, OpaqueStep)]
-    if _splits(out, inverse) and _undo_split(out, inverse):
-        pass
-    else:
+    origin = _undo_split(out, inverse) if _splits(out, inverse) else None
+    if origin is None:
         for step in inverse:
             out = _apply_step_in_place(out, step)
     out["mapping"] = kept
-    return out
+    return out, origin
 
 
 #: The parts of a record besides its messages and mapping that the steps :func:`carries` change: each step changes
@@ -703,7 +708,7 @@ def _splits(record: Record, steps: list[dict]) -> bool:
     return bool(steps) and carries(record, steps)
 
 
-def _undo_split(record: Record, steps: list[dict]) -> bool:
+def _undo_split(record: Record, steps: list[dict]) -> tuple | None:
     """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
     applies them, in two halves: the harness parts (:func:`step_parts`: the hooks too, on a record with hooks and no
     hook events) by the plain appliers on the record without its messages, kept in the slot plan of the variant
@@ -713,21 +718,22 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     (their message carry, :mod:`hsa.step_carry`: calls, tool-result names, texts). Where the plain loop would raise,
     the harness half raises the same (it runs every applier, on a copy of the parts); the messages half raises
     nothing of its own. A skill rename is split where its step names the skill tool the record has when the undo
-    reaches it (its applier carries the calls of that one), else these steps are left to the plain loop. False
-    (``record`` as it was): no plan to keep the work in (``--harness-pool 0``, an undo outside augmentation, a
+    reaches it (its applier carries the calls of that one), else these steps are left to the plain loop. Returns the
+    plan's key of the undone parts (they are a function of it). None (``record`` as it was): no plan to keep the
+    work in (``--harness-pool 0``, an undo outside augmentation, a
     plan's first variant of a harness no earlier record had: :attr:`hsa.context.WorkerContext.keeping`), which the
     plain loop undoes."""
     plan = _current().keeping
     if plan is None:
-        return False
+        return None
     parts = {k: record[k] for k in step_parts(record) if k in record}
     try:
         key = ("undone", _cache.digest(steps, parts))
     except (TypeError, ValueError):  # not JSON: no key
-        return False
+        return None
     hit = plan.recall(key)
     if hit is _PLAIN:
-        return False
+        return None
     if hit is not None:
         undone, carry, noted = _json.loads(hit[0]), hit[1], hit[2]
     else:
@@ -738,7 +744,7 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
             st = bare["skill_tool"]
             if step["op"] == "skills" and (step.get("tool"), step.get("argument")) != (st["name"], st["argument"]):
                 plan.keep(key, _PLAIN)  # its applier would carry the messages with another skill tool: not split
-                return False
+                return None
             if keeps is not None:  # carry_keeps, in the same loop
                 keeps.append(_kept_whole(bare, step))
             bare = _apply_step_in_place(bare, step)
@@ -754,7 +760,7 @@ def _undo_split(record: Record, steps: list[dict]) -> bool:
     _carry_steps(record["messages"], steps, entries=carry, sift=True)
     record.update(undone)
     record["notes"].extend(noted)
-    return True
+    return key
 
 
 #: A plan entry of :func:`_undo_split` whose steps the plain loop undoes every time.
@@ -814,11 +820,11 @@ def with_restore(source: Record, variant: Record) -> Record:
     if not Mapping(steps).task_preserving:
         return variant
     try:
-        back = _undo(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
+        back, origin = _undo_from(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
     kept: dict[str, tuple] = {}
-    p = _content_patch(content_of(back), content_of(source), kept)
+    p = _content_patch(content_of(back), content_of(source), kept, origin=origin)
     fmt = _fmt_of(source)
     if p is None and _fmt_of(back) == fmt:
         _current().last_undo[:] = [variant, len(steps), back]
@@ -838,21 +844,28 @@ def with_restore(source: Record, variant: Record) -> Record:
 _HARNESS_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
 
 
-def _content_patch(a: dict, b: dict, kept: dict[str, tuple] | None = None) -> dict | None:
+def _content_patch(a: dict, b: dict, kept: dict[str, tuple] | None = None, *, origin: tuple | None = None
+                   ) -> dict | None:
     """``hsa._patch.diff(a, b)`` of two records' contents, the patch of each harness key kept in the slot plan of
     the variant being made (:attr:`hsa.context.WorkerContext.keeping`, by the digest of (key, its value in ``a``, in
     ``b``)): records of one harness and pool slot undo to the same harness, whatever their trajectories. The same
     patch as the diff of the whole, key by key; a kept patch is shared by the variants of the slot in their
     ``restore`` steps (read only, like every mapping step). ``kept``: filled with each harness key's plan key (the
-    digest), under which :func:`_restored_view` keeps what the patch makes of that key's value."""
+    digest), under which :func:`_restored_view` keeps what the patch makes of that key's value.
+
+    ``origin``: the plan's key of the split undo that gave ``a``'s harness parts (:func:`_undo_from`), ``b`` being
+    the source's content: then a harness key's value in ``a`` is a function of ``origin`` (the undo's :func:`step_parts`)
+    and its value in ``b`` the same for every record of the plan (:data:`hsa.plans.DIGEST_KEYS`, which the plan's
+    harness digest covers), so the pair is keyed by ``origin`` without a digest of the two values."""
     plan = _current().keeping
     if plan is None:
         return _patch.diff(a, b, str_edits=_str_edits)
+    undone = frozenset(step_parts(a)) if origin is not None else frozenset()
 
     def by_key(k: str, old: Any, new: Any) -> dict | None:
         if k not in _HARNESS_KEYS:
             return _patch.diff(old, new, str_edits=_str_edits)
-        key = _cache.digest(k, old, new)
+        key = ("undone", k, origin) if k in undone else _cache.digest(k, old, new)
         if kept is not None:
             kept[k] = ("patched", key)
         # shared, read only: a mapping step is never changed in place (its appliers copy)
