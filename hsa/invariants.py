@@ -281,7 +281,7 @@ def check_variant(source: Record, variant: Record, *, closure: bool = True, exec
                     out.append(Violation("round-trip", "call does not map back",
                                          f"call {i}: variant {_json.dumps(v)} maps back to {_json.dumps(back)}, "
                                          f"source is {_json.dumps(s)}"))
-        key = variant_key(variant, mapping.steps)
+        key = variant_key(variant, mapping.steps, source)
         out.extend(_added_names_cached(source, variant, mapping, key))
         out.extend(check_consistency(source, variant, mapping, thorough=thorough, key=key))
         out.extend(_check_inversion(source, variant, len(mapping.steps)))

@@ -38,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "MEMO", "DIGEST_KEYS"]
+__all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "MEMO", "SEEN", "DIGEST_KEYS"]
 
 #: The default bound of a plan table: 8 slots of 64 harnesses.
 DEFAULT_PLANS = 8 * 64
@@ -46,6 +46,8 @@ DEFAULT_PLANS = 8 * 64
 BRANCHES = 4
 #: How many results of the slot's checking work (:meth:`SlotPlan.recall`) a plan keeps, the oldest dropped first.
 MEMO = 24
+#: How many sets of objects a plan remembers by identity (:meth:`SlotPlan.same_as`), the oldest dropped first.
+SEEN = 4
 #: The harness keys the harness digest covers exactly (:func:`hsa.pipeline.harness_digest`): two records of one
 #: plan have equal values there. The prompt is not one: its section bodies are the trajectory's.
 DIGEST_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
@@ -83,11 +85,12 @@ class SlotPlan:
     of what it read, a branch of the plan, and at most :data:`MEMO` of them, the oldest dropped first. A result
     lives and goes with its plan: no table of its own."""
 
-    __slots__ = ("runs", "memo", "served", "reused")
+    __slots__ = ("runs", "memo", "served", "reused", "_seen")
 
     def __init__(self):
         self.runs: list[LeafRun] = []
         self.memo: OrderedDict = OrderedDict()
+        self._seen: OrderedDict = OrderedDict()  # ids of objects -> (the objects, what they gave): same_as
         self.served = 0  # variants made and checked with this plan (the pipeline counts them)
         # whether the restore step and the check keep their work here (hsa.context.WorkerContext.keeping): the
         # pipeline says so once the plan has served a variant, or its harness an earlier record's plans
@@ -105,6 +108,26 @@ class SlotPlan:
         """What :meth:`keep` kept under ``key``, else ``make()``, kept under it now (None is a value like any)."""
         hit = self.recall(key, _MISSING)
         return self.keep(key, make()) if hit is _MISSING else hit
+
+    def same_as(self, objects: tuple) -> Any:
+        """What :meth:`remember` was given for these very ``objects`` (the same objects, compared by identity), else
+        None. The objects are held with it, so their identities cannot be another object's while it is kept."""
+        hit = self._seen.get(tuple(map(id, objects)))
+        if hit is None or len(hit[0]) != len(objects) or not all(a is b for a, b in zip(hit[0], objects)):
+            return None
+        return hit[1]
+
+    def remember(self, objects: tuple, value: Any) -> Any:
+        """Keep ``value`` for ``objects`` by their identity (the oldest of more than :data:`SEEN` dropped: the objects
+        are held, and a record's own ones would otherwise outlive it); returns ``value``. For what is a function of
+        the objects' contents, never changed in place."""
+        seen = self._seen
+        ids = tuple(map(id, objects))
+        seen[ids] = (objects, value)
+        seen.move_to_end(ids)
+        if len(seen) > SEEN:
+            seen.popitem(last=False)
+        return value
 
     def keep(self, key: tuple, value: Any) -> Any:
         """Keep ``value`` under ``key`` (the oldest of more than :data:`MEMO` dropped); returns ``value``."""

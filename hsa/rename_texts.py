@@ -308,21 +308,39 @@ def stale_references(variant: Record, steps: list[dict], *, key: str | None = No
     return check.merge(check.scan(list(labelled_message_texts(variant)), variant))
 
 
-def variant_key(variant: Record, steps: list[dict]) -> str | None:
+def variant_key(variant: Record, steps: list[dict], source: Record | None = None) -> str | None:
     """The key under which a slot plan keeps the checks of a variant that read its harness and its own ``steps``:
     the digest of those steps but ``restore`` (which renames nothing), its tools, skills, skill tool, prompt and
     hooks. None where no slot plan keeps the work of the variant being checked
-    (:attr:`hsa.context.WorkerContext.keeping`), or the record is not JSON."""
+    (:attr:`hsa.context.WorkerContext.keeping`), or the record is not JSON.
+
+    The plan remembers the digest of the last parts it was asked about by their identity (:meth:`SlotPlan.same_as`):
+    the parts a plan's leaf runs made are shared by the variants that took them, and a part that is ``source``'s own
+    (the variant's source record) under a key the harness digest covers (:data:`hsa.plans.DIGEST_KEYS`) is the same
+    in every record of the plan, so such a variant's key is found without a digest."""
     from hsa import cache
     from hsa.context import current
+    from hsa.plans import DIGEST_KEYS
 
-    if current().keeping is None:
+    plan = current().keeping
+    if plan is None:
         return None
+    own = [s for s in steps if not isinstance(Step.from_json(s), RestoreStep)]
+    parts = [variant["tools"], variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks")]
+    held = [_PINNED if source is not None and k in DIGEST_KEYS and v is not None and v is source.get(k) else v
+            for k, v in zip(("tools", "skills", "skill_tool", "prompt", "hooks"), parts)]
+    found = plan.same_as(("variant key", *own, *held))
+    if found is not None:
+        return found
     try:
-        return cache.digest([s for s in steps if not isinstance(Step.from_json(s), RestoreStep)], variant["tools"],
-                            variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks"))
+        key = cache.digest(own, *parts)
     except (TypeError, ValueError):  # not JSON: no key
         return None
+    return plan.remember(("variant key", *own, *held), key)
+
+
+#: What :func:`variant_key` holds for a part that is its source's own under a key the harness digest covers.
+_PINNED = ("the source's part",)
 
 
 def stale_names(variant: Record, steps: list[dict], *, key: str | None = None) -> _StaleNames:

@@ -329,3 +329,53 @@ def test_the_pipeline_marks_a_plan_reused_when_its_harness_was_met_before(tmp_pa
     # plans that served one variant, of a harness an earlier record had, are reused: fewer are not than served one
     assert sum(not p.reused for p in shared) < sum(p.served == 1 for p in shared)
     assert all(p.served == 1 and not p.reused and not p.memo for p in alone)
+
+
+def test_a_plan_remembers_by_identity_and_the_variant_key_by_shared_and_pinned_parts():
+    """SlotPlan.same_as answers only for the very objects remembered (an equal copy is another question), holds at
+    most SEEN of them; variant_key is the digest of the parts whichever way it is found: taken for a variant whose
+    parts are the plan's shared objects or its source's own, worked out again for a copy, and equal."""
+    from hsa import cache
+    from hsa.context import WorkerContext, use
+    from hsa.plans import SEEN, SlotPlan
+    from hsa.records import clone, normalize
+    from hsa.rename_texts import variant_key
+    from hsa.renames import rename_tools
+
+    plan = SlotPlan()
+    a, b = {"x": 1}, {"x": 1}
+    assert plan.same_as(("k", a)) is None
+    assert plan.remember(("k", a), "A") == "A" and plan.same_as(("k", a)) == "A"
+    assert plan.same_as(("k", b)) is None  # equal, not the same object
+    for i in range(SEEN):
+        plan.remember(("k", {"i": i}), i)
+    assert plan.same_as(("k", a)) is None  # the oldest dropped
+
+    source = normalize({"id": "r", "tools": [{"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]})
+    variant = rename_tools(source, {"get_weather": "fetch_weather"})
+    assert variant["skill_tool"] == source["skill_tool"]
+    variant = {**variant, "skill_tool": source["skill_tool"]}  # as a leaf that leaves it alone hands it on
+    other_source = clone(source)  # another record of the plan: equal harness, its own objects
+    other = {**clone(variant), "tools": variant["tools"], "mapping": variant["mapping"],
+             "skill_tool": other_source["skill_tool"]}  # the plan's tools and step, its own skill tool
+    want = cache.digest(variant["mapping"], variant["tools"], None, variant["skill_tool"], None, None)
+    with use(WorkerContext()) as ctx:
+        ctx.plan = plan = SlotPlan()
+        plan.reused = True
+        calls = []
+        real = cache.digest
+
+        def counting(*a):
+            calls.append(1)
+            return real(*a)
+
+        cache.digest, saved = counting, cache.digest
+        try:
+            assert variant_key(variant, variant["mapping"], source) == want and len(calls) == 1
+            assert variant_key(other, other["mapping"], other_source) == want and len(calls) == 1  # taken
+            copy = clone(variant)
+            assert variant_key(copy, copy["mapping"], source) == want and len(calls) == 2  # other objects: again
+        finally:
+            cache.digest = saved
