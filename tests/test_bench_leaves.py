@@ -13,8 +13,8 @@ from bench_augment import _shared_chunk, public_layout  # noqa: E402
 
 
 def test_leaves_of_a_shared_harness_input_take_kept_draws(tmp_path, capsys):
-    """80 tool-only records of 2 harnesses, the first 40 not counted: the harness samplers (nest and flatten among
-    them) take kept draws, no more than they looked up; the record samplers have none to take; the leaves' time is
+    """80 tool-only records of 2 harnesses, the first 40 not counted: the harness samplers (nest, flatten and values
+    among them) take kept draws, no more than they looked up; a record sampler has none to take; the leaves' time is
     part of the whole."""
     path = tmp_path / "in.jsonl"
     path.write_text("".join(json.dumps(public_layout(r)) + "\n" for r in _shared_chunk(80, 0, 2)))
@@ -22,13 +22,13 @@ def test_leaves_of_a_shared_harness_input_take_kept_draws(tmp_path, capsys):
     assert figures["records"] == 40 and figures["warm"] == 40
     found = figures["leaves"]
     assert {"tool.rename", "tool.param_rename", "tool.values"} <= set(found)
-    assert found["tool.values"]["sampler"] == "record" and found["tool.values"]["kept"] is None
     moved = {"tool.nest", "tool.flatten"} & set(found)
     assert moved  # the 80 records run at least one of the two
-    for name in {"tool.rename"} | moved:
+    for name in {"tool.rename", "tool.values"} | moved:
         assert found[name]["sampler"] == "harness" and found[name]["kept"][0] > 0, (name, found[name])
     for name, leaf in found.items():
         assert leaf["runs"] > 0 and leaf["ms_per_record"] >= 0
+        assert (leaf["kept"] is None) == (leaf["sampler"] == "record"), (name, leaf)  # a record sampler keeps none
         if leaf["kept"] is not None:
             taken, looked = leaf["kept"]
             assert 0 <= taken <= looked <= leaf["runs"]
