@@ -38,7 +38,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "MEMO", "SEEN", "DIGEST_KEYS"]
+__all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "MEMO", "SEEN", "DIGEST_KEYS",
+           "pinned"]
 
 #: The default bound of a plan table: 8 slots of 64 harnesses.
 DEFAULT_PLANS = 8 * 64
@@ -51,6 +52,18 @@ SEEN = 4
 #: The harness keys the harness digest covers exactly (:func:`hsa.pipeline.harness_digest`): two records of one
 #: plan have equal values there. The prompt is not one: its section bodies are the trajectory's.
 DIGEST_KEYS = frozenset({"tools", "skills", "skill_tool", "hooks"})
+
+
+def pinned(key: str, value: Any, source: dict | None) -> bool:
+    """Whether ``value``, a record's part under ``key``, is ``source``'s own (the record the variant is made from)
+    under a key the harness digest covers (:data:`DIGEST_KEYS`): then it is the same in every record of the plan,
+    whatever object it is."""
+    return source is not None and key in DIGEST_KEYS and value is source.get(key, ABSENT)
+
+
+#: What a record's ``get`` gives for a key it does not have, where the caller compares parts by identity
+#: (:func:`pinned`): the same object on both sides, so two records without the key have it alike.
+ABSENT = "\x00absent"
 
 
 class LeafRun:
@@ -113,7 +126,7 @@ class SlotPlan:
         """What :meth:`remember` was given for these very ``objects`` (the same objects, compared by identity), else
         None. The objects are held with it, so their identities cannot be another object's while it is kept."""
         hit = self._seen.get(tuple(map(id, objects)))
-        if hit is None or len(hit[0]) != len(objects) or not all(a is b for a, b in zip(hit[0], objects)):
+        if hit is None or not all(a is b for a, b in zip(hit[0], objects)):
             return None
         return hit[1]
 

@@ -320,15 +320,15 @@ def variant_key(variant: Record, steps: list[dict], source: Record | None = None
     in every record of the plan, so such a variant's key is found without a digest."""
     from hsa import cache
     from hsa.context import current
-    from hsa.plans import DIGEST_KEYS
+    from hsa.plans import pinned
 
     plan = current().keeping
     if plan is None:
         return None
     own = [s for s in steps if not isinstance(Step.from_json(s), RestoreStep)]
     parts = [variant["tools"], variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks")]
-    held = [_PINNED if source is not None and k in DIGEST_KEYS and v is not None and v is source.get(k) else v
-            for k, v in zip(("tools", "skills", "skill_tool", "prompt", "hooks"), parts)]
+    held = [_PINNED if pinned(k, v, source) else v for k, v in zip(("tools", "skills", "skill_tool", "prompt", "hooks"),
+                                                                     parts)]
     found = plan.same_as(("variant key", *own, *held))
     if found is not None:
         return found

@@ -860,7 +860,7 @@ def _content_patch(a: dict, b: dict, kept: dict[str, tuple] | None = None, *, or
     plan = _current().keeping
     if plan is None:
         return _patch.diff(a, b, str_edits=_str_edits)
-    undone = frozenset(step_parts(a)) if origin is not None else frozenset()
+    undone = step_parts(a) if origin is not None else ()
 
     def by_key(k: str, old: Any, new: Any) -> dict | None:
         if k not in _HARNESS_KEYS:

@@ -22,7 +22,7 @@ from hsa.records import Record
 
 from hsa.cache import exact_key
 from hsa.harness import HARNESS_KEYS
-from hsa.plans import BRANCHES, DIGEST_KEYS
+from hsa.plans import ABSENT, BRANCHES, pinned
 
 if TYPE_CHECKING:
     from hsa.plans import LeafRun, SlotPlan
@@ -315,9 +315,6 @@ def check_choices(field: str, values: tuple, allowed: tuple) -> None:
 # --------------------------------------------------------------------------- running
 
 
-_ABSENT = "\x00absent"  # a record key a harness-level leaf reads and the record does not have
-
-
 class SlotRng(random.Random):
     """The rng of a variant drawn from a harness-variant pool slot (:mod:`hsa.pipeline`, ``--harness-pool``).
 
@@ -407,9 +404,8 @@ def _parts_read(keys: tuple[str, ...], record: Record, source: Record | None) ->
     every record of the plan has it equal) and the exact key (:func:`hsa.cache.exact_key`) is made when needed."""
     read = []
     for k in keys:
-        value = record.get(k, _ABSENT)
-        pinned = source is not None and k in DIGEST_KEYS and value is source.get(k, _ABSENT)
-        read.append([value, pinned, None])
+        value = record.get(k, ABSENT)
+        read.append([value, pinned(k, value, source), None])
     return read
 
 

@@ -331,7 +331,7 @@ def test_the_pipeline_marks_a_plan_reused_when_its_harness_was_met_before(tmp_pa
     assert all(p.served == 1 and not p.reused and not p.memo for p in alone)
 
 
-def test_a_plan_remembers_by_identity_and_the_variant_key_by_shared_and_pinned_parts():
+def test_a_plan_remembers_by_identity_and_the_variant_key_by_shared_and_pinned_parts(monkeypatch):
     """SlotPlan.same_as answers only for the very objects remembered (an equal copy is another question), holds at
     most SEEN of them; variant_key is the digest of the parts whichever way it is found: taken for a variant whose
     parts are the plan's shared objects or its source's own, worked out again for a copy, and equal."""
@@ -366,16 +366,8 @@ def test_a_plan_remembers_by_identity_and_the_variant_key_by_shared_and_pinned_p
         plan.reused = True
         calls = []
         real = cache.digest
-
-        def counting(*a):
-            calls.append(1)
-            return real(*a)
-
-        cache.digest, saved = counting, cache.digest
-        try:
-            assert variant_key(variant, variant["mapping"], source) == want and len(calls) == 1
-            assert variant_key(other, other["mapping"], other_source) == want and len(calls) == 1  # taken
-            copy = clone(variant)
-            assert variant_key(copy, copy["mapping"], source) == want and len(calls) == 2  # other objects: again
-        finally:
-            cache.digest = saved
+        monkeypatch.setattr(cache, "digest", lambda *a: calls.append(1) or real(*a))
+        assert variant_key(variant, variant["mapping"], source) == want and len(calls) == 1
+        assert variant_key(other, other["mapping"], other_source) == want and len(calls) == 1  # taken
+        copy = clone(variant)
+        assert variant_key(copy, copy["mapping"], source) == want and len(calls) == 2  # other objects: again

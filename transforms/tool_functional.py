@@ -737,21 +737,11 @@ def _value_nodes(schema: dict) -> tuple:
 
 
 def value_sites(record: Record) -> dict[str, set]:
-    """Every (tool, path) each JSON value (by its canonical text) occurs at, in schemas and in calls."""
-    where: dict[str, set] = {}
-    calls: dict[str, list] = {}
-    for _, _, c in iter_calls(record):
-        calls.setdefault(c["function"]["name"], []).append(c["function"]["arguments"])
-    for t in record["tools"]:
-        nodes = value_nodes(t["parameters"])
-        for path, _, listed, _ in nodes:
-            for v in listed:
-                where.setdefault(v, set()).add((t["name"], path))
-        for args in calls.get(t["name"], ()):
-            for path, _, _, _ in nodes:
-                for v in values_at(args, path):
-                    if not isinstance(v, (dict, list)):
-                        where.setdefault(_json.canonical(v), set()).add((t["name"], path))
+    """Every (tool, path) each JSON value (by its canonical text) occurs at, in schemas and in calls: the union of
+    :func:`schema_value_sites` and :func:`call_value_sites`."""
+    where = schema_value_sites(record["tools"])
+    for v, sites in call_value_sites(record).where.items():
+        where.setdefault(v, set()).update(sites)
     return where
 
 
