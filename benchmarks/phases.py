@@ -48,7 +48,7 @@ def main() -> None:
     from hsa import renames  # inside the restore step (reported under it, not added to the total)
 
     renames._as_written = timed("restore: read back", renames._as_written)
-    renames._undo = timed("restore: undo", renames._undo)
+    renames._undo_from = timed("restore: undo", renames._undo_from)
     renames._content_patch = timed("restore: patch", renames._content_patch)
     from hsa import invariants  # invariant 1 (the call check) inside check_variant, not a transform's own use of it
 

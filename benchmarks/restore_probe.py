@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
     read_back = renames._as_written
 
-    def as_written(record):
-        out = read_back(record)
+    def as_written(record, *args, **kwargs):
+        out = read_back(record, *args, **kwargs)
         for k in HARNESS_KEYS:
             if (k in record) != (k in out) or (k in record and record[k] != out[k]):
                 counts[f"read-back changes {k}"] += 1
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     renames._as_written = timed("read back", as_written)
-    renames._undo = timed("undo", renames._undo)
+    renames._undo_from = timed("undo", renames._undo_from)
     renames._content_patch = timed("patch", renames._content_patch)
     renames.with_restore = timed("restore (all)", renames.with_restore)  # hsa.transform imports it at each call
     with tempfile.TemporaryDirectory() as out:

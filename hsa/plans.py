@@ -47,7 +47,8 @@ DEFAULT_PLANS = 8 * 64
 BRANCHES = 4
 #: How many results of the slot's checking work (:meth:`SlotPlan.recall`) a plan keeps, the oldest dropped first.
 MEMO = 24
-#: How many sets of objects a plan remembers by identity (:meth:`SlotPlan.same_as`), the oldest dropped first.
+#: How many sets of objects a plan remembers by identity for each kind of work (:meth:`SlotPlan.same_as`), the oldest
+#: dropped first.
 SEEN = 4
 #: The harness keys the harness digest covers exactly (:func:`hsa.pipeline.harness_digest`): two records of one
 #: plan have equal values there. The prompt is not one: its section bodies are the trajectory's.
@@ -103,7 +104,7 @@ class SlotPlan:
     def __init__(self):
         self.runs: list[LeafRun] = []
         self.memo: OrderedDict = OrderedDict()
-        self._seen: OrderedDict = OrderedDict()  # ids of objects -> (the objects, what they gave): same_as
+        self._seen: dict = {}  # kind -> OrderedDict(ids of objects -> (the objects, what they gave)): same_as
         self.served = 0  # variants made and checked with this plan (the pipeline counts them)
         # whether the restore step and the check keep their work here (hsa.context.WorkerContext.keeping): the
         # pipeline says so once the plan has served a variant, or its harness an earlier record's plans
@@ -123,18 +124,22 @@ class SlotPlan:
         return self.keep(key, make()) if hit is _MISSING else hit
 
     def same_as(self, objects: tuple) -> Any:
-        """What :meth:`remember` was given for these very ``objects`` (the same objects, compared by identity), else
-        None. The objects are held with it, so their identities cannot be another object's while it is kept."""
-        hit = self._seen.get(tuple(map(id, objects)))
+        """What :meth:`remember` was given for these very ``objects`` (the same objects, compared by identity; the
+        first names the kind of work, e.g. ``"variant key"``), else None. The objects are held with it, so their
+        identities cannot be another object's while it is kept."""
+        seen = self._seen.get(objects[0])
+        hit = None if seen is None else seen.get(tuple(map(id, objects)))
         if hit is None or not all(a is b for a, b in zip(hit[0], objects)):
             return None
         return hit[1]
 
     def remember(self, objects: tuple, value: Any) -> Any:
-        """Keep ``value`` for ``objects`` by their identity (the oldest of more than :data:`SEEN` dropped: the objects
-        are held, and a record's own ones would otherwise outlive it); returns ``value``. For what is a function of
-        the objects' contents, never changed in place."""
-        seen = self._seen
+        """Keep ``value`` for ``objects`` by their identity (``objects[0]``: the kind of work; the oldest of more than
+        :data:`SEEN` of a kind dropped: the objects are held, and a record's own ones would otherwise outlive it);
+        returns ``value``. For what is a function of the objects' contents, never changed in place."""
+        seen = self._seen.get(objects[0])
+        if seen is None:
+            seen = self._seen[objects[0]] = OrderedDict()
         ids = tuple(map(id, objects))
         seen[ids] = (objects, value)
         seen.move_to_end(ids)

@@ -481,6 +481,100 @@ def read_back(record: Record) -> Record:
     return read_row(_json.dumps(row))
 
 
+#: The keys and roles of a message that reads back from an hsa row as it is written: none of the per-message layouts
+#: the reader converts (legacy ``function_call`` and ``function`` roles, Anthropic content blocks, AI SDK parts,
+#: Ollama's ``tool_name``, LangChain's ``type``/``data`` and ``lc``/``kwargs``, Responses items' ``type``, role
+#: spellings) can match a message of these keys and roles whose content is a string.
+PLAIN_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool"})
+#: The ``_fmt`` keys that say how the tools and the skill tool are written: the harness half of a read-back, set
+#: before the calls' keys (``tools_str``, ``no_tools``) or after them (the skill tool's).
+_FMT_BEFORE_CALLS = ("tools_str", "no_tools")
+#: The parts the reader copies as they are, unless one is a JSON text (then it parses it).
+_JSON_TEXT_PARTS = ("skills", "prompt", "hooks", "hook_events", "meta")
+_FMT_AFTER_CALLS = ("skill_tool_str", "skill_tool_default")
+
+
+def plain_trajectory(record: Record) -> bool:
+    """Whether :func:`read_back` of ``record`` converts nothing of its trajectory, so that it is
+    :func:`read_back_trajectory` with the harness half of any record of the same harness: no extra keys (a top-level
+    ``system``, ``functions`` or turn list is read), no skills, prompt, hooks, hook events or meta as a string (a
+    JSON text is parsed), and every message a dict of :data:`PLAIN_MESSAGE_KEYS` with a
+    role of :data:`PLAIN_ROLES`, its content a string or None and its tool calls a list (their own form is read by
+    the reader's call normalizer, which :func:`read_back_trajectory` runs too)."""
+    if record["extra"] or any(isinstance(record.get(k), str) for k in _JSON_TEXT_PARTS):
+        return False  # a JSON text there is parsed by the reader (hsa.formats.json_texts)
+    for m in record["messages"]:
+        if type(m) is not dict or m.get("role") not in PLAIN_ROLES or not m.keys() <= PLAIN_MESSAGE_KEYS:
+            return False
+        content = m.get("content")
+        if content is not None and type(content) is not str:
+            return False
+        if "tool_calls" in m and type(m["tool_calls"]) is not list:
+            return False
+    return True
+
+
+def harness_read_back(back: Record) -> tuple[bytes, dict, tuple, tuple] | None:
+    """The harness half of ``back`` (what :func:`read_back` gave): its tools as JSON, its skill tool and the
+    ``_fmt`` keys that say how they are written; None when JSON does not give the tools back exactly (their types)."""
+    from hsa import _json
+
+    try:
+        data = _json.dumps_bytes(back["tools"])
+    except (TypeError, ValueError):
+        return None
+    if repr(_json.loads(data)) != repr(back["tools"]):
+        return None
+    fmt = back["_fmt"]
+    return (data, dict(back["skill_tool"]), tuple((k, fmt[k]) for k in _FMT_BEFORE_CALLS if k in fmt),
+            tuple((k, fmt[k]) for k in _FMT_AFTER_CALLS if k in fmt))
+
+
+def read_back_trajectory(record: Record, harness: tuple[bytes, dict, tuple, tuple], *, tools: list | None = None
+                         ) -> Record | None:
+    """:func:`read_back` of a :func:`plain_trajectory` record, given its harness half (:func:`harness_read_back` of
+    a record with the same tools, skill tool and ``_fmt``): the trajectory written and read as the reader reads it
+    (the same JSON, the same call normalizer and structure check), the harness half taken as it is. The same record,
+    key order included (tested against :func:`read_back` on the property suite), but the mapping, transforms and
+    notes, which are empty (the caller's: :func:`read_back`'s notes say what the reader converted or noticed on the
+    way); None when the structure check asks for the full reader (which then raises or reads it). ``tools``: the
+    harness half's tools as parsed once, given as they are (the caller's, read only), instead of parsed afresh."""
+    from hsa import _json
+
+    fmt = record.get("_fmt", {})
+    messages = []
+    for m in record["messages"]:
+        if m.get("tool_calls"):
+            m = dict(m)
+            m["tool_calls"] = [_denormalize_call(c, fmt) for c in m["tool_calls"]]
+        messages.append(m)
+    row: dict[str, Any] = {"id": record["id"], "messages": messages}
+    for key in ("skills", "prompt", "hooks", "hook_events", "meta"):
+        if key in record:
+            row[key] = record[key]  # type: ignore[literal-required]
+    raw = _json.loads(_json.dumps(row))
+    if not _fast_structure_ok(raw):
+        return None
+    data, skill_tool, before, after = harness
+    out_fmt: dict[str, Any] = dict(before)
+    out_messages: list[Message] = []
+    for mi, m in enumerate(raw["messages"]):
+        if m.get("tool_calls"):
+            m["tool_calls"] = [_normalize_call(c, f"messages[{mi}].tool_calls[{ci}]", out_fmt)
+                               for ci, c in enumerate(m["tool_calls"])]
+        out_messages.append(m)
+    out_fmt.update(after)
+    rid = raw.get("id")
+    out: Record = {  # type: ignore[typeddict-item]
+        "id": str(rid), "messages": out_messages, "tools": _json.loads(data) if tools is None else tools,
+        "skill_tool": dict(skill_tool), "mapping": [], "transforms": [], "notes": [], "extra": {}, "_fmt": out_fmt}
+    for key in ("skills", "prompt", "hooks", "hook_events", "meta"):
+        if raw.get(key) is not None:
+            out[key] = raw[key]  # type: ignore[literal-required]
+    return out
+
+
 def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, Any]:
     """Write ``record`` back as an input-format object, in the dialect it came in.
 

@@ -27,6 +27,8 @@ from hsa.step_carry import carry_messages as _carry_steps
 from hsa.step_carry import compile_carry
 from hsa.steps import ARRAY, OpaqueStep, ParamsStep, SkillsStep, Step, ToolsStep, ValuesStep, rename_pairs, steps_of
 from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
+from hsa.written import as_written as _as_written
+from hsa.written import by_plan
 
 __all__ = [
     "rename_tools",
@@ -621,9 +623,11 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     return _undo_from(record, n, owned=owned)[0]
 
 
-def _undo_from(record: Record, n: int, *, owned: bool) -> tuple[Record, tuple | None]:
+def _undo_from(record: Record, n: int, *, owned: bool, written: list | None = None) -> tuple[Record, tuple | None]:
     """:func:`_undo`, and where its harness parts came from: the slot plan's key of the split undo that gave them
-    (:func:`_undo_split`: they are a function of it), or None (the plain loop)."""
+    (:func:`_undo_split`: they are a function of it), or None (the plain loop). ``written``: the restore step's
+    entry for the variant ``record`` was read back from (:func:`hsa.written.by_plan`), which keeps the split's key; the
+    record's harness parts may then be the plan's, and so may the undone ones: the result is read only."""
     from hsa.mapping import Mapping
 
     steps = record["mapping"][len(record["mapping"]) - n:] if n else []
@@ -631,8 +635,11 @@ def _undo_from(record: Record, n: int, *, owned: bool) -> tuple[Record, tuple | 
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
     inverse = [step.to_json() for step in Mapping(steps).inverse().typed() if not isinstance(step, OpaqueStep)]
-    origin = _undo_split(out, inverse) if _splits(out, inverse) else None
+    origin = _undo_split(out, inverse, written and written[1], share=written is not None) \
+        if _splits(out, inverse) else None
     if origin is None:
+        if written is not None and len(written[0]) > 1 and out["tools"] is written[0][1]:
+            out["tools"] = _json.copy(out["tools"])  # the plan's (as_written): the plain appliers rewrite in place
         for step in inverse:
             out = _apply_step_in_place(out, step)
     out["mapping"] = kept
@@ -708,7 +715,8 @@ def _splits(record: Record, steps: list[dict]) -> bool:
     return bool(steps) and carries(record, steps)
 
 
-def _undo_split(record: Record, steps: list[dict]) -> tuple | None:
+def _undo_split(record: Record, steps: list[dict], known: list | None = None, *, share: bool = False
+                ) -> tuple | None:
     """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
     applies them, in two halves: the harness parts (:func:`step_parts`: the hooks too, on a record with hooks and no
     hook events) by the plain appliers on the record without its messages, kept in the slot plan of the variant
@@ -722,20 +730,29 @@ def _undo_split(record: Record, steps: list[dict]) -> tuple | None:
     plan's key of the undone parts (they are a function of it). None (``record`` as it was): no plan to keep the
     work in (``--harness-pool 0``, an undo outside augmentation, a
     plan's first variant of a harness no earlier record had: :attr:`hsa.context.WorkerContext.keeping`), which the
-    plain loop undoes."""
+    plain loop undoes.
+
+    ``known``: where the caller keeps this key for records whose steps and parts are those of ``record`` (a
+    one-item list, :func:`hsa.written.by_plan`); the key is looked up there before it is worked out, and put there
+    after. ``share``: the caller never changes the undone record, so the harness parts kept in the plan are given
+    as they are (read only), instead of a copy."""
     plan = _current().keeping
     if plan is None:
         return None
     parts = {k: record[k] for k in step_parts(record) if k in record}
-    try:
-        key = ("undone", _cache.digest(steps, parts))
-    except (TypeError, ValueError):  # not JSON: no key
-        return None
+    key = None if known is None else known[0]
+    if key is None:
+        try:
+            key = ("undone", _cache.digest(steps, parts))
+        except (TypeError, ValueError):  # not JSON: no key
+            return None
+        if known is not None:
+            known[0] = key
     hit = plan.recall(key)
     if hit is _PLAIN:
         return None
     if hit is not None:
-        undone, carry, noted = _json.loads(hit[0]), hit[1], hit[2]
+        undone, carry, noted = hit[3] if share else _json.loads(hit[0]), hit[1], hit[2]
     else:
         notes = record["notes"]
         bare = _bare_harness(record)
@@ -756,7 +773,7 @@ def _undo_split(record: Record, steps: list[dict]) -> tuple | None:
             data = None
         carry = compile_carry(steps, keeps)
         if data is not None and repr(_json.loads(data)) == repr(undone):  # JSON gives it back exactly (types)
-            plan.keep(key, (data, carry, noted))
+            plan.keep(key, (data, carry, noted, _json.loads(data)))  # the last: shared, read only
     _carry_steps(record["messages"], steps, entries=carry, sift=True)
     record.update(undone)
     record["notes"].extend(noted)
@@ -819,8 +836,11 @@ def with_restore(source: Record, variant: Record) -> Record:
     steps = variant["mapping"][k:]
     if not Mapping(steps).task_preserving:
         return variant
-    try:
-        back, origin = _undo_from(_as_written(variant), len(steps), owned=True)  # a fresh record: undone in place
+    written = by_plan(variant, steps, source, (*STEP_PARTS, "hooks"))
+    shared = written is not None and _undone_kept(written[1])  # the split undo replaces every harness part
+    try:  # a fresh record, undone in place; what it shares with the plan is read only (this returns no part of it)
+        back, origin = _undo_from(_as_written(variant, written, shared_tools=shared), len(steps), owned=True,
+                                  written=written)
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
     kept: dict[str, tuple] = {}
@@ -889,17 +909,14 @@ def _str_edits(a: str, b: str) -> list | None:
     return None if hit[0] is None else [list(e) for e in hit[0]]
 
 
-def _as_written(record: Record) -> Record:
-    """``record`` as it reads back from its row (the input format and back, its mapping kept): what canonicalize will
-    be given. It can differ from the record in memory: a tool read without a schema keeps a marker that its row loses
-    once the tool has one, a skill tool given as a string is written as an object once its argument is renamed."""
-    from hsa.records import read_back
+def _undone_kept(known: list | None) -> bool:
+    """Whether the slot plan of the variant being made holds the split undo's result under the key ``known`` holds
+    (:func:`hsa.written.by_plan`): then :func:`_undo_split` replaces every harness part of the record it undoes."""
+    if not known or known[0] is None:
+        return False
+    hit = _current().keeping.recall(known[0])  # type: ignore[union-attr]
+    return hit is not None and hit is not _PLAIN
 
-    again = read_back(record)
-    again["mapping"] = list(record["mapping"])
-    again["transforms"] = list(record["transforms"])
-    again["notes"] = list(record["notes"])
-    return again
 
 
 def _fmt_of(record: Record) -> dict:

@@ -233,6 +233,8 @@ from collections import OrderedDict  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from hsa.testing import records as drawn_records  # noqa: E402
+
 _NAMES = st.sampled_from(["city", "type", "properties", "required", "items", "optional", "enum", "default", "a b", ""])
 _TYPES = st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null", "str",
                                     "int", "List[int]", "string, optional", "Optional[str]", "any", "String"]),
@@ -414,3 +416,199 @@ def test_odd_rows_augment_as_with_every_shortcut_and_cache_off(monkeypatch, pool
         plain = _results(lines, recipe, harness_pool=pool)
     cache.clear()
     assert plain == fast
+
+
+# --------------------------------------------------------------------------- the read-back in two halves
+
+
+def _harness_twin(record: dict) -> dict:
+    """``record`` with its harness (tools, skill tool, how they are written) and another, minimal trajectory."""
+    twin = {k: v for k, v in record.items() if k not in ("messages", "hook_events", "meta", "prompt", "skills", "hooks")}
+    twin["messages"] = [{"role": "user", "content": "Hi."}]
+    return twin
+
+
+def _split_read_back_agrees(record: dict) -> bool | None:
+    """Whether :func:`read_back_trajectory` of ``record``, its harness half read from a record with the same harness
+    and another trajectory, is :func:`read_back` of it exactly (types, key order), but the mapping, transforms and
+    notes, which the caller (``hsa.renames._as_written``) sets; None when it does not apply."""
+    from hsa.records import harness_read_back, plain_trajectory, read_back, read_back_trajectory
+
+    if not plain_trajectory(record):
+        return None
+    try:
+        whole = read_back(record)
+    except RecordError:
+        return None
+    harness = harness_read_back(read_back(_harness_twin(record)))
+    if harness is None:
+        return None
+    split = read_back_trajectory(record, harness)
+    assert split is not None, record["id"]
+    split, whole = ({k: v for k, v in r.items() if k not in ("mapping", "transforms", "notes")} for r in (split, whole))
+    return _exact(split, whole) and repr(split) == repr(whole)  # the mapping, transforms and notes: the caller's
+
+
+def _variants(record: dict, seeds=range(2)):
+    from hsa.transform import run
+    from tests.transform_table import TABLE
+
+    for name, make in sorted(TABLE.items()):
+        for seed in seeds:
+            try:
+                variant, _, _ = run(make(), record, random.Random(seed))
+            except Exception:  # noqa: BLE001 - a transform that raises here is the property suite's to report
+                continue
+            yield name, variant
+
+
+def test_the_read_back_in_two_halves_is_the_read_back_on_every_transform(fixture_lines):
+    """Every transform of the table on fixture records of each harness kind (livestream, Claude Code, tau-bench,
+    MCP, prompts, skills): each variant with a plain trajectory reads back in two halves exactly as whole, and the
+    records that are not plain are few."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "fixtures"
+    lines = fixture_lines[::25]
+    for f in ("harnesses/claude_code.jsonl", "harnesses/tau_airline.jsonl", "harnesses/mcp_calls.jsonl",
+              "mcp/records.jsonl", "prompts/records.jsonl", "harnesses/skills.jsonl"):
+        lines += (root / f).read_text(encoding="utf-8").splitlines()[:4]
+    checked = plain = 0
+    for line in lines:
+        try:
+            source = read_row(line)
+        except RecordError:
+            continue
+        for name, variant in _variants(source):
+            checked += 1
+            agrees = _split_read_back_agrees(variant)
+            if agrees is not None:
+                plain += 1
+                assert agrees, (name, variant["id"])
+    assert checked > 1000 and plain > 0.9 * checked, (checked, plain)
+
+
+@given(drawn_records(), st.integers(0, 2**32 - 1))
+@settings(max_examples=25)
+def test_the_read_back_in_two_halves_is_the_read_back_on_drawn_records(raw, seed):
+    """The same on records drawn by hsa.testing (every dialect, argument encoding, skills, prompts, hooks)."""
+    source = normalize(raw)
+    for name, variant in _variants(source, seeds=(seed,)):
+        assert _split_read_back_agrees(variant) is not False, name
+
+
+@pytest.mark.parametrize("message, why", [
+    ({"role": "assistant", "content": "", "function_call": {"name": "f", "arguments": "{}"}}, "legacy call"),
+    ({"role": "function", "name": "f", "content": "1"}, "legacy result"),
+    ({"role": "tool", "tool_name": "f", "content": "1"}, "Ollama"),
+    ({"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}, "blocks"),
+    ({"role": "human", "content": "hi"}, "role spelling"),
+    ({"type": "human", "data": {"content": "hi"}}, "LangChain"),
+])
+def test_a_trajectory_the_reader_converts_is_not_plain(message, why):
+    """The guard of the split: a message in a layout the reader converts, or an extra key, sends the record to
+    the whole read-back."""
+    from hsa.records import plain_trajectory
+
+    record = normalize({"messages": [{"role": "user", "content": "hi"}], "tools": []})
+    assert plain_trajectory(record)
+    assert not plain_trajectory({**record, "messages": [message]}), why
+    assert not plain_trajectory({**record, "extra": {"system": "x"}})
+    assert not plain_trajectory({**record, "meta": '{"a": 1}'})  # a JSON text the reader would parse
+
+
+def test_the_harness_half_is_the_tools_as_they_read_back():
+    """A tool read without a schema keeps a marker its row loses once it has one (``tool.distractors`` or
+    ``tool.add_required`` give it parameters): the split takes the tools as they read back, not as they are."""
+    record = normalize({"messages": [{"role": "user", "content": "hi"}],
+                        "tools": [{"name": "no_schema", "description": "x"}]})
+    record["tools"][0] = {**record["tools"][0], "parameters": {"type": "object",
+                                                               "properties": {"a": {"type": "string"}}}}
+    assert _split_read_back_agrees(record)
+    from hsa.records import harness_read_back, read_back
+
+    assert _json.loads(harness_read_back(read_back(_harness_twin(record)))[0])[0]["extra"] == {}
+
+
+def _shared_lines(n: int, harnesses: int, tool_only: bool) -> list[str]:
+    """``n`` generated records of ``harnesses`` shared harnesses (as benchmarks/bench_augment.py makes them): tool-only
+    (messages without the system message, and tools) or whole (skills, prompt, hooks and hook events)."""
+    from fixtures.livestream.generate import make_harness, make_record
+
+    shared = [make_harness(random.Random(f"0-harness-{k}")) for k in range(harnesses)]
+    rng = random.Random(1)
+    recs = [json.loads(json.dumps(make_record(rng, i, 0, shared[i % harnesses]))) for i in range(1, n + 1)]
+    if tool_only:
+        recs = [{"id": r["id"], "tools": r["tools"], "messages": [m for m in r["messages"] if m["role"] != "system"]}
+                for r in recs]
+    return [json.dumps(r) for r in recs]
+
+
+@pytest.mark.parametrize("tool_only", [True, False])
+def test_the_restore_step_by_identity_is_the_restore_step_worked_out(monkeypatch, tool_only):
+    """On records of shared harnesses under a pool, the restore step takes the harness half of its read-back and
+    the key of its split undo from the slot plan by identity (``hsa.written.by_plan``): every read-back in
+    two halves is the whole read-back (but the mapping, transforms and notes, which the caller sets), every key so
+    found is the digest of the steps and parts it stands for, both are taken for most variants, and the rows,
+    rejects and counts are those of the restore step with neither."""
+    import hsa.records as R
+    import hsa.renames as rn
+    from hsa.recipes import load_recipe
+
+    recipe = load_recipe("default")
+    lines = _shared_lines(48, 2, tool_only)
+    seen = {"halves": 0, "keys": 0, "restores": 0}
+    split_read, split_undo, restore = R.read_back_trajectory, rn._undo_split, rn.with_restore
+
+    def read_back_trajectory(record, harness, **kw):
+        got = split_read(record, harness, **kw)
+        whole = R.read_back(record)
+        got_, whole_ = ({k: v for k, v in r.items() if k not in ("mapping", "transforms", "notes")}
+                        for r in (got, whole))
+        assert _exact(got_, whole_) and repr(got_) == repr(whole_), record["id"]
+        seen["halves"] += 1
+        return got
+
+    def undo_split(record, steps, known=None, **kw):
+        if known is not None and known[0] is not None:
+            parts = {k: record[k] for k in rn.step_parts(record) if k in record}
+            assert known[0] == ("undone", cache.digest(steps, parts)), record["id"]
+            seen["keys"] += 1
+        return split_undo(record, steps, known, **kw)
+
+    def with_restore(source, variant):
+        seen["restores"] += 1
+        return restore(source, variant)
+
+    with monkeypatch.context() as m:
+        m.setattr(R, "read_back_trajectory", read_back_trajectory)
+        m.setattr(rn, "_undo_split", undo_split)
+        m.setattr(rn, "with_restore", with_restore)
+        fast = _results(lines, recipe, harness_pool=8)
+        shared = _shared_objects_unchanged()
+    assert seen["halves"] > seen["restores"] // 3, seen  # the first variants of a plan work it out
+    assert shared > 0
+    assert not tool_only or seen["keys"] > seen["restores"] // 3, seen
+    monkeypatch.setattr(rn, "by_plan", lambda variant, steps, source, parts: None)
+    assert _results(lines, recipe, harness_pool=8) == fast
+
+
+def _shared_objects_unchanged() -> int:
+    """Assert that what the restore step gives variants from the slot plans as it is (read only: the tools of a
+    harness half, the undone harness parts) is still what it was kept as, in every plan of this process; returns how
+    many such objects there are."""
+    from hsa.context import current
+
+    held = 0
+    for plan in current().plans:
+        for key, hit in plan.memo.items():
+            if key[0] == "undone" and isinstance(hit, tuple) and len(hit) == 4:
+                assert _json.dumps_bytes(hit[3]) == hit[0]
+                held += 1
+        for _, halves in plan._seen.get("read back", {}).values():
+            for slot in halves.values():
+                if len(slot) > 1:
+                    assert _json.dumps_bytes(slot[1]) == slot[0][0]
+                    held += 1
+    return held
+
