@@ -918,7 +918,6 @@ def _undone_kept(known: list | None) -> bool:
     return hit is not None and hit is not _PLAIN
 
 
-
 def _fmt_of(record: Record) -> dict:
     """How the record is written (its ``_fmt``), but where it came from."""
     return {k: v for k, v in record["_fmt"].items() if k != "source_id"}
