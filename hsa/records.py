@@ -543,13 +543,7 @@ def read_back_trajectory(record: Record, harness: tuple[bytes, dict, tuple, tupl
     from hsa import _json
 
     fmt = record.get("_fmt", {})
-    messages = []
-    for m in record["messages"]:
-        if m.get("tool_calls"):
-            m = dict(m)
-            m["tool_calls"] = [_denormalize_call(c, fmt) for c in m["tool_calls"]]
-        messages.append(m)
-    row: dict[str, Any] = {"id": record["id"], "messages": messages}
+    row: dict[str, Any] = {"id": record["id"], "messages": _written_messages(record["messages"], fmt)}
     for key in ("skills", "prompt", "hooks", "hook_events", "meta"):
         if key in record:
             row[key] = record[key]  # type: ignore[literal-required]
@@ -575,6 +569,17 @@ def read_back_trajectory(record: Record, harness: tuple[bytes, dict, tuple, tupl
     return out
 
 
+def _written_messages(messages: list, fmt: dict[str, Any]) -> list:
+    """``messages`` as a row writes them: each tool call in the form ``fmt`` says (a message with calls copied)."""
+    out = []
+    for m in messages:
+        if m.get("tool_calls"):
+            m = dict(m)
+            m["tool_calls"] = [_denormalize_call(c, fmt) for c in m["tool_calls"]]
+        out.append(m)
+    return out
+
+
 def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, Any]:
     """Write ``record`` back as an input-format object, in the dialect it came in.
 
@@ -586,14 +591,7 @@ def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, An
         if call_arguments not in ("object", "string"):
             raise ValueError(f"call_arguments must be 'keep', 'object' or 'string' (got {call_arguments!r})")
         fmt = {**fmt, "args": call_arguments}
-    out: dict[str, Any] = {"id": record["id"]}
-    messages = []
-    for m in record["messages"]:
-        if m.get("tool_calls"):
-            m = dict(m)
-            m["tool_calls"] = [_denormalize_call(c, fmt) for c in m["tool_calls"]]
-        messages.append(m)
-    out["messages"] = messages
+    out: dict[str, Any] = {"id": record["id"], "messages": _written_messages(record["messages"], fmt)}
     if fmt.get("no_tools") and not record["tools"]:
         if fmt["no_tools"] == "null":
             out["tools"] = None
