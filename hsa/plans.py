@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["SlotPlan", "LeafRun", "PlanTable", "size_from_env", "DEFAULT_PLANS", "BRANCHES", "MEMO", "SEEN", "DIGEST_KEYS",
-           "pinned"]
+           "pinned", "held", "ABSENT", "PINNED"]
 
 #: The default bound of a plan table: 8 slots of 64 harnesses.
 DEFAULT_PLANS = 8 * 64
@@ -65,6 +65,19 @@ def pinned(key: str, value: Any, source: dict | None) -> bool:
 #: What a record's ``get`` gives for a key it does not have, where the caller compares parts by identity
 #: (:func:`pinned`): the same object on both sides, so two records without the key have it alike.
 ABSENT = "\x00absent"
+#: What :func:`held` gives for a part that is its source's own under a key the harness digest covers.
+PINNED = ("the source's part",)
+
+
+def held(record: dict, keys: tuple[str, ...], source: dict | None) -> tuple:
+    """``record``'s parts under ``keys`` as a plan remembers them by identity (:meth:`SlotPlan.same_as`): the part
+    itself, :data:`ABSENT` where the record lacks it, or :data:`PINNED` where it is ``source``'s own under a key the
+    harness digest covers (:func:`pinned`: the same in every record of the plan, whatever object it is)."""
+    out = []
+    for k in keys:
+        v = record.get(k, ABSENT)
+        out.append(PINNED if pinned(k, v, source) else v)
+    return tuple(out)
 
 
 class LeafRun:

@@ -518,8 +518,6 @@ def plain_trajectory(record: Record) -> bool:
 def harness_read_back(back: Record) -> tuple[bytes, dict, tuple, tuple] | None:
     """The harness half of ``back`` (what :func:`read_back` gave): its tools as JSON, its skill tool and the
     ``_fmt`` keys that say how they are written; None when JSON does not give the tools back exactly (their types)."""
-    from hsa import _json
-
     try:
         data = _json.dumps_bytes(back["tools"])
     except (TypeError, ValueError):
@@ -540,8 +538,6 @@ def read_back_trajectory(record: Record, harness: tuple[bytes, dict, tuple, tupl
     notes, which are empty (the caller's: :func:`read_back`'s notes say what the reader converted or noticed on the
     way); None when the structure check asks for the full reader (which then raises or reads it). ``tools``: the
     harness half's tools as parsed once, given as they are (the caller's, read only), instead of parsed afresh."""
-    from hsa import _json
-
     fmt = record.get("_fmt", {})
     row: dict[str, Any] = {"id": record["id"], "messages": _written_messages(record["messages"], fmt)}
     for key in ("skills", "prompt", "hooks", "hook_events", "meta"):

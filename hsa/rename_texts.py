@@ -320,27 +320,22 @@ def variant_key(variant: Record, steps: list[dict], source: Record | None = None
     in every record of the plan, so such a variant's key is found without a digest."""
     from hsa import cache
     from hsa.context import current
-    from hsa.plans import pinned
+    from hsa.plans import held
 
     plan = current().keeping
     if plan is None:
         return None
     own = [s for s in steps if not isinstance(Step.from_json(s), RestoreStep)]
-    parts = [variant["tools"], variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks")]
-    held = [_PINNED if pinned(k, v, source) else v for k, v in zip(("tools", "skills", "skill_tool", "prompt", "hooks"),
-                                                                     parts)]
-    found = plan.same_as(("variant key", *own, *held))
+    ident = ("variant key", *own, *held(variant, ("tools", "skills", "skill_tool", "prompt", "hooks"), source))
+    found = plan.same_as(ident)
     if found is not None:
         return found
+    parts = [variant["tools"], variant.get("skills"), variant["skill_tool"], variant.get("prompt"), variant.get("hooks")]
     try:
         key = cache.digest(own, *parts)
     except (TypeError, ValueError):  # not JSON: no key
         return None
-    return plan.remember(("variant key", *own, *held), key)
-
-
-#: What :func:`variant_key` holds for a part that is its source's own under a key the harness digest covers.
-_PINNED = ("the source's part",)
+    return plan.remember(ident, key)
 
 
 def stale_names(variant: Record, steps: list[dict], *, key: str | None = None) -> _StaleNames:

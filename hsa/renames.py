@@ -27,8 +27,8 @@ from hsa.step_carry import carry_messages as _carry_steps
 from hsa.step_carry import compile_carry
 from hsa.steps import ARRAY, OpaqueStep, ParamsStep, SkillsStep, Step, ToolsStep, ValuesStep, rename_pairs, steps_of
 from hsa.step_schemas import map_schema_values, permute_schema, regroup_schema, require_schema
+from hsa.written import UndoKey, Written, by_plan
 from hsa.written import as_written as _as_written
-from hsa.written import by_plan
 
 __all__ = [
     "rename_tools",
@@ -623,7 +623,7 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
     return _undo_from(record, n, owned=owned)[0]
 
 
-def _undo_from(record: Record, n: int, *, owned: bool, written: list | None = None) -> tuple[Record, tuple | None]:
+def _undo_from(record: Record, n: int, *, owned: bool, written: Written | None = None) -> tuple[Record, tuple | None]:
     """:func:`_undo`, and where its harness parts came from: the slot plan's key of the split undo that gave them
     (:func:`_undo_split`: they are a function of it), or None (the plain loop). ``written``: the restore step's
     entry for the variant ``record`` was read back from (:func:`hsa.written.by_plan`), which keeps the split's key; the
@@ -635,11 +635,11 @@ def _undo_from(record: Record, n: int, *, owned: bool, written: list | None = No
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
     inverse = [step.to_json() for step in Mapping(steps).inverse().typed() if not isinstance(step, OpaqueStep)]
-    origin = _undo_split(out, inverse, written and written[1], share=written is not None) \
+    origin = _undo_split(out, inverse, None if written is None else written.undo, share=written is not None) \
         if _splits(out, inverse) else None
     if origin is None:
-        if written is not None and len(written[0]) > 1 and out["tools"] is written[0][1]:
-            out["tools"] = _json.copy(out["tools"])  # the plan's (as_written): the plain appliers rewrite in place
+        if written is not None and out["tools"] is written.half.tools:  # the plan's (as_written), read only: the
+            out["tools"] = _json.loads(written.half.read[0])  # plain appliers rewrite in place (its JSON: no walk)
         for step in inverse:
             out = _apply_step_in_place(out, step)
     out["mapping"] = kept
@@ -715,7 +715,7 @@ def _splits(record: Record, steps: list[dict]) -> bool:
     return bool(steps) and carries(record, steps)
 
 
-def _undo_split(record: Record, steps: list[dict], known: list | None = None, *, share: bool = False
+def _undo_split(record: Record, steps: list[dict], known: UndoKey | None = None, *, share: bool = False
                 ) -> tuple | None:
     """The inverse ``steps`` applied to ``record`` (owned, rewritten in place) as the plain loop of :func:`_undo`
     applies them, in two halves: the harness parts (:func:`step_parts`: the hooks too, on a record with hooks and no
@@ -732,22 +732,22 @@ def _undo_split(record: Record, steps: list[dict], known: list | None = None, *,
     plan's first variant of a harness no earlier record had: :attr:`hsa.context.WorkerContext.keeping`), which the
     plain loop undoes.
 
-    ``known``: where the caller keeps this key for records whose steps and parts are those of ``record`` (a
-    one-item list, :func:`hsa.written.by_plan`); the key is looked up there before it is worked out, and put there
-    after. ``share``: the caller never changes the undone record, so the harness parts kept in the plan are given
-    as they are (read only), instead of a copy."""
+    ``known``: where the caller keeps this key for records whose steps and parts are those of ``record``
+    (:func:`hsa.written.by_plan`); the key is looked up there before it is worked out, and put there after.
+    ``share``: the caller never changes the undone record, so the harness parts kept in the plan are given as they are
+    (read only), instead of a copy."""
     plan = _current().keeping
     if plan is None:
         return None
     parts = {k: record[k] for k in step_parts(record) if k in record}
-    key = None if known is None else known[0]
+    key = None if known is None else known.key
     if key is None:
         try:
             key = ("undone", _cache.digest(steps, parts))
         except (TypeError, ValueError):  # not JSON: no key
             return None
         if known is not None:
-            known[0] = key
+            known.key = key
     hit = plan.recall(key)
     if hit is _PLAIN:
         return None
@@ -837,10 +837,8 @@ def with_restore(source: Record, variant: Record) -> Record:
     if not Mapping(steps).task_preserving:
         return variant
     written = by_plan(variant, steps, source, (*STEP_PARTS, "hooks"))
-    shared = written is not None and _undone_kept(written[1])  # the split undo replaces every harness part
     try:  # a fresh record, undone in place; what it shares with the plan is read only (this returns no part of it)
-        back, origin = _undo_from(_as_written(variant, written, shared_tools=shared), len(steps), owned=True,
-                                  written=written)
+        back, origin = _undo_from(_as_written(variant, written), len(steps), owned=True, written=written)
     except ValueError:
         return variant  # the mapping does not undo: the per-variant check says so
     kept: dict[str, tuple] = {}
@@ -907,15 +905,6 @@ def _str_edits(a: str, b: str) -> list | None:
         edits = _patch.str_edits(a, b)
         hit = c.put(key, (edits,), 200 + 2 * sum(len(e[2]) + 40 for e in edits or ()))
     return None if hit[0] is None else [list(e) for e in hit[0]]
-
-
-def _undone_kept(known: list | None) -> bool:
-    """Whether the slot plan of the variant being made holds the split undo's result under the key ``known`` holds
-    (:func:`hsa.written.by_plan`): then :func:`_undo_split` replaces every harness part of the record it undoes."""
-    if not known or known[0] is None:
-        return False
-    hit = _current().keeping.recall(known[0])  # type: ignore[union-attr]
-    return hit is not None and hit is not _PLAIN
 
 
 def _fmt_of(record: Record) -> dict:

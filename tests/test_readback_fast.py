@@ -570,9 +570,9 @@ def test_the_restore_step_by_identity_is_the_restore_step_worked_out(monkeypatch
         return got
 
     def undo_split(record, steps, known=None, **kw):
-        if known is not None and known[0] is not None:
+        if known is not None and known.key is not None:
             parts = {k: record[k] for k in rn.step_parts(record) if k in record}
-            assert known[0] == ("undone", cache.digest(steps, parts)), record["id"]
+            assert known.key == ("undone", cache.digest(steps, parts)), record["id"]
             seen["keys"] += 1
         return split_undo(record, steps, known, **kw)
 
@@ -606,9 +606,9 @@ def _shared_objects_unchanged() -> int:
                 assert _json.dumps_bytes(hit[3]) == hit[0]
                 held += 1
         for _, halves in plan._seen.get("read back", {}).values():
-            for slot in halves.values():
-                if len(slot) > 1:
-                    assert _json.dumps_bytes(slot[1]) == slot[0][0]
+            for half in halves.values():
+                if half.tools is not None:
+                    assert _json.dumps_bytes(half.tools) == half.read[0]
                     held += 1
     return held
 

@@ -371,3 +371,19 @@ def test_a_plan_remembers_by_identity_and_the_variant_key_by_shared_and_pinned_p
         assert variant_key(other, other["mapping"], other_source) == want and len(calls) == 1  # taken
         copy = clone(variant)
         assert variant_key(copy, copy["mapping"], source) == want and len(calls) == 2  # other objects: again
+
+
+def test_held_parts_pin_the_sources_own_digest_covered_parts_only():
+    """hsa.plans.held: a part that is the source's own object under a key the harness digest covers stands as PINNED
+    (the same in every record of the plan), a part the record lacks as ABSENT, anything else as itself: the source's
+    prompt (its bodies are the trajectory's), and an equal copy of the source's tools (another object)."""
+    from hsa.plans import ABSENT, PINNED, held
+
+    tools, prompt = [{"name": "a"}], {"sections": []}
+    source = {"tools": tools, "prompt": prompt, "skill_tool": {"name": "Skill"}}
+    variant = {"tools": tools, "prompt": prompt, "skill_tool": {"name": "Skill"}}
+    got = held(variant, ("tools", "prompt", "skill_tool", "hooks"), source)
+    assert got[0] is PINNED and got[1] is prompt and got[2] is variant["skill_tool"] and got[3] is PINNED
+    copy = {**variant, "tools": [dict(t) for t in tools]}
+    assert held(copy, ("tools",), source)[0] is copy["tools"]
+    assert held({"tools": tools}, ("hooks",), {"tools": tools, "hooks": []})[0] is ABSENT
