@@ -369,7 +369,7 @@ class SlotRng(random.Random):
 
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
     run = None  # the slot plan's entry of this leaf run (harness-level leaves under a pool)
-    source = None
+    source = answers = None
     if isinstance(rng, SlotRng):
         if t.family == "trajectory":
             rng = rng.trajectory
@@ -378,7 +378,7 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             harness_draw = on_harness(t)
             if t.carries_steps or harness_draw:
                 run = rng.leaf_run(t, seed)
-                source = rng.source
+                source, answers = rng.source, rng.answers
             if harness_draw and run is not None and applies_harness(t):
                 return _run_on_harness(t, record, seed, run, source, applied, skipped, rng.answers)
             if harness_draw:
@@ -389,7 +389,7 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
-        out = _apply_carried(t, record, params, run, source) if run is not None and t.carries_steps else \
+        out = _apply_carried(t, record, params, run, source, answers) if run is not None and t.carries_steps else \
             t.apply(record, params)
     except Exception as exc:
         _name_the_raiser(exc, t)
@@ -409,14 +409,16 @@ def _parts_read(keys: tuple[str, ...], record: Record, source: Record | None) ->
     return read
 
 
-def _same_read(read: list, held: list) -> bool:
+def _same_read(read: list, held: list, answers: Answers | None = None) -> bool:
     """Whether the parts read now are those a plan branch was made from: each the same object, both the source's
-    part of a key the harness digest pins (one plan: equal), or exactly equal (their exact keys, made once)."""
+    part of a key the harness digest pins (one plan: equal), or exactly equal (their exact keys, made once; the
+    parts read now keyed through ``answers``, :meth:`Answers.exact`, where given: the same part is read by every
+    branch and leaf run it meets)."""
     for a, b in zip(read, held):
         if a[0] is b[0] or (a[1] and b[1]):
             continue
         if a[2] is None:
-            a[2] = exact_key(a[0])
+            a[2] = exact_key(a[0]) if answers is None else answers.exact(a[0])
         if b[2] is None:
             b[2] = exact_key(b[0])
         if a[2] != b[2]:
@@ -470,7 +472,7 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
-        out = _apply_carried(t, record, params, run, slot.source) if run is not None and t.carries_steps else \
+        out = _apply_carried(t, record, params, run, slot.source, slot.answers) if run is not None and t.carries_steps else \
             t.apply(record, params)
     except Exception as exc:
         _name_the_raiser(exc, t)
@@ -502,7 +504,7 @@ def _on_harness_branch(t: Transform, record: Record, seed: int, branches: list, 
     if answers is None:
         answers = Answers()
     for branch in reversed(branches):
-        if _same_read(_parts_read(branch[0], record, source), branch[1]) and \
+        if _same_read(_parts_read(branch[0], record, source), branch[1], answers) and \
                 _same_answers(record, branch[2], answers):
             return branch, True
     harness, facts = HarnessView(record), Facts(record, log=[], answers=answers)
@@ -584,10 +586,11 @@ class Answers:
     keeps one table for the variants of one source record: they start from the same record, and a leaf that skips
     hands the next leaf the record it was given."""
 
-    __slots__ = ("_held",)
+    __slots__ = ("_held", "_exact")
 
     def __init__(self):
         self._held: dict = {}
+        self._exact: dict = {}  # id -> (the part, its exact key)
 
     def of(self, record: Record, fn: Callable[..., Any], args: tuple) -> Any:
         key = (id(record), fn, repr(args))
@@ -597,6 +600,16 @@ class Answers:
         value = fn(record, *args)
         self._held[key] = (record, value)
         return value
+
+    def exact(self, part: Any) -> Any:
+        """:func:`hsa.cache.exact_key` of a part of these records (a record's tools, its prompt), kept by the part's
+        identity with the part itself, as the answers are (parts, like records, are never changed once made)."""
+        held = self._exact.get(id(part))
+        if held is not None and held[0] is part:
+            return held[1]
+        key = exact_key(part)
+        self._exact[id(part)] = (part, key)
+        return key
 
 
 class Facts:
@@ -658,7 +671,8 @@ class _AskedSet:
         return found
 
 
-def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, source: Record | None = None) -> Record:
+def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, source: Record | None = None,
+                   answers: Answers | None = None) -> Record:
     """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`, under a pool: the harness parts
     and the new mapping steps taken from the slot plan's entry ``run`` (by params and the parts read,
     :func:`hsa.renames.step_parts`: the hooks too on a record with hooks and no hook events) and the messages
@@ -668,7 +682,8 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     steps :func:`hsa.renames.carries`, and the messages exactly what :func:`hsa.renames.carry_messages` makes of the
     input's (with the names each step keeps whole, :func:`hsa.renames.carry_keeps`: a function of the parts read,
     so the same for every record that takes the branch). A kept branch's parts and steps are shared, read only
-    (transforms never modify their input, and no mapping step is changed in place)."""
+    (transforms never modify their input, and no mapping step is changed in place). ``answers``: the variant's
+    :class:`Answers`, which key the parts read (:func:`_same_read`)."""
     from hsa import _json
     from hsa.renames import carries, carry_keeps, carry_messages, step_parts
     from hsa.step_carry import compile_carry
@@ -681,7 +696,7 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
     except (TypeError, ValueError):  # pragma: no cover - exact_key falls back to repr
         return t.apply(record, params)
     read = _parts_read(parts_of, record, source)
-    branch = next((b for b in run.steps if b[0] == key and _same_read(read, b[1])), None)
+    branch = next((b for b in run.steps if b[0] == key and _same_read(read, b[1], answers)), None)
     if branch is not None and branch[2] is not None:
         run.taken += 1
         parts, steps, entries = branch[2]
