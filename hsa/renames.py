@@ -626,17 +626,24 @@ def _undo(record: Record, n: int, *, owned: bool) -> Record:
 def _undo_from(record: Record, n: int, *, owned: bool, written: Written | None = None) -> tuple[Record, tuple | None]:
     """:func:`_undo`, and where its harness parts came from: the slot plan's key of the split undo that gave them
     (:func:`_undo_split`: they are a function of it), or None (the plain loop). ``written``: the restore step's
-    entry for the variant ``record`` was read back from (:func:`hsa.written.by_plan`), which keeps the split's key; the
-    record's harness parts may then be the plan's, and so may the undone ones: the result is read only."""
+    entry for the variant ``record`` was read back from (:func:`hsa.written.by_plan`), which keeps the split's key,
+    the inverse steps and the check of the steps' names (functions of what the entry is found by); the record's
+    harness parts may then be the plan's, and so may the undone ones: the result is read only."""
     from hsa.mapping import Mapping
 
-    steps = record["mapping"][len(record["mapping"]) - n:] if n else []
-    _check_mapping_names(record, Mapping(steps))
+    known = None if written is None else written.undo
     kept = list(record["mapping"][:len(record["mapping"]) - n])
     out = record if owned else clone(record)
-    inverse = [step.to_json() for step in Mapping(steps).inverse().typed() if not isinstance(step, OpaqueStep)]
-    origin = _undo_split(out, inverse, None if written is None else written.undo, share=written is not None) \
-        if _splits(out, inverse) else None
+    if known is not None and known.inverse is not None:  # the entry's: its steps and harness names are these
+        inverse, splits = known.inverse
+    else:
+        steps = record["mapping"][len(record["mapping"]) - n:] if n else []
+        _check_mapping_names(record, Mapping(steps))
+        inverse = [step.to_json() for step in Mapping(steps).inverse().typed() if not isinstance(step, OpaqueStep)]
+        splits = _splits(out, inverse)
+        if known is not None:
+            known.inverse = (inverse, splits)
+    origin = _undo_split(out, inverse, known, share=written is not None) if splits else None
     if origin is None:
         if written is not None and out["tools"] is written.half.tools:  # the plan's (as_written), read only: the
             out["tools"] = _json.loads(written.half.read[0])  # plain appliers rewrite in place (its JSON: no walk)

@@ -46,12 +46,15 @@ class Half:
 
 class UndoKey:
     """The slot plan's key of the split undo (``hsa.renames._undo_split``) of the variants that share one entry:
-    None until the first of them works it out."""
+    None until the first of them works it out; and what ``hsa.renames._undo_from`` works out of their steps and
+    harness names before it undoes: the inverse steps (as JSON, read only) and whether they split, None until the
+    first of them gets that far (a mapping whose names the record lacks raises there, and keeps nothing)."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "inverse")
 
     def __init__(self):
         self.key = None
+        self.inverse: tuple[list[dict], bool] | None = None
 
 
 class Written(NamedTuple):
@@ -70,7 +73,8 @@ def by_plan(variant: Record, steps: list[dict], source: Record, parts: tuple[str
 
     - The harness half (:class:`Half`) is a function of the tools, the skill tool and how they are written.
     - The undo's key (:class:`UndoKey`) is a function of those, the other ``parts`` (the harness parts the steps
-      change: ``hsa.renames.STEP_PARTS`` and the hooks) as they read back (a JSON copy) and ``steps``.
+      change: ``hsa.renames.STEP_PARTS`` and the hooks) as they read back (a JSON copy) and ``steps``; so are the
+      inverse steps and the check that the steps' names are the record's.
 
     None where no plan keeps the work, where the reader may convert the trajectory
     (:func:`hsa.records.plain_trajectory`: then the read-back is the reader's whole, and may change the harness), and

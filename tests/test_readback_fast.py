@@ -8,7 +8,9 @@ import random
 import pytest
 
 from hsa import _json, cache
+from hsa.mapping import Mapping
 from hsa.records import RecordError, denormalize, normalize, read_row
+from hsa.steps import OpaqueStep
 from hsa.tool_dialects import normalize_tool, read_tool
 from tests.exact_support import exact
 
@@ -549,8 +551,9 @@ def test_the_restore_step_by_identity_is_the_restore_step_worked_out(monkeypatch
     """On records of shared harnesses under a pool, the restore step takes the harness half of its read-back and
     the key of its split undo from the slot plan by identity (``hsa.written.by_plan``): every read-back in
     two halves is the whole read-back (but the mapping, transforms and notes, which the caller sets), every key so
-    found is the digest of the steps and parts it stands for, both are taken for most variants, and the rows,
-    rejects and counts are those of the restore step with neither."""
+    found is the digest of the steps and parts it stands for, every inverse so found is the variant's own (and its
+    names check passes), each is taken for over a third of the variants, and the rows, rejects and counts are those
+    of the restore step with none of them."""
     import hsa.records as R
     import hsa.renames as rn
     from hsa.recipes import load_recipe
@@ -580,15 +583,29 @@ def test_the_restore_step_by_identity_is_the_restore_step_worked_out(monkeypatch
         seen["restores"] += 1
         return restore(source, variant)
 
+    def undo_from(record, n, *, owned, written=None):
+        if written is not None and written.undo.inverse is not None:  # what the entry holds is this record's
+            steps = record["mapping"][len(record["mapping"]) - n:]
+            rn._check_mapping_names(record, Mapping(steps))
+            inverse = [s.to_json() for s in Mapping(steps).inverse().typed() if not isinstance(s, OpaqueStep)]
+            assert written.undo.inverse == (inverse, rn._splits(record, inverse)), record["id"]
+            assert _json.dumps_bytes(written.undo.inverse[0]) == _json.dumps_bytes(inverse), record["id"]
+            seen["inverses"] += 1
+        return undo(record, n, owned=owned, written=written)
+
+    undo = rn._undo_from
+    seen["inverses"] = 0
     with monkeypatch.context() as m:
         m.setattr(R, "read_back_trajectory", read_back_trajectory)
         m.setattr(rn, "_undo_split", undo_split)
         m.setattr(rn, "with_restore", with_restore)
+        m.setattr(rn, "_undo_from", undo_from)
         fast = _results(lines, recipe, harness_pool=8)
         shared = _shared_objects_unchanged()
     assert seen["halves"] > seen["restores"] // 3, seen  # the first variants of a plan work it out
     assert shared > 0
     assert not tool_only or seen["keys"] > seen["restores"] // 3, seen
+    assert not tool_only or seen["inverses"] > seen["restores"] // 3, seen  # a prompt is each record's own
     monkeypatch.setattr(rn, "by_plan", lambda variant, steps, source, parts: None)
     assert _results(lines, recipe, harness_pool=8) == fast
 
