@@ -472,8 +472,8 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
-        out = _apply_carried(t, record, params, run, slot.source, slot.answers) if run is not None and t.carries_steps else \
-            t.apply(record, params)
+        out = _apply_carried(t, record, params, run, slot.source, slot.answers) \
+            if run is not None and t.carries_steps else t.apply(record, params)
     except Exception as exc:
         _name_the_raiser(exc, t)
         raise
