@@ -433,11 +433,41 @@ def _check_inversion(source: Record, variant: Record, n: int) -> list[Violation]
     except ValueError as exc:
         return [Violation("inversion", "cannot map back", str(exc))]
     got, want = content_of(back), content_of(source)
-    if same(got, want):
+    if _gives_back(got, want):
         return []
     keys = [k for k in CONTENT_KEYS if not same(got.get(k), want.get(k))]
     return [Violation("inversion", "canonicalize does not give the source back",
                       f"canonicalize(variant) differs from the source in {keys}")]
+
+
+#: The kinds of work (:meth:`hsa.plans.SlotPlan.same_as`) of :func:`_gives_back`, one for each key the harness
+#: digest covers (:data:`hsa.plans.DIGEST_KEYS`).
+_GIVEN_BACK = {"tools": "tools given back", "skills": "skills given back", "skill_tool": "skill tool given back",
+               "hooks": "hooks given back"}
+
+
+def _gives_back(got: dict, want: dict) -> bool:
+    """``hsa._patch.same(got, want)`` of what undoing a variant gives and its source's content (:func:`hsa.renames.
+    content_of` of each), key by key; under a slot plan (:attr:`hsa.context.WorkerContext.keeping`) a harness part
+    given back that the plan found the same as the source's for an earlier variant, the very object, is not compared
+    again: the source's part is alike in every record of the plan (a key the harness digest covers,
+    :data:`hsa.plans.DIGEST_KEYS`), and the restore step gives the variants of a slot the parts the plan holds (the
+    split undo's, the restore patch's), read only. Every other part, and every part given back afresh, is compared."""
+    from hsa._patch import same
+
+    if list(got) != list(want):
+        return False
+    plan = _current().keeping
+    for k, value in got.items():
+        kind = _GIVEN_BACK.get(k) if plan is not None else None
+        if kind is None:
+            if not same(value, want[k]):
+                return False
+        elif plan.same_as((kind, value)) is None:
+            if not same(value, want[k]):
+                return False
+            plan.remember((kind, value), True)
+    return True
 
 
 _HOOK_REFUSAL = "hook sync refused: "  # hsa.codemods.sync.REFUSAL_PREFIX (not imported: keeps libcst off this path)

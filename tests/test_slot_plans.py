@@ -387,3 +387,59 @@ def test_held_parts_pin_the_sources_own_digest_covered_parts_only():
     copy = {**variant, "tools": [dict(t) for t in tools]}
     assert held(copy, ("tools",), source)[0] is copy["tools"]
     assert held({"tools": tools}, ("hooks",), {"tools": tools, "hooks": []})[0] is ABSENT
+
+
+
+def test_a_harness_part_given_back_is_compared_once_per_object_and_every_other_part_each_time(monkeypatch):
+    """The variant check's invariant 8 (``hsa.invariants._gives_back``) compares what undoing a variant gives with
+    the source's content key by key. Under a slot plan a harness part given back (a key the harness digest covers)
+    that the plan found the same as the source's is not compared again for that very object; a part found to differ
+    is never remembered, an equal part that is another object is compared, the messages are compared every time,
+    and without a plan everything is. The verdicts are those of ``hsa._patch.same`` on the whole."""
+    import hsa._patch as patch
+    from hsa import _json
+    from hsa.invariants import _gives_back
+    from hsa.plans import SlotPlan
+
+    compared: list[str] = []
+    same = patch.same
+
+    inside: list[bool] = []
+
+    def counting(a, b):  # the top-level comparisons (same recurses through the module's name)
+        if not inside:
+            compared.append("tools" if isinstance(a, list) and a and "name" in a[0] else "messages")
+        inside.append(True)
+        try:
+            return same(a, b)
+        finally:
+            inside.pop()
+
+    def copy(v):
+        return _json.loads(_json.dumps(v))
+
+    want = {"messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"name": "get", "parameters": {"type": "object"}}]}
+    wrong = {"messages": copy(want["messages"]), "tools": [{"name": "get", "parameters": {"type": "object", "x": 1}}]}
+    right = {"messages": copy(want["messages"]), "tools": copy(want["tools"])}
+    other = {"messages": copy(want["messages"]), "tools": copy(want["tools"])}
+    monkeypatch.setattr(patch, "same", counting)
+
+    def check(got: dict, verdict: bool, tools_compared: bool) -> None:
+        assert counting(got, want) is verdict  # the whole, as the check compared it before
+        compared.clear()
+        assert _gives_back(got, want) is verdict
+        assert compared.count("messages") == 1 and ("tools" in compared) is tools_compared, compared
+
+    with use(WorkerContext()) as ctx:
+        ctx.plan = plan = SlotPlan()
+        plan.reused = True
+        check(wrong, False, True)
+        check(wrong, False, True)  # a part that differs is never remembered
+        check(right, True, True)
+        check(right, True, False)  # the very object the plan found the same
+        check(other, True, True)  # equal, another object
+        check(right, True, False)
+        assert _gives_back({"tools": right["tools"], "messages": want["messages"]}, want) is False  # key order
+        ctx.plan = None
+        check(right, True, True)  # no plan: compared
