@@ -644,7 +644,7 @@ def _undo_from(record: Record, n: int, *, owned: bool, written: Written | None =
         if known is not None:
             known.inverse = (inverse, splits)
     origin = _undo_split(out, inverse, known, share=written is not None) if splits else None
-    if origin is None:
+    if origin is None and inverse:
         if written is not None and out["tools"] is written.half.tools:  # the plan's (as_written), read only: the
             out["tools"] = _json.loads(written.half.read[0])  # plain appliers rewrite in place (its JSON: no walk)
         for step in inverse:
