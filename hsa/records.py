@@ -576,12 +576,14 @@ def _written_messages(messages: list, fmt: dict[str, Any]) -> list:
     return out
 
 
-def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, Any]:
+def denormalize(record: Record, *, call_arguments: str = "keep", tools: list[dict] | None = None) -> dict[str, Any]:
     """Write ``record`` back as an input-format object, in the dialect it came in.
 
     ``call_arguments`` is ``hsa augment --call-arguments``: ``keep`` writes tool-call arguments in the form the
     record came with, ``object`` / ``string`` all in that form (the manifest's ``call_arguments`` says which a
-    run used)."""
+    run used). ``tools``: ``[denormalize_tool(t) for t in record["tools"]]``, where the caller has it (the pipeline
+    keeps it in a slot plan for the variants that share their tools); the object written has it, read only, like
+    the record's other parts."""
     fmt = record.get("_fmt", {})
     if call_arguments != "keep":
         if call_arguments not in ("object", "string"):
@@ -592,7 +594,8 @@ def denormalize(record: Record, *, call_arguments: str = "keep") -> dict[str, An
         if fmt["no_tools"] == "null":
             out["tools"] = None
     else:
-        tools = [denormalize_tool(t) for t in record["tools"]]
+        if tools is None:
+            tools = [denormalize_tool(t) for t in record["tools"]]
         out["tools"] = json.dumps(tools, ensure_ascii=False) if fmt.get("tools_str") else tools
     for key in ("skills",):
         if key in record:

@@ -629,3 +629,48 @@ def _shared_objects_unchanged() -> int:
                     held += 1
     return held
 
+
+
+def test_rows_share_the_tools_a_slot_plan_wrote_and_their_json(monkeypatch):
+    """Under a pool the variant rows of a shared harness take their tools as written (``denormalize_tool`` of each)
+    and those tools' JSON from the slot plan, by the identity of the variant's tools (``_row_tools``): for over a
+    third of the variant rows the object is one an earlier record's row had, every such list is what the variant's
+    tools write, its JSON is the list's, and the rows, rejects, counts and encoded rows are those written afresh."""
+    import hsa.pipeline.record as P
+    from hsa.io import encode_row
+    from hsa.recipes import load_recipe
+    from hsa.tool_dialects import denormalize_tool
+
+    recipe = load_recipe("default")
+    lines = _shared_lines(48, 2, True)
+    seen = {"rows": 0, "shared": 0}
+    lists: set[int] = set()
+    row_tools = P._row_tools
+
+    def checked(plan, variant, source, encoded):
+        got = row_tools(plan, variant, source, encoded)
+        if got is not None:
+            assert _exact(got, [denormalize_tool(t) for t in variant["tools"]]), variant["id"]
+            assert encoded[id(got)] == (got, _json.dumps(got))
+            seen["shared"] += id(got) in lists
+            lists.add(id(got))
+        seen["rows"] += 1
+        return got
+
+    def encoded(lines):
+        from hsa.io import InputLine
+
+        out = []
+        for i, line in enumerate(lines):
+            res = P.augment_record(InputLine("in.jsonl", i + 1, line.encode()), recipe, seed=3, variants=3,
+                                   keep_original=True, harness_pool=8)
+            memo = res.encoded
+            out.append((res.rows, res.rejects, res.stats.to_json(), [encode_row(r, memo) for r in res.rows]))
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(P, "_row_tools", checked)
+        fast = encoded(lines)
+    assert seen["shared"] > seen["rows"] // 3, seen
+    monkeypatch.setattr(P, "_row_tools", lambda plan, variant, source, encoded: None)
+    assert encoded(lines) == fast

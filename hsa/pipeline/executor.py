@@ -53,9 +53,9 @@ def work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
     out = []
     for item in batch:
         res = augment_record(item, recipe, **options)
-        memo: dict = {}  # values shared by the record's rows are encoded once
-        out.append((item.pos, res, [encode_row(r, memo) for r in res.rows]))
-        res.rows = []
+        memo = res.encoded  # values shared by the record's rows are encoded once (those shared with other records'
+        out.append((item.pos, res, [encode_row(r, memo) for r in res.rows]))  # rows were, in their slot plans)
+        res.rows, res.encoded = [], {}
     return out
 
 

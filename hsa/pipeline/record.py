@@ -19,8 +19,9 @@ from hsa import _json
 from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
+from hsa.tool_dialects import denormalize_tool
 from hsa.context import current
-from hsa.plans import SlotPlan
+from hsa.plans import SlotPlan, held
 from hsa.transform import Answers, Sequence, SlotRng, Transform, config_key, run
 from hsa.invariants import check_record, check_variant
 from hsa.violations import details
@@ -196,11 +197,15 @@ class Result:
     stats: Stats
     source_id: str | None = None
     where: tuple[str, int] | None = None  # (input, line)
+    #: values the rows share with other records' rows, with their JSON as :func:`hsa.io.encode_row` writes it, by
+    #: the value's identity (``{id: (value, JSON)}``, a start for its ``memo``; the slot plans keep them)
+    encoded: dict = dataclasses.field(default_factory=dict)
 
 
-def source_row(record: Record, variant: int, applied: list[dict]) -> dict:
-    """The output row of ``record`` (a source or a variant)."""
-    row = denormalize(record)
+def source_row(record: Record, variant: int, applied: list[dict], tools: list[dict] | None = None) -> dict:
+    """The output row of ``record`` (a source or a variant); ``tools``: its tools as the row writes them, where the
+    caller has them (:func:`_row_tools`)."""
+    row = denormalize(record, tools=tools)
     source_id = record["_fmt"].get("source_id", record["id"]) if variant == 0 and record["transforms"] else record["id"]
     row["id"] = f"{record['id']}/{variant}"
     row = {"id": row.pop("id"), "source_id": source_id, "variant": variant, **row}
@@ -212,6 +217,24 @@ def source_row(record: Record, variant: int, applied: list[dict]) -> dict:
         del row[k]
     row["extra"] = extra or None
     return row
+
+
+def _row_tools(plan: SlotPlan | None, variant: Record, source: Record, encoded: dict) -> list[dict] | None:
+    """``variant``'s tools as its row writes them (:func:`hsa.records.denormalize`), kept in its slot plan by their
+    identity (:meth:`SlotPlan.same_as`, the tools as :func:`hsa.plans.held` gives them: the source's own stand for
+    every record's, which the harness digest pins), with their JSON, put in ``encoded`` (:attr:`Result.encoded`):
+    the variants of a slot share the tools a plan's leaf runs made, and the rows share what they are written as,
+    read only. None (written afresh) where no plan keeps the work (:attr:`hsa.context.WorkerContext.keeping`: the
+    plan of a record with a harness of its own)."""
+    if plan is None or not plan.reused:
+        return None
+    ident = ("row tools", *held(variant, ("tools",), source))
+    hit = plan.same_as(ident)
+    if hit is None:
+        tools = [denormalize_tool(t) for t in variant["tools"]]
+        hit = plan.remember(ident, (tools, _json.dumps(tools)))
+    encoded[id(hit[0])] = hit
+    return hit[0]
 
 
 _KNOWN = {"id", "source_id", "variant", "messages", "tools", "skills", "skill_tool", "prompt", "hooks",
@@ -296,6 +319,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     plans = ctx.plans if digest is not None else None
     met = plans is not None and plans.holds_harness(digest)  # an earlier record had this harness: keep its work
     answers = Answers()  # what this record and the records made from it answered the samplers (every variant)
+    encoded: dict = {}  # Result.encoded
     for k in range(1, variants + 1):
         if harness_pool:
             slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
@@ -328,8 +352,9 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             else:  # the check hsa validate runs on every variant row (3 holds by construction; tested)
                 problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
         finally:
-            if ctx.plan is not None:
-                ctx.plan.served += 1
+            plan = ctx.plan
+            if plan is not None:
+                plan.served += 1
             ctx.plan = None  # the restore step and the check keep the slot's work in its plan, and only there
         if problems:
             stats.variants_failed += 1
@@ -353,7 +378,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
                 unchanged = source_row(source, k, [])
             row = {**unchanged, "id": f"{source['id']}/{k}", "variant": k}
         else:
-            row = source_row(variant, k, [a.to_json() for a in applied])
+            row = source_row(variant, k, [a.to_json() for a in applied], _row_tools(plan, variant, source, encoded))
         rows.append(_marked(row, marks))
         if harness_pool:
             rows[-1]["slot"] = slot
@@ -366,7 +391,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
         stats.reject_reasons["every variant failed verification"] += 1
         rejects.append(_reject(item, "every variant failed verification",
                                f"{variants} variant(s) failed; see the variant rejects above", source["id"]))
-    return Result(rows, rejects, stats, source["id"], (item.path, item.line))
+    return Result(rows, rejects, stats, source["id"], (item.path, item.line), encoded)
 
 
 def _prompt_of(record: Record) -> list:
