@@ -90,6 +90,42 @@ def test_a_restore_patch_does_not_split_the_equivalence_cache():
     assert misses_of(renamed) > again
 
 
+
+def test_a_pair_checked_equivalent_on_some_payloads_is_checked_on_the_others(monkeypatch):
+    """The equivalence memo keeps, per hook pair, the payloads the pair was checked equivalent on: a rewritten hook
+    that agrees with its source on one payload and not on another is caught on the other after the first was
+    noted (the memo holds for those payloads alone), and checked again it is caught again."""
+    src, var = next((s, v) for s, v in _variants() if v["hooks"][0].get("entry") and "." not in v["hooks"][0]["entry"]
+                    and v["hooks"][0]["entry"] != "__main__")
+    odd = clone(var)
+    h = odd["hooks"][0]
+    h["source"] += "\n\n_real = globals().get(%r)\n" % h["entry"]
+    h["source"] += ("def _wrap(*a, **k):\n    out = _real(*a, **k) if _real else None\n"
+                    "    return {'changed': True} if 'hsa_probe' in repr((a, k)) else out\n"
+                    f"{h['entry']} = _wrap\n")
+    hook = src["hooks"][0]
+    payloads, digests = sbi._payloads_for(src, hook, b"x" * 32, 96)
+    assert payloads
+    first = dict(payloads[0])
+    probe = {**first, "hsa_probe": 1}
+    given = {"payloads": [first]}
+    real = sbi._payloads_for
+
+    def payloads_for(source, h, digest, limit):
+        if h is not hook:
+            return real(source, h, digest, limit)
+        return given["payloads"], [sbp.payload_digest(p) for p in given["payloads"]]
+
+    monkeypatch.setattr(sbi, "_payloads_for", payloads_for)
+    cache.clear()
+    assert sb.check_hooks(src, odd) == []  # agrees on the payload without the probe: noted equivalent
+    given["payloads"] = [first, probe]
+    caught = sb.check_hooks(src, odd)
+    assert caught and caught[0].reason == "rewritten hook behaves differently", caught
+    assert sb.check_hooks(src, odd) == caught
+    cache.clear()
+
+
 @pytest.mark.parametrize("with_digests", [False, True])
 def test_replay_with_the_callers_digests_is_replay_many(with_digests):
     """replay_items with the digests _payloads_for made gives what replay_many gives on the same items."""

@@ -21,10 +21,23 @@ from hsa.steps import ParamsStep, RestoreStep, ValuesStep, steps_of
 
 __all__ = ["check_hooks", "not_replayed", "NOT_REPLAYED_NOTE"]
 
-#: (hook set, source hook, variant hook, mapping steps, masked?, payload) -> True: the pair was checked equivalent on
-#: the payload. Records that share a harness and a pool slot share most of their generated payloads (from the tool
-#: schemas and skills), so each of those is mapped and compared once per harness variant, not once per record.
+#: (hook set, source hook, variant hook, mapping steps, masked?) -> the digests of the payloads the pair was checked
+#: equivalent on. Records that share a harness and a pool slot share most of their generated payloads (from the tool
+#: schemas and skills), so each of those is mapped and compared once per harness variant, not once per record; a
+#: variant looks its pair up once and each payload in the set.
 _EQUIVALENT = _cache.lru("hook.equivalent", 16 << 20)
+
+
+def _checked_equivalent(pair: bytes, digest: bytes) -> None:
+    """Note that the hook pair ``pair`` (its key in :data:`_EQUIVALENT`) was checked equivalent on the payload whose
+    digest is ``digest``."""
+    known = _EQUIVALENT.get(pair)
+    if known is None:
+        known = set()
+    elif digest in known:
+        return
+    known.add(digest)
+    _EQUIVALENT.put(pair, known, 120 + 48 * len(known))
 
 try:
     import orjson as _orjson
@@ -244,7 +257,7 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
     set_key = hook_set_key(src_hooks)  # the source record's hooks: their rewrites run in the same worker
     work: list[tuple[dict, dict]] = []
     checks: list[tuple[str, int, dict, tuple | None, dict | None]] = []  # (kind, hook index, payload, tools, event)
-    known: list[bytes | None] = []  # per check: its key in _EQUIVALENT (equivalence checks)
+    known: list[tuple[bytes, bytes] | None] = []  # per check: its pair's key in _EQUIVALENT and its payload's digest
     keys: list[bytes | None] = []  # per work item: its payload's digest, where made already
     steps_key = None
     for hi, (a, b) in enumerate(zip(src_hooks, var_hooks)):
@@ -259,16 +272,16 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
         pair = hashlib.blake2b(set_key + payload_key([a, b, a.get("name") in reworded]) + steps_key,
                                digest_size=16).digest()
         payloads, digests = _payloads_for(source, a, source_digest, max_payloads)
+        checked = _EQUIVALENT.get(pair) or ()
         for p, d in zip(payloads, digests):
-            key = pair + d
-            if _EQUIVALENT.get(key):
+            if d in checked:
                 continue  # checked equivalent on this payload before (another record of the harness variant)
             mapped, tools = carrier.payload(p, d)
             if same and mapped == p:  # the same hook on the same payload: equivalent, and a function of the key
-                _EQUIVALENT.put(key, True, 120)
+                _checked_equivalent(pair, d)
                 continue
             checks.append(("equiv", hi, p, tools, None))
-            known.append(key)
+            known.append((pair, d))
             work.append((a, p))
             work.append((b, mapped))
             keys.append(d)
@@ -326,7 +339,7 @@ def _check_hooks(source: dict, variant: dict, src_hooks: list, var_hooks: list, 
                                      f"hook {name!r} on payload {_short(p)}: expected {_short(exp)}, "
                                      f"got {_short(got)}"))
             else:
-                _EQUIVALENT.put(known[k], True, 120)
+                _checked_equivalent(*known[k])
         else:
             sev = src_events[idx]
             hs, hv = names_s.get(sev.get("hook")), names_v.get(ev.get("hook"))
