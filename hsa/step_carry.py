@@ -41,11 +41,20 @@ def carry_messages(messages: list[dict], steps: Iterable[dict | Step], *, keep: 
         return
     fns = _text_renamers(entries, keep, messages if sift else None)
     owners_at = any(e[0] == "mentions" for e in entries)
+    # what the entries do to a message that is neither a tool result nor has calls: its text, in entry order (a call
+    # or name entry leaves it as it is, and so does a text entry without a function)
+    plain = [fns[k] if e[0] == "text" else fns[k][1] for k, e in enumerate(entries)
+             if (e[0] == "text" and fns[k] is not None) or (e[0] == "mentions" and fns[k][1] is not None)]
     calls_alone = all(e[0] == "call" for e in entries)  # a message without calls is left as it is
     names_by_id: dict[str, list] = {}  # call id -> the call's name before each entry (parameter mentions)
     for m in messages:
         calls = m.get("tool_calls") or ()
         if calls_alone and not calls:
+            continue
+        if not calls and m.get("role") != "tool":
+            if "content" in m:
+                for fn in plain:
+                    m["content"] = map_content(m["content"], fn)
             continue
         states = [[c["function"]["name"], c["function"]["arguments"], False] for c in calls] if calls else []
         result = m.get("role") == "tool"
