@@ -129,6 +129,24 @@ def test_strip_retries_on_every_fixture_with_a_retry():
         assert k["messages"][flagged[0]]["role"] == "assistant"
 
 
+def test_strip_retries_leaves_its_input_as_it_was():
+    """The variant shares what it leaves as it is with its input, and changes nothing of the input: not the
+    messages it marks or drops, not the hook events whose indices it moves."""
+    records = [normalize(json.loads(line)) for line in LINES]
+    records = [r for r in records if _retry_events(r)]
+    later = json.loads(json.dumps(records[0]))  # an event after the retry: its index moves when the retry goes
+    later["hook_events"].append({**later["hook_events"][-1], "message_index": len(later["messages"]) - 1,
+                                 "decision": {"decision": "allow"}})
+    for r in [*records, later]:
+        before = json.dumps(r)
+        for p in (0.0, 0.5, 1.0):
+            v, _, _ = run(StripRetries(p=p), r, random.Random(0))
+            assert json.dumps(r) == before
+            assert v["tools"] is r["tools"]  # the harness, shared
+            marked = [m for m in v["messages"] if m.get("train") is False]
+            assert all(not any(m is n for n in r["messages"]) for m in marked)
+
+
 def test_claude_code_importer_and_matcher_follow_renames():
     """A Claude Code command hook imports with its matcher; a tool rename rewrites matcher and script alike."""
     script = ("import json, sys\nd = json.load(sys.stdin)\n"

@@ -465,8 +465,11 @@ class StripRetries(Transform):
         return {"strip": strip, "keep": keep}
 
     def apply(self, record: Record, params: dict) -> Record:
-        out = clone(record)
-        events = out.get("hook_events") or []
+        # a new record sharing what it leaves as it is (the harness, the messages it neither drops nor marks): the
+        # hook events and the marked messages are copied before they change
+        out = dict(record)
+        events = [dict(ev) for ev in record.get("hook_events") or []]
+        out["messages"] = list(record["messages"])
         valid = set(_retry_events(record))
         bad = sorted((set(params["strip"]) | set(params["keep"])) - valid)
         if bad:
@@ -476,7 +479,8 @@ class StripRetries(Transform):
             j = events[i]["message_index"]
             drop |= {j - 1, j}
         for i in params["keep"]:
-            out["messages"][events[i]["message_index"] - 1]["train"] = False
+            j = events[i]["message_index"] - 1
+            out["messages"][j] = {**out["messages"][j], "train": False}
         shift = sorted(drop)
         kept_events = []
         for i, ev in enumerate(events):
