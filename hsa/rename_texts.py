@@ -190,14 +190,16 @@ def schema_strings(schema: Any, out: set[str] | None = None) -> set[str]:
 
 
 def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[str], shared_schemas: bool, *,
-                         schemas: bool = True) -> None:
+                         schemas: bool = True, skip: Callable[[Any], bool] | None = None) -> None:
     """``fn`` on the tool's description and the texts of its schema (a shared schema is rebuilt, never edited);
-    ``schemas=False``: the caller knows the schema holds none of ``names``."""
+    ``schemas=False``: the caller knows the schema holds none of ``names``; ``skip``: their
+    :func:`hsa.record_texts.schema_skipper`, where the caller has it."""
     if isinstance(tool.get("description"), str):
         tool["description"] = fn(tool["description"])
     if not schemas:
         return
-    skip = schema_skipper(names)  # fn changes only texts holding an old name: none in the JSON, no walk
+    if skip is None:
+        skip = schema_skipper(names)  # fn changes only texts holding an old name: none in the JSON, no walk
     if skip is not None and skip(tool["parameters"]):
         return
     if shared_schemas:
@@ -217,7 +219,7 @@ def rename_param_mentions(record: Record, idx: int, all_fn, everywhere: dict[str
     skip = schema_skipper(everywhere)  # one encoding of every other schema: most hold none of the names
     schemas = not (skip is not None and skip([t["parameters"] for t in others]))
     for t in others:
-        rename_in_tool_texts(t, all_fn, everywhere, True, schemas=schemas)
+        rename_in_tool_texts(t, all_fn, everywhere, True, schemas=schemas, skip=skip)
     for sk in record.get("skills") or ():
         for key in ("description", "content"):
             if isinstance(sk.get(key), str):
