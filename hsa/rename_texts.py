@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from hsa.hooks_model import map_content
 from hsa.literals import plain_literals
 from hsa.mapping import ARRAY, Mapping
 from hsa.steps import ParamsStep, RegroupStep, RestoreStep, Step, steps_of
