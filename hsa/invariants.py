@@ -16,6 +16,7 @@ from hsa.context import current as _current
 from hsa.hooks_model import content_text
 from hsa.mapping import ARRAY, Mapping
 from hsa.names import is_identifier_like, is_legal
+from hsa.plans import DIGEST_KEYS
 from hsa.records import Record, RecordError, iter_calls, read_back
 from hsa.rename_texts import stale_names, variant_key
 from hsa.schema_facts import schema_fact
@@ -441,9 +442,8 @@ def _check_inversion(source: Record, variant: Record, n: int) -> list[Violation]
 
 
 #: The kinds of work (:meth:`hsa.plans.SlotPlan.same_as`) of :func:`_gives_back`, one for each key the harness
-#: digest covers (:data:`hsa.plans.DIGEST_KEYS`).
-_GIVEN_BACK = {"tools": "tools given back", "skills": "skills given back", "skill_tool": "skill tool given back",
-               "hooks": "hooks given back"}
+#: digest covers (made once: a kind is matched by identity).
+_GIVEN_BACK = {k: f"{k} given back" for k in DIGEST_KEYS}
 
 
 def _gives_back(got: dict, want: dict) -> bool:

@@ -427,7 +427,7 @@ def _normalize(raw: dict, default_id: str | None, harness: dict | None = None, *
         fmt["skill_tool_str"] = True
     elif raw.get("skill_tool") is None:
         fmt["skill_tool_default"] = True
-    for key in ("skills", "prompt", "hooks", "hook_events", "meta"):
+    for key in _JSON_TEXT_PARTS:
         if raw.get(key) is not None:
             record[key] = raw[key]  # type: ignore[literal-required]
     if raw.get("mapping") is not None:  # re-augmenting an output row: compose with its mapping
@@ -540,7 +540,7 @@ def read_back_trajectory(record: Record, harness: tuple[bytes, dict, tuple, tupl
     harness half's tools as parsed once, given as they are (the caller's, read only), instead of parsed afresh."""
     fmt = record.get("_fmt", {})
     row: dict[str, Any] = {"id": record["id"], "messages": _written_messages(record["messages"], fmt)}
-    for key in ("skills", "prompt", "hooks", "hook_events", "meta"):
+    for key in _JSON_TEXT_PARTS:
         if key in record:
             row[key] = record[key]  # type: ignore[literal-required]
     raw = _json.loads(_json.dumps(row))
@@ -559,7 +559,7 @@ def read_back_trajectory(record: Record, harness: tuple[bytes, dict, tuple, tupl
     out: Record = {  # type: ignore[typeddict-item]
         "id": str(rid), "messages": out_messages, "tools": _json.loads(data) if tools is None else tools,
         "skill_tool": dict(skill_tool), "mapping": [], "transforms": [], "notes": [], "extra": {}, "_fmt": out_fmt}
-    for key in ("skills", "prompt", "hooks", "hook_events", "meta"):
+    for key in _JSON_TEXT_PARTS:
         if raw.get(key) is not None:
             out[key] = raw[key]  # type: ignore[literal-required]
     return out

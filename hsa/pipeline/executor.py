@@ -53,8 +53,8 @@ def work(batch: list[InputLine]) -> list[tuple[int, Result, list[tuple]]]:
     out = []
     for item in batch:
         res = augment_record(item, recipe, **options)
-        memo = res.encoded  # values shared by the record's rows are encoded once (those shared with other records'
-        out.append((item.pos, res, [encode_row(r, memo) for r in res.rows]))  # rows were, in their slot plans)
+        memo = res.encoded  # a value the rows share is encoded once (one shared with other records' rows, once a plan)
+        out.append((item.pos, res, [encode_row(r, memo) for r in res.rows]))
         res.rows, res.encoded = [], {}
     return out
 

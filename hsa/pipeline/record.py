@@ -224,9 +224,9 @@ def _row_tools(plan: SlotPlan | None, variant: Record, source: Record, encoded: 
     identity (:meth:`SlotPlan.same_as`, the tools as :func:`hsa.plans.held` gives them: the source's own stand for
     every record's, which the harness digest pins), with their JSON, put in ``encoded`` (:attr:`Result.encoded`):
     the variants of a slot share the tools a plan's leaf runs made, and the rows share what they are written as,
-    read only. None (written afresh) where no plan keeps the work (:attr:`hsa.context.WorkerContext.keeping`: the
-    plan of a record with a harness of its own)."""
-    if plan is None or not plan.reused:
+    read only. ``plan``: the variant's plan where it keeps the work (:attr:`hsa.context.WorkerContext.keeping`), else
+    None (a record with a harness of its own): then None, written afresh."""
+    if plan is None:
         return None
     ident = ("row tools", *held(variant, ("tools",), source))
     hit = plan.same_as(ident)
@@ -352,9 +352,9 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             else:  # the check hsa validate runs on every variant row (3 holds by construction; tested)
                 problems = check_variant(source, variant, closure=False, exec_hooks=exec_hooks)
         finally:
-            plan = ctx.plan
-            if plan is not None:
-                plan.served += 1
+            keeping = ctx.keeping  # for the row's tools (_row_tools)
+            if ctx.plan is not None:
+                ctx.plan.served += 1
             ctx.plan = None  # the restore step and the check keep the slot's work in its plan, and only there
         if problems:
             stats.variants_failed += 1
@@ -378,7 +378,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
                 unchanged = source_row(source, k, [])
             row = {**unchanged, "id": f"{source['id']}/{k}", "variant": k}
         else:
-            row = source_row(variant, k, [a.to_json() for a in applied], _row_tools(plan, variant, source, encoded))
+            row = source_row(variant, k, [a.to_json() for a in applied], _row_tools(keeping, variant, source, encoded))
         rows.append(_marked(row, marks))
         if harness_pool:
             rows[-1]["slot"] = slot
