@@ -24,7 +24,10 @@ Measures, in one run on this machine (every number is the median of ``--repeats`
   per-record CPU of each: a ratio at a few hundred records is mostly interpreter start and imports on both
   sides, the per-record ratio is what the ratio tends to on a long input;
 - 1 vs 2 workers with the default recipe on the full-harness shared input;
-- peak memory (max RSS of the largest process) at each of --memory-sizes records.
+- peak memory (max RSS of the largest process) at each of --memory-sizes records;
+- beside each row, the peer: the CPU per record of Hammer's own function masking on the same records and variants
+  (``benchmarks/peers/hammer.py``: its code as its authors wrote it, in this process, prompts included, not
+  verified; ``--no-peer`` to skip), so the distance to the peer is in the same table.
 
 Inputs are made by the fixture generator; every timed run, the floor included, is a child
 process, so interpreter start and imports count on both sides. The checkout's packages are byte-compiled
@@ -236,10 +239,14 @@ def main() -> None:
     p.add_argument("--augment-args", default="", help="extra options for every hsa augment, e.g. '--harness-pool 0'")
     p.add_argument("--work", default=None, help="folder for inputs and outputs (default: a temp folder)")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
+    p.add_argument("--no-peer", action="store_true", help="do not time Hammer's masking beside each row")
     p.add_argument("--no-compile", action="store_true",
                    help="do not byte-compile the checkout's packages first (each child then compiles what it imports)")
     a = p.parse_args()
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
+    import hammer as peer_hammer
+
     extra = shlex.split(a.augment_args)
 
     work = Path(a.work or tempfile.mkdtemp(prefix="hsa-bench-"))
@@ -269,6 +276,7 @@ def main() -> None:
                      "byte_compiled": not a.no_compile, "floors": {}, "rows": {}}
     floors: dict[str, float] = {}
     floor_cpu: dict[str, float] = {}
+    peers: dict[str, dict] = {}  # input kind -> Hammer's masking on its records (benchmarks/peers/hammer.py)
     for name in [r for r in a.rows.split(",") if r]:
         kind, recipe = ROWS[name]
         inp = input_of(kind, a.records)
@@ -298,6 +306,16 @@ def main() -> None:
                   f"{scale['floor_cpu_seconds']:.2f}s); per record {scale['ms_per_record']:.3f} ms (floor "
                   f"{scale['floor_ms_per_record']:.3f} ms): {scale['x_floor_per_record']:.1f}x; start-up "
                   f"{scale['start_s']:.2f}s (floor {scale['floor_start_s']:.2f}s)", flush=True)
+        if not a.no_peer:
+            if kind not in peers:
+                peers[kind] = peer_hammer.ms_per_record(peer_hammer.read_rows(inp, a.records), a.variants, a.repeats)
+            row = results["rows"][name]
+            row["peer_hammer"] = peers[kind]
+            ours = row["scale"]["ms_per_record"] if "scale" in row else 1000 * c / a.records
+            print(f"{'':22s} peer: Hammer's masking {peers[kind]['ms_per_record']:.3f} ms per record (same records "
+                  f"and variants, not verified); hsa {ours:.3f} ms per record "
+                  f"({'marginal' if 'scale' in row else 'start-up included'}): "
+                  f"{ours / peers[kind]['ms_per_record']:.1f}x", flush=True)
     if a.workers_row:
         kind, recipe = ROWS[a.workers_row]
         inp = input_of(kind, a.records)
