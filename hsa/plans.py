@@ -10,9 +10,10 @@ work on the harness gave:
   :meth:`~hsa.transform.Transform.apply_harness`): its params (or its skip) and the parts it made, by the harness
   parts it read and its answers to the questions it asked of the rest of the record (``LeafRun.harness``, with
   the draws of the next kind);
-- a leaf that :attr:`~hsa.transform.Transform.carries_steps`: the harness parts and the mapping steps its apply
-  gave, by its params and the parts it read (:data:`hsa.renames.STEP_PARTS`), kept from the second record that
-  asks for them on (a slot that serves one variant pays no check), each checked once against the plain apply;
+- a leaf that makes mapping steps (:meth:`~hsa.transform.Transform.mapping_steps`): the harness parts and the
+  steps its apply gave, by its params and the parts it read (:data:`hsa.renames.STEP_PARTS`), kept from the second
+  record that asks for them on (a slot that serves one variant pays no check), each checked once against the plain
+  apply;
 - a leaf that samples on the harness (:meth:`hsa.transform.Transform.sample_harness`): its draws, each with the
   harness parts it read and the questions it asked of the rest of the record, with their answers
   (:func:`hsa.transform.sample_reusing`).

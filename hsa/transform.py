@@ -59,6 +59,7 @@ __all__ = [
     "NotHarnessError",
     "on_harness",
     "applies_harness",
+    "makes_steps",
     "sample_reusing",
 ]
 
@@ -98,9 +99,13 @@ def register(cls: type[Transform]) -> type[Transform]:
     if cls.apply is not Transform.apply and cls.apply_harness is not Transform.apply_harness:
         raise TypeError(f"transform {name!r} ({cls.__qualname__}) defines both apply and apply_harness: define "
                         "apply_harness when it changes harness parts only, else apply")
-    if cls.apply_harness is not Transform.apply_harness and cls.sample_harness is Transform.sample_harness:
+    if cls.apply is not Transform.apply and cls.mapping_steps is not Transform.mapping_steps:
+        raise TypeError(f"transform {name!r} ({cls.__qualname__}) defines both apply and mapping_steps: define "
+                        "mapping_steps when its change is the mapping steps it makes (hsa applies them), else apply")
+    if cls.apply_harness is not Transform.apply_harness and cls.sample_harness is Transform.sample_harness and \
+            cls.mapping_steps is Transform.mapping_steps:
         raise TypeError(f"transform {name!r} ({cls.__qualname__}) defines apply_harness but samples on the record: "
-                        "an apply on the harness goes with sample_harness")
+                        "an apply on the harness goes with sample_harness (or follows mapping_steps)")
     existing = _REGISTRY.get(name)
     if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
         raise ValueError(f"transform name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}")
@@ -200,13 +205,6 @@ class Transform:
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
     task_preserving: ClassVar[bool] = True
-    #: True when ``apply`` changes a record only as the mapping steps it appends do (:data:`hsa.renames.STEP_APPLIERS`:
-    #: a rename of tools, skills or parameters, a value or structural step), so that on a record without hook events
-    #: the harness parts it gives (:func:`hsa.renames.step_parts`) are a function of those parts and the params, and
-    #: the messages are the input's carried through the steps (:func:`hsa.renames.carry_messages`). Under a harness-variant pool
-    #: such a leaf's apply is then made once per slot (and per params and parts read) and held by the slot's plan
-    #: (:mod:`hsa.plans`), what it gave checked before it is kept. Leave it False when in doubt: it is only a speed-up.
-    carries_steps: ClassVar[bool] = False
 
     def sample(self, record: Record, rng: random.Random) -> dict | Skip:
         """Draw the params of this transform for ``record`` (all randomness lives here). A transform that defines
@@ -226,19 +224,41 @@ class Transform:
 
     def apply(self, record: Record, params: dict) -> Record:
         """Apply ``params`` to ``record``; pure: returns a new record, never modifies its input. A transform that
-        defines :meth:`apply_harness` instead gets this for free: the record with the harness parts it gives."""
+        defines :meth:`mapping_steps` or :meth:`apply_harness` instead gets this for free: the record with its steps
+        applied (:func:`hsa.step_apply.apply_new_steps`), then with the harness parts :meth:`apply_harness` gives."""
+        steps = makes_steps(self)
+        if steps:
+            from hsa.step_apply import apply_new_steps
+
+            record = apply_new_steps(record, self.mapping_steps(HarnessView(record), params))
         if applies_harness(self):
             out = dict(record)
             out.update(self.apply_harness(HarnessView(record), params))
             return out
-        raise NotImplementedError(f"{type(self).__qualname__} defines neither apply nor apply_harness")
+        if steps:
+            return record
+        raise NotImplementedError(f"{type(self).__qualname__} defines none of apply, mapping_steps and apply_harness")
+
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        """The mapping steps ``params`` make on the record's harness, for a transform whose change is its steps: a
+        rename of tools, skills or parameters (``{"op": "tools", "map": {old: new}}``), a value step, a structural
+        parameter step (``{"op": "params", "kind": "regroup", ...}``). hsa applies them to the whole record with the
+        mapping's own appliers (:func:`hsa.step_apply.apply_new_steps`: schemas, calls, tool results, every text, hook
+        literals, hook payloads and events), so the variant means what its mapping says, and under a harness-variant
+        pool does their work on the harness once per slot and carries each record's messages through them. Read
+        ``harness`` only (no facts: the steps are a function of the harness and the params); raise ``ValueError`` when
+        the params do not fit it (a tool that is not there). Define this or :meth:`apply`, not both; with
+        :meth:`apply_harness` too, that runs after the steps, for what they do not say (an explanation added to a
+        description)."""
+        raise NotImplementedError
 
     def apply_harness(self, harness: HarnessView, params: dict) -> dict:
         """The harness parts that ``params`` change, new (``{"tools": [...]}``), from the record's harness: for a
         transform that changes the harness and nothing else, with no mapping step (an order, a wording, a
         description: the restore step puts them back). Pure: the parts it returns are new objects (or the harness's
         own, unchanged), never the harness's edited in place. Define this or :meth:`apply`, not both; with
-        :meth:`sample_harness`, a harness-variant pool slot samples and applies it once for all its records."""
+        :meth:`sample_harness`, a harness-variant pool slot samples and applies it once for all its records. With
+        :meth:`mapping_steps` it is given the harness after the steps."""
         raise NotImplementedError
 
     # -- helpers shared by every transform
@@ -375,11 +395,11 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
             rng = rng.trajectory
         else:
             seed = rng.leaf_seed()
-            harness_draw = on_harness(t)
-            if t.carries_steps or harness_draw:
+            harness_draw, steps = on_harness(t), makes_steps(t)
+            if steps or harness_draw:
                 run = rng.leaf_run(t, seed)
                 source, answers = rng.source, rng.answers
-            if harness_draw and run is not None and applies_harness(t):
+            if harness_draw and run is not None and applies_harness(t) and not steps:
                 return _run_on_harness(t, record, seed, run, source, applied, skipped, rng.answers)
             if harness_draw:
                 return _run_reusing(t, record, seed, rng, applied, skipped, run)
@@ -389,7 +409,7 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
-        out = _apply_carried(t, record, params, run, source, answers) if run is not None and t.carries_steps else \
+        out = _apply_carried(t, record, params, run, source, answers) if run is not None and makes_steps(t) else \
             t.apply(record, params)
     except Exception as exc:
         _name_the_raiser(exc, t)
@@ -473,7 +493,7 @@ def _run_reusing(t: Transform, record: Record, seed: int, slot: SlotRng, applied
             skipped.append((t.name, params.reason))
             return record
         out = _apply_carried(t, record, params, run, slot.source, slot.answers) \
-            if run is not None and t.carries_steps else t.apply(record, params)
+            if run is not None and makes_steps(t) else t.apply(record, params)
     except Exception as exc:
         _name_the_raiser(exc, t)
         raise
@@ -656,6 +676,11 @@ def applies_harness(t: Transform) -> bool:
     return type(t).apply_harness is not Transform.apply_harness
 
 
+def makes_steps(t: Transform) -> bool:
+    """Whether ``t``'s change is the mapping steps it makes (:meth:`Transform.mapping_steps`)."""
+    return type(t).mapping_steps is not Transform.mapping_steps
+
+
 class _AskedSet:
     """A set's membership tests, recorded (``answers``: item -> whether it was in)."""
 
@@ -673,9 +698,9 @@ class _AskedSet:
 
 def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, source: Record | None = None,
                    answers: Answers | None = None) -> Record:
-    """``t.apply(record, params)`` of a leaf that :attr:`Transform.carries_steps`, under a pool: the harness parts
-    and the new mapping steps taken from the slot plan's entry ``run`` (by params and the parts read,
-    :func:`hsa.renames.step_parts`: the hooks too on a record with hooks and no hook events) and the messages
+    """``t.apply(record, params)`` of a leaf that makes mapping steps (:meth:`Transform.mapping_steps`), under a
+    pool: the harness parts and the new mapping steps taken from the slot plan's entry ``run`` (by params and the
+    parts read, :func:`hsa.renames.step_parts`: the hooks too on a record with hooks and no hook events) and the messages
     carried through those steps. A branch seen once is only noted (a slot that serves one variant pays no check);
     from its second sighting on, what the apply gave is kept when it is that: the other keys as they were (same
     order; the notes too, so a hook sync that refused, and noted it, is never kept), the mapping the input's plus

@@ -263,3 +263,69 @@ def test_a_leaf_on_the_harness_is_sampled_and_applied_once_per_slot_and_per_what
                 return record
 
         register(Both)
+
+
+def test_a_leaf_that_makes_mapping_steps_has_their_harness_work_done_once_per_slot():
+    """A transform whose change is its mapping steps (``mapping_steps``, nothing declared) is applied by hsa's
+    appliers; under a slot rng its harness parts and steps are kept in the slot plan from the second record of a
+    harness on and taken by the next, whose messages are carried through the steps: the variant of every record is
+    its plain apply's, the mentions of the renamed tool in that record's own messages included."""
+    import dataclasses
+    from typing import ClassVar
+
+    from hsa.plans import SlotPlan
+    from hsa.records import normalize
+    from hsa.transform import Transform, makes_steps, register
+
+    made = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Prefix(Transform):
+        name: ClassVar[str] = "tool.test_prefix"
+        family: ClassVar[str] = "tool"
+
+        def sample_harness(self, harness, facts, rng):
+            return {"renames": {t["name"]: f"acme_{t['name']}" for t in harness["tools"]}}
+
+        def mapping_steps(self, harness, params):
+            made.append(params)
+            missing = set(params["renames"]) - {t["name"] for t in harness["tools"]}
+            if missing:
+                raise ValueError(f"tool.test_prefix: tools {sorted(missing)} are not in the record")
+            return [{"op": "tools", "map": params["renames"]}]
+
+    assert makes_steps(Prefix())
+    tools = [{"name": "get_weather", "description": "Weather for a city.", "dialect": "openai",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+
+    def record(i: int, text: str) -> dict:
+        return normalize({"id": f"r{i}", "tools": tools, "messages": [
+            {"role": "user", "content": text},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "4 C"},
+            {"role": "assistant", "content": f"get_weather says 4 C ({i})."}]})
+
+    recs = [record(i, text) for i, text in enumerate(("Oslo?", "Weather in Oslo, via get_weather?", "and Bergen?"))]
+    plan = SlotPlan()
+    outs = [run(Prefix(), rec, SlotRng(3, random.Random(0), plan))[0] for rec in recs]
+    assert len(made) == 2  # the first record notes the branch, the second checks and keeps it, the third takes it
+    assert sum(r.taken for r in plan.runs) == 1
+    params = {"renames": {"get_weather": "acme_get_weather"}}
+    for rec, out in zip(recs, outs):
+        plain = Prefix().apply(rec, params)
+        assert out["tools"] == plain["tools"] and out["messages"] == plain["messages"]
+        assert out["messages"][1]["tool_calls"][0]["function"]["name"] == "acme_get_weather"
+        assert "acme_get_weather says" in out["messages"][3]["content"]
+    assert "via acme_get_weather?" in outs[1]["messages"][0]["content"]
+    with pytest.raises(ValueError, match="are not in the record"):
+        Prefix().apply(recs[0], {"renames": {"nope": "acme_nope"}})
+    with pytest.raises(TypeError, match="defines both apply and mapping_steps"):
+        @dataclasses.dataclass(frozen=True)
+        class Both(Prefix):
+            name: ClassVar[str] = "tool.test_both_steps"
+
+            def apply(self, record, params):
+                return record
+
+        register(Both)

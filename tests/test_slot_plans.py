@@ -101,13 +101,15 @@ def test_a_carried_leaf_whose_apply_adds_a_note_is_never_kept(tmp_path):
     class Noting(Transform):
         name: ClassVar[str] = "test.noting"
         family: ClassVar[str] = "tool"
-        carries_steps: ClassVar[bool] = True
         note: bool = True
 
         def sample(self, record, rng: random.Random):
             return {}
 
-        def apply(self, record, params):
+        def mapping_steps(self, harness, params):
+            return [{"op": "tools", "map": {harness["tools"][0]["name"]: "renamed_tool"}}]
+
+        def apply(self, record, params):  # the steps' apply, with a note as a hook sync that refused adds one
             out = rename_tools(record, {record["tools"][0]["name"]: "renamed_tool"})
             if self.note:
                 out["notes"] = [*out["notes"], "hook sync refused: made up"]

@@ -1,4 +1,4 @@
-"""A leaf that carries its steps (``Transform.carries_steps``) applied through its slot plan's entry
+"""A leaf that makes mapping steps (``Transform.mapping_steps``) applied through its slot plan's entry
 (:class:`hsa.plans.LeafRun`, issues 18 and 29) gives what its plain apply gives.
 
 The harness parts and steps are kept by the leaf run's branch of (params, parts read) from the second sighting
@@ -20,7 +20,7 @@ from hsa.recipes import load_recipe
 from hsa.renames import carry_messages
 from hsa.testing import records
 from hsa.plans import LeafRun
-from hsa.transform import Skip, _apply_carried
+from hsa.transform import Skip, _apply_carried, makes_steps
 from tests.conftest import normalized_fixtures, sample, without_hooks
 from tests.exact_support import exact
 
@@ -33,7 +33,7 @@ FIXTURE = [without_hooks(r) for r in _ALL] + _ALL[:3]
 def _leaves():
     out = []
     for name in ("default", "tools", "rotbench-heavy"):
-        out += [t for t in load_recipe(name).leaves() if t.carries_steps]
+        out += [t for t in load_recipe(name).leaves() if makes_steps(t)]
     assert {t.name for t in out} >= {"tool.rename", "tool.param_rename", "tool.values", "tool.nest", "tool.flatten"}
     return out
 

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from hsa.names import find_tokens, is_identifier_like, split_words
 from hsa.prompt_model import PromptSite, commit, locate
 from hsa.records import Record
-from hsa.renames import hook_literals, record_words, rename_skills, text_fields
+from hsa.renames import hook_literals, record_words, text_fields
 from hsa.skills_dir import is_legal_skill_name, skill_dialect
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_choices, check_probability, register
 from transforms import skill_functional as F
@@ -222,7 +222,6 @@ class SkillRename(Transform):
 
     name: ClassVar[str] = "skill.rename"
     family: ClassVar[str] = "skill"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping step (hsa.renames.STEP_APPLIERS["skills"])
 
     styles: tuple[str, ...] = DEFAULT_SKILL_STYLES
     p: float = 1.0
@@ -333,12 +332,12 @@ class SkillRename(Transform):
             return Skip("no skill renamed: " + "; ".join(f"{_names_list(ns)}: {cause}" for cause, ns in causes.items()))
         return {"renames": renames}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        known = {s["name"] for s in record.get("skills") or ()}
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        known = {s["name"] for s in harness.get("skills") or ()}
         missing = sorted(set(params["renames"]) - known)
         if missing:
             raise ValueError(f"skill.rename: skills {missing} are not in the record (have {sorted(known)})")
-        return rename_skills(record, params["renames"])
+        return [{"op": "skills", "map": params["renames"]}]
 
 
 # =========================================================================== skill.describe

@@ -248,7 +248,6 @@ class Nest(Transform):
 
     name: ClassVar[str] = "tool.nest"
     family: ClassVar[str] = "tool"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 0.5
     size: tuple[int, int] = (2, 3)
@@ -297,8 +296,8 @@ class Nest(Transform):
             return Skip("no tool with enough groupable parameters drawn")
         return {"steps": steps}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.apply_steps(record, params["steps"], ("params:regroup",), "tool.nest")
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        return F.checked_steps(params["steps"], ("params:regroup",), "tool.nest")
 
 
 @register
@@ -318,7 +317,6 @@ class Flatten(Transform):
 
     name: ClassVar[str] = "tool.flatten"
     family: ClassVar[str] = "tool"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 1.0
 
@@ -341,8 +339,8 @@ class Flatten(Transform):
             return Skip("no flattenable object parameter (none, nullable, constrained, named in a hook, or not drawn)")
         return {"steps": steps}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.apply_steps(record, params["steps"], ("params:regroup",), "tool.flatten")
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        return F.checked_steps(params["steps"], ("params:regroup",), "tool.flatten")
 
 
 # --------------------------------------------------------------------------- distractors
@@ -462,7 +460,6 @@ class AddRequired(Transform):
 
     name: ClassVar[str] = "tool.add_required"
     family: ClassVar[str] = "tool"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     p: float = 0.5
     banks: tuple[str, ...] = ()
@@ -494,8 +491,8 @@ class AddRequired(Transform):
             return Skip("no tool drawn, or every bank name collides")
         return {"steps": steps}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.apply_steps(record, params["steps"], ("params:require",), "tool.add_required")
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        return F.checked_steps(params["steps"], ("params:require",), "tool.add_required")
 
 
 # --------------------------------------------------------------------------- values
@@ -533,7 +530,6 @@ class Values(Transform):
 
     name: ClassVar[str] = "tool.values"
     family: ClassVar[str] = "tool"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     modes: tuple[str, ...] = ("enum", "default")
     p: float = 0.5
@@ -639,9 +635,14 @@ class Values(Transform):
                 return new
         return None
 
-    def apply(self, record: Record, params: dict) -> Record:
-        out = F.apply_steps(record, params["steps"], ("values",), "tool.values")
-        return F.explain_values(out, params.get("explain", ()), "tool.values") if params.get("explain") else out
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        return F.checked_steps(params["steps"], ("values",), "tool.values")
+
+    def apply_harness(self, harness: HarnessView, params: dict) -> dict:
+        """The masked values explained in their parameters' descriptions (after the steps)."""
+        if not params.get("explain"):
+            return {}
+        return {"tools": F.explain_values({"tools": harness["tools"]}, params["explain"], "tool.values")["tools"]}
 
 
 # --------------------------------------------------------------------------- dialect

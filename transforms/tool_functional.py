@@ -22,8 +22,9 @@ from hsa.names import (STYLES, find_tokens, is_identifier_like, is_legal, is_leg
                        text_tokens)
 from hsa.records import Record, clone, iter_calls, normalize_schema
 from hsa.schema_facts import schema_fact
-from hsa.renames import STEP_APPLIERS, owned_copy, param_paths, rename_params
-from hsa.step_carry import carry_messages
+from hsa.renames import param_paths
+from hsa.step_apply import rename_declared_params as _rename_declared
+from hsa.step_apply import renamed_alike
 from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
 from transforms._banks import load_banks
 from transforms._toolnames import NAME_STYLES, detect_style
@@ -47,7 +48,6 @@ __all__ = [
     "tool_named",
     "with_own_tools",
     "calls_of_tool",
-    "apply_steps",
     "object_paths",
     "local_refs_only",
     "keys_in_calls",
@@ -65,6 +65,8 @@ __all__ = [
     "renamed_alike",
     "swappable_keys",
     "rename_declared_params",
+    "check_declared",
+    "checked_steps",
     "reorder",
     "objects",
     "descriptions",
@@ -159,14 +161,14 @@ def calls_of_tool(record: Record, name: str) -> list[dict]:
     return [c["function"]["arguments"] for _, _, c in iter_calls(record) if c["function"]["name"] == name]
 
 
-def apply_steps(record: Record, steps: list[dict], kinds: tuple[str, ...], what: str) -> Record:
+def checked_steps(steps: list[dict], kinds: tuple[str, ...], what: str) -> list[dict]:
+    """``steps`` (a transform's params), each checked to be of one of ``kinds`` (``values``, ``params:regroup``)."""
     for step in steps:
         op = step.get("op")
         kind = f"params:{step.get('kind')}" if op == "params" else op
         if kind not in kinds:
             raise ValueError(f"{what}: params may only hold steps of kind {list(kinds)} (got {kind!r})")
-        record = STEP_APPLIERS[kind](record, step)
-    return record
+    return steps
 
 
 def object_paths(schema: dict) -> list[tuple]:
@@ -287,11 +289,19 @@ def swappable_keys(schema: dict, literals: set[str]) -> list[str]:
 
 
 def rename_declared_params(record: Record, renames: list[dict], what: str = "tool.param_rename") -> Record:
-    """``record`` with parameters renamed (``renames``: ``{"tool", "path", "new"}`` entries), each path declared."""
+    """``record`` with parameters renamed (``renames``: ``{"tool", "path", "new"}`` entries), each path declared
+    (:func:`check_declared`; then :func:`hsa.step_apply.rename_declared_params`)."""
+    check_declared(record["tools"], renames, what)
+    return _rename_declared(record, renames)
+
+
+def check_declared(tools: list[dict], renames: list[dict], what: str) -> dict[str, dict[tuple, str]]:
+    """``renames`` (``{"tool", "path", "new"}`` entries) by tool (``{tool: {path: new}}``, in the order the entries
+    first name them), each tool one of ``tools`` and each path one it declares, else ``ValueError``."""
     by_tool: dict[str, dict[tuple, str]] = {}
     for entry in renames:
         by_tool.setdefault(entry["tool"], {})[tuple(entry["path"])] = entry["new"]
-    known = {t["name"]: t for t in record["tools"]}
+    known = {t["name"]: t for t in tools}
     for tool, table in by_tool.items():
         if tool not in known:
             raise ValueError(f"{what}: tool {tool!r} is not in the record")
@@ -299,30 +309,7 @@ def rename_declared_params(record: Record, renames: list[dict], what: str = "too
         missing = [list(p) for p in table if p not in declared]
         if missing:
             raise ValueError(f"{what}: {tool!r} declares no parameter at {missing}")
-    out, _ = owned_copy(record, lambda t: True)  # one copy, then each rename in place (schemas replaced)
-    also = renamed_alike(record, renames)
-    at_once = not record.get("hook_events")  # the messages carried through all the steps in one pass
-    n = len(out["mapping"])
-    for tool, table in by_tool.items():
-        out = rename_params(out, tool, table, copy=False, shared_schemas=True, also=also, messages=not at_once)
-    if at_once:
-        carry_messages(out["messages"], out["mapping"][n:], sift=True)
-    return out
-
-
-def renamed_alike(record: Record, renames: list[dict]) -> dict[str, str]:
-    """Parameter names that ``renames`` changes at every declaration in the record, each to one new name: their
-    mentions follow in every text although several tools declare them (``path`` -> ``Path`` everywhere)."""
-    news: dict[str, set[str]] = {}
-    count: dict[str, int] = {}
-    for entry in renames:
-        news.setdefault(entry["path"][-1], set()).add(entry["new"])
-        count[entry["path"][-1]] = count.get(entry["path"][-1], 0) + 1
-    declared: dict[str, int] = {}
-    for t in record["tools"]:
-        for p in param_paths(t["parameters"]):
-            declared[p[-1]] = declared.get(p[-1], 0) + 1
-    return {k: next(iter(v)) for k, v in news.items() if len(v) == 1 and declared.get(k) == count[k]}
+    return by_tool
 
 
 # --------------------------------------------------------------------------- order and descriptions

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from hsa.names import is_identifier_like, is_legal, is_legal_param, split_words
 from hsa.records import Record
-from hsa.renames import (hook_literals, param_mentions, record_words, rename_tools, word_name_free, word_uses)
+from hsa.renames import hook_literals, param_mentions, record_words, word_name_free, word_uses
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_probability, register
 from transforms import tool_functional as F
 from transforms._toolhooks import hooks_read_whole_input
@@ -71,7 +71,6 @@ class ToolRename(Transform):
 
     name: ClassVar[str] = "tool.rename"
     family: ClassVar[str] = "tool"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
     p: float = 1.0
@@ -151,12 +150,12 @@ class ToolRename(Transform):
             return Skip("no tool name changed (already in the drawn style, or not drawn)")
         return {"renames": renames}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        known = {t["name"] for t in record["tools"]}
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        known = {t["name"] for t in harness["tools"]}
         missing = sorted(set(params["renames"]) - known)
         if missing:
             raise ValueError(f"tool.rename: tools {missing} are not in the record (have {sorted(known)})")
-        return rename_tools(record, params["renames"])
+        return [{"op": "tools", "map": params["renames"]}]
 
 
 _PARAM_STYLES = tuple(s for s in NAME_STYLES if s != "prefix")
@@ -178,7 +177,6 @@ class ParamRename(Transform):
 
     name: ClassVar[str] = "tool.param_rename"
     family: ClassVar[str] = "tool"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     styles: tuple[str, ...] = ("snake", "camel", "pascal", "kebab")
     p: float = 0.67
@@ -240,8 +238,12 @@ class ParamRename(Transform):
             return Skip("no parameter name changed (already in the drawn style, shared with a hook, or not drawn)")
         return {"renames": out}
 
-    def apply(self, record: Record, params: dict) -> Record:
-        return F.rename_declared_params(record, params["renames"], self.name)
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        # one plain params step per tool, in the order the renames first name them: applied together, their
+        # mentions worked out on the record (hsa.step_apply.apply_new_steps)
+        by_tool = F.check_declared(harness["tools"], params["renames"], self.name)
+        return [{"op": "params", "tool": tool, "paths": [[list(p), [*p[:-1], new]] for p, new in table.items()]}
+                for tool, table in by_tool.items()]
 
 
 def _derangement(items: list, rng: random.Random) -> list:
@@ -270,7 +272,6 @@ class SwapNames(Transform):
 
     name: ClassVar[str] = "tool.swap_names"
     family: ClassVar[str] = "tool"
-    carries_steps: ClassVar[bool] = True  # apply: its mapping steps (hsa.renames.STEP_APPLIERS)
 
     tools: bool = True
     p: float = 1.0
@@ -319,14 +320,14 @@ class SwapNames(Transform):
             return Skip("fewer than two names to swap (not drawn, ambiguous, hook literals or the skill tool)")
         return out
 
-    def apply(self, record: Record, params: dict) -> Record:
-        record = F.apply_steps(record, params.get("params", []), ("params:permute",), "tool.swap_names")
+    def mapping_steps(self, harness: HarnessView, params: dict) -> list[dict]:
+        steps = F.checked_steps(params.get("params", []), ("params:permute",), "tool.swap_names")
         if params.get("tools"):
             table = params["tools"]
             if sorted(table) != sorted(table.values()):
                 raise ValueError(f"tool.swap_names: {table} is not a permutation of tool names")
-            record = rename_tools(record, table)
-        return record
+            steps = [*steps, {"op": "tools", "map": table}]
+        return steps
 
 
 # The tool family is one module to hsa's entry points (pyproject.toml: tool = "transforms.tool"), which re-exports
