@@ -131,14 +131,15 @@ def _old_apply_values(record, step):
 
 def test_distractor_candidates_equal_the_plain_filter(caches):
     """The relevance filter kept per (pool, tools) gives the same legal / pool / other / rest, twice in a row
-    (a hit), on fixtures and variants, for the bank and for a threshold of 1.0."""
+    (a hit), on fixtures and variants, for the bank at four thresholds (0.05 scores most pairs; 1.0 only a word of
+    the candidate's name in a real tool)."""
     bank = load_banks(())["tools"]
     from hsa.renames import record_tokens
 
     checked = 0
     for rec in _variants(1):
         taken = record_tokens(rec)
-        for threshold in (RELEVANCE_THRESHOLD, 1.0):
+        for threshold in (0.05, RELEVANCE_THRESHOLD, 0.6, 1.0):
             want = _old_distractor_candidates(rec, bank, taken, "openai", threshold)
             for _ in range(2):
                 got = F.distractor_candidates(rec, bank, taken, "openai", threshold)
