@@ -36,6 +36,7 @@ __all__ = [
     "word_name_free",
     "renames_leaves",
     "param_mentions",
+    "SchemaReads",
     "schema_strings",
     "tools_schema_strings",
     "rename_in_tool_texts",
@@ -133,15 +134,48 @@ def renames_leaves(renames: dict[tuple, str]) -> dict[str, str]:
     return {p[-1]: n for p, n in renames.items()}
 
 
+class SchemaReads:
+    """What :func:`param_mentions` reads of parameter schemas (each one's leaf names and string values), kept by the
+    schema object (held) for a rename of several tools' parameters whose schemas are replaced, never edited
+    (:func:`hsa.step_apply.rename_declared_params`): each tool's mentions read every other tool's schema, so a
+    record of N tools with R renamed would read R x N schemas."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self):
+        self._held: dict[int, tuple] = {}  # id -> (the schema, its leaf names, its string values or None)
+
+    def _entry(self, schema: Any) -> tuple:
+        hit = self._held.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            hit = self._held[id(schema)] = (schema, [p[-1] for p in param_paths(schema)], [])
+        return hit
+
+    def leaves(self, schema: Any) -> list[str]:
+        return self._entry(schema)[1]
+
+    def strings(self, schema: Any) -> frozenset[str]:
+        held = self._entry(schema)[2]
+        if not held:
+            held.append(schema_fact(schema, _schema_strings_fact))
+        return held[0]
+
+
+def _leaves(schema: Any) -> list[str]:
+    return [p[-1] for p in param_paths(schema)]
+
+
 def param_mentions(record: Record, idx: int, renames: dict[tuple, str],
-                   also: dict[str, str] | None = None) -> dict:
+                   also: dict[str, str] | None = None, reads: SchemaReads | None = None) -> dict:
     """The ``mentions`` of a rename of the parameters of ``record["tools"][idx]``: ``own``, the names that every
     declaration of the tool renames to one new name (renamed in its descriptions and results); ``all``, those of
     them that no other tool declares (but where ``also`` says the same transform renames them there to the same
     name too), that name no tool or skill, and that no schema holds as a string value (renamed in every text). A
-    plain word that a schema holds as a string value (a quoted 'content' may be an enum value) is in neither."""
+    plain word that a schema holds as a string value (a quoted 'content' may be an enum value) is in neither.
+    ``reads``: the schemas' leaves and values, kept across the renames of one transform."""
     tools = record["tools"]
-    leaves = [p[-1] for p in param_paths(tools[idx]["parameters"])]
+    leaves_of = _leaves if reads is None else reads.leaves
+    leaves = leaves_of(tools[idx]["parameters"])
     news: dict[str, set[str]] = {}
     for p, n in renames.items():
         news.setdefault(p[-1], set()).add(n)
@@ -149,10 +183,11 @@ def param_mentions(record: Record, idx: int, renames: dict[tuple, str],
            if len(v) == 1 and leaves.count(k) == sum(1 for p in renames if p[-1] == k)}
     if not own:
         return {}
-    values = tools_schema_strings(tools)
+    values = tools_schema_strings(tools) if reads is None else \
+        frozenset().union(*(reads.strings(t["parameters"]) for t in tools))
     own = {k: v for k, v in own.items() if is_identifier_like(k) or k not in values}
     also = also or {}
-    others = {p[-1] for i, t in enumerate(tools) if i != idx for p in param_paths(t["parameters"])}
+    others = {leaf for i, t in enumerate(tools) if i != idx for leaf in leaves_of(t["parameters"])}
     names = {t["name"] for t in tools} | {s["name"] for s in record.get("skills") or ()}
     everywhere = {k: v for k, v in own.items() if k not in names and (k not in others or also.get(k) == v)}
     return {k: v for k, v in (("own", own), ("all", everywhere)) if v}

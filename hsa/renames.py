@@ -18,7 +18,7 @@ from hsa.hooks_model import content_text, map_content
 from hsa.mentions import mention_renamer, prose_uses
 from hsa.names import find_tokens, is_identifier_like, replace_tokens
 from hsa.rename_texts import (LEGACY_MENTIONS, harness_names, hook_literals, legacy_param_renamer, names_renamer,
-                              nested_names, param_mentions, rename_in_tool_texts, rename_param_mentions,
+                              nested_names, param_mentions, rename_in_tool_texts, rename_param_mentions, SchemaReads,
                               renames_leaves, step_mentions, word_name_free)
 from hsa.record_texts import (copy_for_texts, map_schema_descriptions, map_texts, map_texts_skipping, param_paths,
                               record_tokens, record_words, schema_skipper, text_fields, texts_hold)
@@ -319,7 +319,8 @@ def owned_copy(record: Record, share: Callable[[dict], bool]) -> tuple[Record, s
 
 def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy: bool = True,
                   shared_schemas: bool = False, mentions: dict | str | None = None,
-                  also: dict[str, str] | None = None, messages: bool = True) -> Record:
+                  also: dict[str, str] | None = None, messages: bool = True,
+                  reads: SchemaReads | None = None) -> Record:
     """Rename declared parameters of ``tool``: ``{path: new_last_key}`` at any depth.
 
     The schema (properties, required), every call of the tool, hook literals and hook payloads follow; the skill
@@ -337,7 +338,8 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     parameters of several tools and then carries the messages through all their steps at once
     (:func:`hsa.step_carry.carry_messages`, in step order: the same messages, one pass): nothing else of the rename
     reads the messages, but on a record with hook events (their injected decisions and payload replies follow the
-    messages), where it raises ``ValueError``.
+    messages), where it raises ``ValueError``. ``reads``: what the mentions read of the schemas, kept across the
+    renames of one transform (:class:`hsa.rename_texts.SchemaReads`; the schemas replaced, never edited).
     """
     if not messages and record.get("hook_events"):
         raise ValueError("rename_params(messages=False) on a record with hook events: they follow the messages")
@@ -353,7 +355,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     idx = next(i for i, t in enumerate(out["tools"]) if t["name"] == tool)
     schema = out["tools"][idx]["parameters"]
     if mentions is None:
-        mentions = param_mentions(out, idx, renames, also)
+        mentions = param_mentions(out, idx, renames, also, reads)
     legacy = mentions == LEGACY_MENTIONS
     own, everywhere = ({}, {}) if legacy else step_mentions({"mentions": mentions})
     if legacy:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hsa.records import Record
+from hsa.rename_texts import SchemaReads
 from hsa.renames import STEP_APPLIERS, owned_copy, param_paths, rename_params
 from hsa.step_carry import carry_messages
 
@@ -25,8 +26,8 @@ def apply_new_steps(record: Record, steps: Iterable[dict]) -> Record:
     applier (:data:`hsa.renames.STEP_APPLIERS`; a ``params`` step with a ``kind`` by ``params:<kind>``) as a
     mapping's steps are, but renames of declared parameters: a run of plain ``params`` steps (no ``kind``, no
     ``mentions``) is one rename of them all (:func:`rename_declared_params`), whose mentions are worked out on the
-    record and recorded in each step it appends. In a mapping, a plain ``params`` step without ``mentions`` is a step written before hsa
-    recorded them, and is replayed as one (:data:`hsa.rename_texts.LEGACY_MENTIONS`)."""
+    record and recorded in each step it appends. In a mapping, a plain ``params`` step without ``mentions`` is a
+    step written before hsa recorded them, and is replayed as one (:data:`hsa.rename_texts.LEGACY_MENTIONS`)."""
     steps = list(steps)
     out, i = record, 0
     while i < len(steps):
@@ -62,8 +63,10 @@ def rename_declared_params(record: Record, renames: list[dict]) -> Record:
     also = renamed_alike(record, renames)
     at_once = not record.get("hook_events")  # the messages carried through all the steps in one pass
     n = len(out["mapping"])
+    reads = SchemaReads()  # each tool's mentions read every schema: read once (replaced, never edited here)
     for tool, table in by_tool.items():
-        out = rename_params(out, tool, table, copy=False, shared_schemas=True, also=also, messages=not at_once)
+        out = rename_params(out, tool, table, copy=False, shared_schemas=True, also=also, messages=not at_once,
+                            reads=reads)
     if at_once:
         carry_messages(out["messages"], out["mapping"][n:], sift=True)
     return out
