@@ -11,6 +11,7 @@ import random
 import string
 
 import re
+from functools import lru_cache
 
 from hsa.names import STYLES, is_legal, namespace_of, split_words
 from transforms._banks import polysemous, sense_groups
@@ -76,7 +77,20 @@ _CUE_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
 
 
 def cue_words(*texts: str) -> frozenset[str]:
-    """The lower-case words of ``texts`` and their singulars: what the ``cues`` of a sense group are looked up in."""
+    """The lower-case words of ``texts`` and their singulars: what the ``cues`` of a sense group are looked up in
+    (kept per texts: every rename of a tool or parameter reads its description's)."""
+    try:
+        return _cue_words_kept(texts)
+    except TypeError:  # a text that cannot be hashed (not a string): worked out, not kept
+        return _cue_words(texts)
+
+
+@lru_cache(maxsize=8192)
+def _cue_words_kept(texts: tuple[str, ...]) -> frozenset[str]:
+    return _cue_words(texts)
+
+
+def _cue_words(texts: tuple[str, ...]) -> frozenset[str]:
     out: set[str] = set()
     for text in texts:
         for w in _CUE_WORD.findall(text or ""):

@@ -108,6 +108,14 @@ def _fits(kind: str, word: str, before: str, after: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=16384)
+def _swap_keeps_meaning(word: str, alt: str) -> bool:
+    """Whether the bank phrase ``alt`` in place of the matched ``word`` keeps what a paraphrase must (negations,
+    modals, numbers, time words: :func:`transforms.meaning.paraphrase_changes`, mood aside): a function of the two
+    phrases, which the banks hold a few hundred of, asked for every match of every description."""
+    return not paraphrase_changes(word, alt, mood=False)
+
+
 def paraphrase(text: str, rng: random.Random, banks: tuple[str, ...] = (), rate: float = 0.7, *,
                domain: str | None = None) -> str:
     """``text`` with bank phrases (whole words, outside code spans) replaced by a synonym with probability ``rate``.
@@ -136,7 +144,7 @@ def paraphrase(text: str, rng: random.Random, banks: tuple[str, ...] = (), rate:
         prev_det = _PREV_DET.search(before) is not None
         options = [alt for alt, kind in table[word.lower()]
                    if _fits(kind, word, before, after) and (start or not _WH.match(alt))
-                   and not (prev_det and _DET.match(alt)) and not paraphrase_changes(word, alt, mood=False)]
+                   and not (prev_det and _DET.match(alt)) and _swap_keeps_meaning(word, alt)]
         if not options or rng.random() >= rate:
             continue
         alt = rng.choice(options)

@@ -351,9 +351,13 @@ def descriptions(record: Record) -> list[tuple[str, str | None, str]]:
     for t in record["tools"]:
         if isinstance(t.get("description"), str):
             out.append((t["name"], None, t["description"]))
-        for ptr in described_pointers(t["parameters"]):
-            out.append((t["name"], ptr, get_pointer(t["parameters"], ptr)["description"]))
+        out.extend((t["name"], ptr, text) for ptr, text in schema_fact(t["parameters"], _described))
     return out
+
+
+def _described(schema: Any) -> tuple[tuple[str, str], ...]:
+    """(pointer, description) of every described subschema of ``schema``: a fact of its content."""
+    return tuple((ptr, get_pointer(schema, ptr)["description"]) for ptr in described_pointers(schema))
 
 
 def enum_words(record: Record, tool: str, pointer: str | None) -> tuple[str, ...]:
