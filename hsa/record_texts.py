@@ -204,17 +204,20 @@ def _bodies_in_context(prompt: dict, fn: Callable[[str], str]) -> dict[int, str]
 _JSON_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
 
 
-def schema_skipper(names: Iterable[str] | None) -> Callable[[Any], bool] | None:
-    """A test that a schema's texts hold none of ``names``: one JSON encoding instead of a walk (None: no test)."""
+def schema_skipper(names: Iterable[str] | None, encode: Callable[[Any], str] | None = None
+                   ) -> Callable[[Any], bool] | None:
+    """A test that a schema's texts hold none of ``names``: one JSON encoding instead of a walk (None: no test).
+    ``encode``: how a schema is encoded (:func:`hsa._json.dumps`, or a caller's that keeps what it encoded)."""
     if names is None:
         return None
     names = tuple(names)
     if not all(_JSON_PLAIN.fullmatch(n) for n in names):
         return None  # a name JSON would escape: its encoded form differs, walk every schema
+    dumps = _json.dumps if encode is None else encode
 
     def skip(schema: Any) -> bool:
         try:
-            encoded = _json.dumps(schema)
+            encoded = dumps(schema)
         except (TypeError, ValueError):  # not JSON (a record built in code): walk it
             return False
         return not any(n in encoded for n in names)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from hsa import _json
 from hsa.literals import plain_literals
 from hsa.mapping import ARRAY, Mapping
 from hsa.steps import ParamsStep, RegroupStep, RestoreStep, Step, steps_of
@@ -135,30 +136,41 @@ def renames_leaves(renames: dict[tuple, str]) -> dict[str, str]:
 
 
 class SchemaReads:
-    """What :func:`param_mentions` reads of parameter schemas (each one's leaf names and string values), kept by the
-    schema object (held) for a rename of several tools' parameters whose schemas are replaced, never edited
-    (:func:`hsa.step_apply.rename_declared_params`): each tool's mentions read every other tool's schema, so a
-    record of N tools with R renamed would read R x N schemas."""
+    """What a parameter rename reads of the other tools' schemas (their leaf names and string values for its
+    mentions, :func:`param_mentions`; their JSON, to skip those that hold none of the renamed names,
+    :func:`rename_param_mentions`), kept by the schema object (held) for a rename of several tools' parameters whose
+    schemas are replaced, never edited (:func:`hsa.step_apply.rename_declared_params`): each tool's rename reads
+    every other tool's schema, so a record of N tools with R renamed would read R x N schemas."""
 
     __slots__ = ("_held",)
 
     def __init__(self):
-        self._held: dict[int, tuple] = {}  # id -> (the schema, its leaf names, its string values or None)
+        self._held: dict[int, list] = {}  # id -> [the schema, its leaves, its string values, its JSON] or None
 
-    def _entry(self, schema: Any) -> tuple:
+    def _entry(self, schema: Any) -> list:
         hit = self._held.get(id(schema))
         if hit is None or hit[0] is not schema:
-            hit = self._held[id(schema)] = (schema, [p[-1] for p in param_paths(schema)], [])
+            hit = self._held[id(schema)] = [schema, None, None, None]
         return hit
 
     def leaves(self, schema: Any) -> list[str]:
-        return self._entry(schema)[1]
+        entry = self._entry(schema)
+        if entry[1] is None:
+            entry[1] = [p[-1] for p in param_paths(schema)]
+        return entry[1]
 
     def strings(self, schema: Any) -> frozenset[str]:
-        held = self._entry(schema)[2]
-        if not held:
-            held.append(schema_fact(schema, _schema_strings_fact))
-        return held[0]
+        entry = self._entry(schema)
+        if entry[2] is None:
+            entry[2] = schema_fact(schema, _schema_strings_fact)
+        return entry[2]
+
+    def text(self, schema: Any) -> str:
+        """``schema`` as JSON (:func:`hsa._json.dumps`; what it raises for a schema that is not JSON, each time)."""
+        entry = self._entry(schema)
+        if entry[3] is None:
+            entry[3] = _json.dumps(schema)
+        return entry[3]
 
 
 def _leaves(schema: Any) -> list[str]:
@@ -242,16 +254,21 @@ def rename_in_tool_texts(tool: dict, fn: Callable[[str], str], names: Iterable[s
         map_schema_descriptions_in_place(tool["parameters"], fn)
 
 
-def rename_param_mentions(record: Record, idx: int, all_fn, everywhere: dict[str, str]) -> None:
+def rename_param_mentions(record: Record, idx: int, all_fn, everywhere: dict[str, str],
+                          reads: SchemaReads | None = None) -> None:
     """The mentions of a parameter rename of tool ``idx`` in the harness outside that tool: the other tools'
     descriptions, the skills and the prompt (``all_fn``, the renamer of ``everywhere``). The messages (the results
     of the tool's calls, every other message) follow the step's message carry (:class:`hsa.steps.ParamsStep`,
-    :mod:`hsa.step_carry`); the tool's own texts, its ``own`` mentions."""
+    :mod:`hsa.step_carry`); the tool's own texts, its ``own`` mentions. ``reads``: the other schemas' JSON, kept
+    across the renames of one transform (each schema is tested alone, on its kept JSON)."""
     if all_fn is None:
         return
     others = [t for i, t in enumerate(record["tools"]) if i != idx]
-    skip = schema_skipper(everywhere)  # one encoding of every other schema: most hold none of the names
-    schemas = not (skip is not None and skip([t["parameters"] for t in others]))
+    if reads is None:
+        skip = schema_skipper(everywhere)  # one encoding of every other schema: most hold none of the names
+        schemas = not (skip is not None and skip([t["parameters"] for t in others]))
+    else:
+        skip, schemas = schema_skipper(everywhere, reads.text), True
     for t in others:
         rename_in_tool_texts(t, all_fn, everywhere, True, schemas=schemas, skip=skip)
     for sk in record.get("skills") or ():

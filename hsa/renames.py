@@ -381,7 +381,7 @@ def rename_params(record: Record, tool: str, renames: dict[tuple, str], *, copy:
     reply_fn = None  # a payload's reply is the text of the message a hook judged: it follows as that message did
     if not legacy:
         all_fn = mention_renamer(everywhere, "param") if everywhere else None
-        rename_param_mentions(out, idx, all_fn, everywhere)
+        rename_param_mentions(out, idx, all_fn, everywhere, reads)
         reply_fn = all_fn or _unchanged
     if out["skill_tool"]["name"] == tool:
         arg = (out["skill_tool"]["argument"],)

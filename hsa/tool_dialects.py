@@ -394,17 +394,23 @@ def normalize_tool(raw: Any, i: int, notes: list[str], *, loaded: bool = False) 
 
 
 def _tool_entry(raw: Any, i: int, loaded: bool) -> tuple:
-    """The cache entry of :func:`normalize_tool`: (the read tool's exact JSON bytes, or a copy of it; its notes)."""
+    """The cache entry of :func:`normalize_tool`: (the read tool's exact JSON bytes, or a copy of it; its notes).
+    A tool read without a note is the same at every position (the position is only named in notes and errors), so
+    it is kept by the digest alone (``(digest,)``), and a tool with notes by (digest, position): a tool list read
+    back after a reorder or an insertion finds its tools at their new places."""
     exact = _cache.exact_key(raw) if loaded else repr(raw)
-    key = (_blake2b(exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass"),
-                    digest_size=16).digest(), i)
-    hit = _TOOLS.get(key)
+    digest = _blake2b(exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass"),
+                      digest_size=16).digest()
+    hit = _TOOLS.get((digest,))
+    if hit is None:
+        hit = _TOOLS.get((digest, i))
     if hit is None:
         added: list[str] = []
         tool = read_tool(raw, i, added)
         data = _frozen(tool, loaded)
-        hit = _TOOLS.put(key, (data if data is not None else _json.copy(tool), tuple(added)),
-                         (len(data) if data is not None else 3 * len(repr(tool))) + sum(len(n) + 50 for n in added) + 150)
+        size = (len(data) if data is not None else 3 * len(repr(tool))) + sum(len(n) + 50 for n in added) + 150
+        hit = _TOOLS.put((digest, i) if added else (digest,),
+                         (data if data is not None else _json.copy(tool), tuple(added)), size)
     return hit
 
 
