@@ -70,13 +70,27 @@ def _plain_json(raw) -> bool:
 
 
 def test_tools_at_two_positions_keep_their_own_notes():
-    """The position is part of the key: the notes name it."""
+    """A tool read with notes is kept by (content, position): the notes name the position."""
     raw = _tool({"properties": {"a": {"type": "int"}}})
     first, second = [], []
     normalize_tool(raw, 0, first, loaded=True)
     normalize_tool(raw, 3, second, loaded=True)
     assert first and all("tools[0]" in n or "tools[0]" not in n for n in first)
     assert [n.replace("tools[3]", "tools[0]") for n in second] == first
+
+
+def test_a_tool_read_without_notes_is_found_at_another_position():
+    """A tool that reads without a note is the same tool at every position (a list read back after a reorder):
+    kept by its content alone, found at the next position, and read afresh (its own objects)."""
+    raw = _tool({"type": "object", "properties": {"a": {"type": "integer"}}}, name="moved_tool")
+    c = cache.lru("records.tools", 32 << 20)
+    c.clear()
+    notes: list[str] = []
+    first = normalize_tool(raw, 0, notes, loaded=True)
+    hits = c.hits
+    again = normalize_tool(raw, 5, notes, loaded=True)
+    assert not notes and c.hits == hits + 1 and _exact(again, first) and again is not first
+    assert _exact(again, read_tool(raw, 5, []))
 
 
 def test_the_tool_cache_is_bounded_by_bytes_and_off_with_hsa_cache_0(monkeypatch):
