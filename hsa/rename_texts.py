@@ -156,7 +156,7 @@ class SchemaReads:
     def leaves(self, schema: Any) -> list[str]:
         entry = self._entry(schema)
         if entry[1] is None:
-            entry[1] = [p[-1] for p in param_paths(schema)]
+            entry[1] = _leaves(schema)
         return entry[1]
 
     def strings(self, schema: Any) -> frozenset[str]:
@@ -174,6 +174,7 @@ class SchemaReads:
 
 
 def _leaves(schema: Any) -> list[str]:
+    """The last key of every declared parameter path of ``schema``."""
     return [p[-1] for p in param_paths(schema)]
 
 

@@ -700,8 +700,8 @@ def _apply_carried(t: Transform, record: Record, params: dict, run: LeafRun, sou
                    answers: Answers | None = None) -> Record:
     """``t.apply(record, params)`` of a leaf that makes mapping steps (:meth:`Transform.mapping_steps`), under a
     pool: the harness parts and the new mapping steps taken from the slot plan's entry ``run`` (by params and the
-    parts read, :func:`hsa.renames.step_parts`: the hooks too on a record with hooks and no hook events) and the messages
-    carried through those steps. A branch seen once is only noted (a slot that serves one variant pays no check);
+    parts read, :func:`hsa.renames.step_parts`: the hooks too on a record with hooks and no hook events) and the
+    messages carried through those steps. A branch seen once is only noted (a slot that serves one variant pays no check);
     from its second sighting on, what the apply gave is kept when it is that: the other keys as they were (same
     order; the notes too, so a hook sync that refused, and noted it, is never kept), the mapping the input's plus
     steps :func:`hsa.renames.carries`, and the messages exactly what :func:`hsa.renames.carry_messages` makes of the
