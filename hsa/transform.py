@@ -390,12 +390,13 @@ class SlotRng(random.Random):
 def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, skipped: list) -> Record:
     run = None  # the slot plan's entry of this leaf run (harness-level leaves under a pool)
     source = answers = None
+    steps = makes_steps(t)
     if isinstance(rng, SlotRng):
         if t.family == "trajectory":
             rng = rng.trajectory
         else:
             seed = rng.leaf_seed()
-            harness_draw, steps = on_harness(t), makes_steps(t)
+            harness_draw = on_harness(t)
             if steps or harness_draw:
                 run = rng.leaf_run(t, seed)
                 source, answers = rng.source, rng.answers
@@ -409,7 +410,7 @@ def _run_leaf(t: Transform, record: Record, rng: random.Random, applied: list, s
         if isinstance(params, Skip):
             skipped.append((t.name, params.reason))
             return record
-        out = _apply_carried(t, record, params, run, source, answers) if run is not None and makes_steps(t) else \
+        out = _apply_carried(t, record, params, run, source, answers) if run is not None and steps else \
             t.apply(record, params)
     except Exception as exc:
         _name_the_raiser(exc, t)

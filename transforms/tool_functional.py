@@ -25,7 +25,7 @@ from hsa.schema_facts import schema_fact
 from hsa.renames import param_paths
 from hsa.step_apply import rename_declared_params as _rename_declared
 from hsa.step_apply import renamed_alike
-from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words
+from transforms._domains import domain_applies, harness_domain, pool_tool_words, text_domain, tool_words, words_relevance
 from transforms._banks import load_banks
 from transforms._toolnames import NAME_STYLES, detect_style
 from transforms._toolschema import (
@@ -611,19 +611,17 @@ def near_candidates(candidates: Sequence[dict], tools: list[dict], max_relevance
     """For each of ``candidates`` (pool tools), whether it is near one of ``tools`` (its
     :func:`transforms._domains.relevance` to one reaches ``max_relevance``): a function of the tools alone, which
     ``tool.distractors`` asks once per pool slot of a harness (it samples on the harness)."""
-    real = [(r["all"], len(r["all"])) for r in map(tool_words, tools)]
-    every = frozenset().union(*(words for words, _ in real))
+    real = [tool_words(t) for t in tools]
+    every = frozenset().union(*(r["all"] for r in real))
     out = []
     for t in candidates:  # words_relevance against every real tool, the pairs that cannot score left out
         a = pool_tool_words(t)
-        words = a["all"]  # the name's words are some of them
-        if not words & every:  # no word shared with any real tool: relevance 0 to each
+        if not a["all"] & every:  # no word shared with any real tool (its name's are some): relevance 0 to each
             near = 0.0
         elif a["name"] & every:  # a word of its name is a word of a real tool: relevance 1 to that one
             near = 1.0
         else:
-            n = len(words)
-            near = max(len(words & other) / min(n, m) for other, m in real if m)
+            near = max(words_relevance(a, r) for r in real)
         out.append(near >= max_relevance)
     return tuple(out)
 
