@@ -8,11 +8,12 @@ interpreter start, imports and, for Ray, starting and stopping a local Ray count
   and the Ray engine on a local Ray of W CPUs, alternated ``--repeat`` times; seconds, records/s and
   the overhead ratio (ray / local, best against best, and per pair); the shards of both runs are
   compared byte for byte; the load average around each run is kept (a shared machine drifts);
-- Ray's fixed cost (start, Ray Data set-up, stop) and its per-task overhead, from the identity
-  recipe (almost no work per record) at two shard sizes: few large tasks against many small ones;
-- the model for N machines of W CPUs: ceil(shards / (N x W)) x (per-shard seconds + per-task
-  overhead) + the fixed cost, with the per-shard seconds taken from the Ray run here (a shard is the
-  unit a CPU takes, so more CPUs than shards do not help).
+- Ray's fixed cost (start, the actors' set-up, stop) and its overhead per shard (the actors' calls and
+  the task that puts the shard together), from the identity recipe (almost no work per record) at two
+  shard sizes: few large shards against many small ones;
+- the model for N machines of W CPUs: (the records' CPU-seconds + shards x the per-shard overhead) /
+  (N x W) + the fixed cost, with the records' CPU-seconds taken from the Ray run here (a shard's lines
+  are spread over every CPU, by harness).
 Inputs are made by the fixture generator (each record with its own full harness, about 22 KB).
 Nothing is asserted: it prints and saves numbers.
 """
@@ -128,31 +129,32 @@ def main() -> None:
     n = a.overhead_records
     inp = make_input(n, work / f"in-{n}.jsonl")
     base = [str(inp), "--recipe", "identity", "--variants", "1", "--workers", w]
-    big, small = -(-n // a.workers), a.small_shard  # few tasks: one per CPU (so both runs use every CPU)
+    big, small = -(-n // a.workers), a.small_shard  # few shards: one per CPU
     t_local_id = run([*base, "--shard-size", str(big), "--out", str(work / "id-local")], "identity, local")
     tasks_big = -(-n // big)
     t_ray_big = run([*base, "--shard-size", str(big), "--out", str(work / "id-ray-1"), "--engine", "ray"],
-                    f"identity, ray, {tasks_big} tasks")
+                    f"identity, ray, {tasks_big} shards")
     t_ray_small = run([*base, "--shard-size", str(small), "--out", str(work / "id-ray-n"), "--engine", "ray"],
-                      f"identity, ray, {-(-n // small)} tasks")
+                      f"identity, ray, {-(-n // small)} shards")
     tasks_small = -(-n // small)
     per_task = (t_ray_small - t_ray_big) * a.workers / (tasks_small - tasks_big)
     res["overhead"] = {"records": n, "recipe": "identity", "local_s": round(t_local_id, 2),
                        "ray_few_tasks_s": round(t_ray_big, 2), "few_tasks": tasks_big,
                        "ray_many_tasks_s": round(t_ray_small, 2), "many_tasks": tasks_small,
                        "fixed_s": round(t_ray_big - t_local_id, 2), "per_task_cpu_s": round(per_task, 4)}
-    print(f"identity recipe, {n} records: local {t_local_id:.2f} s; ray with {tasks_big} tasks {t_ray_big:.2f} s "
-          f"(fixed cost {t_ray_big - t_local_id:.2f} s); ray with {tasks_small} tasks {t_ray_small:.2f} s "
-          f"-> {per_task * 1000:.1f} ms of CPU per task", flush=True)
+    print(f"identity recipe, {n} records: local {t_local_id:.2f} s; ray with {tasks_big} shards {t_ray_big:.2f} s "
+          f"(fixed cost {t_ray_big - t_local_id:.2f} s); ray with {tasks_small} shards {t_ray_small:.2f} s "
+          f"-> {per_task * 1000:.1f} ms of CPU per shard", flush=True)
 
     if "default" in res:
         fixed = res["overhead"]["fixed_s"]
         shards = res["default"]["shards"]
-        per_shard = (min(res["default"]["ray_s"]) - fixed) * a.workers / shards  # CPU-seconds of one Ray shard
-        res["model"] = {"per_shard_cpu_s": round(per_shard, 2), "machines": {}}
+        # CPU-seconds of the records' own work on Ray, the shards' overhead taken out
+        work_cpu = (min(res["default"]["ray_s"]) - fixed) * a.workers - shards * per_task
+        res["model"] = {"records_cpu_s": round(work_cpu, 2), "machines": {}}
         for machines in (1, 2, 4, 8, 16):
             cpus = machines * a.workers
-            est = -(-shards // cpus) * (per_shard + per_task) + fixed  # a CPU takes whole shards
+            est = (work_cpu + shards * per_task) / cpus + fixed  # a shard's lines are spread over every CPU
             res["model"]["machines"][machines] = round(est, 1)
         print("model, seconds for this input on N machines of", a.workers, "CPUs:", res["model"]["machines"])
     res["load_average"] = [{"run": label, "before": b, "after": e} for label, b, e in LOADS]

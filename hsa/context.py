@@ -1,6 +1,6 @@
 """What a process keeps while it augments, in one object: :class:`WorkerContext`.
 
-A worker (the process of a one-worker run, each process of the local engine's worker set, each Ray worker process)
+A worker (the process of a one-worker run, each process of the local engine's worker set, each augmenting actor of the Ray engine)
 holds, between one record and the next:
 
 - the recipe, built once, and the run's options (set by :func:`hsa.pipeline.executor.init_worker`), among them
@@ -9,9 +9,7 @@ holds, between one record and the next:
 - the slot plan table (:class:`hsa.plans.PlanTable`): the harness-level work of each pool slot, and the plan of
   the variant being made and checked (``plan``: where the restore step and the variant check keep the slot's work);
 - the memo caches (:mod:`hsa.cache`), each by name;
-- the last undo that the restore step hands to the variant check (:func:`hsa.renames.undo_last`);
-- the configuration a Ray worker process was set up for (a Ray process runs many tasks; it is set up once per
-  configuration).
+- the last undo that the restore step hands to the variant check (:func:`hsa.renames.undo_last`).
 
 All of it is the process's current context (:func:`current`), not module-level variables of the modules that use
 it. The context is made on first use and lives as long as the process; a worker process started by fork begins
@@ -42,21 +40,19 @@ __all__ = ["WorkerContext", "current", "use", "memoising", "STACK", "GC_THRESHOL
 
 class WorkerContext:
     """The state of one worker process (see the module's docstring). Every field may be read; the engines set
-    ``recipe``, ``options`` and ``key``; the data path fills ``plans``, ``plan``, ``caches`` and ``last_undo``."""
+    ``recipe`` and ``options``; the data path fills ``plans``, ``plan``, ``caches`` and ``last_undo``."""
 
-    __slots__ = ("recipe", "options", "key", "plans", "plan", "caches", "last_undo", "serial")
+    __slots__ = ("recipe", "options", "plans", "plan", "caches", "last_undo", "serial")
 
     _made = 0
 
-    def __init__(self, recipe: Any = None, options: dict | None = None, *, key: str | None = None,
-                 max_plans: int | None = None):
+    def __init__(self, recipe: Any = None, options: dict | None = None, *, max_plans: int | None = None):
         from hsa.plans import PlanTable, size_from_env
 
         WorkerContext._made += 1
         self.serial = WorkerContext._made  # tells the cache handles of :mod:`hsa.cache` their tables are stale
         self.recipe = recipe
         self.options: dict = dict(options or {})
-        self.key = key
         self.plans = PlanTable(size_from_env(memoising()) if max_plans is None else max_plans)
         self.caches: dict = {}  # name -> hsa.cache.ByteLRU, made on first use
         self.last_undo: list = []  # [variant, steps undone, what undoing them gives] (hsa.renames.with_restore)

@@ -82,19 +82,6 @@ def test_a_context_made_with_memoising_off_keeps_nothing(monkeypatch):
         assert ctx.caches["schema.facts"].hits == 0 and len(ctx.caches["schema.facts"]) == 0
 
 
-def test_a_ray_worker_process_is_set_up_once_per_configuration():
-    from hsa.pipeline import ray_engine
-
-    config = recipe_to_dict(load_recipe("default"))
-    with use(WorkerContext()) as ctx:
-        ray_engine._setup(config, {"seed": 1})
-        recipe = ctx.recipe
-        ray_engine._setup(config, {"seed": 1})
-        assert ctx.recipe is recipe  # the same configuration: built once
-        ray_engine._setup(config, {"seed": 2})
-        assert ctx.recipe is not recipe and ctx.options == {"seed": 2}
-
-
 def test_a_run_without_hooks_leaves_hook_execution_as_it_was(tmp_path):
     """--no-exec-hooks turns hooks off for its run (the worker context's exec_hooks), not for the process: an RL
     environment or a later run in the same process still replays hooks."""

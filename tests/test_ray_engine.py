@@ -22,14 +22,12 @@ from tests.conftest import run_watching
 RUN = {"variants": 2, "shard_size": 4}
 # one xdist worker runs this module, its tests in file order (tests/conftest.py: ONE_WORKER_FILES): the two that
 # start a Ray of their own first, then the module's Ray; so no two Rays share the machine
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray Data's own deprecated settings
 
 
 @pytest.fixture(scope="module")
 def ray_local():
     """A local Ray of 2 CPUs for the module; shut down at its end (no process left behind)."""
     ray = pytest.importorskip("ray")
-    pytest.importorskip("ray.data")
     from hsa.pipeline.ray_engine import _keeping_sigterm
 
     with _keeping_sigterm():  # ray.init's handler (SystemExit) would stay for the worker's later tests
@@ -95,7 +93,6 @@ def _processes_with(marker: bytes) -> list[int]:
 def test_the_cli_starts_a_local_ray_and_leaves_no_process(tmp_path, bad_input, local_ref):
     """hsa augment --engine ray with no address starts its own Ray (1 CPU), writes the local engine's bytes and
     stops every Ray process it started."""
-    pytest.importorskip("ray.data")
     import uuid
 
     marker = f"HSA_TEST_RAY_RUN={uuid.uuid4().hex}"
@@ -121,7 +118,6 @@ def test_a_run_that_starts_its_own_ray_gives_the_caller_its_sigterm_handler_back
     """ray.init sets a SIGTERM handler that raises SystemExit and ray.shutdown leaves it: an in-process run that
     started its own Ray puts the caller's handler back (a training script that called augment keeps its SIGTERM)."""
     ray = pytest.importorskip("ray")
-    pytest.importorskip("ray.data")
     if ray.is_initialized():
         pytest.skip("not run: a Ray is already up in this process (this test runs before the module's Ray)")
 
@@ -153,7 +149,8 @@ def test_ray_writes_the_bytes_of_the_local_engine(ray_local, tmp_path, bad_input
 
 
 def test_a_killed_worker_is_retried_and_the_bytes_do_not_change(ray_local, tmp_path, bad_input, local_ref):
-    """SIGKILL of a Ray worker while it augments a shard: Ray retries the task; the output equals the local run."""
+    """SIGKILL of an augmenting actor's process while it works: Ray starts it again and retries its work; the output
+    equals the local run."""
     killed: list[int] = []
     stop = threading.Event()
 
@@ -164,7 +161,7 @@ def test_a_killed_worker_is_retried_and_the_bytes_do_not_change(ray_local, tmp_p
                     title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
                 except OSError:
                     continue
-                if title.startswith(b"ray::MapBatches(_map_shards)") and _descends_from_us(int(pid)):
+                if title.startswith(b"ray::Augmenter.work") and _descends_from_us(int(pid)):
                     os.kill(int(pid), signal.SIGKILL)
                     killed.append(int(pid))
                     return
@@ -178,7 +175,7 @@ def test_a_killed_worker_is_retried_and_the_bytes_do_not_change(ray_local, tmp_p
     finally:
         stop.set()
         watcher.join()
-    assert killed, "no worker was caught running a shard"
+    assert killed, "no actor was caught working"
     assert _files(out, state=True) == _files(local_ref, state=True)
 
 
@@ -197,7 +194,6 @@ def _descends_from_us(pid: int) -> bool:
 def test_without_ray_the_error_names_the_install_command(tmp_path, bad_input, monkeypatch, capsys):
     """--engine ray where Ray cannot be imported: exit 2, "pip install 'hsa[ray]'", nothing written."""
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
-    monkeypatch.setitem(sys.modules, "ray.data", None)
     out = tmp_path / "out"
     assert main(["augment", str(bad_input), "--out", str(out), "--engine", "ray"]) == 2
     err = capsys.readouterr().err
@@ -320,3 +316,67 @@ def test_uri_inputs_read_as_their_paths(tmp_path, fixture_lines):
     assert shards == {k: v for k, v in _files(tmp_path / "uris").items() if k.startswith("shard-")}
     with pytest.raises(AugmentError, match="does not exist"):
         augment([f"file://{tmp_path}/missing.jsonl"], tmp_path / "x", load_recipe("tools"))
+
+
+def _shared_harness_input(path: Path, records: int, harnesses: int) -> Path:
+    """``records`` generated records over ``harnesses`` shared harnesses, in runs of three (record i has harness
+    (i // 3) % n: a harness is not a parity of the position)."""
+    import random
+
+    from fixtures.livestream.generate import make_harness, make_record
+
+    shared = [make_harness(random.Random(f"ray-harness-{k}")) for k in range(harnesses)]
+    rng = random.Random(7)
+    path.write_text("".join(json.dumps(make_record(rng, i, 0, shared[i // 3 % harnesses])) + "\n"
+                            for i in range(records)))
+    return path
+
+
+def test_a_shards_lines_go_to_actors_by_harness_and_a_harness_keeps_its_actor():
+    """_split: every line once, each actor's lines in input order, a harness on one actor from shard to shard."""
+    from hsa.io import InputLine
+    from hsa.pipeline.ray_engine import _split
+    from hsa.pipeline.workers import harness_key
+
+    tools = [[{"type": "function", "function": {"name": f"t{h}", "parameters": {"type": "object"}}}]
+             for h in range(4)]
+    lines = [InputLine("in.jsonl", i + 1, json.dumps({"id": f"r{i}", "messages": [], "tools": tools[(i // 3) % 4]})
+                       .encode(), i) for i in range(48)]
+    sticky: dict = {}
+    actor_of: dict = {}
+    for start in range(0, 48, 12):  # four shards of 12 lines
+        parts = _split(lines[start:start + 12], 2, sticky)
+        assert sorted(x.pos for part in parts for x in part) == list(range(start, start + 12))
+        for w, part in enumerate(parts):
+            assert [x.pos for x in part] == sorted(x.pos for x in part)
+            for x in part:
+                assert actor_of.setdefault(harness_key(x), w) == w
+    assert sorted(actor_of.values()) == [0, 0, 1, 1]
+
+
+def test_each_harness_is_augmented_by_one_actor_and_one_shard_uses_every_cpu(ray_local, tmp_path, monkeypatch):
+    """A run of one shard over four shared harnesses: each harness's lines go to one of the two actors, both actors
+    work, and the bytes are the local engine's."""
+    from hsa.pipeline import ray_engine
+
+    from hsa.pipeline.workers import harness_key
+
+    inp = _shared_harness_input(tmp_path / "shared.jsonl", 24, 4)
+    sent: list[list] = []  # what each call of _split gave the actors
+
+    def recording(items, actors, sticky):
+        sent.append(split(items, actors, sticky))
+        return sent[-1]
+
+    split = ray_engine._split
+    monkeypatch.setattr(ray_engine, "_split", recording)
+    run = {"variants": 2, "shard_size": 1000}
+    augment([inp], tmp_path / "ray", load_recipe("default"), engine="ray", **run)
+    augment([inp], tmp_path / "local", load_recipe("default"), **run)
+    assert _files(tmp_path / "ray", state=True) == _files(tmp_path / "local", state=True)
+    assert len(sent) == 1 and sum(map(len, sent[0])) == 24 and all(sent[0])  # one shard, both actors work
+    actors_of: dict = {}
+    for w, part in enumerate(sent[0]):
+        for item in part:
+            actors_of.setdefault(harness_key(item), set()).add(w)
+    assert len(actors_of) == 4 and all(len(ws) == 1 for ws in actors_of.values())

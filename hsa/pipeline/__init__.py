@@ -15,7 +15,8 @@ Its parts, from the bottom (docs/architecture.md):
   :func:`merge`);
 - :mod:`hsa.pipeline.executor`: what every engine runs (a worker's set-up, a batch's work, one shard's work,
   the progress line);
-- the engines: :mod:`hsa.pipeline.local` (this process or worker processes, routed by harness: :mod:`hsa.pipeline.workers`) and :mod:`hsa.pipeline.ray_engine` (Ray Data);
+- the engines: :mod:`hsa.pipeline.local` (this process or worker processes, routed by harness:
+  :mod:`hsa.pipeline.workers`) and :mod:`hsa.pipeline.ray_engine` (Ray actors, routed by harness too);
 - :mod:`hsa.pipeline.driver`: :func:`augment`, which checks the options, prepares the output and runs an engine.
 
 This module holds none of it: it names the public parts, as before the split.

@@ -1,9 +1,9 @@
 """What every engine runs: a process set up to augment (the recipe built once, its transforms imported), the work
 of a batch of input lines, the whole work of one shard, and the progress line.
 
-The local engine (:mod:`hsa.pipeline.local`) calls :func:`work` in this process or in a pool's workers; the Ray
-engine (:mod:`hsa.pipeline.ray_engine`) calls :func:`run_shard` in a task. Both write what :func:`run_shard` gives, so
-they write the same bytes.
+The local engine (:mod:`hsa.pipeline.local`) calls :func:`work` in this process or in its worker processes and writes
+the rows shard by shard; the Ray engine (:mod:`hsa.pipeline.ray_engine`) calls :func:`work` in its actors and
+:func:`assemble_shard` in a task. Both write what :func:`run_shard` gives, so they write the same bytes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hsa.pipeline.record import Result, Stats, augment_record
 from hsa.pipeline.shards import ShardOutput, ShardWriter
 from hsa.transform import import_modules
 
-__all__ = ["GC_THRESHOLDS", "init_worker", "work", "batches", "run_shard", "Progress", "count_items"]
+__all__ = ["GC_THRESHOLDS", "init_worker", "work", "batches", "run_shard", "assemble_shard", "Progress", "count_items"]
 
 
 def init_worker(recipe_config: dict, options: dict, modules: tuple[str, ...] = ()) -> None:
@@ -76,11 +76,19 @@ def run_shard(k: int, items: Iterable[InputLine], seen_ids: set[int] | None = No
     position order, through :func:`augment_record`, encoded as the local engine writes them; nothing is
     written. ``seen_ids`` holds the digests of the source ids written before this shard (a repeat becomes a
     'duplicate id' reject, as in a one-process run); the shard's own ids are added to it."""
-    shard = ShardWriter(None, k, slot=current().options.get("harness_pool", 0) > 0)
+    results = [r for batch in batches(items, batch_size) for r in work(batch)]
+    return assemble_shard(k, results, seen_ids, slot=current().options.get("harness_pool", 0) > 0)
+
+
+def assemble_shard(k: int, results: Iterable[tuple[int, Result, list[tuple]]], seen_ids: set[int] | None = None, *,
+                   slot: bool = False) -> ShardOutput:
+    """Shard ``k`` from what :func:`work` gave for its items, in any order and from any number of processes: the
+    results taken in position order, the Arrow shard, its rejects and completion record (``seen_ids`` as for
+    :func:`run_shard`); ``slot``: the run's rows carry their pool slot (``harness_pool`` > 0)."""
+    shard = ShardWriter(None, k, slot=slot)
     seen = set() if seen_ids is None else seen_ids
-    for batch in batches(items, batch_size):
-        for _, res, encoded in work(batch):
-            shard.add(res, encoded, seen)
+    for _, res, encoded in sorted(results, key=lambda r: r[0]):
+        shard.add(res, encoded, seen)
     done, rejects = shard.close()
     return ShardOutput(k, shard.file.data, rejects, done)
 

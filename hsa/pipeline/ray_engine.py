@@ -1,29 +1,33 @@
-"""``hsa augment --engine ray``: the same pipeline on Ray Data, one task per shard.
+"""``hsa augment --engine ray``: the same pipeline on Ray, each harness's records on one actor.
 
-The unit of work is the shard the local engine already defines by input position
-(shard ``k`` holds input items ``[k * shard_size, (k + 1) * shard_size)``), and a task
-runs :func:`hsa.pipeline.executor.run_shard`, the function whose output the local engine writes.
-So the Arrow shards, ``rejects.jsonl`` and ``manifest.json`` (but for its ``engine``)
-are byte-identical to ``--engine local`` for the same inputs, recipe and seed, whatever
-the number of Ray workers.
+The output is the local engine's: shard ``k`` holds input items ``[k * shard_size, (k + 1) * shard_size)``, its rows
+are what :func:`hsa.pipeline.executor.work` gives for them, in position order, and it is put together by
+:func:`hsa.pipeline.executor.assemble_shard`, the code of :func:`~hsa.pipeline.executor.run_shard`. So the Arrow shards,
+``rejects.jsonl`` and ``manifest.json`` (but for its ``engine``) are byte-identical to ``--engine local`` for the same
+inputs, recipe and seed, whatever the number of CPUs.
 
 How a run goes:
 
-1. The driver reads the input once, in order, and puts each shard's items in Ray's
-   object store (one object per shard).
-2. A Ray Data dataset of shard descriptors is mapped with ``map_batches`` (one shard a
-   batch, one CPU a task); each task augments its shard and writes ``shard-K.arrow``
-   to the output (a local folder, shared by every node, or object storage), and
-   returns the shard's completion record and rejects.
-3. The driver takes the completion records in shard order: a source id already
-   written by an earlier shard (a duplicate id, which a one-process run rejects) has
-   its shard run again with that id marked as seen; then it writes the shard's
-   rejects and completion record, the same files the local engine writes, so
-   ``--resume`` and ``hsa merge`` work alike for both engines.
+1. The driver starts one augmenting actor per CPU (``--workers`` of a local Ray; each free CPU of a cluster it joins),
+   each set up once with the recipe (:func:`hsa.pipeline.executor.init_worker`): its slot plans, hook analyses and
+   compiled validators stay warm for the whole run, as in a worker process of the local engine.
+2. The driver reads the input once, in order. It sends each line of a shard to an actor by a key of the line's
+   harness (:func:`hsa.pipeline.workers.harness_key`, :func:`~hsa.pipeline.workers.route`, as the local engine
+   does): a harness keeps its actor from shard to shard, so its plans are built once, not once per CPU; a harness
+   that alone would overload its actor spills to the others. A shard's lines are spread over the actors, so an
+   input of one shard still uses every CPU.
+3. A task of no CPU of its own per shard takes the actors' results of that shard (from Ray's object store, not
+   through the driver), writes ``shard-K.arrow`` to the output (a local folder, shared by every node, or object
+   storage) and returns the shard's completion record and rejects.
+4. The driver takes the completion records in shard order: a source id already written by an earlier shard (a
+   duplicate id, which a one-process run rejects) has its shard put together again with that id marked as seen (the
+   lines are not augmented again); then it writes the shard's rejects and completion record, the same files the
+   local engine writes, so ``--resume`` and ``hsa merge`` work alike for both engines. A few shards are in flight at
+   a time (:func:`_window`), so the object store holds a few shards' lines and rows, not the input.
 
-Fault tolerance is Ray's: Ray Data retries a task whose worker died (``max_retries``
--1 for system failures); a retried task writes the same bytes. A run stopped
-part-way keeps its finished shards for ``--resume``.
+Fault tolerance is Ray's: an actor whose process died is started again and its unfinished work retried
+(``max_restarts`` and ``max_task_retries`` -1), and so is a shard's task; a retried task gives the same bytes. A run
+stopped part-way keeps its finished shards for ``--resume``.
 """
 
 from __future__ import annotations
@@ -35,17 +39,18 @@ import json
 import logging
 import os
 import signal
-import sys
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from hsa.io import InputLine, is_uri
-from hsa.pipeline.executor import Progress, init_worker, run_shard
+from hsa.pipeline.executor import Progress
 from hsa.pipeline.record import Stats
 from hsa.pipeline.shards import STATE_DIR, AugmentError, id_digest, mark_done, shard_name, strict_message
+from hsa.pipeline.workers import harness_key, route
 
 __all__ = ["INSTALL", "require_ray", "is_remote", "run_shards", "augment_remote"]
 
@@ -54,12 +59,11 @@ INSTALL = "pip install 'hsa[ray]'"
 
 
 def require_ray() -> None:
-    """Fail with the install command when Ray Data cannot be imported (checked before anything is written)."""
+    """Fail with the install command when Ray cannot be imported (checked before anything is written)."""
     try:
         import ray  # noqa: F401
-        import ray.data  # noqa: F401
     except ImportError as exc:
-        raise AugmentError(f"--engine ray needs Ray Data, which is not installed here ({exc}); install it with: "
+        raise AugmentError(f"--engine ray needs Ray, which is not installed here ({exc}); install it with: "
                            f"{INSTALL}   (or use --engine local)") from None
 
 
@@ -80,17 +84,22 @@ def _filesystem(uri: str):
                            "~/.aws; GOOGLE_APPLICATION_CREDENTIALS)") from None
 
 
-# --------------------------------------------------------------------------- the task
+# --------------------------------------------------------------------------- the actors and the shard task
 
-def _setup(recipe_config: dict, options: dict, modules: tuple[str, ...] = ()) -> None:
-    """Set this Ray worker process up once per run configuration (the recipe built once; the plans and caches of
-    its :class:`hsa.context.WorkerContext` stay warm from one task to the next)."""
-    from hsa.context import current
+class Augmenter:
+    """A Ray actor (one CPU) that augments the lines the driver routes to it: set up once with the run's recipe and
+    options, its :class:`hsa.context.WorkerContext` (slot plans, caches) kept from one call to the next."""
 
-    key = json.dumps([recipe_config, options], sort_keys=True)
-    if current().key != key:
+    def __init__(self, recipe_config: dict, options: dict, modules: tuple[str, ...] = ()):
+        from hsa.pipeline.executor import init_worker
+
         init_worker(recipe_config, options, modules=modules)
-        current().key = key
+
+    def work(self, items: list[InputLine]) -> list:
+        """:func:`hsa.pipeline.executor.work` of ``items`` (the lines of one shard routed here)."""
+        from hsa.pipeline.executor import work
+
+        return work(items)
 
 
 def _write_shard(dest: str, k: int, data: bytes) -> None:
@@ -108,27 +117,30 @@ def _write_shard(dest: str, k: int, data: bytes) -> None:
         f.write(data)
 
 
-def _shard_task(k: int, items: list[InputLine], seen: set[int], recipe_config: dict, options: dict,
-                batch_size: int, dest: str, modules: tuple[str, ...] = ()) -> tuple[int, dict, str]:
-    _setup(recipe_config, options, modules)
-    res = run_shard(k, items, set(seen), batch_size=batch_size)
+def _shard_task(k: int, seen: list[int], slot: bool, dest: str, *parts: list) -> tuple[dict, str]:
+    """Shard ``k`` put together from the actors' results (``parts``: Ray passes them resolved) and written under
+    ``dest``; its completion record and rejects back. ``seen``: digests of ids written by earlier shards."""
+    from hsa.pipeline.executor import assemble_shard
+
+    res = assemble_shard(k, itertools.chain.from_iterable(parts), set(seen), slot=slot)
     _write_shard(dest, k, res.data)
-    return k, res.done, res.rejects
+    return res.done, res.rejects
 
 
-def _map_shards(batch: dict, *, recipe_config: dict, options: dict, batch_size: int, dest: str,
-                modules: tuple[str, ...] = ()) -> dict:
-    """Ray Data ``map_batches`` function: each row is one shard (its index and its items' object ref)."""
-    import ray
+def _split(items: list[InputLine], actors: int, sticky: dict) -> list[list[InputLine]]:
+    """The lines of one shard, by the actor that takes them (routed by harness: :func:`hsa.pipeline.workers.route`,
+    ``sticky`` kept across shards); each actor's lines in input order."""
+    parts: list[list[InputLine]] = [[] for _ in range(actors)]
+    for item, w in zip(items, route([harness_key(item) for item in items], actors, sticky)):
+        parts[w].append(item)
+    return parts
 
-    out: dict[str, list] = {"k": [], "done": [], "rejects": []}
-    for k, ref in zip(batch["k"], batch["items"]):
-        _, done, rejects = _shard_task(int(k), ray.get(ref), set(), recipe_config, options, batch_size, dest,
-                                       modules)
-        out["k"].append(int(k))
-        out["done"].append(json.dumps(done, ensure_ascii=False))
-        out["rejects"].append(rejects)
-    return out
+
+def _window(actors: int, shard_size: int, batch_size: int) -> int:
+    """How many shards are in flight at once: three at least (an actor that is done with its lines of the shard the
+    driver waits for has the next shard's to work on, and the one after), more where a shard gives each actor less
+    than a few batches, and not many more than there are actors."""
+    return max(3, min(2 * actors + 2, -(-4 * actors * batch_size // shard_size)))
 
 
 # --------------------------------------------------------------------------- the driver
@@ -190,73 +202,79 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
     in shard order; return the run's stats. ``seen_ids`` (digests of the ids written by shards done before)
     grows with every shard marked."""
     import ray
-    import ray.data
 
     remote = _REMOTE.get()
     dest, upload = remote if remote else (str(out), None)
     started = _connect(address, workers)
-    refs: dict[int, Any] = {}
+    slot = options.get("harness_pool", 0) > 0
+    actors: list = []
+    flight: deque[tuple[int, list, Any]] = deque()  # (k, the actors' result refs, the shard task's ref)
+    total = Stats()
     try:
         if upload:
             upload(out / STATE_DIR / "run.json")
-        for k, group in itertools.groupby(items, key=lambda item: item.pos // shard_size):
-            refs[k] = ray.put(list(group))
-        total = Stats()
-        if not refs:
+        shards = itertools.groupby(items, key=lambda item: item.pos // shard_size)
+        first = next(shards, None)
+        if first is None:
             return total
-        cpus = int(ray.cluster_resources().get("CPU", 0))
-        if len(refs) < cpus:
-            print(f"hsa: note: {len(refs)} shard(s) for {cpus} CPUs: --engine ray runs one task per shard, so "
-                  f"{cpus - len(refs)} CPU(s) stay idle; a smaller --shard-size uses them", file=sys.stderr)
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False  # the run's own progress line says it (and Ray's bars would interleave)
-        logging.getLogger("ray.data").setLevel(logging.ERROR)
-        ds = ray.data.from_items([{"k": k, "items": ref} for k, ref in refs.items()], override_num_blocks=len(refs))
-        kwargs = {"recipe_config": recipe_config, "options": options, "batch_size": batch_size, "dest": dest,
-                  "modules": modules}
-        ds = ds.map_batches(_map_shards, batch_size=1, num_cpus=1, fn_kwargs=kwargs)
-        order = sorted(refs)
-        arrived: dict[int, tuple[dict, str]] = {}
-        redo = ray.remote(num_cpus=1)(_shard_task)
-        i = 0
-        for row in ds.iter_rows():
-            arrived[int(row["k"])] = (json.loads(row["done"]), row["rejects"])
-            while i < len(order) and order[i] in arrived:  # completion records in shard order
-                k = order[i]
-                done, rejects = arrived.pop(k)
-                digests = [id_digest(x) for x in done["ids"]]
-                taken = {d for d in digests if d in seen_ids}
-                if taken:  # ids written by an earlier shard: run it again as a one-process run sees it
-                    _, done, rejects = ray.get(redo.remote(k, refs[k], taken, recipe_config, options, batch_size,
-                                                           dest, modules))
-                    digests = [id_digest(x) for x in done["ids"]]
-                stats = Stats.from_json(done["stats"])
-                if strict and stats.rejected:
-                    raise AugmentError(strict_message([json.loads(line) for line in rejects.splitlines()]))
-                if not remote and not (out / shard_name(k)).exists():
-                    raise AugmentError(f"{out / shard_name(k)} was written on another machine of the cluster, "
-                                       "where this folder is a different one: on several machines give --out on "
-                                       "object storage (s3://..., gs://...) or on a filesystem every node mounts")
-                seen_ids.update(digests)
-                mark_done(out, k, done, rejects)
-                if upload:
-                    upload(out / STATE_DIR / f"shard-{k:05d}.rejects.jsonl")
-                    upload(out / STATE_DIR / f"shard-{k:05d}.done.json")
-                del refs[k]
-                total = total + stats
-                progress.update(total)
-                i += 1
+        n = workers if started else max(1, int(ray.available_resources().get("CPU", 0)))
+        augmenter = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(Augmenter)
+        actors = [augmenter.remote(recipe_config, options, modules) for _ in range(n)]
+        shard_task = ray.remote(num_cpus=0, max_retries=-1)(_shard_task)
+        window = _window(n, shard_size, batch_size)
+        sticky: dict = {}
+
+        def finish() -> None:
+            nonlocal total
+            k, parts, ref = flight[0]  # taken off once marked: a shard that stops the run is cleaned up below
+            done, rejects = ray.get(ref)
+            taken = {d for d in map(id_digest, done["ids"]) if d in seen_ids}
+            if taken:  # ids written by an earlier shard: put together again as a one-process run sees it
+                done, rejects = ray.get(shard_task.remote(k, sorted(taken), slot, dest, *parts))
+            stats = Stats.from_json(done["stats"])
+            if strict and stats.rejected:
+                raise AugmentError(strict_message([json.loads(line) for line in rejects.splitlines()]))
+            if not remote and not (out / shard_name(k)).exists():
+                raise AugmentError(f"{out / shard_name(k)} was written on another machine of the cluster, "
+                                   "where this folder is a different one: on several machines give --out on "
+                                   "object storage (s3://..., gs://...) or on a filesystem every node mounts")
+            seen_ids.update(map(id_digest, done["ids"]))
+            mark_done(out, k, done, rejects)
+            if upload:
+                upload(out / STATE_DIR / f"shard-{k:05d}.rejects.jsonl")
+                upload(out / STATE_DIR / f"shard-{k:05d}.done.json")
+            flight.popleft()
+            total = total + stats
+            progress.update(total)
+
+        for k, group in itertools.chain([first], shards):
+            parts = [actors[w].work.remote(lines) for w, lines in enumerate(_split(list(group), n, sticky)) if lines]
+            flight.append((k, parts, shard_task.remote(k, [], slot, dest, *parts)))
+            while len(flight) >= window:
+                finish()
+        while flight:
+            finish()
         progress.update(total, force=True)
         return total
     finally:
+        if flight:  # a stop part-way (--strict, an error, Ctrl-C): the shards in flight are not written after this
+            for _, parts, _ in flight:
+                for part in parts:
+                    ray.cancel(part)
+            refs = [ref for _, _, ref in flight]
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            ray.wait(refs, num_returns=len(refs), timeout=30)
+        for actor in actors:  # they hold a CPU each, on a cluster that outlives this run too
+            ray.kill(actor)
         if started:
             ray.shutdown()
         if not remote:
-            for k in refs:  # shards written but not marked done (a stop part-way): --resume rewrites them
+            for k, _, _ in flight:  # shards written but not marked done (a stop part-way): --resume rewrites them
                 (out / shard_name(k)).unlink(missing_ok=True)
-            for f in out.glob("shard-*.arrow.*.tmp"):  # left by a worker killed while writing (its retry wrote
+            for f in out.glob("shard-*.arrow.*.tmp"):  # left by a task killed while writing (its retry wrote
                 f.unlink(missing_ok=True)              # the shard under its own temporary name)
-        refs.clear()
+        flight.clear()
 
 
 # --------------------------------------------------------------------------- object storage
