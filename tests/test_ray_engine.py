@@ -380,3 +380,21 @@ def test_each_harness_is_augmented_by_one_actor_and_one_shard_uses_every_cpu(ray
         for item in part:
             actors_of.setdefault(harness_key(item), set()).add(w)
     assert len(actors_of) == 4 and all(len(ws) == 1 for ws in actors_of.values())
+
+
+def test_an_actor_that_cannot_set_up_is_an_error_not_a_hang(ray_local, tmp_path):
+    """A recipe the actors cannot build (checked by the driver in a real run; here given to the engine directly):
+    Ray does not start the actor again for an error of its own set-up, and the run raises with the actor's cause."""
+    from hsa.io import InputLine
+    from hsa.pipeline.executor import Progress
+    from hsa.pipeline.ray_engine import run_shards
+
+    bad = {"__version__": 1, "transform": {"transform": "no.such.transform"}}
+    (tmp_path / STATE_DIR).mkdir()
+    items = [InputLine("in.jsonl", i + 1, json.dumps({"id": f"r{i}", "messages": []}).encode(), i) for i in range(4)]
+    start = time.monotonic()
+    with pytest.raises(Exception, match="no.such.transform"):
+        run_shards(tmp_path, items, shard_size=2, seen_ids=set(), recipe_config=bad, options={}, batch_size=2,
+                   workers=1, address=None, strict=False, progress=Progress(False))
+    assert time.monotonic() - start < 120
+    assert not list(tmp_path.glob("shard-*"))
