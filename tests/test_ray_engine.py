@@ -398,3 +398,17 @@ def test_an_actor_that_cannot_set_up_is_an_error_not_a_hang(ray_local, tmp_path)
                    workers=1, address=None, strict=False, progress=Progress(False))
     assert time.monotonic() - start < 120
     assert not list(tmp_path.glob("shard-*"))
+
+
+def test_an_actor_waiting_for_a_cpu_does_not_hold_the_run_up(ray_local, tmp_path, bad_input, local_ref):
+    """On a Ray it joins, --workers 3 asks for more actors than the 2 CPUs (as for a cluster an autoscaler grows):
+    the third waits for a CPU that never comes, the run goes on with the two that are set up, writes the local
+    engine's bytes, and leaves no actor holding a CPU."""
+    start = time.monotonic()
+    augment([bad_input], tmp_path / "three", load_recipe("default"), engine="ray", workers=3, **RUN)
+    assert time.monotonic() - start < 120
+    assert _files(tmp_path / "three", state=True) == _files(local_ref, state=True)
+    deadline = time.monotonic() + 10
+    while ray_local.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ray_local.available_resources().get("CPU", 0) == 2

@@ -40,8 +40,8 @@ def augment(inputs: list[str | Path], out: str | Path, recipe: Transform, *, see
     interrupted run) and ``records_augmented`` (by this invocation).
 
     ``shard_size`` counts input records per shard. ``engine`` is ``"local"`` (a process pool of
-    ``workers``) or ``"ray"`` (Ray Data, :mod:`hsa.pipeline.ray_engine`: one task per shard on the cluster at
-    ``ray_address``, or on a local Ray of ``workers`` CPUs); both write the same bytes.
+    ``workers``) or ``"ray"`` (:mod:`hsa.pipeline.ray_engine`: one actor per CPU, each harness's lines on one, on the
+    cluster at ``ray_address``, or on a local Ray of ``workers`` CPUs); both write the same bytes.
     ``harness_pool`` is the number of harness variants of each distinct harness (0: every variant draws its
     own, as before the pool); it is recorded in the manifest and each row's slot is its ``slot`` column.
     ``strict_hooks`` rejects the records with a hook that cannot run on its own payloads (otherwise counted

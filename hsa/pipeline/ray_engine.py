@@ -8,9 +8,11 @@ inputs, recipe and seed, whatever the number of CPUs.
 
 How a run goes:
 
-1. The driver starts one augmenting actor per CPU (``--workers`` of a local Ray; each free CPU of a cluster it joins),
-   each set up once with the recipe (:func:`hsa.pipeline.executor.init_worker`): its slot plans, hook analyses and
-   compiled validators stay warm for the whole run, as in a worker process of the local engine.
+1. The driver starts one augmenting actor per CPU (``--workers`` of a local Ray; on a cluster it joins, one per CPU
+   of the cluster, or ``--workers`` where that is more: an autoscaler adds nodes for the actors that wait), each set
+   up once with the recipe (:func:`hsa.pipeline.executor.init_worker`): its slot plans, hook analyses and compiled
+   validators stay warm for the whole run, as in a worker process of the local engine. Lines go to the actors set
+   up so far (:class:`_Ready`): one waiting for a CPU never holds the run up, and takes lines once it has one.
 2. The driver reads the input once, in order. It sends each line of a shard to an actor by a key of the line's
    harness (:func:`hsa.pipeline.workers.harness_key`, :func:`~hsa.pipeline.workers.route`, as the local engine
    does): a harness keeps its actor from shard to shard, so its plans are built once, not once per CPU; a harness
@@ -95,6 +97,10 @@ class Augmenter:
 
         init_worker(recipe_config, options, modules=modules)
 
+    def ready(self) -> bool:
+        """True once set up (a call the driver waits on to know the actor can take lines)."""
+        return True
+
     def work(self, items: list[InputLine]) -> list:
         """:func:`hsa.pipeline.executor.work` of ``items`` (the lines of one shard routed here)."""
         from hsa.pipeline.executor import work
@@ -134,6 +140,37 @@ def _split(items: list[InputLine], actors: int, sticky: dict) -> list[list[Input
     for item, w in zip(items, route([harness_key(item) for item in items], actors, sticky)):
         parts[w].append(item)
     return parts
+
+
+class _Ready:
+    """The actors that have finished setting up, in the order they did (:meth:`now`): the first waited for, the
+    others for as long again and a second more, then taken as they come. An actor that waits for a CPU (a busy
+    cluster, one an autoscaler is adding) takes lines once it has one, and never holds the run up before; an actor
+    whose set-up raised raises here."""
+
+    def __init__(self, actors: list):
+        import time
+
+        import ray
+
+        self._ray = ray
+        self.up: list = []
+        self._pending = {a.ready.remote(): a for a in actors}
+        start = time.monotonic()
+        self._take(ray.wait(list(self._pending), num_returns=1)[0])
+        self._take(ray.wait(list(self._pending), num_returns=len(self._pending),
+                            timeout=time.monotonic() - start + 1.0)[0] if self._pending else [])
+
+    def _take(self, refs: list) -> None:
+        for ref in refs:
+            self._ray.get(ref)  # raises the actor's set-up error
+            self.up.append(self._pending.pop(ref))
+
+    def now(self) -> list:
+        """The actors set up by now (the list only grows: an index the routing gave a harness stays its actor)."""
+        if self._pending:
+            self._take(self._ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)[0])
+        return self.up
 
 
 def _window(actors: int, shard_size: int, batch_size: int) -> int:
@@ -217,11 +254,11 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
         first = next(shards, None)
         if first is None:
             return total
-        n = workers if started else max(1, int(ray.available_resources().get("CPU", 0)))
+        n = workers if started else max(workers, int(ray.cluster_resources().get("CPU", 0)))
         augmenter = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(Augmenter)
         actors = [augmenter.remote(recipe_config, options, modules) for _ in range(n)]
+        ready = _Ready(actors)
         shard_task = ray.remote(num_cpus=0, max_retries=-1)(_shard_task)
-        window = _window(n, shard_size, batch_size)
         sticky: dict = {}
 
         def finish() -> None:
@@ -248,9 +285,10 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
             progress.update(total)
 
         for k, group in itertools.chain([first], shards):
-            parts = [actors[w].work.remote(lines) for w, lines in enumerate(_split(list(group), n, sticky)) if lines]
+            up = ready.now()
+            parts = [up[w].work.remote(lines) for w, lines in enumerate(_split(list(group), len(up), sticky)) if lines]
             flight.append((k, parts, shard_task.remote(k, [], slot, dest, *parts)))
-            while len(flight) >= window:
+            while len(flight) >= _window(len(up), shard_size, batch_size):
                 finish()
         while flight:
             finish()
