@@ -99,6 +99,14 @@ def _c_tokenizer():
 _TOKENIZER_ITER = _c_tokenizer()
 
 
+def _names_differ(source: str) -> bool:
+    """Whether ``source`` holds a character the C tokenizer reads as part of a name and ``tokenize`` does not.
+    ``tokenize``'s names are ``\\w+`` (letters, digits, ``_``); the parser's also take the other identifier
+    characters (``℘``, combining marks, ``·``). So ``℘f"x"`` is a name and the plain literal ``"x"`` to the parser,
+    and an error token and an f-string to ``tokenize``."""
+    return any(not ch.isalnum() and ("a" + ch).isidentifier() for ch in set(source) if ch > "\x7f")
+
+
 def c_string_tokens(source: str) -> list[str] | None:
     """The STRING tokens of ``source`` by the C tokenizer, or None where they may differ from ``tokenize``'s.
 
@@ -110,7 +118,7 @@ def c_string_tokens(source: str) -> list[str] | None:
     INDENT/DEDENT balance, only DEDENTs follow the last NEWLINE, and no line after
     that NEWLINE holds more than a comment.
     """
-    if _TOKENIZER_ITER is None or _REFUSED.search(source):
+    if _TOKENIZER_ITER is None or _REFUSED.search(source) or not source.isascii() and _names_differ(source):
         return None
     try:
         with warnings.catch_warnings():  # "invalid decimal literal" (1if): tokenize says nothing

@@ -6,7 +6,7 @@ import random
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from hsa.literals import c_string_tokens, plain_literals, plain_literals_tokenize
 from hsa.renames import hook_literals
@@ -74,6 +74,7 @@ def test_broken_fixture_sources_agree_with_tokenize(fixture_records):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(JUNK + ["x = ", "'a|b'", '"c"', "def f():\n", "    return ", "\n", "(", ")"]),
                 max_size=30))
+@example(pieces=["℘", 'f"', 'f"'])  # a name to the C tokenizer, an error token and an f-string to tokenize
 def test_junk_sources_agree_with_tokenize(pieces):
     """Sources made of junk pieces give tokenize's literal set."""
     source = "".join(pieces)
