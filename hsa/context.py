@@ -1,7 +1,7 @@
 """What a process keeps while it augments, in one object: :class:`WorkerContext`.
 
-A worker (the process of a one-worker run, each process of the local engine's worker set, each augmenting actor of the Ray engine)
-holds, between one record and the next:
+A worker (the process of a one-worker run, each process of the local engine's worker set, each augmenting actor of
+the Ray engine) holds, between one record and the next:
 
 - the recipe, built once, and the run's options (set by :func:`hsa.pipeline.executor.init_worker`), among them
   whether hooks run (``exec_hooks``: ``hsa augment --no-exec-hooks`` turns it off for the run, not for the

@@ -76,18 +76,19 @@ def run_shard(k: int, items: Iterable[InputLine], seen_ids: set[int] | None = No
     position order, through :func:`augment_record`, encoded as the local engine writes them; nothing is
     written. ``seen_ids`` holds the digests of the source ids written before this shard (a repeat becomes a
     'duplicate id' reject, as in a one-process run); the shard's own ids are added to it."""
-    results = [r for batch in batches(items, batch_size) for r in work(batch)]
+    results = (r for batch in batches(items, batch_size) for r in work(batch))
     return assemble_shard(k, results, seen_ids, slot=current().options.get("harness_pool", 0) > 0)
 
 
 def assemble_shard(k: int, results: Iterable[tuple[int, Result, list[tuple]]], seen_ids: set[int] | None = None, *,
                    slot: bool = False) -> ShardOutput:
-    """Shard ``k`` from what :func:`work` gave for its items, in any order and from any number of processes: the
-    results taken in position order, the Arrow shard, its rejects and completion record (``seen_ids`` as for
-    :func:`run_shard`); ``slot``: the run's rows carry their pool slot (``harness_pool`` > 0)."""
+    """Shard ``k`` from what :func:`work` gave for its items, taken in position order (results of several processes
+    merged by position first, as :mod:`hsa.pipeline.ray_engine` does): the Arrow shard, its rejects and completion
+    record (``seen_ids`` as for :func:`run_shard`); ``slot``: the run's rows carry their pool slot (``harness_pool``
+    > 0)."""
     shard = ShardWriter(None, k, slot=slot)
     seen = set() if seen_ids is None else seen_ids
-    for _, res, encoded in sorted(results, key=lambda r: r[0]):
+    for _, res, encoded in results:
         shard.add(res, encoded, seen)
     done, rejects = shard.close()
     return ShardOutput(k, shard.file.data, rejects, done)

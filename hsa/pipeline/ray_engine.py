@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import heapq
 import itertools
 import json
 import logging
@@ -128,7 +129,7 @@ def _shard_task(k: int, seen: list[int], slot: bool, dest: str, *parts: list) ->
     ``dest``; its completion record and rejects back. ``seen``: digests of ids written by earlier shards."""
     from hsa.pipeline.executor import assemble_shard
 
-    res = assemble_shard(k, itertools.chain.from_iterable(parts), set(seen), slot=slot)
+    res = assemble_shard(k, heapq.merge(*parts, key=lambda r: r[0]), set(seen), slot=slot)  # each part in input order
     _write_shard(dest, k, res.data)
     return res.done, res.rejects
 
