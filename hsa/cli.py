@@ -603,9 +603,11 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
         a.add_argument("--world-size", type=int, default=1,
                        help="number of parts; each rank writes the shards k with k %% W == R, then 'hsa merge' joins them")
         a.add_argument("--engine", choices=["local", "ray"], default="local",
-                       help="local: --workers processes on this machine, each harness's records on one (default); ray: one Ray Data task per "
-                            "shard, on the cluster at --ray-address or RAY_ADDRESS, else on a local Ray of --workers "
-                            "CPUs (pip install 'hsa[ray]'); both write the same bytes")
+                       help="local: --workers processes on this machine, each harness's records on one "
+                            "(default); ray: one Ray actor per CPU, each harness's records on one, on the cluster at "
+                            "--ray-address or RAY_ADDRESS (one per CPU of the cluster, or --workers where that is "
+                            "more), else on a local Ray of --workers CPUs (pip install 'hsa[ray]'); both write the "
+                            "same bytes")
         a.add_argument("--ray-address", metavar="ADDR",
                        help="with --engine ray: the cluster to join (e.g. ray://head:10001 or auto); default RAY_ADDRESS")
         a.add_argument("--quiet", action="store_true", help="no progress and no summary")
