@@ -296,16 +296,14 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
         progress.update(total, force=True)
         return total
     finally:
-        if flight:  # a stop part-way (--strict, an error, Ctrl-C): the shards in flight are not written after this
-            for _, parts, _ in flight:
-                for part in parts:
-                    ray.cancel(part)
-            refs = [ref for _, _, ref in flight]
-            for ref in refs:
-                ray.cancel(ref, force=True)
-            ray.wait(refs, num_returns=len(refs), timeout=30)
         for actor in actors:  # they hold a CPU each, on a cluster that outlives this run too
             ray.kill(actor)
+        if flight:  # a stop part-way (--strict, an error, Ctrl-C): the work of the killed actors fails, and with it
+            # the shard tasks that wait for it; a shard task already writing ends before its shard is removed below.
+            # (Not ray.cancel: cancelling a task whose arguments Ray is resolving crashed the driver, Ray 2.60's
+            # reference_counter.cc "submitted_task_ref_count > 0".)
+            refs = [ref for _, _, ref in flight]
+            ray.wait(refs, num_returns=len(refs), timeout=30)
         if started:
             ray.shutdown()
         if not remote:
