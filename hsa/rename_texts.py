@@ -156,7 +156,7 @@ class SchemaReads:
     def leaves(self, schema: Any) -> list[str]:
         entry = self._entry(schema)
         if entry[1] is None:
-            entry[1] = _leaves(schema)
+            entry[1] = [p[-1] for p in param_paths(schema)]  # the last key of every declared parameter path
         return entry[1]
 
     def strings(self, schema: Any) -> frozenset[str]:
@@ -173,11 +173,6 @@ class SchemaReads:
         return entry[3]
 
 
-def _leaves(schema: Any) -> list[str]:
-    """The last key of every declared parameter path of ``schema``."""
-    return [p[-1] for p in param_paths(schema)]
-
-
 def param_mentions(record: Record, idx: int, renames: dict[tuple, str],
                    also: dict[str, str] | None = None, reads: SchemaReads | None = None) -> dict:
     """The ``mentions`` of a rename of the parameters of ``record["tools"][idx]``: ``own``, the names that every
@@ -187,8 +182,8 @@ def param_mentions(record: Record, idx: int, renames: dict[tuple, str],
     plain word that a schema holds as a string value (a quoted 'content' may be an enum value) is in neither.
     ``reads``: the schemas' leaves and values, kept across the renames of one transform."""
     tools = record["tools"]
-    leaves_of = _leaves if reads is None else reads.leaves
-    leaves = leaves_of(tools[idx]["parameters"])
+    reads = SchemaReads() if reads is None else reads
+    leaves = reads.leaves(tools[idx]["parameters"])
     news: dict[str, set[str]] = {}
     for p, n in renames.items():
         news.setdefault(p[-1], set()).add(n)
@@ -196,11 +191,10 @@ def param_mentions(record: Record, idx: int, renames: dict[tuple, str],
            if len(v) == 1 and leaves.count(k) == sum(1 for p in renames if p[-1] == k)}
     if not own:
         return {}
-    values = tools_schema_strings(tools) if reads is None else \
-        frozenset().union(*(reads.strings(t["parameters"]) for t in tools))
+    values = frozenset().union(*(reads.strings(t["parameters"]) for t in tools))
     own = {k: v for k, v in own.items() if is_identifier_like(k) or k not in values}
     also = also or {}
-    others = {leaf for i, t in enumerate(tools) if i != idx for leaf in leaves_of(t["parameters"])}
+    others = {leaf for i, t in enumerate(tools) if i != idx for leaf in reads.leaves(t["parameters"])}
     names = {t["name"] for t in tools} | {s["name"] for s in record.get("skills") or ()}
     everywhere = {k: v for k, v in own.items() if k not in names and (k not in others or also.get(k) == v)}
     return {k: v for k, v in (("own", own), ("all", everywhere)) if v}
