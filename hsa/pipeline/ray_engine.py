@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from hsa.io import InputLine, is_uri
-from hsa.pipeline.executor import Progress
+from hsa.pipeline.executor import Progress, assemble_shard, init_worker, work
 from hsa.pipeline.record import Stats
 from hsa.pipeline.shards import STATE_DIR, AugmentError, id_digest, mark_done, shard_name, strict_message
 from hsa.pipeline.workers import harness_key, route
@@ -94,8 +94,6 @@ class Augmenter:
     options, its :class:`hsa.context.WorkerContext` (slot plans, caches) kept from one call to the next."""
 
     def __init__(self, recipe_config: dict, options: dict, modules: tuple[str, ...] = ()):
-        from hsa.pipeline.executor import init_worker
-
         init_worker(recipe_config, options, modules=modules)
 
     def ready(self) -> bool:
@@ -104,8 +102,6 @@ class Augmenter:
 
     def work(self, items: list[InputLine]) -> list:
         """:func:`hsa.pipeline.executor.work` of ``items`` (the lines of one shard routed here)."""
-        from hsa.pipeline.executor import work
-
         return work(items)
 
 
@@ -127,8 +123,6 @@ def _write_shard(dest: str, k: int, data: bytes) -> None:
 def _shard_task(k: int, seen: list[int], slot: bool, dest: str, *parts: list) -> tuple[dict, str]:
     """Shard ``k`` put together from the actors' results (``parts``: Ray passes them resolved) and written under
     ``dest``; its completion record and rejects back. ``seen``: digests of ids written by earlier shards."""
-    from hsa.pipeline.executor import assemble_shard
-
     res = assemble_shard(k, heapq.merge(*parts, key=lambda r: r[0]), set(seen), slot=slot)  # each part in input order
     _write_shard(dest, k, res.data)
     return res.done, res.rejects
@@ -266,9 +260,11 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
             nonlocal total
             k, parts, ref = flight[0]  # taken off once marked: a shard that stops the run is cleaned up below
             done, rejects = ray.get(ref)
-            taken = {d for d in map(id_digest, done["ids"]) if d in seen_ids}
+            digests = [id_digest(x) for x in done["ids"]]
+            taken = {d for d in digests if d in seen_ids}
             if taken:  # ids written by an earlier shard: put together again as a one-process run sees it
                 done, rejects = ray.get(shard_task.remote(k, sorted(taken), slot, dest, *parts))
+                digests = [id_digest(x) for x in done["ids"]]
             stats = Stats.from_json(done["stats"])
             if strict and stats.rejected:
                 raise AugmentError(strict_message([json.loads(line) for line in rejects.splitlines()]))
@@ -276,7 +272,7 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
                 raise AugmentError(f"{out / shard_name(k)} was written on another machine of the cluster, "
                                    "where this folder is a different one: on several machines give --out on "
                                    "object storage (s3://..., gs://...) or on a filesystem every node mounts")
-            seen_ids.update(map(id_digest, done["ids"]))
+            seen_ids.update(digests)
             mark_done(out, k, done, rejects)
             if upload:
                 upload(out / STATE_DIR / f"shard-{k:05d}.rejects.jsonl")
