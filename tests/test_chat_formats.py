@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from hsa.chat_formats import convert, convert_messages
+from hsa.formats import convert, convert_messages
 from hsa.records import RecordError, normalize
 from hsa.invariants import check_record
 
