@@ -239,7 +239,8 @@ def parse_skill_tool(value: Any) -> dict[str, str]:
             "argument": value.get("argument", DEFAULT_SKILL_TOOL["argument"])}
 
 
-def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None = None, loaded: bool = False) -> Record:
+def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None = None, loaded: bool = False,
+              shared: bool = False) -> Record:
     """Read one input object into the internal form, or raise :class:`RecordError`.
 
     Checks the structure against the shipped JSON Schema, parses string arguments
@@ -249,12 +250,13 @@ def normalize(raw: Any, *, default_id: str | None = None, harness: dict | None =
     :func:`read_harness_file`, ``--tools FILE``) supplies the harness of a row without one
     (:func:`supply_harness`). ``loaded``: ``raw`` is what a JSON parser made (dicts, lists, strings, numbers,
     booleans and None only), so its tools are looked up by their JSON bytes (:func:`normalize_tool`); the record
-    is the same either way.
+    is the same either way. ``shared`` (with ``loaded``): the record's tool list may be one object with other
+    records' that have the same tools (:func:`hsa.tool_dialects.normalize_tools`): read only.
     """
     if not isinstance(raw, dict):
         raise RecordError("not an object", f"expected a JSON object, got {type(raw).__name__}")
     try:
-        return _normalize(raw, default_id, harness, loaded=loaded)
+        return _normalize(raw, default_id, harness, loaded=loaded, shared=shared)
     except RecordError:
         raise
     except Exception as exc:  # a layout the readers do not foresee must cost one reject, never the run
@@ -377,7 +379,8 @@ def converted_layouts(notes: list[str]) -> list[str]:
     return list(dict.fromkeys(n.split(":", 1)[0] for n in notes if n.startswith("converted ")))
 
 
-def _normalize(raw: dict, default_id: str | None, harness: dict | None = None, *, loaded: bool = False) -> Record:
+def _normalize(raw: dict, default_id: str | None, harness: dict | None = None, *, loaded: bool = False,
+               shared: bool = False) -> Record:
     raw = to_messages_layout(raw)
     if harness:
         raw = supply_harness(raw, harness)
@@ -396,7 +399,7 @@ def _normalize(raw: dict, default_id: str | None, harness: dict | None = None, *
         at = "/".join(str(p) for p in e.absolute_path) or "(top level)"
         raise RecordError("schema", f"at {at}: {e.message}")
 
-    tools = normalize_tools(raw["tools"], notes, loaded=loaded)
+    tools = normalize_tools(raw["tools"], notes, loaded=loaded, shared=shared)
     messages: list[Message] = []
     for mi, m in enumerate(raw["messages"]):
         msg = dict(m)

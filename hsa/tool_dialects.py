@@ -414,10 +414,16 @@ def _tool_entry(raw: Any, i: int, loaded: bool) -> tuple:
     return hit
 
 
-def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> list[Tool]:
+def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False, shared: bool = False) -> list[Tool]:
     """``[normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raws)]``, the whole list looked up at
     once where ``loaded`` (``raws`` is what a JSON parser made: its JSON bytes, or its repr where they hold a null,
-    tell apart every pair of lists that differ). A hit is the read list afresh, and its notes."""
+    tell apart every pair of lists that differ). A hit is the read list afresh, and its notes.
+
+    ``shared`` (with ``loaded``): a hit is one list for every record that has these tools, read only, instead of a
+    fresh one parsed from the entry's bytes (on records of a shared harness that parse was about 40% of reading a
+    record). For the pipeline's source records, which nothing modifies (a transform's ``apply`` is pure, and the
+    variants of a record all start from it); a record whose tools are rewritten in place (the undo of a record read
+    back) must not take them."""
     if not loaded:
         return [normalize_tool(t, i, notes) for i, t in enumerate(raws)]
     exact = _cache.exact_key(raws)
@@ -434,7 +440,26 @@ def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False) -> li
             size = 3 * len(repr(data))
         hit = _TOOLS.put(key, (data, added), len(key) + size + sum(len(n) + 50 for n in added) + 150)
     notes.extend(hit[1])
+    if shared and isinstance(hit[0], bytes):
+        one = _TOOLS.get(("shared", key))
+        if one is None:  # parsed once; counted like its bytes three times over (a parsed list is that much bigger)
+            one = _TOOLS.put(("shared", key), _orjson.loads(hit[0]), len(key) + 3 * len(hit[0]) + 150)
+            _TOOLS.put(("written", id(one)), [one, None], 5 * len(hit[0]) + 150)  # holds it: the id stays its own
+        return one
     return _orjson.loads(hit[0]) if isinstance(hit[0], bytes) else _json.copy(hit[0])
+
+
+def written_tools(tools: list[Tool]) -> tuple[list[dict], str] | None:
+    """``[denormalize_tool(t) for t in tools]`` and its JSON (:func:`hsa._json.dumps`, as a row is encoded), made
+    once for a tool list that :func:`normalize_tools` shares (``shared``) and kept with it, read only; None for any
+    other list."""
+    entry = _TOOLS.get(("written", id(tools)))
+    if entry is None or entry[0] is not tools:
+        return None
+    if entry[1] is None:
+        written = [denormalize_tool(t) for t in tools]
+        entry[1] = (written, _json.dumps(written))
+    return entry[1]
 
 
 def _frozen(tool: Tool, loaded: bool = False) -> bytes | None:

@@ -20,6 +20,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
+# Every record augmented in the suite (in this process, in the commands a test starts, in their workers) checks that
+# making its variants left the source record as it was read (hsa.pipeline.record.CHECK_SOURCES): a source's tools
+# are shared, read only, with the other records of the same tools. Set before hsa.pipeline.record is imported.
+os.environ.setdefault("HSA_CHECK_SOURCES", "1")
+
 # The built-in families register through the entry-point group hsa.transforms of an installed hsa. The suite also
 # runs from a checkout whose environment holds another checkout's install (or one older than the group), so it
 # loads them itself; tests/test_entry_points.py checks the entry-point path in fresh interpreters.

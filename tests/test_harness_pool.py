@@ -320,3 +320,58 @@ def test_a_leaf_that_makes_mapping_steps_has_their_harness_work_done_once_per_sl
 def _with_an_apply(base: type, name: str) -> type:
     """``base`` (a transform class) with a plain ``apply`` of its own too, named ``name``: what register refuses."""
     return type("Both", (base,), {"name": name, "apply": lambda self, record, params: record})
+
+
+def test_source_records_of_the_same_tools_share_one_tool_list_and_records_read_back_do_not():
+    """The pipeline reads a source's tools once per tool list (``normalize(shared=True)``: one list, read only, for
+    every record with those tools); a record read back (whose undo rewrites its tools in place) gets its own."""
+    from hsa import cache
+    from hsa.records import read_row
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.",
+                                               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+    rows = [{"id": f"r{i}", "tools": tools, "messages": [{"role": "user", "content": f"hi {i}"}]} for i in range(3)]
+    cache.clear()
+    loaded = [json.loads(json.dumps(r)) for r in rows]  # what a JSON parser made, as the pipeline reads a line
+    shared = [normalize(r, loaded=True, shared=True) for r in loaded]
+    assert shared[0]["tools"] is shared[1]["tools"] is shared[2]["tools"]
+    assert shared[0]["tools"] == normalize(rows[0])["tools"]  # the same tools as a record read on its own
+    fresh = [normalize(r, loaded=True) for r in loaded[:2]] + [read_row(json.dumps(rows[0])) for _ in range(2)]
+    assert len({id(r["tools"]) for r in fresh} | {id(shared[0]["tools"])}) == 5
+    assert all(r["tools"] == shared[0]["tools"] for r in fresh)
+
+
+def test_a_transform_that_modifies_its_source_stops_the_record(monkeypatch):
+    """With HSA_CHECK_SOURCES (the suite sets it), a transform whose apply changes the record it is given (here the
+    shared tool list) is an error, not other variants and records changed behind their back."""
+    import dataclasses
+    from typing import ClassVar
+
+    from hsa.pipeline import record as record_module
+    from hsa.transform import Transform
+
+    assert record_module.CHECK_SOURCES  # tests/conftest.py sets HSA_CHECK_SOURCES=1
+
+    @dataclasses.dataclass(frozen=True)
+    class Vandal(Transform):
+        name: ClassVar[str] = "tool.test_vandal"
+        family: ClassVar[str] = "tool"
+
+        def sample(self, record, rng):
+            return {}
+
+        def apply(self, record, params):
+            record["tools"][0]["description"] = "changed in place"  # modifies its input: not allowed
+            return {**record, "tools": [dict(t) for t in record["tools"]]}
+
+    rec = {"id": "v", "tools": [{"type": "function", "function": {"name": "f", "description": "d",
+                                                                   "parameters": {"type": "object"}}}],
+           "messages": [{"role": "user", "content": "x"}]}
+    with pytest.raises(AssertionError, match="a transform's apply must not modify its input"):
+        augment_record(_line(rec), Vandal(), seed=0, variants=1, keep_original=False, harness_pool=0)
+    monkeypatch.setattr(record_module, "CHECK_SOURCES", False)
+    res = augment_record(_line(rec), Vandal(), seed=0, variants=1, keep_original=False, harness_pool=0)
+    assert res.rows  # unchecked, the change goes through
+    from hsa import cache
+
+    cache.clear()  # the shared list it changed is not left for later tests

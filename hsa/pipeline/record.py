@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import random
 from collections import Counter
 from typing import Any
@@ -19,7 +20,7 @@ from hsa import _json
 from hsa.io import InputLine, parse_line
 from hsa.mapping import Mapping
 from hsa.records import UNREAD_CALL_NOTE, Record, RecordError, converted_layouts, denormalize, normalize
-from hsa.tool_dialects import denormalize_tool
+from hsa.tool_dialects import denormalize_tool, written_tools
 from hsa.context import current
 from hsa.plans import SlotPlan, held
 from hsa.transform import Answers, Sequence, SlotRng, Transform, config_key, run
@@ -28,6 +29,13 @@ from hsa.violations import details
 
 __all__ = ["rng_for", "slot_for", "harness_digest", "slot_rng", "DEFAULT_HARNESS_POOL", "Stats", "Result",
            "source_row", "CALL_ARGUMENTS", "augment_record", "canonicalize_record"]
+
+
+#: ``HSA_CHECK_SOURCES=1`` (the test suite sets it): :func:`augment_record` checks that making a record's variants
+#: left the source record as it was read, byte for byte. Every variant starts from the one source object, and a
+#: source's tool list is one object with every other record's of the same tools (read only: ``normalize(shared=)``),
+#: so a transform that modified its input would change other variants and other records.
+CHECK_SOURCES = os.environ.get("HSA_CHECK_SOURCES") == "1"
 
 
 def rng_for(seed: int, record_id: str, variant: int) -> random.Random:
@@ -237,6 +245,17 @@ def _row_tools(plan: SlotPlan | None, variant: Record, source: Record, encoded: 
     return hit[0]
 
 
+def _source_row_tools(source: Record, encoded: dict) -> list[dict] | None:
+    """The source's tools as its row writes them, with their JSON, put in ``encoded`` (:attr:`Result.encoded`): made
+    once for every record that shares the source's tool list (:func:`hsa.tool_dialects.written_tools`), read only;
+    None where the source's tools are its own (written afresh)."""
+    hit = written_tools(source["tools"])
+    if hit is not None:
+        encoded[id(hit[0])] = hit
+        return hit[0]
+    return None
+
+
 _KNOWN = {"id", "source_id", "variant", "messages", "tools", "skills", "skill_tool", "prompt", "hooks",
           "hook_events", "meta", "transforms", "mapping", "notes"}
 
@@ -272,7 +291,8 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     stats = Stats(input_records=1)
     try:
         raw = parse_line(item)
-        source = normalize(raw, harness=harness, loaded=isinstance(item.data, (bytes, bytearray)))
+        loaded = isinstance(item.data, (bytes, bytearray))
+        source = normalize(raw, harness=harness, loaded=loaded, shared=loaded)  # tools shared: the source is read only
         if call_arguments != "keep":
             source["_fmt"]["args"] = call_arguments
     except RecordError as exc:
@@ -300,12 +320,14 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             detail = "; ".join(f"{n!r}: {w}" for n, w in stuck.items())
             return Result([], [_reject(item, "hook not replayed", detail[:1000], source["id"])], stats)
     marks = [f"{NOT_REPLAYED_NOTE}{n!r}: {w}" for n, w in stuck.items()] if stuck else []
+    before = _json.dumps(source) if CHECK_SOURCES else None
     rows: list[dict] = []
+    encoded: dict = {}  # Result.encoded
     fired: set[str] = set()  # the transforms any written variant of this record applied
     rejects: list[dict] = []
     unchanged = None
     if keep_original:
-        first = source_row(source, 0, [])
+        first = source_row(source, 0, [], _source_row_tools(source, encoded))
         if not source["transforms"]:  # written like an unchanged variant's row but for its id and variant
             unchanged = first
         rows.append(_marked(dict(first), marks))
@@ -319,7 +341,6 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     plans = ctx.plans if digest is not None else None
     met = plans is not None and plans.holds_harness(digest)  # an earlier record had this harness: keep its work
     answers = Answers()  # what this record and the records made from it answered the samplers (every variant)
-    encoded: dict = {}  # Result.encoded
     for k in range(1, variants + 1):
         if harness_pool:
             slot = order[(k - 1) % harness_pool]  # slot_for(seed, source["id"], k, harness_pool)
@@ -375,13 +396,16 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
             stats.task_changing_variants += 1
         if variant is source and not applied:  # the source's row under this variant's id: denormalised once
             if unchanged is None:
-                unchanged = source_row(source, k, [])
+                unchanged = source_row(source, k, [], _source_row_tools(source, encoded))
             row = {**unchanged, "id": f"{source['id']}/{k}", "variant": k}
         else:
             row = source_row(variant, k, [a.to_json() for a in applied], _row_tools(keeping, variant, source, encoded))
         rows.append(_marked(row, marks))
         if harness_pool:
             rows[-1]["slot"] = slot
+    if before is not None and _json.dumps(source) != before:
+        raise AssertionError(f"record {source['id']!r}: the source record changed while its variants were made; "
+                             "a transform's apply must not modify its input (HSA_CHECK_SOURCES)")
     stats.sources_applied.update(fired)
     if rows:
         stats.sources_written = 1
