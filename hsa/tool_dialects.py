@@ -421,14 +421,16 @@ def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False, share
 
     ``shared`` (with ``loaded``): a hit is one list for every record that has these tools, read only, instead of a
     fresh one parsed from the entry's bytes (on records of a shared harness that parse was about 40% of reading a
-    record). For the pipeline's source records, which nothing modifies (a transform's ``apply`` is pure, and the
-    variants of a record all start from it); a record whose tools are rewritten in place (the undo of a record read
-    back) must not take them."""
+    record); the first sighting of a list stays its record's own, so records that each have their own tools (the
+    public layouts) keep nothing more. For the pipeline's source records, which nothing modifies (a transform's
+    ``apply`` is pure, and the variants of a record all start from it); a record whose tools are rewritten in place
+    (the undo of a record read back) must not take them."""
     if not loaded:
         return [normalize_tool(t, i, notes) for i, t in enumerate(raws)]
     exact = _cache.exact_key(raws)
     key = exact if isinstance(exact, bytes) else b"r" + exact.encode("utf-8", "surrogatepass")
     hit = _TOOLS.get(key)  # a whole list: the rows of a shared harness repeat it (one look-up, not one a tool)
+    seen = hit is not None
     if hit is None:
         entries = [_tool_entry(t, i, True) for i, t in enumerate(raws)]
         added = tuple(n for e in entries for n in e[1])
@@ -440,7 +442,7 @@ def normalize_tools(raws: list, notes: list[str], *, loaded: bool = False, share
             size = 3 * len(repr(data))
         hit = _TOOLS.put(key, (data, added), len(key) + size + sum(len(n) + 50 for n in added) + 150)
     notes.extend(hit[1])
-    if shared and isinstance(hit[0], bytes):
+    if shared and seen and isinstance(hit[0], bytes):
         one = _TOOLS.get(("shared", key))
         if one is None:  # parsed once; counted like its bytes three times over (a parsed list is that much bigger)
             one = _TOOLS.put(("shared", key), _orjson.loads(hit[0]), len(key) + 3 * len(hit[0]) + 150)

@@ -324,7 +324,8 @@ def _with_an_apply(base: type, name: str) -> type:
 
 def test_source_records_of_the_same_tools_share_one_tool_list_and_records_read_back_do_not():
     """The pipeline reads a source's tools once per tool list (``normalize(shared=True)``: one list, read only, for
-    every record with those tools); a record read back (whose undo rewrites its tools in place) gets its own."""
+    the records with those tools after the first, whose list stays its own: a record with tools of its own keeps
+    nothing more); a record read back (whose undo rewrites its tools in place) gets its own."""
     from hsa import cache
     from hsa.records import read_row
 
@@ -334,11 +335,11 @@ def test_source_records_of_the_same_tools_share_one_tool_list_and_records_read_b
     cache.clear()
     loaded = [json.loads(json.dumps(r)) for r in rows]  # what a JSON parser made, as the pipeline reads a line
     shared = [normalize(r, loaded=True, shared=True) for r in loaded]
-    assert shared[0]["tools"] is shared[1]["tools"] is shared[2]["tools"]
-    assert shared[0]["tools"] == normalize(rows[0])["tools"]  # the same tools as a record read on its own
+    assert shared[1]["tools"] is shared[2]["tools"] and shared[0]["tools"] is not shared[1]["tools"]
+    assert shared[0]["tools"] == shared[1]["tools"] == normalize(rows[0])["tools"]  # as a record read on its own
     fresh = [normalize(r, loaded=True) for r in loaded[:2]] + [read_row(json.dumps(rows[0])) for _ in range(2)]
-    assert len({id(r["tools"]) for r in fresh} | {id(shared[0]["tools"])}) == 5
-    assert all(r["tools"] == shared[0]["tools"] for r in fresh)
+    assert len({id(r["tools"]) for r in fresh} | {id(shared[1]["tools"])}) == 5
+    assert all(r["tools"] == shared[1]["tools"] for r in fresh)
 
 
 def test_a_transform_that_modifies_its_source_stops_the_record(monkeypatch):
