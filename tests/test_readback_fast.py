@@ -422,7 +422,7 @@ def test_odd_rows_augment_as_with_every_shortcut_and_cache_off(monkeypatch, pool
     assert sum(len(rows) for rows, _, _ in fast) > len(lines)  # variants were written
     with monkeypatch.context() as m:
         m.setattr(td, "_standard_copy", lambda schema: None)
-        m.setattr(td, "normalize_tools", lambda raws, notes, loaded=False: [
+        m.setattr(td, "normalize_tools", lambda raws, notes, loaded=False, shared=False: [  # a list of its own
             td.normalize_tool(t, i, notes, loaded=loaded) for i, t in enumerate(raws)])
         m.setattr("hsa.records.normalize_tools", td.normalize_tools)
         m.setattr(td, "_frozen", _plain_frozen)
