@@ -83,3 +83,23 @@ def test_a_tool_only_run_imports_neither_pandas_nor_libcst(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "False", "False"]
     assert list((tmp_path / "out").glob("*.arrow"))
+
+
+@pytest.mark.parametrize("given", [None, "3"])
+def test_a_data_path_command_loads_numpy_with_one_blas_thread_unless_told(tmp_path, given):
+    """``hsa augment`` sets ``OPENBLAS_NUM_THREADS=1`` before numpy loads (through pyarrow), so OpenBLAS does not
+    start a thread for each CPU in a process that does no linear algebra; a value in the environment is kept."""
+    import os
+
+    data = tmp_path / "in.jsonl"
+    data.write_text(json.dumps({"id": "r1", "messages": [{"role": "user", "content": "Hi."},
+                                                          {"role": "assistant", "content": "Hello."}]}) + "\n")
+    code = ("import os, sys\nfrom hsa.cli import main\n"
+            f"rc = main(['augment', {str(data)!r}, '--out', {str(tmp_path / 'out')!r}, '--quiet', '--workers', '1'])\n"
+            "print(rc, 'numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}  # the suite's workers set it
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "True", given or "1"]
