@@ -333,10 +333,10 @@ def _shared_harness_input(path: Path, records: int, harnesses: int) -> Path:
 
 
 def test_a_shards_lines_go_to_actors_by_harness_and_a_harness_keeps_its_actor():
-    """_split: every line once, each actor's lines in input order, a harness on one actor from shard to shard."""
+    """split, as the Ray driver calls it: every line once, each actor's lines in input order, a harness on one
+    actor from shard to shard."""
     from hsa.io import InputLine
-    from hsa.pipeline.ray_engine import _split
-    from hsa.pipeline.workers import harness_key
+    from hsa.pipeline.workers import harness_key, split
 
     tools = [[{"type": "function", "function": {"name": f"t{h}", "parameters": {"type": "object"}}}]
              for h in range(4)]
@@ -345,7 +345,7 @@ def test_a_shards_lines_go_to_actors_by_harness_and_a_harness_keeps_its_actor():
     sticky: dict = {}
     actor_of: dict = {}
     for start in range(0, 48, 12):  # four shards of 12 lines
-        parts = _split(lines[start:start + 12], 2, sticky)
+        parts = split(lines[start:start + 12], 2, sticky)
         assert sorted(x.pos for part in parts for x in part) == list(range(start, start + 12))
         for w, part in enumerate(parts):
             assert [x.pos for x in part] == sorted(x.pos for x in part)
@@ -362,14 +362,14 @@ def test_each_harness_is_augmented_by_one_actor_and_one_shard_uses_every_cpu(ray
     from hsa.pipeline.workers import harness_key
 
     inp = _shared_harness_input(tmp_path / "shared.jsonl", 24, 4)
-    sent: list[list] = []  # what each call of _split gave the actors
+    sent: list[list] = []  # what each call of split gave the actors
 
     def recording(items, actors, sticky):
         sent.append(split(items, actors, sticky))
         return sent[-1]
 
-    split = ray_engine._split
-    monkeypatch.setattr(ray_engine, "_split", recording)
+    split = ray_engine.split
+    monkeypatch.setattr(ray_engine, "split", recording)
     run = {"variants": 2, "shard_size": 1000}
     augment([inp], tmp_path / "ray", load_recipe("default"), engine="ray", **run)
     augment([inp], tmp_path / "local", load_recipe("default"), **run)

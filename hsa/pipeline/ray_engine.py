@@ -53,7 +53,7 @@ from hsa.io import InputLine, is_uri
 from hsa.pipeline.executor import Progress, assemble_shard, init_worker, work
 from hsa.pipeline.record import Stats
 from hsa.pipeline.shards import STATE_DIR, AugmentError, id_digest, mark_done, shard_name, strict_message
-from hsa.pipeline.workers import harness_key, route
+from hsa.pipeline.workers import split
 
 __all__ = ["INSTALL", "require_ray", "is_remote", "run_shards", "augment_remote"]
 
@@ -126,15 +126,6 @@ def _shard_task(k: int, seen: list[int], slot: bool, dest: str, *parts: list) ->
     res = assemble_shard(k, heapq.merge(*parts, key=lambda r: r[0]), set(seen), slot=slot)  # each part in input order
     _write_shard(dest, k, res.data)
     return res.done, res.rejects
-
-
-def _split(items: list[InputLine], actors: int, sticky: dict) -> list[list[InputLine]]:
-    """The lines of one shard, by the actor that takes them (routed by harness: :func:`hsa.pipeline.workers.route`,
-    ``sticky`` kept across shards); each actor's lines in input order."""
-    parts: list[list[InputLine]] = [[] for _ in range(actors)]
-    for item, w in zip(items, route([harness_key(item) for item in items], actors, sticky)):
-        parts[w].append(item)
-    return parts
 
 
 class _Ready:
@@ -283,7 +274,7 @@ def run_shards(out: Path, items: Iterable[InputLine], *, shard_size: int, seen_i
 
         for k, group in itertools.chain([first], shards):
             up = ready.now()
-            parts = [up[w].work.remote(lines) for w, lines in enumerate(_split(list(group), len(up), sticky)) if lines]
+            parts = [up[w].work.remote(lines) for w, lines in enumerate(split(list(group), len(up), sticky)) if lines]
             flight.append((k, parts, shard_task.remote(k, [], slot, dest, *parts)))
             while len(flight) >= _window(len(up), shard_size, batch_size):
                 finish()

@@ -36,7 +36,7 @@ from typing import Any
 from hsa.context import GC_THRESHOLDS
 from hsa.io import InputLine
 
-__all__ = ["WorkerSet", "WorkerError", "AugmentJob", "CanonicalizeJob", "harness_key", "route", "route_by_hash",
+__all__ = ["WorkerSet", "WorkerError", "AugmentJob", "CanonicalizeJob", "harness_key", "route", "split", "route_by_hash",
            "source_key", "process_context"]
 
 #: The raw keys of a record's harness that :func:`harness_key` reads (the prompt's structure, which
@@ -91,6 +91,16 @@ def route(keys: list[bytes | None], workers: int, sticky: dict, *, slack: float 
         load[w] += 1
         out.append(w)
     return out
+
+
+def split(items: list, workers: int, sticky: dict, *, key: Callable = harness_key, by: Callable = route) -> list[list]:
+    """``items`` by the worker that takes each (``by`` of their ``key``\ s: :func:`route`, ``sticky`` kept across
+    chunks), each worker's items in input order: what the local engine's worker set and the Ray engine's driver
+    send each worker or actor."""
+    per: list[list] = [[] for _ in range(workers)]
+    for item, w in zip(items, by([key(item) for item in items], workers, sticky)):
+        per[w].append(item)
+    return per
 
 
 def route_by_hash(keys: list[bytes | None], workers: int, sticky: dict | None = None) -> list[int]:
@@ -346,10 +356,7 @@ class WorkerSet:
         self._end()
 
     def _dispatch(self, lines: list, jid: int) -> int:
-        workers = self.job.route([self.job.key(x) for x in lines], len(self.procs), self.sticky)
-        per: list[list] = [[] for _ in self.procs]
-        for x, w in zip(lines, workers):
-            per[w].append(x)
+        per = split(lines, len(self.procs), self.sticky, key=self.job.key, by=self.job.route)
         for w, mine in enumerate(per):
             self.routed[w] += len(mine)
             for i in range(0, len(mine), self.batch_size):
