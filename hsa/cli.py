@@ -18,7 +18,8 @@ def _die(msg: str, code: int = 2) -> int:
 
 
 def _one_blas_thread() -> None:
-    """One OpenBLAS thread for a data-path command, unless the environment names a number.
+    """One OpenBLAS thread for a data-path command (``augment``, ``canonicalize``, ``validate``: :func:`main` calls
+    it), unless the environment names a number.
 
     The data path does no linear algebra, but pyarrow imports numpy, and numpy's OpenBLAS starts a thread for each
     CPU when it loads, which spin for a while: 0.1 s of CPU of the 0.47 s a one-record ``hsa augment`` took on 2
@@ -33,7 +34,6 @@ def _one_blas_thread() -> None:
 
 
 def cmd_augment(args: argparse.Namespace) -> int:
-    _one_blas_thread()
     from hsa.pipeline import AugmentError, augment
     from hsa.recipes import hold_out, load_recipe
 
@@ -333,7 +333,6 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
 
 
 def cmd_canonicalize(args: argparse.Namespace) -> int:
-    _one_blas_thread()
     from hsa.context import collecting_less
     from hsa.io import read_records
     from hsa.records import RecordError
@@ -396,7 +395,6 @@ def cmd_canonicalize(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    _one_blas_thread()
     from hsa.records import RecordError, read_harness_file
     from hsa.validate import validate_path
 
@@ -820,6 +818,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.func in (cmd_augment, cmd_canonicalize, cmd_validate):  # the data path: before numpy loads
+        _one_blas_thread()
     from hsa.io import JSONArrayError
 
     import transforms  # noqa: F401  (the built-in families, whatever entry points this install declares)
