@@ -94,7 +94,7 @@ def route(keys: list[bytes | None], workers: int, sticky: dict, *, slack: float 
 
 
 def split(items: list, workers: int, sticky: dict, *, key: Callable = harness_key, by: Callable = route) -> list[list]:
-    """``items`` by the worker that takes each (``by`` of their ``key``\ s: :func:`route`, ``sticky`` kept across
+    """``items`` by the worker that takes each (``by`` of each one's ``key``: :func:`route`, ``sticky`` kept across
     chunks), each worker's items in input order: what the local engine's worker set and the Ray engine's driver
     send each worker or actor."""
     per: list[list] = [[] for _ in range(workers)]
