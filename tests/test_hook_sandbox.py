@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from hsa import sandbox as sb
 from hsa.hooks_model import decision_of
 from hsa.records import normalize
@@ -93,6 +96,65 @@ def test_set_order_is_the_same_in_every_worker():
     finally:
         a.close()
         b.close()
+
+
+def test_a_worker_loads_neither_json_nor_re_before_its_hooks():
+    """The worker speaks JSON through the C codec alone: ``import json`` (and re, enum, functools with it) is a
+    third of a worker's start, paid once per hook set, so only a hook that imports them pays it."""
+    b = sb.Sandbox(time_limit=2)
+    try:
+        src = "import sys\ndef f(p):\n    return sorted(m for m in ('json', 're', 'enum', 'functools') if m in sys.modules)\n"
+        assert b.run([fn(src, {"x": [1.5, "é", None]})])[0] == {"ok": True, "value": []}
+    finally:
+        b.close()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-10**30, max_value=10**30)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(st.characters(codec="utf-8") | st.sampled_from("\"\\\n\x00\x7f")),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_the_workers_codec_writes_and_reads_what_the_json_module_does(value):
+    """The worker's own ``_dumps``/``_loads`` give json.dumps's bytes (both ``ensure_ascii`` settings) and read back
+    what json.loads reads, NaN and big integers included."""
+    from hsa.sandbox import _worker as w
+
+    for ascii in (True, False):
+        text = w._dumps(value, ascii=ascii)
+        assert text == json.dumps(value, ensure_ascii=ascii, allow_nan=True)
+        assert json.dumps(w._loads(text)) == json.dumps(json.loads(text))
+        assert json.dumps(w._loads(text.encode("utf-8", "surrogatepass") + b"\n")) == json.dumps(json.loads(text))
+
+
+def test_the_workers_codec_fails_as_the_json_module_does():
+    """What json.dumps refuses the worker refuses with the same error, and a refused value leaves nothing behind
+    for the next one (its circular-reference markers are its own)."""
+    from hsa.sandbox import _worker as w
+
+    loop: list = []
+    loop.append(loop)
+    for bad in ({"s": {1, 2}}, loop, [object()]):
+        try:
+            json.dumps(bad)
+        except (TypeError, ValueError) as e:
+            expected = (type(e), str(e))
+        try:
+            w._dumps(bad)
+        except (TypeError, ValueError) as e:
+            assert (type(e), str(e)) == expected
+        else:
+            raise AssertionError(f"{bad!r} was written")
+    same = [1, 2]
+    assert w._dumps([same, same]) == "[[1, 2], [1, 2]]"
+    try:
+        w._loads('{"a": 1} x')
+    except ValueError as e:
+        assert "extra data" in str(e)
+    else:
+        raise AssertionError("trailing data was read")
 
 
 def test_claude_code_script_exit_2_blocks(box):

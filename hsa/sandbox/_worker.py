@@ -14,13 +14,49 @@ answer is late (a hook cannot catch that), and the hard ``RLIMIT_CPU`` ends a wo
 
 import builtins
 import io
-import json
 import os
 import resource
 import sys
 import types
 
-CONFIG = json.loads(sys.argv[1]) if __name__ == "__main__" else {}
+try:  # the codec of the json module, without the module: ``import json`` also loads re, enum, functools and
+    import _json  # collections (about a quarter of a worker's start), which a hook that needs them imports itself
+
+    class _Decoding:  # what json.JSONDecoder() gives the C scanner
+        strict, object_hook, object_pairs_hook = True, None, None
+        parse_float, parse_int = float, int
+        parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+    _SCAN = _json.make_scanner(_Decoding())
+
+    def _no_default(o):
+        raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+    def _loads(text):
+        """``json.loads`` of one JSON value that hsa wrote (str or UTF-8 bytes)."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "surrogatepass")
+        value, end = _SCAN(text, 0)
+        if text[end:].strip():
+            raise ValueError(f"extra data after the JSON value at {end}")
+        return value
+
+    def _dumps(value, ascii=True):
+        """``json.dumps(value)`` (``ensure_ascii=False`` when not ``ascii``), byte for byte: the C encoder that
+        json.JSONEncoder makes, with the same arguments (a fresh one each time: its circular-reference markers)."""
+        encode = _json.make_encoder({}, _no_default, _json.encode_basestring_ascii if ascii else _json.encode_basestring,
+                                    None, ": ", ", ", False, False, True)
+        return "".join(encode(value, 0))
+except (ImportError, AttributeError):  # an interpreter without the C codec
+    import json
+
+    def _loads(text):
+        return json.loads(text)
+
+    def _dumps(value, ascii=True):
+        return json.dumps(value, ensure_ascii=ascii, allow_nan=True)
+
+CONFIG = _loads(sys.argv[1]) if __name__ == "__main__" else {}
 
 
 def _confine(cfg):
@@ -186,6 +222,8 @@ def _call(req):
 
 def _run_hook(code, entry, style, path, payload, out_buf, err_buf):
     if style == "script":
+        import json  # what a script hook reads and writes is the json module's, as a real harness's would be
+
         sys.stdin = io.StringIO(json.dumps(payload))
         sys.argv = [path]
         ns = {"__name__": "__main__", "__builtins__": builtins, "__file__": path}
@@ -222,6 +260,8 @@ def _run_hook(code, entry, style, path, payload, out_buf, err_buf):
     agents = sys.modules["agents"]
     ctx = agents.RunContextWrapper(payload.get("context"))
     ctx.tool_name = payload.get("tool_name")
+    import json
+
     ctx.tool_arguments = json.dumps(payload.get("tool_input", {}))
     ctx.tool_call_id = payload.get("tool_call_id", "call_1")
     args = []
@@ -254,7 +294,7 @@ def main():
     sys.stdin = io.StringIO("")
     os.environ.pop("PWD", None)  # bwrap sets it: the environment is the one hsa built, and nothing else
     done = _confine(CONFIG)
-    proto_out.write(json.dumps({"ready": done, "pid": os.getpid()}).encode() + b"\n")
+    proto_out.write(_dumps({"ready": done, "pid": os.getpid()}).encode() + b"\n")
     proto_out.flush()
     if any(v != "ok" for v in done.values()):
         return  # hsa asked for a layer that did not take: serve nothing (hsa says which, and why)
@@ -262,7 +302,7 @@ def main():
         line = proto_in.readline()
         if not line:
             return
-        req = json.loads(line)
+        req = _loads(line)
         fatal = False
         try:
             resp = {"ok": True, "v": _jsonable(_call(req))}
@@ -274,9 +314,9 @@ def main():
         except BaseException as e:
             resp = {"ok": False, "e": type(e).__name__, "d": str(e)[:200]}
         try:
-            data = json.dumps(resp, ensure_ascii=False, allow_nan=True)
+            data = _dumps(resp, ascii=False)
         except (TypeError, ValueError) as e:
-            data = json.dumps({"ok": False, "e": "output limit", "d": str(e)[:200], "lim": True})
+            data = _dumps({"ok": False, "e": "output limit", "d": str(e)[:200], "lim": True})
         proto_out.write(data.encode("utf-8") + b"\n")
         proto_out.flush()
         if fatal:
