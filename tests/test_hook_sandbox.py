@@ -103,15 +103,17 @@ def test_a_worker_loads_neither_json_nor_re_before_its_hooks():
     third of a worker's start, paid once per hook set, so only a hook that imports them pays it."""
     b = sb.Sandbox(time_limit=2)
     try:
-        src = "import sys\ndef f(p):\n    return sorted(m for m in ('json', 're', 'enum', 'functools') if m in sys.modules)\n"
+        src = ("import sys\ndef f(p):\n"
+               "    return sorted(m for m in ('json', 're', 'enum', 'functools') if m in sys.modules)\n")
         assert b.run([fn(src, {"x": [1.5, "é", None]})])[0] == {"ok": True, "value": []}
     finally:
         b.close()
 
 
+_ODD = st.sampled_from("\"\\\n\x00\x7f\ud83d\udca9\u2028")  # escapes, controls, lone surrogates
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-10**30, max_value=10**30)
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(st.characters(codec="utf-8") | st.sampled_from("\"\\\n\x00\x7f")),
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(st.characters(codec="utf-8") | _ODD),
     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4), max_leaves=20)
 
 

@@ -44,8 +44,8 @@ try:  # the codec of the json module, without the module: ``import json`` also l
     def _dumps(value, ascii=True):
         """``json.dumps(value)`` (``ensure_ascii=False`` when not ``ascii``), byte for byte: the C encoder that
         json.JSONEncoder makes, with the same arguments (a fresh one each time: its circular-reference markers)."""
-        encode = _json.make_encoder({}, _no_default, _json.encode_basestring_ascii if ascii else _json.encode_basestring,
-                                    None, ": ", ", ", False, False, True)
+        strings = _json.encode_basestring_ascii if ascii else _json.encode_basestring
+        encode = _json.make_encoder({}, _no_default, strings, None, ": ", ", ", False, False, True)
         return "".join(encode(value, 0))
 except (ImportError, AttributeError):  # an interpreter without the C codec
     import json
