@@ -11,7 +11,7 @@ VALUES = ["plain", "it's", 'say "hi"', "back\\slash", "two\nlines", "tab\there",
           "{braces}", "é ünïcode", "'''", '"""', "", "\\'"]
 
 
-@pytest.mark.parametrize("value,quote", itertools.product(VALUES, ["'", '"', "'''", '"""']))
+@pytest.mark.parametrize("value,quote", list(itertools.product(VALUES, ["'", '"', "'''", '"""'])))
 def test_escaped_body_evaluates_back_to_the_value(value, quote):
     """quote + escape(v, quote) + quote is a literal whose value is v (f-string bodies with fstring=True)."""
     body = escape(value, quote)
