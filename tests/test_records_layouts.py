@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,41 @@ def test_xlam_answers_are_checked_and_empty_answers_noted():
     rec = normalize({"query": "Nothing to call here", "tools": tools, "answers": "[]"})
     assert rec["messages"] == [{"role": "user", "content": "Nothing to call here"}]
     assert any("'answers' is empty" in n for n in rec["notes"])
+
+
+def test_a_bfcl_multi_turn_row_without_its_functions_says_what_to_add():
+    """BFCL's multi-turn rows name their tool classes, not their functions: a reject that names the classes and
+    the fix, not the generic 'missing messages'; with the functions added the row reads (docs/format.md)."""
+    row = {"id": "multi_turn_base_0", "question": [[{"role": "user", "content": "Go to the workspace."}], []],
+           "initial_config": {"GorillaFileSystem": {}}, "path": [], "involved_classes": ["GorillaFileSystem"]}
+    with pytest.raises(RecordError, match=r"GorillaFileSystem.*multi_turn_func_doc") as e:
+        normalize(row)
+    assert e.value.reason == "bfcl multi-turn row without functions"
+    cd = {"name": "cd", "description": "Change directory.",
+          "parameters": {"type": "dict", "properties": {"folder": {"type": "string"}}, "required": ["folder"]}}
+    rec = normalize({**row, "function": [cd]})
+    assert [m["content"] for m in rec["messages"]] == ["Go to the workspace."]
+    assert [t["name"] for t in rec["tools"]] == ["cd"]
+    assert rec["extra"]["initial_config"] == {"GorillaFileSystem": {}}  # written back at the top level by hsa export
+
+
+def test_the_bfcl_multi_turn_recipe_of_the_format_page_runs(tmp_path, monkeypatch):
+    """docs/format.md's join of BFCL's multi-turn rows with their functions, run on the bfcl-eval package's data:
+    every row it writes reads, with the functions of its classes but the excluded ones as its tools."""
+    pytest.importorskip("bfcl_eval")
+    page = (Path(__file__).resolve().parents[1] / "docs" / "format.md").read_text(encoding="utf-8")
+    section = page.split("### BFCL multi-turn rows", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/format.md", "exec"), {"__name__": "format_md"})
+    rows = [json.loads(line) for line in (tmp_path / "bfcl-multi-turn.jsonl").read_text().splitlines()]
+    excluding = [r for r in rows if r.get("excluded_function")]
+    assert len(rows) >= 100 and excluding
+    for row in rows[:30] + excluding[:10]:
+        rec = normalize(row)
+        names = {t["name"] for t in rec["tools"]}
+        assert names and not names & set(row.get("excluded_function") or ())
+        assert len(rec["messages"]) == sum(len(turn) for turn in row["question"])
 
 
 def test_bfcl_question_function_rows_are_read():

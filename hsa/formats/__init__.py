@@ -19,7 +19,8 @@
 - **Calls left as model output text** (:mod:`hsa.formats.text_calls`): Mistral ``[TOOL_CALLS]``, Llama 3.1
   ``<|python_tag|>`` / bare JSON calls to declared tools.
 - **APIGen / xLAM** (:mod:`hsa.formats.xlam`): ``query`` / ``tools`` / ``answers``.
-- **BFCL / Gorilla** (:mod:`hsa.formats.bfcl`): ``question`` / ``function``.
+- **BFCL / Gorilla** (:mod:`hsa.formats.bfcl`): ``question`` / ``function`` (a multi-turn row names its
+  tool classes instead: rejected with how to join their functions).
 - **ShareGPT without tags** (:mod:`hsa.formats.sharegpt`): ``function_call`` and ``observation`` turns.
 - Spellings read first: list and object columns stored as JSON text (:mod:`hsa.formats.json_texts`), the turn
   list under another key and roles under other names (:mod:`hsa.formats.aliases`), a conversation kept only as

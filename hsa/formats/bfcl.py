@@ -5,7 +5,7 @@ from __future__ import annotations
 from hsa.formats.common import parse_json_field
 from hsa.record_model import RecordError
 
-__all__ = ["is_bfcl", "convert_bfcl"]
+__all__ = ["is_bfcl", "convert_bfcl", "check_bfcl_multi_turn"]
 
 
 def is_bfcl(raw: dict) -> bool:
@@ -29,3 +29,22 @@ def convert_bfcl(raw: dict) -> dict:
     out["notes"] = list(out.get("notes") or []) + [
         "converted from the BFCL question/function layout (no assistant turn: the answers live in a separate file)"]
     return out
+
+
+def check_bfcl_multi_turn(raw: dict) -> None:
+    """Refuse, with what to do, a BFCL multi-turn row that does not carry its functions.
+
+    BFCL's multi-turn rows (``question``, ``involved_classes``, ``initial_config``, ``path``, and
+    ``excluded_function`` in the missing-function category) name the classes whose functions are their tools and
+    keep the function documents in ``multi_turn_func_doc/*.json`` of the package; their answers, in
+    ``possible_answer/``, are Python call strings without the results the calls returned. With the functions added
+    as ``function`` the row is read as BFCL's single-turn layout is (docs/format.md shows how)."""
+    if "question" not in raw or "function" in raw or "involved_classes" not in raw:
+        return
+    classes = raw["involved_classes"]
+    raise RecordError(
+        "bfcl multi-turn row without functions",
+        f"a BFCL multi-turn row names the classes of its tools ({classes!r}) but not their functions, which BFCL "
+        "keeps apart (multi_turn_func_doc/*.json in the bfcl-eval package's data); add the functions of those "
+        "classes, less 'excluded_function', as the row's 'function' list and it is read as a BFCL question/function "
+        "row: docs/format.md, 'BFCL multi-turn rows', does it in a few lines")

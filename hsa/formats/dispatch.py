@@ -7,7 +7,7 @@ from __future__ import annotations
 from hsa.formats.ai_sdk import ai_sdk_parts, convert_ai_sdk
 from hsa.formats.aliases import standard_roles, turn_list_alias
 from hsa.formats.anthropic import convert_messages
-from hsa.formats.bfcl import convert_bfcl, is_bfcl
+from hsa.formats.bfcl import check_bfcl_multi_turn, convert_bfcl, is_bfcl
 from hsa.formats.chatml import rendered_chatml
 from hsa.formats.common import noted, with_notes
 from hsa.formats.gemini import convert_gemini, is_gemini
@@ -98,6 +98,7 @@ def _plain_layouts(raw: dict) -> dict:
         return convert_xlam(raw)
     if is_bfcl(raw):
         return convert_bfcl(raw)
+    check_bfcl_multi_turn(raw)
     conv = sharegpt_turns(raw)
     if conv is not None:
         return convert_sharegpt(raw, conv)
