@@ -20,7 +20,7 @@ import sys
 import types
 
 try:  # the codec of the json module, without the module: ``import json`` also loads re, enum, functools and
-    import _json  # collections (about a quarter of a worker's start), which a hook that needs them imports itself
+    import _json  # collections (about a third of a worker's start), which a hook that needs them imports itself
 
     class _Decoding:  # what json.JSONDecoder() gives the C scanner
         strict, object_hook, object_pairs_hook = True, None, None
