@@ -21,7 +21,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered", "adapt", "split_parallel_calls", "alnum9_call_ids",
+__all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
+           "probe_refusal", "adapt", "split_parallel_calls", "alnum9_call_ids",
            "system_as_user", "fold_system", "merge_user_turns", "read_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
@@ -324,21 +325,34 @@ def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
     }
 
 
-def probe_harness_not_rendered(render_fn: Callable[[list[dict], list[dict] | None], str],
-                               rewrites: Sequence[str] = ()) -> str | None:
-    """:func:`harness_not_rendered` on a probe conversation (a system message, two tools, one call, its result
-    and a reply; through ``rewrites`` first), so a template is judged before any row is read. None also when the
-    template cannot render the probe at all: the rows then fail with the template's own error."""
+def _tool_probe(rewrites: Sequence[str]) -> list[dict]:
+    """A system message, a question, one call, its result and a reply, through ``rewrites``."""
     sys_ = {"role": "system", "content": "You are a probe."}
     messages = [sys_, {"role": "user", "content": "Use a tool."},
                 {"role": "assistant", "content": "", "tool_calls": [_call("aaaaaaaa1", "probe_alpha", {"x": 4711})]},
                 {"role": "tool", "tool_call_id": "aaaaaaaa1", "name": "probe_alpha", "content": "PROBE_RESULT_A"},
                 {"role": "assistant", "content": "Done."}]
-    messages, _, _ = adapt(messages, [True] * len(messages), rewrites)
+    return adapt(messages, [True] * len(messages), rewrites)[0]
+
+
+def probe_harness_not_rendered(render_fn: Callable[[list[dict], list[dict] | None], str],
+                               rewrites: Sequence[str] = ()) -> str | None:
+    """:func:`harness_not_rendered` on a probe conversation (a system message, two tools, one call, its result
+    and a reply; through ``rewrites`` first), so a template is judged before any row is read. None also when the
+    template cannot render the probe at all (:func:`probe_refusal` says why)."""
     try:
-        return harness_not_rendered(render_fn, messages, _TOOLS)
+        return harness_not_rendered(render_fn, _tool_probe(rewrites), _TOOLS)
     except Exception:  # noqa: BLE001 - the template refuses the probe itself
         return None
+
+
+def probe_refusal(render_fn: Callable[[list[dict], list[dict] | None], str],
+                  rewrites: Sequence[str] = ()) -> str | None:
+    """Why the template cannot render the probe of :func:`probe_harness_not_rendered` (one call and its result,
+    through ``rewrites``) at all (its error, first line), or None when it renders it. A template for plain chat
+    (strict user/assistant turns, no tool role) refuses it; so may a template that wants something of real rows
+    the probe lacks, which is why ``hsa export --template`` also tries the first row before it refuses."""
+    return _renders(render_fn, _tool_probe(rewrites), _TOOLS, ())
 
 
 def _renders(render_fn, messages, tools, wanted) -> str | None:

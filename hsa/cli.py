@@ -264,10 +264,12 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     conversational format, tools in the OpenAI form), adapted where the template's probes show a need.
 
     A template that renders neither the tools nor the tool calls (the check ``trainers.sft`` runs, on a probe
-    and on the first row with both) is refused: exit 2, the bundled template named, nothing written."""
+    and on the first row with both) is refused: exit 2, the bundled template named, nothing written. So is one
+    that cannot render a tool call and its result at all: the probe and the first row with calls both fail (a
+    template for plain chat turns), instead of a failure for every row."""
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
-    from hsa.chat_template import harness_not_rendered, probe_harness_not_rendered, read_template, render, \
-        template_needs
+    from hsa.chat_template import harness_not_rendered, probe_harness_not_rendered, probe_refusal, read_template, \
+        render, template_needs
 
     try:
         template = read_template(args.template)
@@ -290,6 +292,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
         return refused("", problem)
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
+    refusal = probe_refusal(render_fn, compat)  # confirmed or cleared by the first row with calls
     adapted: dict[str, list[int]] = {}
     failed = 0
     checked = False
@@ -298,6 +301,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
         nonlocal failed, checked
         for i, rec in enumerate(records, 1):
             where = f"row {i} ({rec.get('id')})"
+            chat = None
             try:
                 chat = to_chat(rec, where=where, compat=compat)
                 render_fn(chat["messages"], chat["tools"])
@@ -306,6 +310,14 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 print(f"{where}: not exported: {exc}", file=sys.stderr)
                 continue
             except Exception as exc:  # noqa: BLE001 - the template's own raise_exception
+                if refusal and not checked and chat is not None and \
+                        any(m.get("tool_calls") for m in chat["messages"]):
+                    error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+                    probe = "the same way" if error == refusal else f"too ({refusal})"
+                    raise _TemplateHidesHarness(where, (
+                        f"cannot render a tool call and its result ({error}); a probe conversation of one call and "
+                        f"its result fails {probe}, with the rewrites hsa knows applied "
+                        f"({', '.join(compat) or 'none needed'}): it takes no tool turns"))
                 failed += 1
                 print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
@@ -692,7 +704,8 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
                        help="write the rows as the trainers render them for this chat template (a .jinja file or a "
                             "tokenizer folder): conversational format, adapted where the template's probes show a need "
                             "(9-character call ids, one call per turn, late system messages folded, user turns merged); "
-                            "a template that renders neither the tools nor the tool calls is refused (exit 2)")
+                            "a template that renders neither the tools nor the tool calls, or takes no tool turn at "
+                            "all, is refused (exit 2)")
         e.set_defaults(func=cmd_export)
 
     if want("canonicalize"):

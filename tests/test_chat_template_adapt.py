@@ -138,3 +138,43 @@ def test_export_refuses_a_template_that_hides_the_harness(tmp_path, shards, caps
     err = capsys.readouterr().err
     assert problem in err and "hsa_chatml_tools.jinja" in err and "0 failed" not in err
     assert not out.exists()
+
+
+#: A template for plain chat (as many model cards ship): strict user/assistant turns, no tool role.
+PLAIN_CHAT = ("{% if messages[0]['role'] == 'system' %}{% set offset = 1 %}{% else %}{% set offset = 0 %}{% endif %}"
+              "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == offset) %}"
+              "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+              "{% endif %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+              "{% endfor %}")
+
+
+def test_export_refuses_a_template_that_takes_no_tool_turns(tmp_path, shards, capsys):  # noqa: F811
+    """A plain-chat template refuses every row with a tool turn, whatever hsa rewrites: exit 2 at the first row
+    with calls, once the probe has failed the same way, naming why and the bundled template (before: exit 1 and
+    one "the template still refuses it" line for every row)."""
+    from hsa.cli import main
+
+    path = tmp_path / "plain.jinja"
+    path.write_text(PLAIN_CHAT, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot render a tool call and its result" in err and "fails the same way" in err
+    assert "hsa_chatml_tools.jinja" in err and "still refuses" not in err
+    assert not out.exists()
+
+
+def test_a_template_that_refuses_only_the_probe_still_exports(tmp_path, shards, capsys):  # noqa: F811
+    """The probe alone does not refuse a template: one that raises on the probe's own tool names (something of
+    real rows the probe lacks) renders the rows, and every row is written."""
+    from hsa.cli import main
+    from trainers.common import bundled_template
+
+    picky = ("{% for m in messages %}{% for c in m.tool_calls or [] %}{% if c.function.name.startswith('probe_') %}"
+             "{{ raise_exception('not a real tool') }}{% endif %}{% endfor %}{% endfor %}")
+    path = tmp_path / "picky.jinja"
+    path.write_text(picky + Path(bundled_template()).read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "0 failed" in err and len(out.read_text().splitlines()) > 0
