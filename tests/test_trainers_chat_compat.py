@@ -95,6 +95,10 @@ CALLS = ("{% for m in messages %}{{ m.role }}: {{ m.content }}{% for c in m.tool
     ("{% if tools %}{{ tools | tojson }}\n{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}\n"
      "{% endfor %}", "does not render assistant 'tool_calls'"),  # calls dropped (granite, phi)
     ("{% if tools %}{{ tools | tojson }}\n{% endif %}" + CALLS, None),
+    # a template for plain chat: no tool role (its own error, before: raised as it is, out of hsa eval run)
+    ("{% for m in messages %}{% if m.role not in ('system', 'user', 'assistant') %}"
+     "{{ raise_exception('roles must be user or assistant') }}{% endif %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
+     "cannot render this conversation with its tool calls and results (TemplateError: roles must be user or"),
 ])
 def test_templates_that_hide_the_harness_are_refused(template, problem):
     """A template whose text is the same without tools, or without the calls, is an error naming the fix."""

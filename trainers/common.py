@@ -398,7 +398,11 @@ def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: 
     that takes the template, and the bundled template that renders both."""
     from hsa.chat_template import harness_not_rendered
 
-    problem = harness_not_rendered(render, chat["messages"], chat["tools"])
+    try:
+        problem = harness_not_rendered(render, chat["messages"], chat["tools"])
+    except Exception as exc:  # noqa: BLE001 - the template's own raise_exception (a plain-chat template: no tool turn)
+        first = str(exc).splitlines()[0][:160] if str(exc) else ""
+        problem = f"cannot render this conversation with its tool calls and results ({type(exc).__name__}: {first})"
     if problem:
         raise TrainerInputError(f"{where}: the chat template {problem}. Pass {flag} with a template that renders "
                                 f"tools and tool calls ({bundled_template()} is bundled).")
