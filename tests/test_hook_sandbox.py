@@ -159,6 +159,28 @@ def test_the_workers_codec_fails_as_the_json_module_does():
         raise AssertionError("trailing data was read")
 
 
+def test_the_worker_takes_the_json_module_where_the_c_codec_differs(monkeypatch):
+    """``_json``'s arguments are CPython's internals: where its encoder takes others (another interpreter, a later
+    version), the worker's self-check sends it to the json module instead of failing every answer."""
+    import _json
+    import sys
+    import types
+
+    from hsa.sandbox.process import _worker_source
+
+    def other_arguments(*args):
+        raise TypeError("make_encoder() takes other arguments here")
+
+    fake = types.ModuleType("_json")
+    fake.__dict__.update({k: getattr(_json, k) for k in dir(_json) if not k.startswith("__")})
+    fake.make_encoder = other_arguments
+    monkeypatch.setitem(sys.modules, "_json", fake)
+    ns: dict = {"__name__": "worker_probe"}
+    exec(compile(_worker_source(), "_worker.py", "exec"), ns)
+    assert "json" in ns and ns["_dumps"]({"a": [1.5, "é"]}, ascii=False) == '{"a": [1.5, "é"]}'
+    assert ns["_loads"](b'{"a": NaN}\n')["a"] != ns["_loads"](b'{"a": NaN}\n')["a"]  # NaN, read by json
+
+
 def test_claude_code_script_exit_2_blocks(box):
     """A command hook's exit code 2 with stderr becomes a deny decision carrying the stderr text."""
     src = ("import json, sys\nd = json.load(sys.stdin)\nif d['tool_name'] == 'Bash':\n"

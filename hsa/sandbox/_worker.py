@@ -47,7 +47,12 @@ try:  # the codec of the json module, without the module: ``import json`` also l
         strings = _json.encode_basestring_ascii if ascii else _json.encode_basestring
         encode = _json.make_encoder({}, _no_default, strings, None, ": ", ", ", False, False, True)
         return "".join(encode(value, 0))
-except (ImportError, AttributeError):  # an interpreter without the C codec
+
+    # the C codec's arguments are CPython's internals: an interpreter that takes others gets the json module
+    if _dumps({"a": [1, 1.5, "\u00e9", None, True]}, ascii=False) != '{"a": [1, 1.5, "\u00e9", null, true]}' or \
+            _loads(b'{"a": [1, 1.5, "\\u00e9", null, true]}\n') != {"a": [1, 1.5, "\u00e9", None, True]}:
+        raise ImportError("the C codec does not write or read as json does")
+except Exception:  # noqa: BLE001 - no C codec, or one that takes other arguments
     import json
 
     def _loads(text):
