@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
-           "probe_refusal", "adapt", "split_parallel_calls", "alnum9_call_ids",
+           "probe_refusal", "template_error", "adapt", "split_parallel_calls", "alnum9_call_ids",
            "system_as_user", "fold_system", "merge_user_turns", "read_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
@@ -355,12 +355,19 @@ def probe_refusal(render_fn: Callable[[list[dict], list[dict] | None], str],
     return _renders(render_fn, _tool_probe(rewrites), _TOOLS, ())
 
 
+def template_error(exc: BaseException) -> str:
+    """What a template's error says, in one line: its type and the first line of its message (a template's
+    ``raise_exception`` text, or a Jinja error), cut at 120 characters."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0][:120] if text else ''}"
+
+
 def _renders(render_fn, messages, tools, wanted) -> str | None:
     """None when ``messages`` render with every ``wanted`` text, else why not."""
     try:
         text = render_fn(messages, tools)
     except Exception as exc:  # noqa: BLE001 - a template's raise_exception, or any error it makes
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+        return template_error(exc)
     missing = [w for w in wanted if w not in text]
     return f"leaves out {missing}" if missing else None
 

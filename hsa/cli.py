@@ -269,7 +269,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     template for plain chat turns), instead of a failure for every row."""
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
     from hsa.chat_template import harness_not_rendered, probe_harness_not_rendered, probe_refusal, read_template, \
-        render, template_needs
+        render, template_error, template_needs
 
     try:
         template = read_template(args.template)
@@ -288,11 +288,11 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
 
     needs = template_needs(render_fn)
     compat = tuple(c for c in CHAT_COMPAT if c in needs)
-    if problem := probe_harness_not_rendered(render_fn, compat):
+    refusal = probe_refusal(render_fn, compat)  # the probe does not render: confirmed or cleared by the first row
+    if refusal is None and (problem := probe_harness_not_rendered(render_fn, compat)):  # with calls
         return refused("", problem)
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
-    refusal = probe_refusal(render_fn, compat)  # confirmed or cleared by the first row with calls
     adapted: dict[str, list[int]] = {}
     failed = 0
     checked = False
@@ -312,7 +312,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
             except Exception as exc:  # noqa: BLE001 - the template's own raise_exception
                 if refusal and not checked and chat is not None and \
                         any(m.get("tool_calls") for m in chat["messages"]):
-                    error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+                    error = template_error(exc)
                     probe = "the same way" if error == refusal else f"too ({refusal})"
                     raise _TemplateHidesHarness(where, (
                         f"cannot render a tool call and its result ({error}); a probe conversation of one call and "

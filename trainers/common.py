@@ -396,13 +396,12 @@ def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: 
     """Raise :class:`TrainerInputError` when a chat template leaves out the tools or the tool calls of ``chat``
     (:func:`hsa.chat_template.harness_not_rendered`); the message names ``flag``, the option of the command
     that takes the template, and the bundled template that renders both."""
-    from hsa.chat_template import harness_not_rendered
+    from hsa.chat_template import harness_not_rendered, template_error
 
     try:
         problem = harness_not_rendered(render, chat["messages"], chat["tools"])
     except Exception as exc:  # noqa: BLE001 - the template's own raise_exception (a plain-chat template: no tool turn)
-        first = str(exc).splitlines()[0][:160] if str(exc) else ""
-        problem = f"cannot render this conversation with its tool calls and results ({type(exc).__name__}: {first})"
+        problem = f"cannot render this conversation with its tool calls and results ({template_error(exc)})"
     if problem:
         raise TrainerInputError(f"{where}: the chat template {problem}. Pass {flag} with a template that renders "
                                 f"tools and tool calls ({bundled_template()} is bundled).")
