@@ -343,11 +343,13 @@ def test_source_records_of_the_same_tools_share_one_tool_list_and_records_read_b
 
 
 def test_a_transform_that_modifies_its_source_stops_the_record(monkeypatch):
-    """With HSA_CHECK_SOURCES (the suite sets it), a transform whose apply changes the record it is given (here the
-    shared tool list) is an error, not other variants and records changed behind their back."""
+    """With HSA_CHECK_SOURCES (the suite sets it), a transform whose apply changes the record it is given (here its
+    tool list, which a second record of the same tools shares) is an error, not other variants and records changed
+    behind their back."""
     import dataclasses
     from typing import ClassVar
 
+    from hsa import cache
     from hsa.pipeline import record as record_module
     from hsa.transform import Transform
 
@@ -368,11 +370,12 @@ def test_a_transform_that_modifies_its_source_stops_the_record(monkeypatch):
     rec = {"id": "v", "tools": [{"type": "function", "function": {"name": "f", "description": "d",
                                                                    "parameters": {"type": "object"}}}],
            "messages": [{"role": "user", "content": "x"}]}
-    with pytest.raises(AssertionError, match="a transform's apply must not modify its input"):
-        augment_record(_line(rec), Vandal(), seed=0, variants=1, keep_original=False, harness_pool=0)
-    monkeypatch.setattr(record_module, "CHECK_SOURCES", False)
-    res = augment_record(_line(rec), Vandal(), seed=0, variants=1, keep_original=False, harness_pool=0)
-    assert res.rows  # unchecked, the change goes through
-    from hsa import cache
-
-    cache.clear()  # the shared list it changed is not left for later tests
+    cache.clear()  # the first record's tools are its own, the second's the shared list
+    try:
+        with pytest.raises(AssertionError, match="a transform's apply must not modify its input"):
+            augment_record(_line(rec), Vandal(), seed=0, variants=1, keep_original=False, harness_pool=0)
+        monkeypatch.setattr(record_module, "CHECK_SOURCES", False)
+        res = augment_record(_line(rec), Vandal(), seed=0, variants=1, keep_original=False, harness_pool=0)
+        assert res.rows  # unchecked, the change goes through
+    finally:
+        cache.clear()  # the shared list it changed is not left for later tests, whatever the outcome
