@@ -39,7 +39,8 @@ def _result_text(content: Any) -> str:
 #: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations
 #: (:mod:`hsa.chat_template`; the trainers detect the ones a template needs with
 #: :func:`trainers.common.template_compat`).
-CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns")
+CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
+               "string_arguments")
 
 
 def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dict[str, Any]:
@@ -114,5 +115,5 @@ def adaptation_summary(counts: dict[str, list[int]]) -> str:
     """``{rewrite: [rows, items]}`` as one line: "split_parallel_calls: 3 turns in 2 rows; ..."."""
     what = {"split_parallel_calls": "turns split", "alnum9_call_ids": "ids rewritten",
             "system_as_user": "system messages sent as user", "fold_system": "late system messages folded",
-            "merge_user_turns": "user turns merged"}
+            "merge_user_turns": "user turns merged", "string_arguments": "calls' arguments written as JSON text"}
     return "; ".join(f"{k}: {n} {what.get(k, 'changes')} in {rows} rows" for k, (rows, n) in counts.items())

@@ -2,7 +2,8 @@
 
 Real chat templates refuse conversations that hsa rows hold: Mistral's wants tool-call ids of 9
 letters and digits, Llama 3.x JSON-call templates one call per assistant turn, several templates
-no system message after the first (a hook's note) or no two user turns in a row. What a template
+no system message after the first (a hook's note) or no two user turns in a row, and some join a
+call's arguments to their text as a JSON string (Apertus). What a template
 needs is found by rendering small *probe* conversations through it (never by its name): a probe
 that fails or loses a part, and renders whole once rewritten, names a rewrite the template needs.
 The rewrites (:data:`REWRITES`) are pure functions of the message list that count what they change.
@@ -22,11 +23,13 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
-           "probe_refusal", "template_error", "adapt", "split_parallel_calls", "alnum9_call_ids",
-           "system_as_user", "fold_system", "merge_user_turns", "read_template"]
+           "probe_refusal", "refusal_cause", "compile_error", "template_error", "adapt", "split_parallel_calls",
+           "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns", "string_arguments",
+           "read_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
-REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "alnum9_call_ids")
+REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "alnum9_call_ids",
+            "string_arguments")
 
 Adapted = tuple[list[dict], list[bool], int]
 
@@ -64,6 +67,20 @@ def _compiled(template: str):
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     return env.from_string(template)
+
+
+def compile_error(template: str) -> str | None:
+    """Why ``template`` is not a Jinja template (``line N: message``), or None when it compiles. Checked before
+    any probe, so a template with a syntax error is reported as that, not as a template that refuses rows."""
+    import jinja2
+
+    try:
+        _compiled(template)
+    except jinja2.TemplateSyntaxError as exc:
+        line = (template.splitlines()[exc.lineno - 1].strip() if exc.lineno and
+                exc.lineno <= len(template.splitlines()) else "")
+        return f"line {exc.lineno}: {exc.message}" + (f" (in {line[:100]!r})" if line else "")
+    return None
 
 
 def render(template: str, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
@@ -257,9 +274,28 @@ def merge_user_turns(messages: list[dict], train: list[bool]) -> Adapted:
     return out, flags, n
 
 
+def string_arguments(messages: list[dict], train: list[bool]) -> Adapted:
+    """Tool-call arguments written as JSON text (the OpenAI API's form: ``"{\"x\": 1}"``), for a template that
+    joins them to its text as a string and fails on an object (``'...' + function.arguments``). Counts the calls
+    changed."""
+    out, n = [], 0
+    for m in messages:
+        if m.get("tool_calls"):
+            calls = []
+            for c in m["tool_calls"]:
+                fn = c.get("function") if isinstance(c, dict) else None
+                if isinstance(fn, dict) and "arguments" in fn and not isinstance(fn["arguments"], str):
+                    c = {**c, "function": {**fn, "arguments": json.dumps(fn["arguments"], ensure_ascii=False)}}
+                    n += 1
+                calls.append(c)
+            m = {**m, "tool_calls": calls}
+        out.append(m)
+    return out, list(train), n
+
+
 _REWRITE_FNS: dict[str, Callable[[list[dict], list[bool]], Adapted]] = {
     "split_parallel_calls": split_parallel_calls, "system_as_user": system_as_user, "fold_system": fold_system,
-    "merge_user_turns": merge_user_turns, "alnum9_call_ids": alnum9_call_ids}
+    "merge_user_turns": merge_user_turns, "alnum9_call_ids": alnum9_call_ids, "string_arguments": string_arguments}
 
 
 def adapt(messages: list[dict], train: list[bool], rewrites: Sequence[str]) -> tuple[list[dict], list[bool],
@@ -280,10 +316,13 @@ def adapt(messages: list[dict], train: list[bool], rewrites: Sequence[str]) -> t
 
 # --------------------------------------------------------------------------- probes
 
+#: The probes' tools, written as most real tools are (each parameter described): a template that needs more of a
+#: tool than a name, a description and typed, described parameters fails on the rows that lack it, one by one.
 _TOOLS = [{"type": "function", "function": {"name": "probe_alpha", "description": "Probe tool one.", "parameters": {
-    "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}},
+    "type": "object", "properties": {"x": {"type": "integer", "description": "A number."}}, "required": ["x"]}}},
           {"type": "function", "function": {"name": "probe_beta", "description": "Probe tool two.", "parameters": {
-              "type": "object", "properties": {"y": {"type": "string"}}, "required": ["y"]}}}]
+              "type": "object", "properties": {"y": {"type": "string", "description": "A word."}},
+              "required": ["y"]}}}]
 
 
 def _call(cid: str, name: str, args: dict) -> dict:
@@ -305,10 +344,12 @@ def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
                                    "content": "PROBE_RESULT_B"},
                                   {"role": "assistant", "content": "Done."}],
                                  ("4711", "PROBE_ARG_B", "PROBE_RESULT_A", "PROBE_RESULT_B")),
+        # a short id with an underscore, as most datasets write them: fails a template that wants exactly 9
+        # letters and digits (Mistral v0.3) and one that wants at least 9 and renders the last 9 (Mistral 3)
         "alnum9_call_ids": ([sys_, {"role": "user", "content": "Use a tool."},
                              {"role": "assistant", "content": "", "tool_calls": [
-                                 _call("call_probe_1", "probe_alpha", {"x": 4711})]},
-                             {"role": "tool", "tool_call_id": "call_probe_1", "name": "probe_alpha",
+                                 _call("call_1", "probe_alpha", {"x": 4711})]},
+                             {"role": "tool", "tool_call_id": "call_1", "name": "probe_alpha",
                               "content": "PROBE_RESULT_A"},
                              {"role": "assistant", "content": "Done."}],
                             ("4711", "PROBE_RESULT_A")),
@@ -322,6 +363,8 @@ def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
                               {"role": "user", "content": "PROBE USER TWO"},
                               {"role": "assistant", "content": "Answer."}],
                              ("PROBE USER ONE", "PROBE USER TWO")),
+        # arguments as an object, as the Hugging Face templates and trl take them
+        "string_arguments": (_tool_probe(()), ("4711", "PROBE_RESULT_A")),
     }
 
 
@@ -355,6 +398,24 @@ def probe_refusal(render_fn: Callable[[list[dict], list[dict] | None], str],
     return _renders(render_fn, _tool_probe(rewrites), _TOOLS, ())
 
 
+def refusal_cause(render_fn: Callable[[list[dict], list[dict] | None], str],
+                  rewrites: Sequence[str] = ()) -> tuple[str, str] | None:
+    """Where a template that refuses the tool probe (:func:`probe_refusal`) fails, or None when it renders it:
+    ``("conversation", error)`` when it cannot render a system message, a question and an answer either,
+    ``("tools", error)`` when it renders those but not with the probe's tool list, ``("tool turn", error)`` when
+    it renders both and fails only on one call and its result (a template for plain chat)."""
+    refusal = probe_refusal(render_fn, rewrites)
+    if refusal is None:
+        return None
+    plain = [{"role": "system", "content": "You are a probe."}, {"role": "user", "content": "Say hello."},
+             {"role": "assistant", "content": "Hello."}]
+    if (error := _renders(render_fn, plain, None, ())) is not None:
+        return "conversation", error
+    if (error := _renders(render_fn, plain, _TOOLS, ())) is not None:
+        return "tools", error
+    return "tool turn", refusal
+
+
 def template_error(exc: BaseException) -> str:
     """What a template's error says, in one line: its type and the first line of its message (a template's
     ``raise_exception`` text, or a Jinja error), cut at 120 characters."""
@@ -379,12 +440,22 @@ def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) ->
     probe that fails both ways is left out (the template cannot render that conversation at all, and the
     rows will fail where it occurs, with the template's own error)."""
     out: dict[str, str] = {}
+    undecided: list[tuple[str, list[dict], tuple[str, ...], str]] = []
     for name, (msgs, wanted) in _probes().items():
         problem = _renders(render_fn, msgs, _TOOLS, wanted)
         if problem is None:
             continue
         fixed, _, _ = adapt(msgs, [True] * len(msgs), [name])
         if _renders(render_fn, fixed, _TOOLS, wanted) is None:
+            out[name] = problem
+        else:
+            undecided.append((name, msgs, wanted, problem))
+    # a probe that fails both ways may fail for a second reason another probe found (Mistral-style ids in a
+    # template that also wants string arguments): needed if it renders with those rewrites and its own only
+    found = list(out)
+    for name, msgs, wanted, problem in undecided:
+        if found and _renders(render_fn, adapt(msgs, [True] * len(msgs), found)[0], _TOOLS, wanted) is not None \
+                and _renders(render_fn, adapt(msgs, [True] * len(msgs), [*found, name])[0], _TOOLS, wanted) is None:
             out[name] = problem
     return out
 

@@ -267,14 +267,19 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     and on the first row with both) is refused: exit 2, the bundled template named, nothing written. So is one
     that cannot render a tool call and its result at all: the probe and the first row with calls both fail (a
     template for plain chat turns), instead of a failure for every row."""
+    from collections import Counter
+
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
-    from hsa.chat_template import harness_not_rendered, probe_harness_not_rendered, probe_refusal, read_template, \
-        render, template_error, template_needs
+    from hsa.chat_template import compile_error, harness_not_rendered, probe_harness_not_rendered, read_template, \
+        refusal_cause, render, template_error, template_needs
 
     try:
         template = read_template(args.template)
     except (ValueError, FileNotFoundError) as exc:
         return _die(f"--template: {exc}")
+    if problem := compile_error(template):
+        return _die(f"--template {args.template}: not a valid Jinja template: {problem}. Fix the template (Hugging "
+                    "Face's apply_chat_template would fail on it the same way)")
 
     def render_fn(messages, tools):
         return render(template, messages, tools)
@@ -288,13 +293,15 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
 
     needs = template_needs(render_fn)
     compat = tuple(c for c in CHAT_COMPAT if c in needs)
-    refusal = probe_refusal(render_fn, compat)  # the probe does not render: confirmed or cleared by the first row
+    cause = refusal_cause(render_fn, compat)  # the probe does not render: confirmed or cleared by the first row
+    refusal = cause[1] if cause else None
     if refusal is None and (problem := probe_harness_not_rendered(render_fn, compat)):  # with calls
         return refused("", problem)
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
     adapted: dict[str, list[int]] = {}
     failed = 0
+    reasons: Counter[str] = Counter()  # the template's errors of the rows it refused, for the summary
     checked = False
 
     def rows():
@@ -313,12 +320,23 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 if refusal and not checked and chat is not None and \
                         any(m.get("tool_calls") for m in chat["messages"]):
                     error = template_error(exc)
+                    rewrites = f"with the rewrites hsa knows applied ({', '.join(compat) or 'none needed'})"
+                    if cause[0] == "conversation":
+                        how = "the same way" if error == refusal else f"({refusal})"
+                        raise _TemplateHidesHarness(where, (
+                            f"cannot render this row ({error}), nor a probe of a system message, a question and an "
+                            f"answer {how}: it renders no conversation hsa writes"))
+                    if cause[0] == "tools":
+                        how = "the same way" if error == refusal else f"({refusal})"
+                        raise _TemplateHidesHarness(where, (
+                            f"cannot render this row ({error}), and a probe of two tools (each parameter typed and "
+                            f"described) and no tool turn fails {how}: it cannot render a tool list"))
                     probe = "the same way" if error == refusal else f"too ({refusal})"
                     raise _TemplateHidesHarness(where, (
                         f"cannot render a tool call and its result ({error}); a probe conversation of one call and "
-                        f"its result fails {probe}, with the rewrites hsa knows applied "
-                        f"({', '.join(compat) or 'none needed'}): it takes no tool turns"))
+                        f"its result fails {probe}, {rewrites}: it takes no tool turns"))
                 failed += 1
+                reasons[template_error(exc)] += 1
                 print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
             if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
@@ -339,6 +357,10 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
             Path(args.out).unlink(missing_ok=True)
         return refused(f"{exc.args[0]}: ", exc.args[1])
     print(f"{n} rows written for the template to {args.out}; {failed} failed", file=sys.stderr)
+    if reasons:
+        print("rows the template refused, by its error: " + "; ".join(
+            f"{k} rows: {why}" for why, k in reasons.most_common(5))
+            + (f"; {len(reasons) - 5} other errors" if len(reasons) > 5 else ""), file=sys.stderr)
     if adapted:
         print(f"rows adapted to the template: {adaptation_summary(adapted)}", file=sys.stderr)
     return 1 if failed else 0

@@ -178,3 +178,169 @@ def test_a_template_that_refuses_only_the_probe_still_exports(tmp_path, shards, 
     assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
     err = capsys.readouterr().err
     assert "0 failed" in err and len(out.read_text().splitlines()) > 0
+
+
+# --------------------------------------------------------------------------- templates met in vLLM's examples
+
+#: Written for the tests in the manner of Mistral 3's tool template: an id of at least 9 characters, its last 9
+#: rendered (Mistral v0.3's wants exactly 9; the old probe's 12-character id passed this one, and every row
+#: with ids like ``call_1`` failed).
+MISTRAL3_LIKE = (
+    "{% if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}"
+    "{% for m in messages %}{% if m.role == 'assistant' and m.tool_calls %}[TOOL_CALLS]"
+    "{% for c in m.tool_calls %}{% if c.id is not defined or c.id | length < 9 %}"
+    "{{ raise_exception('Tool call IDs should be alphanumeric strings with length >= 9! ' + c.id) }}{% endif %}"
+    "{{ {'name': c.function.name, 'arguments': c.function.arguments, 'id': c.id[-9:]} | tojson }}{% endfor %}"
+    "{% elif m.role == 'tool' %}{% if m.tool_call_id | length < 9 %}"
+    "{{ raise_exception('Tool call IDs should be alphanumeric strings with length >= 9!') }}{% endif %}"
+    "[TOOL_RESULTS]{{ m.tool_call_id[-9:] }}: {{ m.content }}[/TOOL_RESULTS]"
+    "{% else %}[{{ m.role }}]{{ m.content }}{% endif %}{% endfor %}")
+
+#: Written for the tests in the manner of Apertus's template: a call's arguments joined to the text as a string,
+#: which fails on an object (the form the Hugging Face templates and trl take).
+STRING_ARGS = (
+    "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}"
+    "{% for m in messages %}{% if m.role == 'assistant' and m.tool_calls %}<calls>["
+    "{% for c in m.tool_calls %}{{ '{\"' + c.function.name + '\": ' + c.function.arguments + '}' }}"
+    "{% if not loop.last %}, {% endif %}{% endfor %}]</calls>"
+    "{% else %}<{{ m.role }}>{{ m.content }}{% endif %}{% endfor %}")
+
+
+def test_a_template_wanting_at_least_nine_characters_gets_nine_character_ids(tmp_path, shards, capsys):  # noqa: F811
+    """The id probe uses a short id with an underscore (``call_1``, as most datasets write them), so a template
+    that wants *at least* 9 characters is found too, and every row exports (before: every row refused)."""
+    from hsa.cli import main
+
+    assert _needs(MISTRAL3_LIKE) == {"alnum9_call_ids"}
+    path = tmp_path / "m3.jinja"
+    path.write_text(MISTRAL3_LIKE, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
+    assert "needs alnum9_call_ids" in capsys.readouterr().err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and all(re.fullmatch(r"[A-Za-z0-9]{9}", c["id"]) for r in rows for m in r["messages"]
+                        for c in m.get("tool_calls") or ())
+
+
+def test_string_arguments_for_a_template_that_joins_them_as_text(tmp_path, shards, capsys):  # noqa: F811
+    """A template that concatenates a call's arguments fails on an object; the probe finds it and the rows
+    carry the arguments as JSON text, each the same object as before, rendered once (not double-encoded)."""
+    from hsa.chat_template import string_arguments
+    from hsa.cli import main
+
+    assert _needs(STRING_ARGS) == {"string_arguments"}
+    assert _needs((TRL / "qwen2_5.jinja").read_text()) == set()  # a template that takes objects keeps them
+    msgs = [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": {"q": "café", "n": [1, 2]}}},
+        {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"k\": 1}"}}]}]
+    out_msgs, flags, n = string_arguments(msgs, [True])
+    assert n == 1 and flags == [True] and msgs[0]["tool_calls"][0]["function"]["arguments"] == {"q": "café", "n": [1, 2]}
+    assert out_msgs[0]["tool_calls"][0]["function"]["arguments"] == '{"q": "café", "n": [1, 2]}'
+    assert out_msgs[0]["tool_calls"][1] is msgs[0]["tool_calls"][1]  # text already: untouched
+
+    path = tmp_path / "s.jinja"
+    path.write_text(STRING_ARGS, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "needs string_arguments" in err and "string_arguments:" in err and "0 failed" in err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    source = {r["id"]: r for r in map(json.loads, _plain_export(tmp_path, shards).read_text().splitlines())}
+    calls = 0
+    for r in rows:
+        src_calls = [c for m in source[r["id"]]["messages"] for c in m.get("tool_calls") or ()]
+        got = [c for m in r["messages"] for c in m.get("tool_calls") or ()]
+        assert [json.loads(c["function"]["arguments"]) for c in got] == \
+            [_as_object(c["function"]["arguments"]) for c in src_calls]
+        text = render(STRING_ARGS, r["messages"], r["tools"])
+        assert all(c["function"]["arguments"] in text for c in got)
+        calls += len(got)
+    assert calls > 0
+
+
+def _plain_export(tmp_path, shards):  # noqa: F811
+    from hsa.cli import main
+
+    out = tmp_path / "plain.jsonl"
+    assert main(["export", str(shards), "--out", str(out)]) == 0
+    return out
+
+
+def _as_object(arguments):
+    return json.loads(arguments) if isinstance(arguments, str) else arguments
+
+
+def test_a_probe_that_fails_for_two_reasons_finds_both():
+    """A template that wants 9-character ids *and* string arguments fails the id probe both ways alone; with
+    the rewrite the other probe found it renders, so both are needed."""
+    both = MISTRAL3_LIKE.replace("'arguments': c.function.arguments", "'arguments': '' + c.function.arguments")
+    assert _needs(both) == {"alnum9_call_ids", "string_arguments"}
+
+
+def test_a_template_that_does_not_compile_is_named_with_its_line(tmp_path, shards, capsys):  # noqa: F811
+    """A syntax error (one in a template published with vLLM's examples: ``{% set x = tool | tojson}``) is
+    reported as that, with its line, before any probe: exit 2, nothing written (before: "it takes no tool
+    turns"); the trainers' --chat_template_path says the same."""
+    from hsa.cli import main
+    from trainers.common import TrainerInputError, _read_template
+
+    path = tmp_path / "broken.jinja"
+    path.write_text("{% for tool in tools %}\n{% set tool_json = tool | tojson}\n{% endfor %}", encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a valid Jinja template: line 2: unexpected '}'" in err and "tool | tojson}" in err
+    assert not out.exists()
+    with pytest.raises(TrainerInputError, match="--chat_template_path .*broken.jinja: not a valid Jinja template: "
+                                                "line 2"):
+        _read_template(str(path))
+
+
+@pytest.mark.parametrize("prefix, says", [
+    # raises on any system message (vLLM's granite-20b-fc template loops over every message but renders only
+    # user, assistant and tool turns)
+    ("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('Unexpected role') }}{% endif %}"
+     "{% endfor %}", "nor a probe of a system message, a question and an answer the same way: it renders no "
+                     "conversation hsa writes"),
+    ("{% if tools %}{{ raise_exception('no tools here') }}{% endif %}",
+     "a probe of two tools (each parameter typed and described) and no tool turn fails the same way: it cannot "
+     "render a tool list"),
+])
+def test_a_refusal_says_where_the_template_fails(tmp_path, shards, capsys, prefix, says):  # noqa: F811
+    """When the probe and the first row with calls both fail, the refusal says what the template cannot
+    render: any conversation, a tool list, or (the plain-chat case above) a tool turn."""
+    from hsa.cli import main
+    from trainers.common import bundled_template
+
+    path = tmp_path / "t.jinja"
+    path.write_text(prefix + Path(bundled_template()).read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "takes no tool turns" not in err and not out.exists()
+
+
+def test_rows_a_template_refuses_are_summed_up_by_error(tmp_path, shards, capsys):  # noqa: F811
+    """A template that cannot render something some rows have (here a tool name that is no Python identifier,
+    as a template writing calls as Python would; vLLM's Command-R template fails the same way on a parameter
+    without a description) renders the probe, exports the rows it takes, and ends with the refused rows
+    counted by the template's error, instead of only one line per row."""
+    from hsa.cli import main
+    from trainers.common import bundled_template
+
+    identifiers_only = (
+        "{% for t in tools or [] %}{% if '-' in t.function.name %}"
+        "{{ raise_exception('tool names must be Python identifiers') }}{% endif %}{% endfor %}")
+    path = tmp_path / "t.jinja"
+    path.write_text(identifiers_only + Path(bundled_template()).read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    code = main(["export", str(shards), "--out", str(out), "--template", str(path)])
+    err = capsys.readouterr().err
+    written, failed = map(int, re.search(r"(\d+) rows written for the template .*; (\d+) failed", err).groups())
+    hyphenated = [r["id"] for r in map(json.loads, _plain_export(tmp_path, shards).read_text().splitlines())
+                  if any("-" in (t.get("function") or t)["name"] for t in r.get("tools") or ())]
+    assert 0 < failed == len(hyphenated) and written > 0 and code == 1
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] and \
+        not set(hyphenated) & {json.loads(line)["id"] for line in out.read_text().splitlines()}
+    assert (f"rows the template refused, by its error: {failed} rows: TemplateError: tool names must be Python "
+            "identifiers") in err

@@ -74,7 +74,7 @@ def test_unknown_compat_is_an_error():
     with pytest.raises(TrainerInputError, match="unknown chat_compat.*split_parallel_calls"):
         to_chat(_parallel(), compat=["split_calls"])
     assert set(CHAT_COMPAT) == {"split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system",
-                                "merge_user_turns"}
+                                "merge_user_turns", "string_arguments"}
 
 
 def _render_with(template: str):

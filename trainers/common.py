@@ -89,7 +89,9 @@ class ModelArguments:
                                         "digits: Mistral), fold_system (a system message after the first, such as "
                                         "a hook's message, folded into the user turn: Qwen 3.5, Mistral, Gemma), "
                                         "merge_user_turns (two user turns in a row joined), system_as_user (a late "
-                                        "system message sent as a user message)."})
+                                        "system message sent as a user message), string_arguments (tool-call "
+                                        "arguments as JSON text, for a template that joins them to a string: "
+                                        "Apertus)."})
 
 
 @dataclasses.dataclass
@@ -430,15 +432,18 @@ def resolve_model_path(name_or_path: str | None, *, what: str = "--model_name_or
 def _read_template(path: str, flag: str = "--chat_template_path") -> str:
     """``--chat_template_path`` (``flag``): a ``.jinja`` file, a tokenizer folder or its ``tokenizer_config.json``,
     read as ``hsa export --template`` reads it (:func:`hsa.chat_template.read_template`)."""
-    from hsa.chat_template import read_template
+    from hsa.chat_template import compile_error, read_template
 
     try:
-        return read_template(path)
+        template = read_template(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{flag} {path}: no such file or folder; pass a .jinja file such as "
                                 f"{bundled_template()}") from None
     except ValueError as exc:  # a folder or tokenizer_config.json without a template
         raise TrainerInputError(f"{flag} {path}: no chat template there ({exc})") from None
+    if problem := compile_error(template):
+        raise TrainerInputError(f"{flag} {path}: not a valid Jinja template: {problem}")
+    return template
 
 
 def load_tokenizer(model: ModelArguments, *, padding_side: str | None = None,
