@@ -200,9 +200,10 @@ MISTRAL3_LIKE = (
 #: which fails on an object (the form the Hugging Face templates and trl take).
 STRING_ARGS = (
     "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}"
-    "{% for m in messages %}{% if m.role == 'assistant' and m.tool_calls %}<calls>["
+    "{% for m in messages %}{% if m.role == 'assistant' %}<assistant>{% generation %}{{ m.content or '' }}"
+    "{% if m.tool_calls %}<calls>["
     "{% for c in m.tool_calls %}{{ '{\"' + c.function.name + '\": ' + c.function.arguments + '}' }}"
-    "{% if not loop.last %}, {% endif %}{% endfor %}]</calls>"
+    "{% if not loop.last %}, {% endif %}{% endfor %}]</calls>{% endif %}</end>{% endgeneration %}"
     "{% else %}<{{ m.role }}>{{ m.content }}{% endif %}{% endfor %}")
 
 
@@ -344,3 +345,22 @@ def test_rows_a_template_refuses_are_summed_up_by_error(tmp_path, shards, capsys
         not set(hyphenated) & {json.loads(line)["id"] for line in out.read_text().splitlines()}
     assert (f"rows the template refused, by its error: {failed} rows: TemplateError: tool names must be Python "
             "identifiers") in err
+
+
+def test_sft_trains_with_string_arguments_for_such_a_template(tiny_model, shards, capsys):  # noqa: F811
+    """The trainers find the same need through the tokenizer's apply_chat_template: every row tokenizes, its
+    calls' arguments rendered once, as JSON text."""
+    from transformers import AutoTokenizer
+
+    from trainers.common import iter_rows
+    from trainers.sft import LongRowStats, build_dataset
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    tok.chat_template = STRING_ARGS
+    rows = list(iter_rows(str(shards)))
+    stats = LongRowStats()
+    ds = build_dataset(rows, tok, max_length=None, stats=stats)
+    assert len(ds) == len(rows) and stats.adapted["string_arguments"][0] == len(rows)
+    assert "needs string_arguments" in capsys.readouterr().err
+    text = tok.decode(ds["input_ids"][0])
+    assert re.search(r'<calls>\[\{"[\w-]+": \{"', text)  # {"name": {...}}: the object's text, not a quoted string
