@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
-           "probe_refusal", "refusal_cause", "compile_error", "template_error", "adapt", "split_parallel_calls",
+           "probe_refusal", "probe_final_calls_dropped", "refusal_cause", "compile_error", "template_error", "adapt", "split_parallel_calls",
            "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns", "string_arguments",
            "read_template"]
 
@@ -141,7 +141,27 @@ def harness_not_rendered(render_fn: Callable[[list[dict], list[dict] | None], st
         if same_without(bare, list(tools) if tools else None):
             return ("does not render assistant 'tool_calls' (the text is the same without them), so there would be "
                     "no call to learn")
+        if same_without([_other_calls(m) for m in messages], list(tools) if tools else None):
+            return ("renders that an assistant turn has 'tool_calls' but not which (the text is the same with other "
+                    "names and arguments), so there would be no call to learn")
     return None
+
+
+def _other_calls(message: dict) -> dict:
+    """``message`` with each call's name and arguments changed (arguments in the form they had)."""
+    if not message.get("tool_calls"):
+        return message
+    calls = []
+    for c in message["tool_calls"]:
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(fn, dict):
+            calls.append(c)
+            continue
+        args = {"hsa_other_argument": 8093}
+        calls.append({**c, "function": {**fn, "name": f"{fn.get('name')}_hsa_other",
+                                         "arguments": json.dumps(args) if isinstance(fn.get("arguments"), str)
+                                         else args}})
+    return {**message, "tool_calls": calls}
 
 
 # --------------------------------------------------------------------------- rewrites
@@ -331,7 +351,8 @@ def _call(cid: str, name: str, args: dict) -> dict:
 
 def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
     """Rewrite -> (probe conversation, texts the rendering must hold). Each probe isolates one problem: its
-    other parts are in the form every template takes (9-character ids, alternating turns)."""
+    other parts are in the form every template takes (9-character ids, alternating turns). What a rendering must
+    not hold is in :data:`_UNWANTED`."""
     sys_ = {"role": "system", "content": "You are a probe."}
     return {
         "split_parallel_calls": ([sys_, {"role": "user", "content": "Use both tools."},
@@ -389,6 +410,25 @@ def probe_harness_not_rendered(render_fn: Callable[[list[dict], list[dict] | Non
         return None
 
 
+def probe_final_calls_dropped(render_fn: Callable[[list[dict], list[dict] | None], str],
+                              rewrites: Sequence[str] = ()) -> str | None:
+    """What a template loses when a conversation ends with a turn of calls, or None: a template that renders the
+    probe's calls before a result, and drops them when the call turn is the last one (it holds a last assistant
+    turn as a generation prefill and renders its text alone, as vLLM's Nemotron templates do). None also when
+    the probe's calls are not rendered at all (:func:`probe_harness_not_rendered` says so)."""
+    probe = _tool_probe(rewrites)
+    try:
+        if harness_not_rendered(render_fn, probe, _TOOLS) is not None:
+            return None
+        last = next(i for i, m in enumerate(probe) if m.get("tool_calls"))
+        if harness_not_rendered(render_fn, probe[:last + 1], _TOOLS) is None:
+            return None
+    except Exception:  # noqa: BLE001 - the template refuses the probe itself
+        return None
+    return ("drops the calls of a conversation's last assistant turn (it renders that turn's text alone, as a "
+            "generation prefill), so a row or window that ends with calls would train none")
+
+
 def probe_refusal(render_fn: Callable[[list[dict], list[dict] | None], str],
                   rewrites: Sequence[str] = ()) -> str | None:
     """Why the template cannot render the probe of :func:`probe_harness_not_rendered` (one call and its result,
@@ -423,14 +463,23 @@ def template_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0][:120] if text else ''}"
 
 
-def _renders(render_fn, messages, tools, wanted) -> str | None:
-    """None when ``messages`` render with every ``wanted`` text, else why not."""
+#: Rewrite -> (text, what it shows) that the probe's rendering must not hold: ``{'x': 4711}`` is the probe call's
+#: arguments object as Python prints it, which a template that writes ``{{ function.arguments }}`` as it is
+#: (expecting JSON text, as vLLM's Phi-4-mini and InternLM2 templates do) puts in the training text.
+_UNWANTED = {"string_arguments": (("{'x': 4711}", "writes the arguments object as Python prints it, not as JSON"),)}
+
+
+def _renders(render_fn, messages, tools, wanted, unwanted=()) -> str | None:
+    """None when ``messages`` render with every ``wanted`` text and no ``unwanted`` one, else why not."""
     try:
         text = render_fn(messages, tools)
     except Exception as exc:  # noqa: BLE001 - a template's raise_exception, or any error it makes
         return template_error(exc)
     missing = [w for w in wanted if w not in text]
-    return f"leaves out {missing}" if missing else None
+    if missing:
+        return f"leaves out {missing}"
+    shown = [f"{why} ({u})" for u, why in unwanted if u in text]
+    return shown[0] if shown else None
 
 
 def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) -> dict[str, str]:
@@ -442,11 +491,12 @@ def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) ->
     out: dict[str, str] = {}
     undecided: list[tuple[str, list[dict], tuple[str, ...], str]] = []
     for name, (msgs, wanted) in _probes().items():
-        problem = _renders(render_fn, msgs, _TOOLS, wanted)
+        unwanted = _UNWANTED.get(name, ())
+        problem = _renders(render_fn, msgs, _TOOLS, wanted, unwanted)
         if problem is None:
             continue
         fixed, _, _ = adapt(msgs, [True] * len(msgs), [name])
-        if _renders(render_fn, fixed, _TOOLS, wanted) is None:
+        if _renders(render_fn, fixed, _TOOLS, wanted, unwanted) is None:
             out[name] = problem
         else:
             undecided.append((name, msgs, wanted, problem))
@@ -454,8 +504,11 @@ def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) ->
     # template that also wants string arguments): needed if it renders with those rewrites and its own only
     found = list(out)
     for name, msgs, wanted, problem in undecided:
-        if found and _renders(render_fn, adapt(msgs, [True] * len(msgs), found)[0], _TOOLS, wanted) is not None \
-                and _renders(render_fn, adapt(msgs, [True] * len(msgs), [*found, name])[0], _TOOLS, wanted) is None:
+        unwanted = _UNWANTED.get(name, ())
+        if found and _renders(render_fn, adapt(msgs, [True] * len(msgs), found)[0], _TOOLS, wanted,
+                              unwanted) is not None \
+                and _renders(render_fn, adapt(msgs, [True] * len(msgs), [*found, name])[0], _TOOLS, wanted,
+                             unwanted) is None:
             out[name] = problem
     return out
 

@@ -270,8 +270,8 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     from collections import Counter
 
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
-    from hsa.chat_template import compile_error, harness_not_rendered, probe_harness_not_rendered, read_template, \
-        refusal_cause, render, template_error, template_needs
+    from hsa.chat_template import compile_error, harness_not_rendered, probe_final_calls_dropped, \
+        probe_harness_not_rendered, read_template, refusal_cause, render, template_error, template_needs
 
     try:
         template = read_template(args.template)
@@ -299,6 +299,9 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
         return refused("", problem)
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
+    final_dropped = probe_final_calls_dropped(render_fn, compat)
+    if final_dropped:
+        print(f"the template {final_dropped}: rows whose last turn is a call are not exported", file=sys.stderr)
     adapted: dict[str, list[int]] = {}
     failed = 0
     reasons: Counter[str] = Counter()  # the template's errors of the rows it refused, for the summary
@@ -338,6 +341,11 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 failed += 1
                 reasons[template_error(exc)] += 1
                 print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            if final_dropped and chat["messages"] and chat["messages"][-1].get("tool_calls"):
+                failed += 1
+                reasons["the template drops the calls of a last assistant turn"] += 1
+                print(f"{where}: not exported: it ends with calls, and the template {final_dropped}", file=sys.stderr)
                 continue
             if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
                 checked = True  # the first row with tools and calls, as trainers.sft checks it

@@ -364,3 +364,98 @@ def test_sft_trains_with_string_arguments_for_such_a_template(tiny_model, shards
     assert "needs string_arguments" in capsys.readouterr().err
     text = tok.decode(ds["input_ids"][0])
     assert re.search(r'<calls>\[\{"[\w-]+": \{"', text)  # {"name": {...}}: the object's text, not a quoted string
+
+
+#: Written for the tests in the manner of vLLM's Phi-4-mini and InternLM2 templates: the arguments printed as
+#: they are, which for an object is Python's ``{'a': 1}`` in the training text, not JSON.
+PRINTS_ARGS = (
+    "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}"
+    "{% for m in messages %}<{{ m.role }}>{{ m.content or '' }}{% for c in m.tool_calls or [] %}"
+    "{\"name\": \"{{ c.function.name }}\", \"arguments\": {{ c.function.arguments }}}{% endfor %}{% endfor %}")
+
+
+def test_a_template_that_prints_the_arguments_object_gets_json_text(tmp_path, shards, capsys):  # noqa: F811
+    """Rendering renders (so no error shows it), but the text holds Python's form of the object; the probe
+    looks for it, and the rows carry JSON text, which the template prints as JSON."""
+    from hsa.cli import main
+
+    assert _needs(PRINTS_ARGS) == {"string_arguments"}
+    path = tmp_path / "p.jinja"
+    path.write_text(PRINTS_ARGS, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
+    assert "writes the arguments object as Python prints it" in capsys.readouterr().err
+    for r in map(json.loads, out.read_text().splitlines()):
+        text = render(PRINTS_ARGS, r["messages"], r["tools"])
+        for c in (c for m in r["messages"] for c in m.get("tool_calls") or ()):
+            assert f'"arguments": {c["function"]["arguments"]}' in text
+            json.loads(c["function"]["arguments"])
+
+
+def test_a_template_that_renders_only_a_marker_for_calls_is_refused(tmp_path, shards, capsys):  # noqa: F811
+    """A template that writes a marker for a turn with calls but not the calls (vLLM's small Mistral template:
+    ``'[TOOL_CALLS]' + content``) would train the marker alone: refused like one that drops the calls."""
+    from hsa.chat_template import harness_not_rendered
+    from hsa.cli import main
+
+    marker_only = ("{% if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}"
+                   "{% for m in messages %}{% if m.tool_calls %}[TOOL_CALLS]{{ m.content }}</s>"
+                   "{% else %}[{{ m.role }}]{{ m.content }}{% endif %}{% endfor %}")
+    path = tmp_path / "m.jinja"
+    path.write_text(marker_only, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 2
+    assert "has 'tool_calls' but not which" in capsys.readouterr().err and not out.exists()
+    # a template that renders the calls passes, with arguments as objects or as text
+    chat = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}]
+    assert harness_not_rendered(lambda m, t: render(STRING_ARGS, m, t), chat, None) is None
+
+
+#: Written for the tests in the manner of vLLM's Nemotron templates: a conversation's last assistant turn is held
+#: as a generation prefill, and only its text is rendered.
+PREFILL_LAST = (
+    "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}"
+    "{% set last = messages[-1] if messages[-1].role == 'assistant' else none %}"
+    "{% for m in (messages[:-1] if last else messages) %}<{{ m.role }}>{{ m.content or '' }}"
+    "{% for c in m.tool_calls or [] %}<TOOLCALL>{{ c.function | tojson }}</TOOLCALL>{% endfor %}{% endfor %}"
+    "{% if last %}<assistant>{% generation %}{{ last.content }}{% endgeneration %}{% endif %}")
+
+
+def test_a_template_that_drops_a_last_turns_calls(tmp_path, capsys):
+    """Rows that end with calls (xLAM, BFCL) would export and train with no call under such a template: export
+    leaves them out, listed and counted, and writes the others; the SFT trainer refuses the template."""
+    from hsa.chat_template import probe_final_calls_dropped
+    from hsa.cli import main
+    from trainers.common import TrainerInputError, check_template_renders_harness
+
+    fn = (lambda m, t: render(PREFILL_LAST, m, t))
+    assert "drops the calls of a conversation's last assistant turn" in probe_final_calls_dropped(fn)
+    assert probe_final_calls_dropped(lambda m, t: render(STRING_ARGS, m, t), ["string_arguments"]) is None
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.",
+                                               "parameters": {"type": "object", "properties": {
+                                                   "city": {"type": "string", "description": "The city."}},
+                                                   "required": ["city"]}}}]
+    call = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]}
+    ends_with_call = {"id": "q1", "tools": tools, "messages": [{"role": "user", "content": "Weather in Oslo?"}, call]}
+    ends_with_text = {"id": "q2", "tools": tools, "messages": [
+        {"role": "user", "content": "Weather in Oslo?"}, call,
+        {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 3}"},
+        {"role": "assistant", "content": "It is 3 degrees in Oslo."}]}
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in (ends_with_call, ends_with_text)) + "\n", encoding="utf-8")
+    assert main(["augment", str(src), "--out", str(tmp_path / "aug"), "--variants", "1", "--quiet"]) == 0
+    path = tmp_path / "p.jinja"
+    path.write_text(PREFILL_LAST, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(tmp_path / "aug"), "--out", str(out), "--template", str(path)]) == 1
+    err = capsys.readouterr().err
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert written and all(r["messages"][-1].get("tool_calls") is None for r in written)
+    assert {r["source_id"] for r in written} == {"q2"}
+    assert f"{len(written)} rows written" in err and "ends with calls, and the template drops" in err
+    chat = {"messages": ends_with_text["messages"], "tools": tools}
+    with pytest.raises(TrainerInputError, match="drops the calls of a conversation's last assistant turn"):
+        check_template_renders_harness(fn, chat, final_turn=True)
+    check_template_renders_harness(fn, chat)  # prompts for evaluation end before the turn: no matter there

@@ -121,6 +121,21 @@ def turn_scores(completion, row_id="w1/1", turn=2, **kwargs):
      '<parameter name="b">x</parameter>\n</invoke>\n</minimax:tool_call>', "invoke"),
     ('<|tool_call_start|>[f(a=1), g(b="x")]<|tool_call_end|>', "pythonic"),  # LFM2
     ('<|tool_call|>[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": "x"}}]', "json"),  # Granite
+    # the formats of vLLM's tool chat templates and parsers (examples/tool_chat_template_*.jinja), 2026-12
+    ('<tool_calls>[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": "x"}}]</tool_calls><|eos|>',
+     "json"),  # Hunyuan-A13B
+    ('<tool_calls>\n{"name": "f", "arguments": {"a": 1}}\n{"name": "g", "arguments": {"b": "x"}}\n</tool_calls>'
+     "<end_of_sentence>", "json"),  # MiniMax-M1: one call per line
+    ('<TOOLCALL>[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": "x"}}]</TOOLCALL>',
+     "json"),  # Nemotron
+    ('<tools>\n{"name": "f", "arguments": {"a": 1}}\n{"name": "g", "arguments": {"b": "x"}}\n</tools>\n<|im_end|>',
+     "json"),  # Qwen2.5-Coder as vLLM templates it
+    ('<function_calls>\nf(a=1)\ng(b="x")\n</function_calls><|im_end|>', "pythonic"),  # OLMo 3: a call per line
+    ('<|action_start|><|plugin|>\n[{"name": "f", "parameters": {"a": 1}}, {"name": "g", "parameters": {"b": "x"}}]'
+     "<|action_end|>", "json"),  # InternLM2
+    ('<|tools_prefix|>[{"f": {"a": 1}}, {"g": {"b": "x"}}]<|tools_suffix|>', "json"),  # Apertus: {name: arguments}
+    (' -> tool/function_call\n[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": "x"}}]'
+     "<|im_end|><|stop|>", "json"),  # HyperCLOVA X SEED
 ])
 def test_every_format_reads_the_same_two_calls(text, fmt):
     """Each tool-call format gives the same calls, found by auto and by naming the format."""
@@ -146,6 +161,14 @@ def test_harmony_reply_is_the_final_channel():
     """gpt-oss: a reply is the final channel's text; the analysis channel is dropped."""
     p = parse("<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>Hi!<|return|>")
     assert p.ok and p.calls == () and p.content == "Hi!"
+
+
+def test_llama4_end_of_turn_and_python_literals_in_a_wrapper():
+    """Llama 4's end-of-turn token is cleaned like Llama 3's; a wrapper's body may be Python literals (single
+    quotes), as a template that prints the arguments object writes it."""
+    assert parse('{"name": "f", "parameters": {"a": 1}}<|eot|>').calls == ({"name": "f", "arguments": {"a": 1}},)
+    p = parse("<|action_start|><|plugin|>\n{'name': 'f', 'parameters': {'a': 'x'}}<|action_end|>")
+    assert p.ok and p.calls == ({"name": "f", "arguments": {"a": "x"}},)
 
 
 def test_bare_json_object_and_pythonic_names_with_spaces():
@@ -174,6 +197,9 @@ def test_replies_that_look_like_code_are_replies(text):
     ('<invoke name="f"><parameter name="a">1</parameter>', "not closed"),
     ("<|tool_call_start|>[f(a=1)]", "not closed"),
     ('[f(a=1), g(b="x"]', ""),
+    ('<tool_calls>[{"name": "f", "arguments": {"a": 1}}]', "not closed"),
+    ("<TOOLCALL>I would call f</TOOLCALL>", "no call list"),
+    ('<|tools_prefix|>[{"f": 1}]<|tools_suffix|>', "no call list"),
 ])
 def test_broken_calls_are_not_well_formed(text, why):
     """A completion that starts a call and does not finish it is not well formed, and says why."""

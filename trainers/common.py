@@ -394,16 +394,20 @@ def bundled_template() -> str:
 
 
 def check_template_renders_harness(render: Any, chat: dict[str, Any], *, where: str = "row",
-                                   flag: str = "--chat_template_path") -> None:
+                                   flag: str = "--chat_template_path", final_turn: bool = False) -> None:
     """Raise :class:`TrainerInputError` when a chat template leaves out the tools or the tool calls of ``chat``
-    (:func:`hsa.chat_template.harness_not_rendered`); the message names ``flag``, the option of the command
+    (:func:`hsa.chat_template.harness_not_rendered`), or, with ``final_turn`` (a trainer that ends rows and windows
+    on assistant turns), the calls of a conversation's last turn
+    (:func:`hsa.chat_template.probe_final_calls_dropped`); the message names ``flag``, the option of the command
     that takes the template, and the bundled template that renders both."""
-    from hsa.chat_template import harness_not_rendered, template_error
+    from hsa.chat_template import harness_not_rendered, probe_final_calls_dropped, template_error
 
     try:
         problem = harness_not_rendered(render, chat["messages"], chat["tools"])
     except Exception as exc:  # noqa: BLE001 - the template's own raise_exception (a plain-chat template: no tool turn)
         problem = f"cannot render this conversation with its tool calls and results ({template_error(exc)})"
+    if not problem and final_turn:
+        problem = probe_final_calls_dropped(render)
     if problem:
         raise TrainerInputError(f"{where}: the chat template {problem}. Pass {flag} with a template that renders "
                                 f"tools and tool calls ({bundled_template()} is bundled).")

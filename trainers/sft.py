@@ -269,7 +269,7 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
             adapted[name][0] += 1
             adapted[name][1] += k
         if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
-            check_template_renders_harness(render, chat, where=where)
+            check_template_renders_harness(render, chat, where=where, final_turn=True)
             checked = True
         stats.rows += 1
         full = tokenize_chat(tokenizer, chat["messages"], chat["tools"], chat["train"], chat_template=template)

@@ -83,7 +83,8 @@ class Parsed:
 
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _TAIL = re.compile(r"(?:\s*(?:<\|im_end\|>|<\|endoftext\|>|</s>|<\|eot_id\|>|<\|eom_id\|>|<\|end\|>|<eos>|"
-                   r"<end_of_turn>|<\|return\|>|<｜end▁of▁sentence｜>))+\s*$")
+                   r"<end_of_turn>|<\|return\|>|<｜end▁of▁sentence｜>|<\|eot\|>|<\|eom\|>|<\|end_of_text\|>|"
+                   r"<end_of_sentence>|<\|eos\|>|<\|stop\|>))+\s*$")
 _FENCE = re.compile(r"\A```(?:json|python|tool_code)?[ \t]*\n?(.*?)\n?```\Z", re.S)
 _MISTRAL = "[TOOL_CALLS]"
 _PYTHON_TAG = "<|python_tag|>"
@@ -345,8 +346,16 @@ def _kimi(text: str) -> tuple[str, list[dict]]:
     return text.split("<|tool_calls_section_begin|>")[0].split("<|tool_call_begin|>")[0].strip(), calls
 
 
-#: Markers around a JSON or pythonic call list: LFM2, Granite.
-_WRAPPED = (("<|tool_call_start|>", "<|tool_call_end|>"), ("<|tool_call|>", ""))
+#: Markers around a JSON or pythonic call list (the chat templates of these models write them so, and
+#: vLLM's tool parsers read them so): LFM2, Granite, Hunyuan-A13B and MiniMax-M1 (``<tool_calls>``: a JSON list,
+#: or one call object per line), Nemotron (``<TOOLCALL>``), Qwen2.5-Coder as vLLM templates it (``<tools>``),
+#: OLMo 3 (``<function_calls>``: one pythonic call per line), InternLM2 (``<|action_start|><|plugin|>``),
+#: Apertus (``<|tools_prefix|>``: a list of ``{name: arguments}`` objects), HyperCLOVA X (a turn headed
+#: ``-> tool/function_call``).
+_WRAPPED = (("<|tool_call_start|>", "<|tool_call_end|>"), ("<|tool_call|>", ""),
+            ("<tool_calls>", "</tool_calls>"), ("<TOOLCALL>", "</TOOLCALL>"), ("<tools>", "</tools>"),
+            ("<function_calls>", "</function_calls>"), ("<|action_start|><|plugin|>", "<|action_end|>"),
+            ("<|tools_prefix|>", "<|tools_suffix|>"), ("-> tool/function_call", ""))
 
 
 def _wrapped(text: str, names: Collection[str]) -> tuple[str, list[dict], str] | None:
@@ -359,13 +368,53 @@ def _wrapped(text: str, names: Collection[str]) -> tuple[str, list[dict], str] |
                 raise _Bad(f"{start} is not closed with {end}")
             body = body.split(end, 1)[0]
         body = body.strip()
-        calls = _bare_json(body)
+        calls = _wrapped_json(body)
         fmt = "json"
         if not calls:
-            calls, fmt = _pythonic(body, names, strict=True), "pythonic"
+            lines = [line.strip() for line in body.splitlines() if line.strip()]
+            if len(lines) > 1 and all(re.match(r"[^\s\[\](){}=,\"']+\s*\(.*\)\Z", line) for line in lines):
+                body = "[" + ", ".join(lines) + "]"  # one call per line (OLMo 3)
+            try:
+                calls, fmt = _pythonic(body, names, strict=True), "pythonic"
+            except _Bad as exc:
+                raise _Bad(f"{start.strip()} is followed by no call list ({exc})") from None
         if not calls:
-            raise _Bad(f"{start} is followed by no call list")
+            raise _Bad(f"{start.strip()} is followed by no call list")
         return head.strip(), calls, fmt
+    return None
+
+
+def _literal(text: str) -> Any:
+    try:
+        return parse_literal(text)
+    except ValueError:
+        return _NOT_LITERAL
+
+
+_NOT_LITERAL = object()
+
+
+def _wrapped_json(body: str) -> list[dict] | None:
+    """The calls of a wrapper's body when it is JSON (or Python literals): one call or a list of them (a ```json
+    fence allowed), one call object per line, or a list of ``{name: arguments}`` objects; None otherwise."""
+    fence = _FENCE.match(body)
+    body = fence.group(1).strip() if fence else body
+    if not body or body[0] not in "[{":
+        return None
+    value = _literal(body)
+    if value is _NOT_LITERAL:
+        lines = [line.strip() for line in body.splitlines() if line.strip()]
+        values = [_literal(line) for line in lines] if len(lines) > 1 else []
+        if values and all(isinstance(v, dict) and _is_call_shaped(v) for v in values):
+            return _calls_of(values, "JSON line")
+        return None
+    if _is_call_shaped(value):
+        return _calls_of(value, "JSON")
+    items = value if isinstance(value, list) else [value]
+    if items and all(isinstance(i, dict) and len(i) == 1 and isinstance(next(iter(i.values())), dict)
+                     for i in items):  # [{"get_weather": {"city": "Paris"}}]
+        return [_call_of({"name": k, "arguments": v}, f"call {n}")
+                for n, i in enumerate(items, 1) for k, v in i.items()]
     return None
 
 
