@@ -23,9 +23,9 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
-           "probe_refusal", "probe_final_calls_dropped", "refusal_cause", "compile_error", "template_error", "adapt", "split_parallel_calls",
-           "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns", "string_arguments",
-           "read_template"]
+           "probe_refusal", "probe_final_calls_dropped", "refusal_cause", "compile_error", "template_error", "adapt",
+           "split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
+           "string_arguments", "read_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
 REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "alnum9_call_ids",
