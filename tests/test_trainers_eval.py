@@ -85,3 +85,32 @@ def test_eval_run_errors_name_its_own_options(tiny_model, mini_shards, tmp_path,
                      str(tmp_path / "r.json")]) == 2
     err = capsys.readouterr().err
     assert "--model " in err and "--model_name_or_path" not in err
+
+
+def test_eval_prompts_get_the_rewrites_the_template_needs(tiny_model, capsys):  # noqa: F811
+    """hsa eval run renders prompts through the rewrites the template's probes find, as the trainers do: a
+    Mistral-style template (9-character ids) renders a history with ``call_1`` ids without --chat-compat
+    (before: "the chat template cannot render it"), its ids rewritten in the calls and their results alike."""
+    import re
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    from trainers.eval import render_prompts
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    tok.chat_template = (Path(__file__).parent / "data" / "mistral_like_tools.jinja").read_text(encoding="utf-8")
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.",
+                                               "parameters": {"type": "object", "properties": {
+                                                   "city": {"type": "string", "description": "The city."}},
+                                                   "required": ["city"]}}}]
+    prompt = {"id": "p1", "tools": tools, "messages": [
+        {"role": "user", "content": "Weather in Oslo, then Bergen?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "3 degrees"}]}
+    text = render_prompts(tok, [prompt])[0]
+    assert "needs alnum9_call_ids" in capsys.readouterr().err
+    ids = re.findall(r'"id": "([^"]+)"', text)
+    assert ids and all(re.fullmatch(r"[A-Za-z0-9]{9}", i) for i in ids)
+    assert f'"call_id": "{ids[0]}"' in text and "3 degrees" in text

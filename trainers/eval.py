@@ -174,6 +174,7 @@ def _compat(messages: list[dict], compat: Sequence[str]) -> list[dict]:
 
 def _string_arguments(messages: list[dict]) -> list[dict]:
     return [m if not m.get("tool_calls") else {**m, "tool_calls": [
+        c if isinstance(c["function"]["arguments"], str) else
         {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
         for c in m["tool_calls"]]} for m in messages]
 
@@ -182,8 +183,10 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
                    template_flag: str = "--chat-template") -> list[str]:
     """Each prompt row rendered with the tokenizer's chat template and the row's tools, ready to generate.
 
-    The first prompt with tools also checks that the template renders them (an error names ``template_flag``)."""
-    from trainers.common import check_template_renders_harness
+    The rewrites the template's probes show it needs are added to ``compat`` and logged, as the trainers do
+    (:func:`trainers.common.template_compat`), so a prompt is rendered as the model was trained on it. The first
+    prompt with tools also checks that the template renders them (an error names ``template_flag``)."""
+    from trainers.common import CHAT_COMPAT, check_template_renders_harness, template_compat
     from trainers.render import strip_bos
 
     def render(messages, tools, generation=False):
@@ -197,6 +200,10 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
                 raise
             return go(_string_arguments(messages))
 
+    unknown = [c for c in compat if c not in CHAT_COMPAT]
+    if unknown:
+        raise TrainerInputError(f"unknown --chat-compat {unknown}; expected some of {list(CHAT_COMPAT)}")
+    compat = template_compat(render, compat)
     texts, checked = [], False
     for p in prompts:
         messages = _compat(p["messages"], compat)
@@ -208,8 +215,8 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
             texts.append(strip_bos(tokenizer, render(messages, p["tools"], True)))
         except Exception as exc:  # noqa: BLE001  (templates raise their own exception types)
             raise TrainerInputError(f"prompt {p['id']}: the chat template cannot render it ({type(exc).__name__}: "
-                                    f"{exc}); --chat-compat may help (split_parallel_calls, alnum9_call_ids, "
-                                    "system_as_user)") from None
+                                    f"{exc}); rewrites applied: {', '.join(compat) or 'none'}; --chat-compat adds "
+                                    f"others ({', '.join(c for c in CHAT_COMPAT if c not in compat)})") from None
     return texts
 
 
