@@ -25,7 +25,7 @@ from typing import Any
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
            "probe_refusal", "probe_final_calls_dropped", "refusal_cause", "compile_error", "template_error", "adapt",
            "split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
-           "string_arguments", "read_template"]
+           "string_arguments", "read_template", "tool_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
 REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "alnum9_call_ids",
@@ -91,23 +91,37 @@ def render(template: str, messages: Sequence[dict], tools: Sequence[dict] | None
                                       **{"bos_token": "<s>", "eos_token": "</s>", **special})
 
 
+def tool_template(templates: Any) -> Any:
+    """The template to render tool conversations with, from a tokenizer's ``chat_template``: a string as it is;
+    of named templates (a ``{name: template}`` dict, or ``tokenizer_config.json``'s list of ``{"name",
+    "template"}``), ``tool_use`` where there is one, else ``default``, as ``apply_chat_template`` chooses when it
+    is given tools (Hermes 2 Pro and Command-R ship a ``default`` that renders no tools). None when there is
+    neither."""
+    if isinstance(templates, list):
+        templates = {t.get("name"): t.get("template") for t in templates if isinstance(t, dict)}
+    if isinstance(templates, dict):
+        return templates.get("tool_use") or templates.get("default")
+    return templates
+
+
 def read_template(spec: str) -> str:
-    """A chat template from a ``.jinja`` file, or from a tokenizer folder (``chat_template.jinja`` or the
-    ``chat_template`` of ``tokenizer_config.json``)."""
+    """A chat template from a ``.jinja`` file, or from a tokenizer folder (``chat_template.jinja``, or
+    ``additional_chat_templates/tool_use.jinja`` where the folder has one, or the ``chat_template`` of
+    ``tokenizer_config.json``); of named templates, the one for tools (:func:`tool_template`)."""
     from pathlib import Path
 
     p = Path(spec).expanduser()
     if p.is_file():
         text = p.read_text(encoding="utf-8")
         if p.suffix == ".json":
-            tpl = json.loads(text).get("chat_template")
-            if isinstance(tpl, list):
-                tpl = next((t["template"] for t in tpl if t.get("name") == "default"), None)
+            tpl = tool_template(json.loads(text).get("chat_template"))
             if not isinstance(tpl, str):
                 raise ValueError(f"{spec} has no chat_template")
             return tpl
         return text
     if p.is_dir():
+        if (p / "additional_chat_templates" / "tool_use.jinja").is_file():
+            return (p / "additional_chat_templates" / "tool_use.jinja").read_text(encoding="utf-8")
         if (p / "chat_template.jinja").is_file():
             return (p / "chat_template.jinja").read_text(encoding="utf-8")
         if (p / "tokenizer_config.json").is_file():

@@ -460,3 +460,35 @@ def test_a_template_that_drops_a_last_turns_calls(tmp_path, capsys):
     with pytest.raises(TrainerInputError, match="drops the calls of a conversation's last assistant turn"):
         check_template_renders_harness(fn, chat, final_turn=True)
     check_template_renders_harness(fn, chat)  # prompts for evaluation end before the turn: no matter there
+
+
+def test_named_templates_give_the_one_for_tools(tmp_path, tiny_model, shards, capsys):  # noqa: F811
+    """A tokenizer with named templates (Hermes 2 Pro, Command-R: a ``default`` that renders no tools and a
+    ``tool_use`` one) is read for its ``tool_use`` template, as apply_chat_template picks it when given tools:
+    from tokenizer_config.json's list, a folder's additional_chat_templates/, and the trainers' tokenizer
+    (before: ``default``, refused for not rendering the tools)."""
+    from transformers import AutoTokenizer
+
+    from hsa.chat_template import read_template, tool_template
+    from hsa.cli import main
+    from trainers.common import bundled_template
+    from trainers.sft import training_template
+
+    tools_tpl = Path(bundled_template()).read_text(encoding="utf-8")
+    plain = SMOLLM2.read_text(encoding="utf-8")  # renders role and content only
+    config = tmp_path / "tok" / "tokenizer_config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"chat_template": [{"name": "default", "template": plain},
+                                                    {"name": "tool_use", "template": tools_tpl}]}))
+    assert read_template(str(config)) == tools_tpl == read_template(str(config.parent))
+    assert tool_template({"default": plain}) == plain and tool_template(plain) == plain
+    folder = tmp_path / "saved"
+    (folder / "additional_chat_templates").mkdir(parents=True)
+    (folder / "chat_template.jinja").write_text(plain, encoding="utf-8")
+    (folder / "additional_chat_templates" / "tool_use.jinja").write_text(tools_tpl, encoding="utf-8")
+    assert read_template(str(folder)) == tools_tpl
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(shards), "--out", str(out), "--template", str(config.parent)]) == 0
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    tok.chat_template = {"default": plain, "tool_use": tools_tpl}
+    assert training_template(tok) == tools_tpl

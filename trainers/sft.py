@@ -75,9 +75,9 @@ def training_template(tokenizer) -> str:
     """The tokenizer's chat template if it has ``{% generation %}`` markers, else trl's training version."""
     from trl.chat_template_utils import get_training_chat_template, has_generation_markers
 
-    template = tokenizer.chat_template
-    if isinstance(template, dict):
-        template = template.get("default")
+    from hsa.chat_template import tool_template
+
+    template = tool_template(tokenizer.chat_template)  # of named templates, the one for tools
     if template and has_generation_markers(template):
         return template
     try:
