@@ -207,17 +207,23 @@ STRING_ARGS = (
     "{% else %}<{{ m.role }}>{{ m.content }}{% endif %}{% endfor %}")
 
 
+def _export(tmp_path, shards, capsys, template: str):  # noqa: F811
+    """``hsa export SHARDS --template T`` for a template text: (exit code, standard error, the output path)."""
+    from hsa.cli import main
+
+    path = tmp_path / "template.jinja"
+    path.write_text(template, encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    code = main(["export", str(shards), "--out", str(out), "--template", str(path)])
+    return code, capsys.readouterr().err, out
+
+
 def test_a_template_wanting_at_least_nine_characters_gets_nine_character_ids(tmp_path, shards, capsys):  # noqa: F811
     """The id probe uses a short id with an underscore (``call_1``, as most datasets write them), so a template
     that wants *at least* 9 characters is found too, and every row exports (before: every row refused)."""
-    from hsa.cli import main
-
     assert _needs(MISTRAL3_LIKE) == {"alnum9_call_ids"}
-    path = tmp_path / "m3.jinja"
-    path.write_text(MISTRAL3_LIKE, encoding="utf-8")
-    out = tmp_path / "rows.jsonl"
-    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
-    assert "needs alnum9_call_ids" in capsys.readouterr().err
+    code, err, out = _export(tmp_path, shards, capsys, MISTRAL3_LIKE)
+    assert code == 0 and "needs alnum9_call_ids" in err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows and all(re.fullmatch(r"[A-Za-z0-9]{9}", c["id"]) for r in rows for m in r["messages"]
                         for c in m.get("tool_calls") or ())
@@ -227,7 +233,6 @@ def test_string_arguments_for_a_template_that_joins_them_as_text(tmp_path, shard
     """A template that concatenates a call's arguments fails on an object; the probe finds it and the rows
     carry the arguments as JSON text, each the same object as before, rendered once (not double-encoded)."""
     from hsa.chat_template import string_arguments
-    from hsa.cli import main
 
     assert _needs(STRING_ARGS) == {"string_arguments"}
     assert _needs((TRL / "qwen2_5.jinja").read_text()) == set()  # a template that takes objects keeps them
@@ -240,12 +245,8 @@ def test_string_arguments_for_a_template_that_joins_them_as_text(tmp_path, shard
     assert out_msgs[0]["tool_calls"][0]["function"]["arguments"] == '{"q": "café", "n": [1, 2]}'
     assert out_msgs[0]["tool_calls"][1] is msgs[0]["tool_calls"][1]  # text already: untouched
 
-    path = tmp_path / "s.jinja"
-    path.write_text(STRING_ARGS, encoding="utf-8")
-    out = tmp_path / "rows.jsonl"
-    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
-    err = capsys.readouterr().err
-    assert "needs string_arguments" in err and "string_arguments:" in err and "0 failed" in err
+    code, err, out = _export(tmp_path, shards, capsys, STRING_ARGS)
+    assert code == 0 and "needs string_arguments" in err and "string_arguments:" in err and "0 failed" in err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     source = {r["id"]: r for r in map(json.loads, _plain_export(tmp_path, shards).read_text().splitlines())}
     calls = 0
@@ -378,14 +379,9 @@ PRINTS_ARGS = (
 def test_a_template_that_prints_the_arguments_object_gets_json_text(tmp_path, shards, capsys):  # noqa: F811
     """Rendering renders (so no error shows it), but the text holds Python's form of the object; the probe
     looks for it, and the rows carry JSON text, which the template prints as JSON."""
-    from hsa.cli import main
-
     assert _needs(PRINTS_ARGS) == {"string_arguments"}
-    path = tmp_path / "p.jinja"
-    path.write_text(PRINTS_ARGS, encoding="utf-8")
-    out = tmp_path / "rows.jsonl"
-    assert main(["export", str(shards), "--out", str(out), "--template", str(path)]) == 0
-    assert "writes the arguments object as Python prints it" in capsys.readouterr().err
+    code, err, out = _export(tmp_path, shards, capsys, PRINTS_ARGS)
+    assert code == 0 and "writes the arguments object as Python prints it" in err
     for r in map(json.loads, out.read_text().splitlines()):
         text = render(PRINTS_ARGS, r["messages"], r["tools"])
         for c in (c for m in r["messages"] for c in m.get("tool_calls") or ()):
