@@ -601,6 +601,48 @@ def cmd_skills(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """``hsa import claude-code LOGS... --out FILE``: Claude Code session logs as records, one per conversation."""
+    from collections import Counter
+
+    from hsa.formats.claude_code import SessionError, read_session, session_files
+
+    if problem := _jsonl_out_problem(args.out):
+        return _die(problem)
+    try:
+        files = session_files(args.inputs)
+    except SessionError as exc:
+        return _die(str(exc))
+    left: Counter = Counter()
+    rejects: list[dict] = []
+    n_records = 0
+
+    def records():
+        nonlocal n_records
+        for path in files:
+            try:
+                recs, rej, lo = read_session(path)
+            except SessionError as exc:
+                rejects.append({"file": str(path), "reason": str(exc)})
+                continue
+            left.update(lo)
+            rejects.extend(rej)
+            n_records += len(recs)
+            yield from recs
+
+    _write_jsonl(records(), args.out)
+    print(f"{n_records} conversations written to {args.out} from {len(files)} session logs", file=sys.stderr)
+    for r in rejects:
+        print(f"{r['file']}: not imported: {r['reason']}", file=sys.stderr)
+    if left:
+        print("left out: " + "; ".join(f"{k} {what}" for what, k in left.most_common()), file=sys.stderr)
+    if n_records:
+        print(f"the logs hold no tool definitions or system prompt: give them to the next step, e.g. "
+              f"'hsa augment {args.out} --tools HARNESS.json' (a JSON list of tools, or an object with 'tools' and "
+              "'system', 'skills', 'hooks')", file=sys.stderr)
+    return 1 if rejects else 0
+
+
 def cmd_transforms(args: argparse.Namespace) -> int:
     from hsa.transform import registry
 
@@ -615,7 +657,7 @@ def cmd_transforms(args: argparse.Namespace) -> int:
 
 #: The commands of :func:`make_parser`, in its order.
 COMMANDS = ("augment", "merge", "stats", "report", "export", "canonicalize", "validate", "sandbox", "show", "audit",
-            "recipes", "rewrite-hook", "skills", "eval", "bench", "transforms")
+            "recipes", "rewrite-hook", "skills", "import", "eval", "bench", "transforms")
 
 
 def make_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -835,6 +877,19 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
                         f"{MAX_SKILL_BYTES})")
         sk.add_argument("--overwrite", action="store_true", help="export: replace existing skill folders")
         sk.set_defaults(func=cmd_skills)
+
+    if want("import"):
+        im = sub.add_parser("import", help="agent logs as records: Claude Code session logs (claude-code)",
+                            description="claude-code: each session log (~/.claude/projects/<project>/<session>.jsonl, "
+                            "one event per line) becomes one record per conversation in the Anthropic layout: the "
+                            "chain of events ending at the last turn, an assistant message's blocks joined, a "
+                            "compaction starting a new record; subagent events, summaries, system notices and "
+                            "abandoned branches left out and counted. The logs hold no tool definitions: pass them "
+                            "to 'hsa augment --tools' (docs/format.md, 'Claude Code session logs').")
+        im.add_argument("format", choices=("claude-code",))
+        im.add_argument("inputs", nargs="+", metavar="LOG", help="session .jsonl files, or project folders of them")
+        im.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
+        im.set_defaults(func=cmd_import)
 
     if want("eval"):
         from hsa.evaluation.cli import add_parser as add_eval_parser

@@ -99,6 +99,10 @@ def _plain_layouts(raw: dict) -> dict:
     if is_bfcl(raw):
         return convert_bfcl(raw)
     check_bfcl_multi_turn(raw)
+    if "sessionId" in raw or "leafUuid" in raw or "parentUuid" in raw:  # a Claude Code session log's line
+        from hsa.formats.claude_code import check_session_event
+
+        check_session_event(raw)
     conv = sharegpt_turns(raw)
     if conv is not None:
         return convert_sharegpt(raw, conv)
