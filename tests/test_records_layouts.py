@@ -367,3 +367,80 @@ def test_variants_of_an_hsa_row_with_a_text_call_restore_no_messages_and_validat
     for back in (json.loads(x) for x in (tmp_path / "back.jsonl").read_text().splitlines()):
         assert back["messages"] == _hsa_row_with_a_text_call()["messages"]
     assert main(["validate", str(tmp_path / "rows.jsonl")]) == 0
+
+
+def _toucan_row(msgs, tools):
+    """A row as Toucan-1.5M's SFT subset writes it: messages and tools as JSON strings, calls as messages of role
+    tool_call holding a Python dict with JSON-string arguments, results as tool_response messages."""
+    return {"uuid": "t-1", "subset_name": "multi-turn", "messages": json.dumps(msgs), "tools": json.dumps(tools)}
+
+
+_TOUCAN_TOOLS = [
+    {"type": "function", "function": {"name": "weather-get_weather", "description": "Weather of a city.",
+                                      "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                     "required": ["city"]}}},
+    {"type": "function", "function": {"name": "time-get_time", "description": "Time in a zone.",
+                                      "parameters": {"type": "object", "properties": {"tz": {"type": "string"}},
+                                                     "required": ["tz"]}}}]
+
+
+def _call_msg(name, args, role="tool_call"):
+    return {"role": role, "content": str({"name": name, "arguments": json.dumps(args)})}
+
+
+def test_calls_and_results_written_as_roles_of_their_own_are_calls():
+    """Toucan-1.5M (Qwen-Agent's roles): a run of tool_call messages is one assistant turn (with the text of the
+    assistant message just before it), tool_response messages answer them in order; before, the roles were kept
+    as they were and the record had no call at all (it validated, and nothing was varied or checked)."""
+    msgs = [{"role": "user", "content": "Weather in Paris and time in Tokyo, then weather in Rome?"},
+            {"role": "assistant", "content": "Checking both."},
+            _call_msg("weather-get_weather", {"city": "Paris"}), _call_msg("time-get_time", {"tz": "Asia/Tokyo"}),
+            {"role": "tool_response", "content": "14C"}, {"role": "tool_response", "content": "19:02"},
+            _call_msg("weather-get_weather", {"city": "Rome"}, role="function_call"),
+            {"role": "function_response", "content": "22C"},
+            {"role": "assistant", "content": "Paris 14C, Tokyo 19:02, Rome 22C."}]
+    rec = normalize(_toucan_row(msgs, _TOUCAN_TOOLS))
+    roles = [m["role"] for m in rec["messages"]]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    first, second = rec["messages"][1], rec["messages"][4]
+    assert first["content"] == "Checking both."
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in first["tool_calls"]] == [
+        ("weather-get_weather", {"city": "Paris"}), ("time-get_time", {"tz": "Asia/Tokyo"})]
+    assert [(m["tool_call_id"], m["name"]) for m in rec["messages"] if m["role"] == "tool"] == [
+        (first["tool_calls"][0]["id"], "weather-get_weather"), (first["tool_calls"][1]["id"], "time-get_time"),
+        (second["tool_calls"][0]["id"], "weather-get_weather")]
+    assert check_record(rec) == [] and any("call and result messages" in n for n in rec["notes"])
+
+
+def test_a_call_message_that_is_no_call_and_an_unknown_role_are_rejects():
+    """A call message whose content is no call object names the message; a role no reader knows is a reject that
+    lists what hsa reads, instead of a record whose calls would be invisible text."""
+    with pytest.raises(RecordError) as info:
+        normalize(_toucan_row([{"role": "user", "content": "hi"}, {"role": "tool_call", "content": "call it"}],
+                              _TOUCAN_TOOLS))
+    assert info.value.reason == "bad tool call" and "messages[1] (tool_call)" in info.value.detail
+    with pytest.raises(RecordError) as info:
+        normalize({"messages": [{"role": "user", "content": "hi"}, {"role": "environment", "content": "ok"}]})
+    assert info.value.reason == "unknown role" and "'environment'" in info.value.detail
+
+
+def test_a_toucan_row_augments_with_its_calls_varied(tmp_path):
+    """End to end: a tool rename reaches the calls that were tool_call messages, and results keep their call."""
+    from hsa.cli import main
+
+    msgs = [{"role": "user", "content": "Weather in Paris?"}, _call_msg("weather-get_weather", {"city": "Paris"}),
+            {"role": "tool_response", "content": "14C"}, {"role": "assistant", "content": "14C in Paris."}]
+    src = tmp_path / "toucan.jsonl"
+    src.write_text(json.dumps(_toucan_row(msgs, _TOUCAN_TOOLS)) + "\n", encoding="utf-8")
+    assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--variants", "8", "--quiet"]) == 0
+    assert main(["export", str(tmp_path / "out"), "--out", str(tmp_path / "rows.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    renamed = 0
+    for row in rows:
+        tools = json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]  # as the source wrote them
+        messages = json.loads(row["messages"]) if isinstance(row["messages"], str) else row["messages"]
+        names = {(t.get("function") or t)["name"] for t in tools}
+        calls = [c for m in messages for c in m.get("tool_calls") or ()]
+        assert len(calls) == 1 and calls[0]["function"]["name"] in names
+        renamed += calls[0]["function"]["name"] != "weather-get_weather"
+    assert len(rows) == 8 and renamed > 0

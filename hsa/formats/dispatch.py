@@ -5,9 +5,10 @@ of a row into the messages layout that :func:`hsa.records.normalize` starts with
 from __future__ import annotations
 
 from hsa.formats.ai_sdk import ai_sdk_parts, convert_ai_sdk
-from hsa.formats.aliases import standard_roles, turn_list_alias
+from hsa.formats.aliases import ROLE_ALIASES, standard_roles, turn_list_alias
 from hsa.formats.anthropic import convert_messages
 from hsa.formats.bfcl import check_bfcl_multi_turn, convert_bfcl, is_bfcl
+from hsa.formats.call_roles import CALL_ROLES, RESULT_ROLES, convert_call_roles
 from hsa.formats.chatml import rendered_chatml
 from hsa.formats.common import noted, with_notes
 from hsa.formats.gemini import convert_gemini, is_gemini
@@ -38,7 +39,7 @@ def _convert_within_messages(raw: dict, hsa_record: bool) -> dict | None:
     ``function_call``, Vercel AI SDK parts, Ollama's ``tool_name``, calls left as model output text (not in hsa
     records, whose texts are the harness's own) and Anthropic content blocks; None when nothing changed."""
     row, changed = raw, False
-    steps = [convert_legacy_openai,
+    steps = [convert_call_roles, convert_legacy_openai,
              lambda r: convert_ai_sdk(r) if ai_sdk_parts(r["messages"]) else None,
              ollama_tool_names]
     if not hsa_record:
@@ -137,4 +138,24 @@ def to_messages_layout(raw: dict) -> dict:
             raw = {k: v for k, v in raw.items() if k != "system"}
             raw["messages"] = [{"role": "system", "content": system}, *msgs]
             raw = noted(raw, "top-level 'system' moved into messages[0]")
+    _check_roles(raw)
     return raw
+
+
+#: The roles a record's messages have once read: chat templates and the transforms know these alone.
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+def _check_roles(raw: dict) -> None:
+    """Refuse a message whose role no reader made standard: a call or result written as a role of its own that
+    hsa does not read would otherwise pass as text (no call to vary or check), and chat templates fail on it."""
+    msgs = raw.get("messages")
+    if not isinstance(msgs, list):
+        return
+    for i, m in enumerate(msgs):
+        role = m.get("role") if isinstance(m, dict) else None
+        if isinstance(role, str) and role not in ROLES:
+            known = sorted(ROLES | set(ROLE_ALIASES) | CALL_ROLES | RESULT_ROLES | {"function"})
+            raise RecordError("unknown role", f"messages[{i}] has role {role!r}; hsa reads {sorted(ROLES)} and the "
+                              f"spellings {[r for r in known if r not in ROLES]}; rename the role in the data (a "
+                              "call belongs in an assistant message's tool_calls, a result in a tool message)")
