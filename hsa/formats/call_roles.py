@@ -19,6 +19,7 @@ __all__ = ["CALL_ROLES", "RESULT_ROLES", "convert_call_roles"]
 #: Roles of a message that is a call, and of one that is a call's result (compared without case).
 CALL_ROLES = frozenset({"tool_call", "function_call"})
 RESULT_ROLES = frozenset({"tool_response", "function_response", "tool_result", "function_result"})
+_STANDARD = frozenset({"system", "user", "assistant", "tool"})
 
 
 def _calls_of(content: Any, where: str) -> list[dict]:
@@ -45,8 +46,13 @@ def convert_call_roles(row: dict) -> dict | None:
     """``row`` with call and result messages (:data:`CALL_ROLES`, :data:`RESULT_ROLES`) as assistant calls and
     tool messages, noted; None when it has none."""
     msgs = row.get("messages")
-    if not isinstance(msgs, list) or not any(
-            isinstance(m, dict) and isinstance(m.get("role"), str) and m["role"].lower() in CALL_ROLES for m in msgs):
+    if not isinstance(msgs, list):
+        return None
+    try:
+        roles = {m.get("role") for m in msgs if isinstance(m, dict)}
+    except TypeError:  # a role that is no string: the schema check names it
+        return None
+    if roles <= _STANDARD or not any(isinstance(r, str) and r.lower() in CALL_ROLES for r in roles):
         return None
     out: list[dict] = []
     waiting: list[dict] = []  # calls of the last call turn not yet answered

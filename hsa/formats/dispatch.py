@@ -39,10 +39,11 @@ def _convert_within_messages(raw: dict, hsa_record: bool) -> dict | None:
     ``function_call``, Vercel AI SDK parts, Ollama's ``tool_name``, calls left as model output text (not in hsa
     records, whose texts are the harness's own) and Anthropic content blocks; None when nothing changed."""
     row, changed = raw, False
-    steps = [convert_call_roles, convert_legacy_openai,
+    steps = [convert_legacy_openai,
              lambda r: convert_ai_sdk(r) if ai_sdk_parts(r["messages"]) else None,
              ollama_tool_names]
-    if not hsa_record:
+    if not hsa_record:  # hsa writes calls as tool_calls, and texts are the harness's own
+        steps.insert(0, convert_call_roles)
         steps.append(convert_text_calls)
     for step in steps:
         out = step(row)
@@ -151,6 +152,11 @@ def _check_roles(raw: dict) -> None:
     hsa does not read would otherwise pass as text (no call to vary or check), and chat templates fail on it."""
     msgs = raw.get("messages")
     if not isinstance(msgs, list):
+        return
+    try:
+        if {m.get("role") for m in msgs if isinstance(m, dict)} <= ROLES:
+            return
+    except TypeError:  # a role that is no string: the schema check names it
         return
     for i, m in enumerate(msgs):
         role = m.get("role") if isinstance(m, dict) else None
