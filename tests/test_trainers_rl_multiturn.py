@@ -325,3 +325,31 @@ def test_multi_turn_takes_the_template_rewrites_its_probes_find(capsys):
     assert "split_parallel_calls" not in _multi_turn_compat(Template("llama3_1.jinja"), ())
     assert "multi_turn cannot split parallel calls" in capsys.readouterr().err
     assert _multi_turn_compat(Template("llama3_1.jinja"), ("alnum9_call_ids",)) == ("alnum9_call_ids",)
+
+
+def test_environment_turns_go_through_the_templates_rewrites(tokenizer):
+    """The model's call and the environment's result are rendered through the run's rewrites, as the prompts were:
+    with a template that joins arguments as a string (string_arguments) and wants 9-character ids, the suffix
+    renders, the result's id the call's (before: the raw message, which such a template cannot render)."""
+    from hsa.environment import EnvironmentOptions
+    from trainers.rollout import MultiTurnRollout, env_suffix_text
+
+    tok = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
+    tok.chat_template = (
+        "{% for m in messages %}{% if m.tool_calls %}<calls>{% for c in m.tool_calls %}"
+        "{% if c.id | length != 9 %}{{ raise_exception('ids of 9') }}{% endif %}"
+        "{{ c.id + ':' + c.function.name + ' ' + c.function.arguments }}{% endfor %}</calls>"
+        "{% elif m.role == 'tool' %}<result {{ m.tool_call_id }}>{{ m.content }}</result>"
+        "{% else %}<{{ m.role }}>{{ m.content }}{% endif %}{{ eos_token }}{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}")
+    played = [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+              {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "3 degrees"}]
+    rollout = MultiTurnRollout([], tok, options=EnvironmentOptions(), compat=("alnum9_call_ids", "string_arguments"))
+    adapted = rollout._adapted(played)
+    suffix = env_suffix_text(tok, adapted[0], adapted[1:], None)
+    call_id = adapted[0]["tool_calls"][0]["id"]
+    assert len(call_id) == 9 and f"<result {call_id}>3 degrees</result>" in suffix
+    with pytest.raises(Exception):
+        env_suffix_text(tok, played[0], played[1:], None)
+    assert MultiTurnRollout([], tok, options=EnvironmentOptions())._adapted(played) == played

@@ -261,6 +261,16 @@ class MultiTurnRollout:
         random.Random(f"{self.seed}|{self.task_of[episode_id]}|{step}").shuffle(order)
         return order[(copy - (n_orig if originals else 0)) % len(order)]
 
+    def _adapted(self, messages: list[dict]) -> list[dict]:
+        """The model's message and the environment's answer through the template's rewrites (the run's
+        ``compat``: 9-character ids, arguments as JSON text, a hook's late system message folded), as the prompts
+        were, so the template renders them; the model's message stays first."""
+        if not self.compat:
+            return list(messages)
+        from hsa.chat_template import adapt
+
+        return adapt(list(messages), [True] * len(messages), self.compat)[0]
+
     def _environment(self, ep: Episode):
         from hsa.environment import Environment
 
@@ -328,7 +338,8 @@ class MultiTurnRollout:
                 step_out = envs[i].step(message)
                 if step_out.done:
                     continue
-                suffix = env_suffix_text(tok, step_out.messages[0], step_out.messages[1:], members[i].tools)
+                played = self._adapted(step_out.messages)
+                suffix = env_suffix_text(tok, played[0], played[1:], members[i].tools)
                 env_ids = tok(suffix, add_special_tokens=False)["input_ids"]
                 if len(completion[i]) + len(env_ids) >= budget or len(prompt_ids[i]) + len(completion[i]) + \
                         len(env_ids) >= max_len:
