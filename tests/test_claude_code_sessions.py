@@ -163,3 +163,18 @@ def test_a_logs_lines_given_to_augment_say_what_to_do(tmp_path):
         with pytest.raises(RecordError) as info:
             normalize(dict(event))
         assert info.value.reason == "claude code session event" and "hsa import claude-code" in info.value.detail
+
+
+def test_a_subagents_own_log_is_its_conversation(tmp_path):
+    """Newer Claude Code writes a subagent's run to a file of its own, every event a sidechain: that is the
+    subagent's conversation, a record (before: 'no user or assistant event'); in a session's log the subagent's
+    events stay left out."""
+    events = [_event("s1", None, "user", _user("Find where prices are filtered."), isSidechain=True),
+              _event("s2", "s1", "assistant", _assistant("m1", _bash("t1", "grep -rn price .")), isSidechain=True),
+              _event("s3", "s2", "user", _result("t1", "search.py:2: price <= max_price"), isSidechain=True),
+              _event("s4", "s3", "assistant", _assistant("m2", {"type": "text", "text": "In search.py, line 2."}),
+                     isSidechain=True)]
+    records, rejects, left = read_session(_write(tmp_path / "agent-1.jsonl", events))
+    assert rejects == [] and [m["role"] for m in records[0]["messages"]] == ["user", "assistant", "user",
+                                                                              "assistant"]
+    assert left == {}

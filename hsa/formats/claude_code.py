@@ -12,9 +12,11 @@ by ``parentUuid``. :func:`read_session` turns a log into records in the Anthropi
 * a compaction starts a new conversation (its first event has no ``parentUuid`` and a ``logicalParentUuid``):
   each part is a record of its own (``<session>#1``, ``#2``, ...), since the model saw the summary, not the
   history before it;
-* left out, and counted: subagent events (``isSidechain``), events of other types (summaries, system notices such
-  as hook output, file snapshots), messages Claude Code wrote itself (``isApiErrorMessage``, model
-  ``<synthetic>``), and events on abandoned branches.
+* left out, and counted: subagent events (``isSidechain``) in a session's log, events of other types (summaries,
+  system notices such as hook output, file snapshots), messages Claude Code wrote itself (``isApiErrorMessage``,
+  model ``<synthetic>``), and events on abandoned branches;
+* a subagent's own log (newer versions write each subagent's run to an ``agent-*.jsonl`` of the project, every
+  event a sidechain) is that subagent's conversation, a record like a session's.
 
 The log holds neither the tool definitions nor the system prompt: pass them as ``tools`` (``hsa import
 claude-code --tools FILE``, or ``hsa augment --tools FILE`` later).
@@ -87,6 +89,8 @@ def _chains(events: list[dict]) -> list[list[dict]]:
     """The conversation ending at the last main-thread turn, as parts split at compactions (earliest first)."""
     by_uuid = {e["uuid"]: e for e in events if isinstance(e.get("uuid"), str)}
     last = next((e for e in reversed(events) if _is_turn(e) and not e.get("isSidechain")), None)
+    if last is None:  # a subagent's own log (agent-*.jsonl: every event a sidechain): its conversation
+        last = next((e for e in reversed(events) if _is_turn(e)), None)
     if last is None:
         return []
     parts: list[list[dict]] = [[]]
@@ -153,7 +157,7 @@ def read_session(path: str | Path, *, tools: list | None = None) -> tuple[list[d
     for e in events:
         if id(e) in on_chain:
             continue
-        if e.get("isSidechain"):
+        if e.get("isSidechain") and any(not x.get("isSidechain") for c in chains for x in c):
             left["subagent (sidechain) events"] += 1
         elif _is_turn(e):
             left["turns on branches the session left"] += 1
