@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hsa.formats.common import noted
 
-__all__ = ["TURN_KEYS", "ROLE_ALIASES", "turn_list_alias", "standard_roles"]
+__all__ = ["TURN_KEYS", "ROLES", "ROLE_ALIASES", "turn_list_alias", "standard_roles"]
 
 
 #: Other names datasets give the turn list; read as ``messages`` (role/content turns) or ``conversations``
@@ -32,6 +32,9 @@ def turn_list_alias(raw: dict) -> dict:
         return noted(out, f"'{key}' read as {target}")
     return raw
 
+
+#: The roles a record's messages have once read: chat templates and the transforms know these alone.
+ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 #: Roles that datasets write for the standard ones (compared without case).
 ROLE_ALIASES = {"human": "user", "gpt": "assistant", "model": "assistant", "bot": "assistant", "ai": "assistant",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hsa.formats.aliases import ROLES
 from hsa.formats.common import noted, parse_literal
 from hsa.record_model import RecordError
 
@@ -19,7 +20,6 @@ __all__ = ["CALL_ROLES", "RESULT_ROLES", "convert_call_roles"]
 #: Roles of a message that is a call, and of one that is a call's result (compared without case).
 CALL_ROLES = frozenset({"tool_call", "function_call"})
 RESULT_ROLES = frozenset({"tool_response", "function_response", "tool_result", "function_result"})
-_STANDARD = frozenset({"system", "user", "assistant", "tool"})
 
 
 def _calls_of(content: Any, where: str) -> list[dict]:
@@ -52,7 +52,7 @@ def convert_call_roles(row: dict) -> dict | None:
         roles = {m.get("role") for m in msgs if isinstance(m, dict)}
     except TypeError:  # a role that is no string: the schema check names it
         return None
-    if roles <= _STANDARD or not any(isinstance(r, str) and r.lower() in CALL_ROLES for r in roles):
+    if roles <= ROLES or not any(isinstance(r, str) and r.lower() in CALL_ROLES for r in roles):
         return None
     out: list[dict] = []
     waiting: list[dict] = []  # calls of the last call turn not yet answered

@@ -18,8 +18,8 @@ by ``parentUuid``. :func:`read_session` turns a log into records in the Anthropi
 * a subagent's own log (newer versions write each subagent's run to an ``agent-*.jsonl`` of the project, every
   event a sidechain) is that subagent's conversation, a record like a session's.
 
-The log holds neither the tool definitions nor the system prompt: pass them as ``tools`` (``hsa import
-claude-code --tools FILE``, or ``hsa augment --tools FILE`` later).
+The log holds neither the tool definitions nor the system prompt: give them to ``hsa augment --tools FILE``
+(or ``hsa validate --tools FILE``), which supplies the harness of rows without one.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def _messages(chain: list[dict], left: Counter) -> tuple[list[dict], dict[str, A
     return messages, {k: v for k, v in meta.items() if v not in (None, "", [])}
 
 
-def read_session(path: str | Path, *, tools: list | None = None) -> tuple[list[dict], list[dict], Counter]:
+def read_session(path: str | Path) -> tuple[list[dict], list[dict], Counter]:
     """``(records, rejects, left_out)`` of one session log: a record per conversation part (see the module),
     a reject ``{"file", "reason"}`` when the log holds no conversation, and the counts of events left out."""
     path = Path(path)
@@ -170,11 +170,8 @@ def read_session(path: str | Path, *, tools: list | None = None) -> tuple[list[d
             rejects.append({"file": str(path), "reason": f"conversation part {k} has no assistant message"})
             continue
         session = meta.get("session") or path.stem
-        record: dict[str, Any] = {"id": session if len(chains) == 1 else f"{session}#{k}", "messages": messages}
-        if tools:
-            record["tools"] = tools
-        record["meta"] = {**meta, "file": path.name}
-        records.append(record)
+        records.append({"id": session if len(chains) == 1 else f"{session}#{k}", "messages": messages,
+                        "meta": {**meta, "file": path.name}})
     if not chains:
         rejects.append({"file": str(path), "reason": "no user or assistant event (not a Claude Code session log, "
                                                      "or a log of summaries only)"})

@@ -5,7 +5,7 @@ of a row into the messages layout that :func:`hsa.records.normalize` starts with
 from __future__ import annotations
 
 from hsa.formats.ai_sdk import ai_sdk_parts, convert_ai_sdk
-from hsa.formats.aliases import ROLE_ALIASES, standard_roles, turn_list_alias
+from hsa.formats.aliases import ROLE_ALIASES, ROLES, standard_roles, turn_list_alias
 from hsa.formats.anthropic import convert_messages
 from hsa.formats.bfcl import check_bfcl_multi_turn, convert_bfcl, is_bfcl
 from hsa.formats.call_roles import CALL_ROLES, RESULT_ROLES, convert_call_roles
@@ -101,10 +101,9 @@ def _plain_layouts(raw: dict) -> dict:
     if is_bfcl(raw):
         return convert_bfcl(raw)
     check_bfcl_multi_turn(raw)
-    if "sessionId" in raw or "leafUuid" in raw or "parentUuid" in raw:  # a Claude Code session log's line
-        from hsa.formats.claude_code import check_session_event
+    from hsa.formats.claude_code import check_session_event  # loaded once a row gets here: not at start-up
 
-        check_session_event(raw)
+    check_session_event(raw)
     conv = sharegpt_turns(raw)
     if conv is not None:
         return convert_sharegpt(raw, conv)
@@ -143,9 +142,6 @@ def to_messages_layout(raw: dict) -> dict:
     return raw
 
 
-#: The roles a record's messages have once read: chat templates and the transforms know these alone.
-ROLES = frozenset({"system", "user", "assistant", "tool"})
-
 
 def _check_roles(raw: dict) -> None:
     """Refuse a message whose role no reader made standard: a call or result written as a role of its own that
@@ -161,7 +157,7 @@ def _check_roles(raw: dict) -> None:
     for i, m in enumerate(msgs):
         role = m.get("role") if isinstance(m, dict) else None
         if isinstance(role, str) and role not in ROLES:
-            known = sorted(ROLES | set(ROLE_ALIASES) | CALL_ROLES | RESULT_ROLES | {"function"})
+            spellings = sorted((set(ROLE_ALIASES) | CALL_ROLES | RESULT_ROLES | {"function"}) - ROLES)
             raise RecordError("unknown role", f"messages[{i}] has role {role!r}; hsa reads {sorted(ROLES)} and the "
-                              f"spellings {[r for r in known if r not in ROLES]}; rename the role in the data (a "
-                              "call belongs in an assistant message's tool_calls, a result in a tool message)")
+                              f"spellings {spellings}; rename the role in the data (a call belongs in an assistant "
+                              "message's tool_calls, a result in a tool message)")
