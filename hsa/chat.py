@@ -13,6 +13,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from hsa.chat_template import REWRITES
+
 __all__ = ["ChatInputError", "CHAT_COMPAT", "to_chat", "adaptation_summary"]
 
 
@@ -36,11 +38,10 @@ def _result_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
-#: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations
-#: (:mod:`hsa.chat_template`; the trainers detect the ones a template needs with
+#: ``to_chat(..., compat=...)`` rewrites for chat templates that cannot render some conversations: the rewrites of
+#: :mod:`hsa.chat_template`, in the order they apply (the trainers detect the ones a template needs with
 #: :func:`trainers.common.template_compat`).
-CHAT_COMPAT = ("split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
-               "string_arguments")
+CHAT_COMPAT = REWRITES
 
 
 def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dict[str, Any]:

@@ -77,8 +77,8 @@ def compile_error(template: str) -> str | None:
     try:
         _compiled(template)
     except jinja2.TemplateSyntaxError as exc:
-        line = (template.splitlines()[exc.lineno - 1].strip() if exc.lineno and
-                exc.lineno <= len(template.splitlines()) else "")
+        lines = template.splitlines()
+        line = lines[exc.lineno - 1].strip() if exc.lineno and exc.lineno <= len(lines) else ""
         return f"line {exc.lineno}: {exc.message}" + (f" (in {line[:100]!r})" if line else "")
     return None
 
@@ -502,28 +502,21 @@ def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) ->
     A rewrite is needed when its probe fails to render (or loses a part) and renders whole once rewritten; a
     probe that fails both ways is left out (the template cannot render that conversation at all, and the
     rows will fail where it occurs, with the template's own error)."""
-    out: dict[str, str] = {}
-    undecided: list[tuple[str, list[dict], tuple[str, ...], str]] = []
-    for name, (msgs, wanted) in _probes().items():
-        unwanted = _UNWANTED.get(name, ())
-        problem = _renders(render_fn, msgs, _TOOLS, wanted, unwanted)
-        if problem is None:
-            continue
-        fixed, _, _ = adapt(msgs, [True] * len(msgs), [name])
-        if _renders(render_fn, fixed, _TOOLS, wanted, unwanted) is None:
-            out[name] = problem
-        else:
-            undecided.append((name, msgs, wanted, problem))
+    probes = _probes()
+
+    def problem(name: str, rewrites: Sequence[str]) -> str | None:  # the probe of ``name``, through ``rewrites``
+        msgs, wanted = probes[name]
+        return _renders(render_fn, adapt(msgs, [True] * len(msgs), rewrites)[0], _TOOLS, wanted,
+                        _UNWANTED.get(name, ()))
+
+    failing = {name: why for name in probes if (why := problem(name, ())) is not None}
+    out = {name: why for name, why in failing.items() if problem(name, [name]) is None}
     # a probe that fails both ways may fail for a second reason another probe found (Mistral-style ids in a
     # template that also wants string arguments): needed if it renders with those rewrites and its own only
     found = list(out)
-    for name, msgs, wanted, problem in undecided:
-        unwanted = _UNWANTED.get(name, ())
-        if found and _renders(render_fn, adapt(msgs, [True] * len(msgs), found)[0], _TOOLS, wanted,
-                              unwanted) is not None \
-                and _renders(render_fn, adapt(msgs, [True] * len(msgs), [*found, name])[0], _TOOLS, wanted,
-                             unwanted) is None:
-            out[name] = problem
+    for name in (n for n in failing if n not in out and found):
+        if problem(name, found) is not None and problem(name, [*found, name]) is None:
+            out[name] = failing[name]
     return out
 
 

@@ -294,9 +294,23 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     needs = template_needs(render_fn)
     compat = tuple(c for c in CHAT_COMPAT if c in needs)
     cause = refusal_cause(render_fn, compat)  # the probe does not render: confirmed or cleared by the first row
-    refusal = cause[1] if cause else None
-    if refusal is None and (problem := probe_harness_not_rendered(render_fn, compat)):  # with calls
+    if cause is None and (problem := probe_harness_not_rendered(render_fn, compat)):  # with calls
         return refused("", problem)
+
+    def refusal(error: str) -> str:
+        """Why the template is refused, when the first row with calls fails with ``error`` as the probe did."""
+        kind, probe_error = cause
+        same = "the same way" if error == probe_error else f"({probe_error})"
+        if kind == "conversation":
+            return (f"cannot render this row ({error}), nor a probe of a system message, a question and an answer "
+                    f"{same}: it renders no conversation hsa writes")
+        if kind == "tools":
+            return (f"cannot render this row ({error}), and a probe of two tools (each parameter typed and "
+                    f"described) and no tool turn fails {same}: it cannot render a tool list")
+        same = "the same way" if error == probe_error else f"too ({probe_error})"
+        return (f"cannot render a tool call and its result ({error}); a probe conversation of one call and its "
+                f"result fails {same}, with the rewrites hsa knows applied ({', '.join(compat) or 'none needed'}): "
+                "it takes no tool turns")
     for name, why in needs.items():
         print(f"the template needs {name} (probe: {why}); rows are adapted", file=sys.stderr)
     final_dropped = probe_final_calls_dropped(render_fn, compat)
@@ -320,24 +334,8 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 print(f"{where}: not exported: {exc}", file=sys.stderr)
                 continue
             except Exception as exc:  # noqa: BLE001 - the template's own raise_exception
-                if refusal and not checked and chat is not None and \
-                        any(m.get("tool_calls") for m in chat["messages"]):
-                    error = template_error(exc)
-                    rewrites = f"with the rewrites hsa knows applied ({', '.join(compat) or 'none needed'})"
-                    if cause[0] == "conversation":
-                        how = "the same way" if error == refusal else f"({refusal})"
-                        raise _TemplateHidesHarness(where, (
-                            f"cannot render this row ({error}), nor a probe of a system message, a question and an "
-                            f"answer {how}: it renders no conversation hsa writes"))
-                    if cause[0] == "tools":
-                        how = "the same way" if error == refusal else f"({refusal})"
-                        raise _TemplateHidesHarness(where, (
-                            f"cannot render this row ({error}), and a probe of two tools (each parameter typed and "
-                            f"described) and no tool turn fails {how}: it cannot render a tool list"))
-                    probe = "the same way" if error == refusal else f"too ({refusal})"
-                    raise _TemplateHidesHarness(where, (
-                        f"cannot render a tool call and its result ({error}); a probe conversation of one call and "
-                        f"its result fails {probe}, {rewrites}: it takes no tool turns"))
+                if cause and not checked and chat is not None and any(m.get("tool_calls") for m in chat["messages"]):
+                    raise _TemplateHidesHarness(where, refusal(template_error(exc)))
                 failed += 1
                 reasons[template_error(exc)] += 1
                 print(f"{where}: the template still refuses it: {type(exc).__name__}: {exc}", file=sys.stderr)
