@@ -384,6 +384,12 @@ def _wrapped(text: str, names: Collection[str]) -> tuple[str, list[dict], str] |
     return None
 
 
+def _unfenced(text: str) -> str:
+    """``text`` without a ```json / ```python fence around it (what is inside, stripped), else as it is."""
+    fence = _FENCE.match(text)
+    return fence.group(1).strip() if fence else text
+
+
 def _literal(text: str) -> Any:
     try:
         return parse_literal(text)
@@ -397,8 +403,7 @@ _NOT_LITERAL = object()
 def _wrapped_json(body: str) -> list[dict] | None:
     """The calls of a wrapper's body when it is JSON (or Python literals): one call or a list of them (a ```json
     fence allowed), one call object per line, or a list of ``{name: arguments}`` objects; None otherwise."""
-    fence = _FENCE.match(body)
-    body = fence.group(1).strip() if fence else body
+    body = _unfenced(body)
     if not body or body[0] not in "[{":
         return None
     value = _literal(body)
@@ -420,8 +425,7 @@ def _wrapped_json(body: str) -> list[dict] | None:
 
 def _bare_json(text: str) -> list[dict] | None:
     """The calls when the whole text is a call object or list; None when it is not JSON or not call-shaped."""
-    fence = _FENCE.match(text)
-    body = fence.group(1).strip() if fence else text
+    body = _unfenced(text)
     if not body or body[0] not in "[{":
         return None
     try:
@@ -505,8 +509,7 @@ def _pythonic(text: str, names: Collection[str], *, strict: bool) -> list[dict] 
     ``strict`` is False."""
     from hsa.records import RecordError
 
-    fence = _FENCE.match(text)
-    body = fence.group(1).strip() if fence else text.strip()
+    body = _unfenced(text).strip()
     if not body.startswith("["):
         if not re.match(r"[^\s\[\](){}=,\"']+\s*\(", body) or not body.endswith(")"):
             if strict:
