@@ -70,9 +70,14 @@ def test_system_as_user_keeps_the_first_system_message():
 
 
 def test_unknown_compat_is_an_error():
-    """A misspelt rewrite names the known ones."""
+    """A misspelt rewrite names the known ones, in to_chat and in template_compat, which the trainers and
+    evaluation call first (it dropped an unknown name without a word, so to_chat never saw it)."""
+    from trainers.common import template_compat
+
     with pytest.raises(TrainerInputError, match="unknown chat_compat.*split_parallel_calls"):
         to_chat(_parallel(), compat=["split_calls"])
+    with pytest.raises(TrainerInputError, match=r"unknown chat_compat \['split_calls'\]"):
+        template_compat(lambda m, t: "", ["split_calls"])
     assert set(CHAT_COMPAT) == {"split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system",
                                 "merge_user_turns", "string_arguments"}
 

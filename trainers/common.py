@@ -359,9 +359,12 @@ def tools_to_openai(tools: Sequence[dict]) -> list[dict]:
 def template_compat(render: Any, compat: Sequence[str] = ()) -> tuple[str, ...]:
     """The rewrites to use with a template: ``compat`` (``--chat_compat``) plus those its probes show it needs
     (:func:`hsa.chat_template.template_needs`; ``render(messages, tools) -> text``), each detected one logged
-    with what its probe showed."""
+    with what its probe showed. A misspelt rewrite in ``compat`` is an error naming the known ones."""
     from hsa.chat_template import template_needs
 
+    unknown = [c for c in compat if c not in CHAT_COMPAT]
+    if unknown:
+        raise TrainerInputError(f"unknown chat_compat {unknown}; expected some of {list(CHAT_COMPAT)}")
     needs = template_needs(render)
     for name, why in needs.items():
         if name not in compat:

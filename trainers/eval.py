@@ -161,22 +161,12 @@ def _served(model: str, server: dict, max_new_tokens: int, out: str | None):
 
 
 def _compat(messages: list[dict], compat: Sequence[str]) -> list[dict]:
-    """The prompt through the same template rewrites the trainers use (:func:`hsa.chat_template.adapt`)."""
+    """The prompt through the same template rewrites the trainers use (:func:`hsa.chat_template.adapt`; the names
+    checked by :func:`trainers.common.template_compat`)."""
     from hsa.chat_template import adapt
-    from trainers.common import CHAT_COMPAT
 
-    unknown = [c for c in compat if c not in CHAT_COMPAT]
-    if unknown:
-        raise TrainerInputError(f"unknown --chat-compat {unknown}; expected some of {list(CHAT_COMPAT)}")
     messages, _, _ = adapt(messages, [False] * len(messages), compat)
     return messages
-
-
-def _string_arguments(messages: list[dict]) -> list[dict]:
-    return [m if not m.get("tool_calls") else {**m, "tool_calls": [
-        c if isinstance(c["function"]["arguments"], str) else
-        {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
-        for c in m["tool_calls"]]} for m in messages]
 
 
 def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] = (),
@@ -198,12 +188,9 @@ def render_prompts(tokenizer, prompts: Sequence[dict], *, compat: Sequence[str] 
         except Exception:  # noqa: BLE001  (DeepSeek V3's template wants arguments as JSON text)
             if not any(m.get("tool_calls") for m in messages):
                 raise
-            return go(_string_arguments(messages))
+            return go(_compat(list(messages), ["string_arguments"]))
 
-    unknown = [c for c in compat if c not in CHAT_COMPAT]
-    if unknown:
-        raise TrainerInputError(f"unknown --chat-compat {unknown}; expected some of {list(CHAT_COMPAT)}")
-    compat = template_compat(render, compat)
+    compat = template_compat(render, compat)  # a misspelt --chat-compat is an error there
     texts, checked = [], False
     for p in prompts:
         messages = _compat(p["messages"], compat)
