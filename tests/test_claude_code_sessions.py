@@ -109,6 +109,16 @@ def test_import_then_augment_with_the_harness(tmp_path, capsys):
         results = [m for m in row["messages"] if m["role"] == "tool"]
         assert len(calls) == 1 and calls[0]["function"]["name"] in names
         assert [m["tool_call_id"] for m in results] == [calls[0]["id"]] and results[0]["content"] == "7"
+    # invariant 3 (closure): the rows read back as input; invariant 8 (inversion): canonicalized, every variant
+    # gives back the imported conversation with its harness
+    from hsa.records import normalize, read_harness_file
+
+    assert main(["validate", str(tmp_path / "rows.jsonl"), "--no-exec-hooks"]) == 0
+    assert main(["canonicalize", str(tmp_path / "aug"), "--out", str(tmp_path / "canon.jsonl")]) == 0
+    source = normalize(json.loads(out.read_text()), harness=read_harness_file(harness))
+    canon = [normalize(json.loads(line)) for line in (tmp_path / "canon.jsonl").read_text().splitlines()]
+    assert len(canon) == 6 and all(c["messages"] == source["messages"] and c["tools"] == source["tools"]
+                                   for c in canon)
 
 
 def test_a_compaction_starts_a_new_record(tmp_path):

@@ -444,3 +444,11 @@ def test_a_toucan_row_augments_with_its_calls_varied(tmp_path):
         assert len(calls) == 1 and calls[0]["function"]["name"] in names
         renamed += calls[0]["function"]["name"] != "weather-get_weather"
     assert len(rows) == 8 and renamed > 0
+    # invariant 3 (closure): the rows read back as input; invariant 8 (inversion): canonicalized, every variant
+    # gives back the source record as hsa reads it
+    assert main(["validate", str(tmp_path / "rows.jsonl"), "--no-exec-hooks"]) == 0
+    assert main(["canonicalize", str(tmp_path / "out"), "--out", str(tmp_path / "canon.jsonl")]) == 0
+    source = normalize(_toucan_row(msgs, _TOUCAN_TOOLS))
+    canon = [normalize(json.loads(line)) for line in (tmp_path / "canon.jsonl").read_text().splitlines()]
+    assert len(canon) == 8 and all(c["messages"] == source["messages"] and c["tools"] == source["tools"]
+                                   for c in canon)

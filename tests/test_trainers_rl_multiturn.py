@@ -350,6 +350,8 @@ def test_environment_turns_go_through_the_templates_rewrites(tokenizer):
     suffix = env_suffix_text(tok, adapted[0], adapted[1:], None)
     call_id = adapted[0]["tool_calls"][0]["id"]
     assert len(call_id) == 9 and f"<result {call_id}>3 degrees</result>" in suffix
-    with pytest.raises(Exception):
+    from jinja2.exceptions import TemplateError
+
+    with pytest.raises(TemplateError, match="ids of 9"):  # the raw messages: what the rollout rendered before
         env_suffix_text(tok, played[0], played[1:], None)
     assert MultiTurnRollout([], tok, options=EnvironmentOptions())._adapted(played) == played
