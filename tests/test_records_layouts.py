@@ -170,6 +170,35 @@ def test_optional_markers_on_unions_and_generics_leave_required():
     assert out["required"] == ["c"]
 
 
+def test_openapi_nullable_admits_null_as_json_schema():
+    """OpenAPI 3.0's ``nullable: true`` (Gemini's function declarations, tools made from OpenAPI specs) means a call
+    may pass null; JSON Schema ignores the keyword, so a call passing null for such a parameter was rejected
+    ("arguments do not validate"). It becomes a null type, a null in the enum, or a null alternative, and is
+    noted; ``nullable: false`` (the default) is dropped."""
+    notes = []
+    out = R.normalize_schema({"type": "OBJECT", "required": ["city"], "properties": {
+        "city": {"type": "STRING"}, "days": {"type": "INTEGER", "nullable": True},
+        "unit": {"type": "string", "enum": ["c", "f"], "nullable": True},
+        "when": {"anyOf": [{"type": "string"}, {"type": "integer"}], "x-nullable": True},
+        "n": {"type": "integer", "nullable": False}, "any": {"nullable": True}}}, "p", notes)
+    props = out["properties"]
+    assert props["days"] == {"type": ["integer", "null"]}
+    assert props["unit"] == {"type": ["string", "null"], "enum": ["c", "f", None]}
+    assert props["when"] == {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}
+    assert props["n"] == {"type": "integer"} and props["any"] == {}
+    assert 'p.days: nullable: true -> type ["integer","null"]' in notes
+    assert "p.n: nullable: false dropped (the default)" in notes
+    rec = normalize({"messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_weather", "arguments": '{"city": "Paris", "days": null, "unit": null}'}}]}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "required": ["city"], "properties": {
+                "city": {"type": "string"}, "days": {"type": "integer", "nullable": True},
+                "unit": {"type": "string", "enum": ["c", "f"], "nullable": True}}}}}]})
+    assert check_record(rec) == []
+
+
 def test_a_bare_parameter_map_may_have_an_items_parameter():
     """An xLAM parameter called 'items' is a parameter, not the array keyword."""
     rec = normalize({"messages": [{"role": "user", "content": "x"}], "tools": [{"name": "order", "parameters": {
