@@ -240,6 +240,59 @@ def test_augment_counts_an_unreadable_line_as_rejected(tmp_path):
     assert manifest["counts"]["input_records"] == 2 and manifest["counts"]["rejected"] == 1
 
 
+_WEATHER = {"name": "get_weather", "description": "Get the weather in a city", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string", "description": "The city"}}, "required": ["city"]}}
+
+
+def _smoltalk_row(**kwargs) -> dict:
+    """A row of smoltalk2's SFT split (SmolLM3's data): the tools are in chat_template_kwargs.xml_tools, one JSON
+    text each, and the calls are Hermes tags in the assistant's text."""
+    return {"messages": [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'},
+        {"role": "tool", "content": '{"temp": 21}'},
+        {"role": "assistant", "content": "It is 21 degrees in Paris."}],
+        "chat_template_kwargs": {"custom_instructions": "", "enable_thinking": False, "python_tools": None,
+                                 "xml_tools": [json.dumps(_WEATHER)], **kwargs},
+        "source": "xlam_traces_no_think"}
+
+
+def test_tools_in_chat_template_kwargs_are_the_rows_tools(tmp_path):
+    """smoltalk2's rows keep their tools in chat_template_kwargs.xml_tools, which trl passes to the chat template.
+    Before, the row was an 'undefined tool' reject. The tools now move to 'tools' (noted), so that a variant's rows
+    carry only the variant's tools: left in the keywords, the template would render the source's tool list beside
+    renamed calls."""
+    from hsa.cli import main
+
+    rec = normalize(_smoltalk_row())
+    assert [t["name"] for t in rec["tools"]] == ["get_weather"] and check_record(rec) == []
+    assert rec["extra"]["chat_template_kwargs"] == {"custom_instructions": "", "enable_thinking": False,
+                                                    "python_tools": None}
+    assert any("chat_template_kwargs.xml_tools moved to 'tools' (1 tool)" in n for n in rec["notes"])
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(_smoltalk_row()) + "\n", encoding="utf-8")
+    assert main(["augment", str(inp), "--out", str(tmp_path / "out"), "--variants", "4", "--recipe", "tools",
+                 "--quiet"]) == 0
+    assert main(["export", str(tmp_path / "out"), "--out", str(tmp_path / "rows.jsonl")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    renamed = [r for r in rows if "get_weather" not in {t["name"] for t in r["tools"]}]
+    assert len(rows) == 4 and renamed
+    for row in renamed:
+        assert "get_weather" not in json.dumps(row["chat_template_kwargs"]) + json.dumps(row["messages"])
+        assert row["chat_template_kwargs"]["enable_thinking"] is False and row["source"] == "xlam_traces_no_think"
+
+
+def test_tools_in_chat_template_kwargs_beside_other_tools_are_refused():
+    """A row whose 'tools' and chat_template_kwargs list different tools is refused, naming both: a template given
+    both renders one of them. The same list in both places is read once."""
+    with pytest.raises(RecordError, match="chat_template_kwargs.xml_tools") as e:
+        normalize({**_smoltalk_row(), "tools": [{"name": "other", "parameters": {"type": "object"}}]})
+    assert e.value.reason == "conflicting tools"
+    assert [t["name"] for t in normalize({**_smoltalk_row(), "tools": [_WEATHER]})["tools"]] == ["get_weather"]
+    with pytest.raises(RecordError, match=r"chat_template_kwargs.xml_tools\[0\] is a string that is not JSON"):
+        normalize(_smoltalk_row(xml_tools=["{not json"]))
+
+
 def test_hsa_records_keep_their_tag_texts_but_content_blocks_are_read():
     """A record with hsa keys: a <tools> block in its system text is harness text (kept); tool_use blocks are calls."""
     tools_text = '<tools>\n[{"name": "get", "parameters": {"type": "object", "properties": {}}}]\n</tools>'

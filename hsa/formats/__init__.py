@@ -24,7 +24,8 @@
 - **ShareGPT without tags** (:mod:`hsa.formats.sharegpt`): ``function_call`` and ``observation`` turns.
 - Spellings read first: list and object columns stored as JSON text (:mod:`hsa.formats.json_texts`), the turn
   list under another key and roles under other names (:mod:`hsa.formats.aliases`), a conversation kept only as
-  rendered ChatML text (:mod:`hsa.formats.chatml`).
+  rendered ChatML text (:mod:`hsa.formats.chatml`), tools kept in ``chat_template_kwargs`` (SmolLM3's
+  ``xml_tools``, :mod:`hsa.formats.template_kwargs`).
 
 :func:`to_messages_layout` (:mod:`hsa.formats.dispatch`) is what :func:`hsa.records.normalize` calls: the
 spellings first, then :func:`convert`, which recognises the layout of a row and converts it, then the plain

@@ -21,6 +21,7 @@ from hsa.formats.openai_legacy import convert_legacy_openai
 from hsa.formats.react import convert_react, react_turns_of
 from hsa.formats.responses import convert_responses, responses_items
 from hsa.formats.sharegpt import convert_sharegpt, sharegpt_turns
+from hsa.formats.template_kwargs import tools_from_template_kwargs
 from hsa.formats.text_calls import convert_text_calls
 from hsa.formats.toolace import convert_toolace, toolace_turns
 from hsa.formats.xlam import convert_xlam, is_xlam
@@ -116,7 +117,7 @@ def _plain_layouts(raw: dict) -> dict:
 
 def to_messages_layout(raw: dict) -> dict:
     """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
-    raw = standard_roles(rendered_chatml(turn_list_alias(decode_json_texts(raw))))
+    raw = standard_roles(rendered_chatml(turn_list_alias(tools_from_template_kwargs(decode_json_texts(raw)))))
     converted = convert(raw)
     if converted is not None:
         raw = converted
