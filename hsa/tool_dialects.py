@@ -60,7 +60,10 @@ FIELD_EQUIVALENTS: dict[tuple[str, str], dict[str, str]] = {
 _TYPE_ALIASES = {
     "dict": "object", "object": "object", "map": "object", "hashmap": "object", "json": "object",
     "float": "number", "double": "number", "number": "number", "decimal": "number", "numeric": "number",
+    "float32": "number", "float64": "number",
     "int": "integer", "integer": "integer", "long": "integer", "short": "integer", "int32": "integer", "int64": "integer",
+    "int8": "integer", "int16": "integer", "uint": "integer", "uint8": "integer", "uint16": "integer",
+    "uint32": "integer", "uint64": "integer",
     "str": "string", "string": "string", "char": "string", "text": "string", "date": "string", "datetime": "string",
     "bool": "boolean", "boolean": "boolean",
     "list": "array", "array": "array", "tuple": "array", "set": "array", "sequence": "array",
@@ -78,6 +81,8 @@ _SUBSCRIPT = re.compile(r"\[.*\]$")
 _OPTIONAL_SUFFIX_END = re.compile(r"(?i)\s*,\s*(optional|required)$")
 _OPTIONAL_OF_SPACED = re.compile(r"(?i)optional\s*\[(.*)\]")
 _GENERIC_ARGS = re.compile(r"(?i)(list|array|sequence|set|tuple|dict|map|mapping)\s*\[(.*)\]")
+#: TypeScript's array spelling, ``string[]``.
+_ARRAY_OF = re.compile(r"(.+?)\s*\[\]")
 _SUBSCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
 _SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
@@ -109,8 +114,20 @@ def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool
     if m:
         raw, optional = m.group(1), m.group(2).lower() == "optional"
     m = _OPTIONAL_OF.fullmatch(raw)
-    if m:
-        raw, optional = m.group(1), True
+    if m:  # Optional[X] is Union[X, None]: null joins X's type, and the parameter may be left out
+        inner_notes: list[str] = []
+        inner, _ = _normalize_type(m.group(1).strip(), where, inner_notes)
+        if inner is None:  # X unknown or any: any value, null included
+            notes.extend(inner_notes)
+            return None, True
+        std = [inner] if isinstance(inner, str) else list(inner)
+        if "null" not in std:
+            std.append("null")
+        notes.append(f"{where}: type {value!r} -> {std!r}")
+        return std, True
+    if _ARRAY_OF.fullmatch(raw):
+        notes.append(f"{where}: type {value!r} -> 'array'")
+        return "array", optional
     union = _union_types(raw)
     if union is not None and None not in union:
         notes.append(f"{where}: type {value!r} -> {union!r}")
@@ -169,6 +186,10 @@ def _generic_keywords(value: Any) -> dict[str, Any]:
     m = _OPTIONAL_OF_SPACED.fullmatch(raw)
     if m:
         raw = m.group(1).strip()
+    m = _ARRAY_OF.fullmatch(raw)
+    if m:
+        sub = _type_schema(m.group(1))
+        return {"items": sub} if sub else {}
     m = _GENERIC_ARGS.fullmatch(raw)
     if not m:
         return {}
@@ -272,7 +293,7 @@ def _standard_copy(schema: Any) -> Any:
             if sub is None:
                 return None
             out[key] = sub
-        elif key == "items" and isinstance(value, list):
+        elif key == "items" and isinstance(value, list) or key in _SUBSCHEMA_KEYS and isinstance(value, str):
             return None
         else:
             out[key] = value
@@ -298,6 +319,12 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
     if not isinstance(schema, dict):
         if isinstance(schema, bool):
             return schema
+        if isinstance(schema, str):  # a bare type name where a schema belongs: "items": "string"
+            std, _ = _normalize_type(schema, where, [])
+            if std is not None:
+                out = {"type": std, **_generic_keywords(schema)}
+                notes.append(f"{where}: schema {schema!r} (a type name) read as {_json.dumps(out)}")
+                return out
         notes.append(f"{where}: schema {schema!r} is not an object; replaced by {{}}")
         return {}
     out: dict[str, Any] = {}
@@ -317,7 +344,7 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
             out[key] = {k: _normalize_schema(v, f"{where}.{k}", notes) for k, v in value.items()}
         elif key in _SUBSCHEMA_LIST_KEYS and isinstance(value, list):
             out[key] = [_normalize_schema(v, f"{where}.{key}[{i}]", notes) for i, v in enumerate(value)]
-        elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool)):
+        elif key in _SUBSCHEMA_KEYS and isinstance(value, (dict, bool, str)):
             out[key] = _normalize_schema(value, f"{where}.{key}", notes)
         elif key == "items" and isinstance(value, list):  # draft-4 tuple form
             out["prefixItems"] = [_normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]

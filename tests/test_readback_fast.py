@@ -230,7 +230,8 @@ class _Str(str):
 
 @pytest.mark.parametrize("name", ["string", "integer", "number", "boolean", "object", "array", "null", "String",
                                   " string", "string, optional", "int", "List[int]", "Optional[str]", "str | None",
-                                  "Union[int, float]", "any", "tuple", "Dict[str, float]", "date"])
+                                  "Union[int, float]", "any", "tuple", "Dict[str, float]", "date", "string[]",
+                                  "Optional[int]", "uint8"])
 def test_the_standard_type_shortcut_gives_what_the_plain_path_gives(name):
     """A JSON-Schema type name is given back as is, without a note or an element schema: the same as the plain
     path (taken by a str subclass) gives, and every other spelling still takes the plain path."""
@@ -253,7 +254,8 @@ from hsa.testing import records as drawn_records  # noqa: E402
 
 _NAMES = st.sampled_from(["city", "type", "properties", "required", "items", "optional", "enum", "default", "a b", ""])
 _TYPES = st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null", "str",
-                                    "int", "List[int]", "string, optional", "Optional[str]", "any", "String"]),
+                                    "int", "List[int]", "string, optional", "Optional[str]", "any", "String",
+                                    "string[]", "Optional[List[int]]", "float64"]),
                    st.lists(st.sampled_from(["string", "null", "integer", "int"]), max_size=3), st.none(),
                    st.integers(0, 2))
 _LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just(2 ** 70), st.floats(allow_nan=True),
@@ -268,7 +270,7 @@ def _schemas(depth: int = 3):
                                 st.lists(st.fixed_dictionaries({"name": _NAMES, "type": _TYPES}), max_size=2)),
         "required": st.one_of(st.lists(_NAMES, max_size=3), st.just("city, type"), st.booleans(), st.none()),
         "optional": st.booleans(), "nullable": st.one_of(st.booleans(), st.none()),
-        "items": st.one_of(sub, st.lists(sub, max_size=2), st.booleans()),
+        "items": st.one_of(sub, st.lists(sub, max_size=2), st.booleans(), st.sampled_from(["string", "int", "?"])),
         "anyOf": st.lists(st.one_of(sub, st.just(3)), max_size=2), "additionalProperties": st.one_of(sub, st.booleans()),
         "$defs": st.dictionaries(_NAMES, sub, max_size=2)})
     return st.one_of(node, node.map(OrderedDict), st.booleans(), st.lists(

@@ -152,7 +152,10 @@ def test_required_next_to_the_parameters_moves_into_them():
     ("Tuple[float, float]", {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]}),
     ("Dict[str, int]", {"type": "object", "additionalProperties": {"type": "integer"}}),
     ("Union[int, float]", {"type": ["integer", "number"]}),
-    ("Optional[List[str]]", {"type": "array", "items": {"type": "string"}}),
+    ("Optional[List[str]]", {"type": ["array", "null"], "items": {"type": "string"}}),
+    ("string[]", {"type": "array", "items": {"type": "string"}}),
+    ("float64", {"type": "number"}),
+    ("uint32", {"type": "integer"}),
     ("List[Callable]", {"type": "array"}),
     ("Union[int, float], optional", {"type": ["integer", "number"]}),
     ("Dict[str, int], optional", {"type": "object", "additionalProperties": {"type": "integer"}}),
@@ -161,6 +164,22 @@ def test_generic_type_strings_keep_their_element_types(typ, expected):
     """xLAM's generic type strings become element schemas, not bare arrays."""
     out = R.normalize_schema({"type": "object", "properties": {"p": {"type": typ}}})
     assert out["properties"]["p"] == expected
+
+
+def test_optional_of_a_type_admits_null_and_a_type_name_may_stand_for_a_schema():
+    """``Optional[int]`` is ``Union[int, None]``: a call passing null (Python's default of such a parameter)
+    validates, as it does for ``int | None``; before, the type was 'integer' and the call a reject. A bare type name
+    where a schema belongs (``"items": "string"``, a property given as ``"string"``) is read as that type; before,
+    the first made the schema unusable (every call a reject) and the second accepted any value."""
+    notes = []
+    out = R.normalize_schema({"type": "object", "required": ["a", "b", "c"], "properties": {
+        "a": {"type": "Optional[int]"}, "b": {"type": "array", "items": "string"}, "c": "List[int]"}}, "p", notes)
+    assert out == {"type": "object", "required": ["b", "c"], "properties": {
+        "a": {"type": ["integer", "null"]}, "b": {"type": "array", "items": {"type": "string"}},
+        "c": {"type": "array", "items": {"type": "integer"}}}}
+    assert "p.a: type 'Optional[int]' -> ['integer', 'null']" in notes
+    assert 'p.b.items: schema \'string\' (a type name) read as {"type":"string"}' in notes
+    assert R.normalize_schema({"type": "object", "properties": {"x": "no such type"}})["properties"]["x"] == {}
 
 
 def test_optional_markers_on_unions_and_generics_leave_required():
