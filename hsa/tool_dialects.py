@@ -296,6 +296,8 @@ def _standard_copy(schema: Any) -> Any:
         elif key == "items" and isinstance(value, list) or key in _SUBSCHEMA_KEYS and isinstance(value, str):
             return None
         else:
+            if key == "enum" and type(value) is not list:
+                return None
             out[key] = value
     props = out.get("properties")
     if isinstance(props, dict):
@@ -351,6 +353,9 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
             notes.append(f"{where}: tuple-form items -> prefixItems")
         elif key in _NULLABLE_KEYS and isinstance(value, bool):
             continue
+        elif key == "enum" and isinstance(value, str):
+            out[key] = _enum_list(value)
+            notes.append(f"{where}: enum {value!r} (a string) read as {_json.dumps(out[key])}")
         else:
             out[key] = value
     for key in _NULLABLE_KEYS:
@@ -393,6 +398,24 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
             out = {"type": "object", **out}
             notes.append(f"{where}: properties without a type; type 'object' added")
     return out
+
+
+def _enum_list(text: str) -> list:
+    """The values of an ``enum`` written as one string: the list it spells as JSON or a Python literal
+    (``"['a', 'b']"``), else its comma- or bar-separated items (``"a, b"``, ``"a|b"``), else the string itself.
+    JSON Schema wants a list; a string made validation test substrings (``"a, b"`` took ``", "``)."""
+    from hsa.formats.common import parse_literal
+
+    try:
+        parsed = parse_literal(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, list) and parsed:
+        return parsed
+    for sep in (",", "|"):
+        if sep in text:
+            return [part.strip() for part in text.split(sep) if part.strip()]
+    return [text]
 
 
 def _nullable(out: dict[str, Any], nullable: bool, said: str, notes: list[str]) -> None:

@@ -259,7 +259,7 @@ _TYPES = st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "o
                    st.lists(st.sampled_from(["string", "null", "integer", "int"]), max_size=3), st.none(),
                    st.integers(0, 2))
 _LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.just(2 ** 70), st.floats(allow_nan=True),
-                    st.text(max_size=4), st.tuples(st.text(max_size=2)), st.lists(st.text(max_size=2), max_size=2))
+                    st.text(max_size=4), st.just("a, b"), st.just("['x']"), st.tuples(st.text(max_size=2)), st.lists(st.text(max_size=2), max_size=2))
 
 
 def _schemas(depth: int = 3):

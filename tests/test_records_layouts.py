@@ -182,6 +182,26 @@ def test_optional_of_a_type_admits_null_and_a_type_name_may_stand_for_a_schema()
     assert R.normalize_schema({"type": "object", "properties": {"x": "no such type"}})["properties"]["x"] == {}
 
 
+@pytest.mark.parametrize("enum,values,taken,refused", [
+    ("a, b", ["a", "b"], "a", ", "), ("['x', 'y']", ["x", "y"], "y", "['x'"), ("low|high", ["low", "high"], "high", "|"),
+    ("only", ["only"], "only", "on")])
+def test_an_enum_written_as_one_string_is_read_as_its_values(enum, values, taken, refused):
+    """JSON Schema's enum is a list; given a string, validation tested substrings ("a, b" took ", "). The string is
+    read as the list it spells, its comma- or bar-separated items, or itself, and noted."""
+    notes = []
+    out = R.normalize_schema({"type": "object", "properties": {"p": {"type": "string", "enum": enum}}}, "w", notes)
+    assert out["properties"]["p"]["enum"] == values and any("(a string) read as" in n for n in notes)
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"p": {"type": "string", "enum": enum}}}}
+
+    def verdicts(value):
+        rec = normalize({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": None,
+                         "tool_calls": [{"id": "c", "type": "function", "function": {
+                             "name": "f", "arguments": json.dumps({"p": value})}}]}], "tools": [tool]})
+        return [v.reason for v in check_record(rec)]
+
+    assert verdicts(taken) == [] and verdicts(refused) == ["arguments do not validate"]
+
+
 def test_optional_markers_on_unions_and_generics_leave_required():
     """', optional' after a Union or a generic type still makes the parameter optional."""
     out = R.normalize_schema({"type": "object", "required": ["a", "b", "c"], "properties": {
