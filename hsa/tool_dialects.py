@@ -255,8 +255,6 @@ def _standard_copy(schema: Any) -> Any:
         return None
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in _NULLABLE_KEYS:
-            return None
         if key == "type":
             if type(value) is str:
                 if value not in _STANDARD_TYPES:
@@ -296,7 +294,7 @@ def _standard_copy(schema: Any) -> Any:
         elif key == "items" and isinstance(value, list) or key in _SUBSCHEMA_KEYS and isinstance(value, str):
             return None
         else:
-            if key == "enum" and type(value) is not list:
+            if key in _NULLABLE_KEYS or key == "enum" and type(value) is not list:
                 return None
             out[key] = value
     props = out.get("properties")

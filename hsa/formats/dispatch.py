@@ -117,7 +117,10 @@ def _plain_layouts(raw: dict) -> dict:
 
 def to_messages_layout(raw: dict) -> dict:
     """``raw`` in the messages layout: other layouts converted, a top-level system text moved into the messages."""
-    raw = standard_roles(rendered_chatml(turn_list_alias(tools_from_template_kwargs(decode_json_texts(raw)))))
+    raw = decode_json_texts(raw)
+    if "chat_template_kwargs" in raw:
+        raw = tools_from_template_kwargs(raw)
+    raw = standard_roles(rendered_chatml(turn_list_alias(raw)))
     converted = convert(raw)
     if converted is not None:
         raw = converted
