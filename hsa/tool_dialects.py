@@ -88,6 +88,8 @@ _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "th
 _SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
 #: OpenAPI 3.0's ``nullable`` and Swagger 2's ``x-nullable``: JSON Schema says the same with a ``null`` type.
 _NULLABLE_KEYS = ("nullable", "x-nullable")
+#: Draft 4's boolean exclusive bounds, and the bound each qualifies (:func:`_exclusive_bound`).
+_EXCLUSIVE_BOUNDS = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}
 
 
 def _normalize_type(value: Any, where: str, notes: list[str]) -> tuple[Any, bool | None]:
@@ -294,7 +296,8 @@ def _standard_copy(schema: Any) -> Any:
         elif key == "items" and isinstance(value, list) or key in _SUBSCHEMA_KEYS and isinstance(value, str):
             return None
         else:
-            if key in _NULLABLE_KEYS or key == "enum" and type(value) is not list:
+            if key in _NULLABLE_KEYS or key == "enum" and type(value) is not list or (
+                    type(value) is bool and key in _EXCLUSIVE_BOUNDS):
                 return None
             out[key] = value
     props = out.get("properties")
@@ -359,6 +362,9 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
     for key in _NULLABLE_KEYS:
         if isinstance(schema.get(key), bool):
             _nullable(out, schema[key], f"{where}: {key}: {str(schema[key]).lower()}", notes)
+    for key, bound in _EXCLUSIVE_BOUNDS.items():
+        if isinstance(schema.get(key), bool):
+            _exclusive_bound(out, key, bound, where, notes)
     # optional / required markers on the properties themselves
     props = out.get("properties")
     if isinstance(props, dict):
@@ -396,6 +402,21 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
             out = {"type": "object", **out}
             notes.append(f"{where}: properties without a type; type 'object' added")
     return out
+
+
+def _exclusive_bound(out: dict[str, Any], key: str, bound: str, where: str, notes: list[str]) -> None:
+    """Draft 4's and OpenAPI 3.0's boolean ``exclusiveMinimum`` / ``exclusiveMaximum`` in today's form: ``true``
+    beside ``minimum: 0`` becomes ``exclusiveMinimum: 0`` (``minimum`` kept: a draft-4 validator reads the pair as
+    ``>= 0``, never refusing what the author allowed); ``false`` is the default and goes. Read as a number, ``true``
+    made the bound 1: ``1 is less than or equal to the minimum of True`` refused a call with ``1 > 0``."""
+    flag = out.pop(key)
+    limit = out.get(bound)
+    if flag and isinstance(limit, (int, float)) and not isinstance(limit, bool):
+        out[key] = limit
+        notes.append(f"{where}: {key}: true (draft 4) -> {key}: {_json.dumps(limit)}")
+    else:
+        notes.append(f"{where}: {key}: {str(flag).lower()} (draft 4) dropped"
+                     + ("" if not flag else f": no numeric {bound} beside it"))
 
 
 def _enum_list(text: str) -> list:

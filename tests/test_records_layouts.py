@@ -202,6 +202,29 @@ def test_an_enum_written_as_one_string_is_read_as_its_values(enum, values, taken
     assert verdicts(taken) == [] and verdicts(refused) == ["arguments do not validate"]
 
 
+def test_draft4_boolean_exclusive_bounds_are_read_as_draft4_meant_them():
+    """OpenAPI 3.0 and draft 4 write ``minimum: 0, exclusiveMinimum: true``. Read as today's numeric keyword, true
+    was the bound 1, so a call passing 1 was refused ("1 is less than or equal to the minimum of True"). It becomes
+    ``exclusiveMinimum: 0``; a false flag (the default) goes."""
+    schema = {"type": "object", "properties": {
+        "p": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        "q": {"type": "integer", "maximum": 10, "exclusiveMaximum": False}}}
+    notes = []
+    out = R.normalize_schema(schema, "w", notes)
+    assert out["properties"] == {"p": {"type": "number", "minimum": 0, "exclusiveMinimum": 0},
+                                 "q": {"type": "integer", "maximum": 10}}
+    assert "w.p: exclusiveMinimum: true (draft 4) -> exclusiveMinimum: 0" in notes
+
+    def verdicts(p, q):
+        rec = normalize({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": None,
+                         "tool_calls": [{"id": "c", "type": "function", "function": {
+                             "name": "f", "arguments": json.dumps({"p": p, "q": q})}}]}],
+                         "tools": [{"name": "f", "parameters": schema}]})
+        return [v.reason for v in check_record(rec)]
+
+    assert verdicts(1, 10) == [] and verdicts(0, 10) == ["arguments do not validate"]
+
+
 def test_optional_markers_on_unions_and_generics_leave_required():
     """', optional' after a Union or a generic type still makes the parameter optional."""
     out = R.normalize_schema({"type": "object", "required": ["a", "b", "c"], "properties": {
