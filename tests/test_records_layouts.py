@@ -355,6 +355,57 @@ def test_tools_in_chat_template_kwargs_beside_other_tools_are_refused():
         normalize(_smoltalk_row(xml_tools=["{not json"]))
 
 
+_FLIGHTS = {"name": "search_flights", "description": "Search flights", "parameters": {"type": "object", "properties": {
+    "origin": {"type": "string"}, "destination": {"type": "string"}}, "required": ["origin", "destination"]}}
+
+
+def _system_tools_row(system: str, tools: list | None) -> dict:
+    row = {"messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "21C"}, {"role": "assistant", "content": "21C."}]}
+    return row if tools is None else {**row, "tools": tools}
+
+
+def test_tool_definitions_copied_into_the_system_text_are_cut_from_it(tmp_path):
+    """A row with 'tools' whose system message also lists them as JSON ("access to the following functions: [...]")
+    kept that copy in every variant: the variant regrouped a parameter or added a tool in 'tools' while the text
+    still showed the source's definitions, two harnesses that disagree. The copy is cut from the text (its prose
+    kept), since a chat template renders the tools; the copy in Glaive's spelling (objects one after another) too."""
+    from hsa.cli import main
+
+    tools = [{"type": "function", "function": _WEATHER}, {"type": "function", "function": _FLIGHTS}]
+    listed = "You have access to the following functions. Use them if required -\n" + json.dumps(
+        [_WEATHER, _FLIGHTS], indent=2) + "\nAnswer briefly."
+    rec = normalize(_system_tools_row(listed, tools))
+    assert rec["messages"][0]["content"] == ("You have access to the following functions. Use them if required -\n"
+                                             "Answer briefly.")
+    assert [t["name"] for t in rec["tools"]] == ["get_weather", "search_flights"] and check_record(rec) == []
+    assert any(n.startswith("converted tool definitions written as JSON in a system message: messages[0] held 2")
+               for n in rec["notes"])
+    glaive = "Use these functions -\n" + json.dumps(_WEATHER, indent=4) + "\n\n" + json.dumps(_FLIGHTS, indent=4)
+    assert normalize(_system_tools_row(glaive, tools))["messages"][0]["content"] == "Use these functions -"
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(_system_tools_row(listed, tools)) + "\n", encoding="utf-8")
+    assert main(["augment", str(inp), "--out", str(tmp_path / "out"), "--variants", "4", "--recipe", "tools",
+                 "--quiet"]) == 0
+    assert main(["export", str(tmp_path / "out"), "--out", str(tmp_path / "rows.jsonl")]) == 0
+    for row in map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines()):
+        assert '"parameters"' not in row["messages"][0]["content"]
+
+
+def test_tool_definitions_in_the_system_text_of_a_row_without_tools_are_its_tools():
+    """A row with calls and no 'tools', whose definitions are JSON in its system text, was an 'undefined tool'
+    reject; JSON that only looks like a tool (naming nothing the row defines or calls) stays text."""
+    rec = normalize(_system_tools_row("Functions:\n" + json.dumps([_WEATHER]), None))
+    assert [t["name"] for t in rec["tools"]] == ["get_weather"] and rec["messages"][0]["content"] == "Functions:"
+    assert check_record(rec) == []
+    example = 'Reply like {"name": "Alice", "parameters": {"age": 3}}.'
+    kept = normalize(_system_tools_row(example, [{"type": "function", "function": _WEATHER}]))
+    assert kept["messages"][0]["content"] == example
+
+
 def test_hsa_records_keep_their_tag_texts_but_content_blocks_are_read():
     """A record with hsa keys: a <tools> block in its system text is harness text (kept); tool_use blocks are calls."""
     tools_text = '<tools>\n[{"name": "get", "parameters": {"type": "object", "properties": {}}}]\n</tools>'

@@ -21,6 +21,7 @@ from hsa.formats.openai_legacy import convert_legacy_openai
 from hsa.formats.react import convert_react, react_turns_of
 from hsa.formats.responses import convert_responses, responses_items
 from hsa.formats.sharegpt import convert_sharegpt, sharegpt_turns
+from hsa.formats.system_tools import convert_system_tools
 from hsa.formats.template_kwargs import tools_from_template_kwargs
 from hsa.formats.text_calls import convert_text_calls
 from hsa.formats.toolace import convert_toolace, toolace_turns
@@ -45,6 +46,7 @@ def _convert_within_messages(raw: dict, hsa_record: bool) -> dict | None:
              ollama_tool_names]
     if not hsa_record:  # hsa writes calls as tool_calls, and texts are the harness's own
         steps.insert(0, convert_call_roles)
+        steps.append(convert_system_tools)
         steps.append(convert_text_calls)
     for step in steps:
         out = step(row)

@@ -58,5 +58,5 @@ def tools_from_template_kwargs(raw: dict) -> dict:
     rest = {k: v for k, v in kwargs.items() if k not in TOOL_KWARGS or not v}
     names = " and ".join(f"chat_template_kwargs.{k}" for k, _ in found)
     return noted({**raw, "tools": tools, "chat_template_kwargs": rest},
-                 f"{names} moved to 'tools' ({len(tools)} tool{'s' if len(tools) != 1 else ''}): the variants' "
-                 "tools are written there")
+                 f"converted tools kept in chat_template_kwargs: {names} moved to 'tools' "
+                 f"({len(tools)} tool{'s' if len(tools) != 1 else ''}): the variants' tools are written there")

@@ -1,0 +1,107 @@
+"""Tool definitions written into a system message as JSON ("You have access to the following functions: [...]"),
+in rows of the messages layout: the row's tools, moved out of the text.
+
+Left in the text, the copy would stay the source's while a variant's tools change: a regrouped parameter, a new
+description, an added tool or another order would be in ``tools`` and not in the system message, and the model
+would be trained on two harnesses that disagree. Chat templates render ``tools`` themselves, so the text keeps its
+prose and the definitions live in one place. Only JSON that is a tool definition (a name and a schema, or OpenAI's
+``{"type": "function", "function": ...}``) naming a tool that the row defines or calls is taken; a row without
+``tools`` gets its tools from the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from hsa.formats.common import declared_names, merge_tools, plural, tool_name, with_notes
+
+__all__ = ["convert_system_tools"]
+
+#: Where a JSON tool definition, or a list of them, may start.
+_START = re.compile(r"\[\s*\{|\{\s*\"")
+#: The keys that make an object with a name a tool definition (its schema, in any dialect).
+_SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema")
+
+
+def _is_tool(value: Any) -> bool:
+    if not isinstance(value, dict) or tool_name(value) is None:
+        return False
+    fn = value.get("function")
+    return isinstance(fn, dict) and any(isinstance(fn.get(k), dict) for k in _SCHEMA_KEYS) or any(
+        isinstance(value.get(k), dict) for k in _SCHEMA_KEYS)
+
+
+def _definitions(text: str) -> list[tuple[int, int, list]]:
+    """(start, end, tools) of each JSON tool definition, or list of them, in ``text``."""
+    found, decoder, pos = [], json.JSONDecoder(), 0
+    for m in _START.finditer(text):
+        if m.start() < pos:
+            continue
+        try:
+            value, end = decoder.raw_decode(text, m.start())
+        except (ValueError, RecursionError):
+            continue
+        tools = value if isinstance(value, list) else [value]
+        if tools and all(_is_tool(t) for t in tools):
+            found.append((m.start(), end, tools))
+            pos = end
+    return found
+
+
+def _cut(text: str, spans: list[tuple[int, int, list]]) -> str:
+    """``text`` without ``spans``; a span that was a line of its own takes its line break along."""
+    out, pos = [], 0
+    for start, end, _ in spans:
+        out.append(text[pos:start])
+        pos = end
+        if (start == 0 or text[start - 1] == "\n") and text[pos:pos + 1] == "\n":
+            pos += 1
+    out.append(text[pos:])
+    return "".join(out).strip()
+
+
+def _called_names(messages: list) -> set[str]:
+    names = set()
+    for m in messages:
+        calls = m.get("tool_calls") if isinstance(m, dict) else None
+        for c in calls if isinstance(calls, list) else ():
+            fn = c.get("function") if isinstance(c, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+    return names
+
+
+def convert_system_tools(row: dict) -> dict | None:
+    """``row`` with the JSON tool definitions of its system messages moved to ``tools`` (noted), or None when it
+    has none. A definition is taken only when some definition in the same text names a tool the row defines or
+    calls, so JSON that merely looks like a tool is left alone."""
+    msgs = row["messages"]
+    hits = []
+    for i, m in enumerate(msgs):
+        text = m.get("content") if isinstance(m, dict) and m.get("role") == "system" else None
+        if isinstance(text, str) and ("{" in text):
+            spans = _definitions(text)
+            if spans:
+                hits.append((i, spans))
+    if not hits:
+        return None
+    known = declared_names(row.get("tools")) | _called_names(msgs)  # the guard against look-alike JSON
+    hits = [(i, spans) for i, spans in hits if known & {tool_name(t) for _, _, tools in spans for t in tools}]
+    if not hits:
+        return None
+    messages, found, notes = list(msgs), [], []
+    for i, spans in hits:
+        text = _cut(msgs[i]["content"], spans)
+        messages[i] = {**msgs[i], "content": text}
+        tools = [t for _, _, ts in spans for t in ts]
+        found.extend(t for t in tools if t not in found)
+        notes.append(f"converted tool definitions written as JSON in a system message: messages[{i}] held "
+                     f"{plural(len(tools), 'tool definition')}; moved to 'tools' and cut from the text (a chat template "
+                     "renders tools itself; a copy in the text would keep the source's definitions beside a variant's)")
+    declared = declared_names(row.get("tools"))
+    if declared and {tool_name(t) for t in found} <= declared:
+        return with_notes({**row, "messages": messages}, notes)  # a copy of the row's own tools
+    tools = merge_tools(row, found, "the system message", notes)
+    return with_notes({**row, "messages": messages, "tools": tools}, notes)
