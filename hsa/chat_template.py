@@ -25,11 +25,11 @@ from typing import Any
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
            "probe_refusal", "probe_final_calls_dropped", "refusal_cause", "compile_error", "template_error", "adapt",
            "split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
-           "string_arguments", "read_template", "tool_template"]
+           "string_arguments", "tool_call_tags", "read_template", "tool_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
 REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "alnum9_call_ids",
-            "string_arguments")
+            "string_arguments", "tool_call_tags")
 
 Adapted = tuple[list[dict], list[bool], int]
 
@@ -327,9 +327,38 @@ def string_arguments(messages: list[dict], train: list[bool]) -> Adapted:
     return out, list(train), n
 
 
+def tool_call_tags(messages: list[dict], train: list[bool]) -> Adapted:
+    """Each assistant turn's calls written into its text as ``<tool_call>`` tags, one JSON object
+    (``{"name", "arguments"}``) per call after the turn's own text, for a template that renders a message's
+    content and not its ``tool_calls``, and whose own text tells the model to answer in those tags (SmolLM3).
+    Counts the calls written."""
+    out, n = [], 0
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            parts = [_text(m.get("content"))] if _text(m.get("content")) else []
+            for c in m["tool_calls"]:
+                fn = c.get("function") if isinstance(c, dict) else None
+                if not isinstance(fn, dict):
+                    continue
+                args = fn.get("arguments")
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        pass
+                parts.append("<tool_call>\n" + json.dumps({"name": fn.get("name"), "arguments": args},
+                                                           ensure_ascii=False) + "\n</tool_call>")
+                n += 1
+            m = {k: v for k, v in m.items() if k != "tool_calls"}
+            m["content"] = "\n".join(parts)
+        out.append(m)
+    return out, list(train), n
+
+
 _REWRITE_FNS: dict[str, Callable[[list[dict], list[bool]], Adapted]] = {
     "split_parallel_calls": split_parallel_calls, "system_as_user": system_as_user, "fold_system": fold_system,
-    "merge_user_turns": merge_user_turns, "alnum9_call_ids": alnum9_call_ids, "string_arguments": string_arguments}
+    "merge_user_turns": merge_user_turns, "alnum9_call_ids": alnum9_call_ids, "string_arguments": string_arguments,
+    "tool_call_tags": tool_call_tags}
 
 
 def adapt(messages: list[dict], train: list[bool], rewrites: Sequence[str]) -> tuple[list[dict], list[bool],
@@ -400,6 +429,9 @@ def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
                              ("PROBE USER ONE", "PROBE USER TWO")),
         # arguments as an object, as the Hugging Face templates and trl take them
         "string_arguments": (_tool_probe(()), ("4711", "PROBE_RESULT_A")),
+        # a call in tool_calls: a template that renders only the content drops it (needed only where the
+        # template's own text asks for <tool_call> tags: _ASKS)
+        "tool_call_tags": (_tool_probe(()), ("4711", "PROBE_RESULT_A")),
     }
 
 
@@ -481,6 +513,10 @@ def template_error(exc: BaseException) -> str:
 #: arguments object as Python prints it, which a template that writes ``{{ function.arguments }}`` as it is
 #: (expecting JSON text, as vLLM's Phi-4-mini and InternLM2 templates do) puts in the training text.
 _UNWANTED = {"string_arguments": (("{'x': 4711}", "writes the arguments object as Python prints it, not as JSON"),)}
+#: Rewrite -> the text a template's own rendering of the probe must hold for the rewrite to be its form: calls
+#: are written as ``<tool_call>`` tags only for a template that tells the model to answer in them (SmolLM3), never
+#: for one that drops calls and teaches another form (LFM2's ``<|tool_call_start|>``), which stays refused.
+_ASKS = {"tool_call_tags": "<tool_call>"}
 
 
 def _renders(render_fn, messages, tools, wanted, unwanted=()) -> str | None:
@@ -494,6 +530,13 @@ def _renders(render_fn, messages, tools, wanted, unwanted=()) -> str | None:
         return f"leaves out {missing}"
     shown = [f"{why} ({u})" for u, why in unwanted if u in text]
     return shown[0] if shown else None
+
+
+def _holds(render_fn, messages, text: str) -> bool:
+    try:
+        return text in render_fn(messages, _TOOLS)
+    except Exception:  # noqa: BLE001 - the template refuses the probe itself
+        return False
 
 
 def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) -> dict[str, str]:
@@ -510,6 +553,9 @@ def template_needs(render_fn: Callable[[list[dict], list[dict] | None], str]) ->
                         _UNWANTED.get(name, ()))
 
     failing = {name: why for name in probes if (why := problem(name, ())) is not None}
+    for name, asked in _ASKS.items():
+        if name in failing and not _holds(render_fn, probes[name][0], asked):
+            del failing[name]
     out = {name: why for name, why in failing.items() if problem(name, [name]) is None}
     # a probe that fails both ways may fail for a second reason another probe found (Mistral-style ids in a
     # template that also wants string arguments): needed if it renders with those rewrites and its own only

@@ -488,3 +488,46 @@ def test_named_templates_give_the_one_for_tools(tmp_path, tiny_model, shards, ca
     tok = AutoTokenizer.from_pretrained(str(tiny_model))
     tok.chat_template = {"default": plain, "tool_use": tools_tpl}
     assert training_template(tok) == tools_tpl
+
+
+#: Written for the tests in the manner of SmolLM3's template: the tools and an instruction to answer in
+#: <tool_call> tags go into the system turn, and every message is rendered by its text alone (no tool_calls).
+CONTENT_ONLY_TAGS = (
+    "<|im_start|>system\n{% if messages[0].role == 'system' %}{{ messages[0].content }}\n{% endif %}"
+    "{% if tools %}<tools>\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}</tools>\nFor each function call, "
+    "return a json object with function name and arguments within <tool_call></tool_call> XML tags.{% endif %}"
+    "<|im_end|>\n{% for m in messages if m.role != 'system' %}"
+    "{% set role = 'user' if m.role == 'tool' else m.role %}<|im_start|>{{ role }}\n"
+    "{% if m.role == 'assistant' %}{% generation %}{{ m.content or '' }}<|im_end|>{% endgeneration %}"
+    "{% else %}{{ m.content }}<|im_end|>{% endif %}\n{% endfor %}")
+
+
+def test_a_template_that_renders_text_only_and_asks_for_tags_gets_calls_as_tags(tmp_path, shards, capsys):  # noqa: F811
+    """SmolLM3's template renders a message's text and never its tool_calls, and tells the model to answer in
+    <tool_call> tags. Every row was refused ("does not render assistant 'tool_calls'"); the rows now carry each
+    call as those tags in the assistant's text, which the template renders and hsa eval reads back as the same
+    calls. A template that drops calls without asking for the tags stays refused: the form is the template's."""
+    from hsa.evaluation.parsers import parse
+
+    from hsa.cli import main
+
+    assert _needs(CONTENT_ONLY_TAGS) == {"tool_call_tags", "fold_system"}  # it drops a late system message too
+    code, err, out = _export(tmp_path, shards, capsys, CONTENT_ONLY_TAGS)
+    assert code == 0 and "needs tool_call_tags" in err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert main(["export", str(shards), "--out", str(tmp_path / "plain.jsonl")]) == 0
+    plain = [json.loads(line) for line in (tmp_path / "plain.jsonl").read_text().splitlines()]
+    assert rows and not any(m.get("tool_calls") for r in rows for m in r["messages"])
+    tagged = 0
+    for row, source in zip(rows, plain, strict=True):
+        want = [[(c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"]]
+                for m in source["messages"] if m.get("tool_calls")]
+        texts = [m["content"] for m in row["messages"] if "<tool_call>" in (m.get("content") or "")]
+        got = [[(c["name"], c["arguments"]) for c in parse(text).calls] for text in texts]
+        assert got == want
+        assert all(text in render(CONTENT_ONLY_TAGS, row["messages"], row["tools"]) for text in texts)
+        tagged += len(texts)
+    assert tagged
+    other_form = CONTENT_ONLY_TAGS.replace("<tool_call></tool_call> XML tags", "<|tool_call_start|> markers")
+    assert _needs(other_form) == {"fold_system"}
+    assert _export(tmp_path, shards, capsys, other_form)[0] == 2

@@ -91,7 +91,8 @@ class ModelArguments:
                                         "merge_user_turns (two user turns in a row joined), system_as_user (a late "
                                         "system message sent as a user message), string_arguments (tool-call "
                                         "arguments as JSON text, for a template that joins them to a string: "
-                                        "Apertus)."})
+                                        "Apertus), tool_call_tags (calls written as <tool_call> tags in the "
+                                        "assistant's text: SmolLM3)."})
 
 
 @dataclasses.dataclass
