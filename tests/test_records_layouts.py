@@ -344,6 +344,21 @@ def test_tools_in_chat_template_kwargs_are_the_rows_tools(tmp_path):
         assert row["chat_template_kwargs"]["enable_thinking"] is False and row["source"] == "xlam_traces_no_think"
 
 
+def test_custom_instructions_in_chat_template_kwargs_are_the_system_message():
+    """SmolLM3's custom_instructions is the system prompt (its template renders a system message's text in the same
+    place). Kept in the keywords, a tool it names would keep its old name in a variant; it becomes the system
+    message of a row that has none, and the rows' variants rename it with the tool. A row with a system message
+    keeps both as they were (the template renders the message)."""
+    row = _smoltalk_row(custom_instructions="Always call get_weather before answering.")
+    rec = normalize(row)
+    assert rec["messages"][0] == {"role": "system", "content": "Always call get_weather before answering."}
+    assert "custom_instructions" not in rec["extra"]["chat_template_kwargs"]
+    with_system = {**row, "messages": [{"role": "system", "content": "Be brief."}, *row["messages"]]}
+    kept = normalize(with_system)
+    assert kept["messages"][0]["content"] == "Be brief." and len(kept["messages"]) == len(with_system["messages"])
+    assert kept["extra"]["chat_template_kwargs"]["custom_instructions"].startswith("Always call")
+
+
 def test_tools_in_chat_template_kwargs_beside_other_tools_are_refused():
     """A row whose 'tools' and chat_template_kwargs list different tools is refused, naming both: a template given
     both renders one of them. The same list in both places is read once."""

@@ -19,8 +19,10 @@ TOOL_KWARGS = ("xml_tools", "tools")
 
 
 def tools_from_template_kwargs(raw: dict) -> dict:
-    """``raw`` with the tool lists of its ``chat_template_kwargs`` moved to ``tools`` (noted); ``raw`` itself when
-    it has none. Raises RecordError("conflicting tools") when the row's own ``tools`` list other tools."""
+    """``raw`` with the tool lists of its ``chat_template_kwargs`` moved to ``tools``, and SmolLM3's
+    ``custom_instructions`` to a system message where the row has none (each noted); ``raw`` itself when it has
+    neither. Raises RecordError("conflicting tools") when the row's own ``tools`` list other tools."""
+    raw = _instructions_to_system(raw)
     kwargs = raw.get("chat_template_kwargs")
     if type(kwargs) is not dict or not any(kwargs.get(k) for k in TOOL_KWARGS):
         return raw
@@ -60,3 +62,20 @@ def tools_from_template_kwargs(raw: dict) -> dict:
     return noted({**raw, "tools": tools, "chat_template_kwargs": rest},
                  f"converted tools kept in chat_template_kwargs: {names} moved to 'tools' "
                  f"({len(tools)} tool{'s' if len(tools) != 1 else ''}): the variants' tools are written there")
+
+
+def _instructions_to_system(raw: dict) -> dict:
+    """SmolLM3's ``custom_instructions`` is the system prompt: its template renders a system message's text in the
+    same place, in its stead. Kept in the keywords, it is harness text that hsa neither reads nor varies (a tool
+    renamed in the variant would keep its old name there), so a row without a system message gets it as one."""
+    kwargs = raw.get("chat_template_kwargs")
+    text = kwargs.get("custom_instructions") if type(kwargs) is dict else None
+    msgs = raw.get("messages")
+    if not isinstance(text, str) or not text.strip() or not isinstance(msgs, list):
+        return raw
+    if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
+        return raw  # the template renders the system message instead
+    rest = {k: v for k, v in kwargs.items() if k != "custom_instructions"}
+    return noted({**raw, "messages": [{"role": "system", "content": text}, *msgs], "chat_template_kwargs": rest},
+                 "converted tools kept in chat_template_kwargs: custom_instructions moved into a system message "
+                 "(SmolLM3's template renders either in the same place)")
