@@ -399,6 +399,10 @@ def test_tool_definitions_copied_into_the_system_text_are_cut_from_it(tmp_path):
     assert [t["name"] for t in rec["tools"]] == ["get_weather", "search_flights"] and check_record(rec) == []
     assert any(n.startswith("converted tool definitions written as JSON in a system message: messages[0] held 2")
                for n in rec["notes"])
+    assert not any("differ from the row's" in n for n in rec["notes"])
+    richer = json.dumps([{**_WEATHER, "description": "Weather now, in Celsius"}])
+    assert any("definitions of ['get_weather'] differ from the row's 'tools'; the row's kept" in n
+               for n in normalize(_system_tools_row(richer, tools))["notes"])
     glaive = "Use these functions -\n" + json.dumps(_WEATHER, indent=4) + "\n\n" + json.dumps(_FLIGHTS, indent=4)
     assert normalize(_system_tools_row(glaive, tools))["messages"][0]["content"] == "Use these functions -"
     inp = tmp_path / "in.jsonl"

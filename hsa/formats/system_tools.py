@@ -62,6 +62,22 @@ def _cut(text: str, spans: list[tuple[int, int, list]]) -> str:
     return "".join(out).strip()
 
 
+def _plain(tool: dict) -> tuple:
+    """A tool definition's name, description and schema, whatever its dialect's wrapper."""
+    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    schema = next((fn[k] for k in _SCHEMA_KEYS if isinstance(fn.get(k), dict)), None)
+    return fn.get("name"), fn.get("description"), json.dumps(schema, sort_keys=True)
+
+
+def _tool_list(tools: Any) -> list[dict]:
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except ValueError:
+            return []
+    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+
+
 def _called_names(messages: list) -> set[str]:
     names = set()
     for m in messages:
@@ -101,7 +117,11 @@ def convert_system_tools(row: dict) -> dict | None:
                      f"{plural(len(tools), 'tool definition')}; moved to 'tools' and cut from the text (a chat template "
                      "renders tools itself; a copy in the text would keep the source's definitions beside a variant's)")
     declared = declared_names(row.get("tools"))
-    if declared and {tool_name(t) for t in found} <= declared:
-        return with_notes({**row, "messages": messages}, notes)  # a copy of the row's own tools
+    if declared and {tool_name(t) for t in found} <= declared:  # a copy of the row's own tools
+        own = {tool_name(t): _plain(t) for t in _tool_list(row.get("tools"))}
+        differ = sorted({tool_name(t) for t in found if own.get(tool_name(t)) != _plain(t)})
+        if differ:
+            notes.append(f"the system message's definitions of {differ} differ from the row's 'tools'; the row's kept")
+        return with_notes({**row, "messages": messages}, notes)
     tools = merge_tools(row, found, "the system message", notes)
     return with_notes({**row, "messages": messages, "tools": tools}, notes)
