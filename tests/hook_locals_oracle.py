@@ -1,7 +1,9 @@
 """hook.rename_locals as it was before the splice rewrite (commit 2713d63): an oracle for tests only.
 
-Plus the two refusals added later, written here on their own (a parent map and ``ast``):
-helpers used other than as a callee, and names that LibCST mis-scopes in comprehensions.
+Plus the refusals added later, written here on their own (a parent map, ``ast`` and plain visitors):
+helpers used other than as a callee, names that LibCST mis-scopes in comprehensions, every name of a
+module that reads frames, names in annotations under ``from __future__ import annotations``, and helpers
+of a module that logs (2026-12-06).
 
 tests/test_hook_locals_fast.py checks that :mod:`hsa.codemods.locals` gives exactly what this code gives
 (same units, refusals, identifiers and output text of every rename). Do not use it outside the tests.
@@ -184,6 +186,38 @@ def _declared(module: cst.Module, index: _Index) -> set[tuple[int, str]]:
     return out
 
 
+_FRAME_NAMES = {"_getframe", "currentframe", "f_locals", "f_back", "f_code", "f_lineno", "tb_frame", "gi_frame",
+                "cr_frame", "ag_frame", "getouterframes", "getinnerframes", "getframeinfo", "autoname_elements"}
+
+
+def _observed(module: cst.Module) -> tuple[bool, set[int], bool]:
+    """(the module reads frames, ids of Names in annotations when it has ``from __future__ import annotations``
+    else nothing, the module names ``logging``)."""
+    names: set[str] = set()
+    in_annotations: set[int] = set()
+    future = []
+
+    class Inner(cst.CSTVisitor):
+        def visit_Name(self, node):
+            in_annotations.add(id(node))
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node):
+            names.add(node.value)
+
+        def visit_Annotation(self, node):
+            node.annotation.visit(Inner())
+
+        def visit_ImportFrom(self, node):
+            if isinstance(node.module, cst.Name) and node.module.value == "__future__" and not isinstance(
+                    node.names, cst.ImportStar):
+                future.extend(a.name.value for a in node.names if isinstance(a.name, cst.Name))
+
+    module.visit(V())
+    frames = bool(names & _FRAME_NAMES) or ("inspect" in names and bool({"stack", "trace"} & names))
+    return frames, (in_annotations if "annotations" in future else set()), "logging" in names
+
+
 def _self_documenting(module: cst.Module) -> set[int]:
     """Ids of Name nodes inside ``f"{x=}"`` expressions."""
     out: set[int] = set()
@@ -270,6 +304,7 @@ class _Units:
         exported = _all_names(self.module)
         strings = _strings(self.module)
         misscoped = _misscoped(self.module.code)
+        reads_frames, annotation_names, logs = _observed(self.module)
         # every access of a name, by scope, to cross-check the resolution
         for sc in scopes.values():
             if isinstance(sc, ClassScope):
@@ -288,6 +323,9 @@ class _Units:
                 reason = None
                 if id(sc) in dynamic or (uses_globals and isinstance(sc, GlobalScope)):
                     reason = "scope reads names at run time (locals/vars/dir/eval/exec/globals)"
+                elif reads_frames:
+                    reason = ("the module reads frames (sys._getframe, inspect.currentframe/stack, f_locals, "
+                              "autoname_elements...): a caller's local names are visible")
                 elif (id(sc), name) in declared or (isinstance(sc, GlobalScope) and (-1, name) in declared):
                     reason = "declared global or nonlocal"
                 elif name.startswith("__") and name.endswith("__"):
@@ -316,6 +354,8 @@ class _Units:
                     elif isinstance(node, cst.FunctionDef):
                         if node.decorators:
                             reason = "decorated function"
+                        elif logs:
+                            reason = "the module logs (a log record names the function calling it: funcName)"
                         elif not all(isinstance(idx.parents.get(r.node), cst.Call)
                                      and idx.parents[r.node].func is r.node for r in a.references):
                             reason = ("the function is used other than by direct calls (its __name__ and "
@@ -345,6 +385,9 @@ class _Units:
                         reason = missing
                 if reason is None and any(id(n) in self_doc for n in nodes):
                     reason = "shown by a self-documenting f-string (f\"{x=}\")"
+                if reason is None and any(id(n) in annotation_names for n in nodes):
+                    reason = ("named in an annotation under from __future__ import annotations (kept as text: "
+                              "__annotations__ and typing.get_type_hints would show the new name)")
                 if reason is None and name in self.protect:
                     reason = "protected name"
                 if reason is not None:

@@ -224,3 +224,60 @@ def test_restyle_never_raises_and_keeps_results(picks, seed):
     sel = {k: [i for i in range(n) if rng.random() < 0.5] for k, n in counts.items()}
     partial = _both_paths(source, sel)
     _same_results(source, partial)
+
+
+# --------------------------------------------------------------------------- found on PyPI projects (2026-12-06)
+# A helper rewrote 258 modules of 16 PyPI projects (attrs, click, packaging, pyparsing...) with hsa rewrite-hook,
+# three seeds each: no test result changed, but probes beside the suites found what follows.
+
+
+def test_a_star_import_may_rebind_the_builtins_a_restyle_relies_on(tmp_path, monkeypatch):
+    """``from m import *`` may bind ``bool`` or ``dict``: ``return bool(c)`` and ``{}`` would then differ from the
+    ``return True`` and ``dict()`` they replace. Before, only a rebinding in the module itself was seen."""
+    (tmp_path / "starmod.py").write_text("def bool(x):\n    return 'custom'\ndict = list\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = ("from starmod import *\n\ndef f(x, y=0, z=0):\n    if x:\n        return True\n    return False\n\n"
+              "def g(x=0, y=0, z=0):\n    return dict()\n")
+    counts, refused = R.restyle_sites(source)
+    assert counts["bool_return"] == 0 and counts["empty_literal"] == 0
+    assert "bool is rebound in the module" in str(refused) and "dict is rebound in the module" in str(refused)
+    out = R.restyle(source, None)[0]
+    _same_results(source, out)
+    _same_results(source, out, "g")
+
+
+@pytest.mark.parametrize("reader", ["sys._getframe().f_lineno", "inspect.currentframe().f_lineno",
+                                    "inspect.stack()[0].lineno"])
+def test_a_module_that_reads_frames_keeps_its_line_numbers(reader):
+    """A frame shows line numbers; splitting ``import os, sys`` adds a line and ``bool_return`` removes two, so
+    a function returning ``f_lineno`` returned another number. Neither is rewritten in such a module."""
+    source = (f"import os, sys, inspect\n\ndef f(x, y=0, z=0):\n    if x:\n        return True\n    return False\n\n"
+              f"def g(x=0, y=0, z=0):\n    return {reader}\n")
+    counts, refused = R.restyle_sites(source)
+    assert counts["imports"] == 0 and counts["bool_return"] == 0
+    assert "the module reads frames, which show line numbers" in str(refused)
+    _same_results(source, R.restyle(source, None)[0], "g")
+
+
+@pytest.mark.parametrize("source,name", [
+    # a callee reads its caller's locals through the frame (pyparsing's autoname_elements does this)
+    ("import sys\n\ndef render(t):\n    return t.format(**sys._getframe(1).f_locals)\n\n"
+     "def f(x=0, y=0, z=0):\n    name = 'bob'\n    return render('Hello {name}')\n", "f"),
+    # the annotation is kept as text and evaluated by name
+    ("from __future__ import annotations\nimport typing\n\ndef f(x=0, y=0, z=0):\n    Alias = int\n"
+     "    def inner(v: Alias) -> None:\n        return None\n    return typing.get_type_hints(inner, localns={'Alias': Alias})\n", "f"),
+    # a log record names the function calling the logger
+    ("import io, logging\n\ndef f(x=0, y=0, z=0):\n    buf = io.StringIO()\n    log = logging.getLogger('t')\n"
+     "    h = logging.StreamHandler(buf)\n    h.setFormatter(logging.Formatter('%(funcName)s'))\n    log.addHandler(h)\n"
+     "    def step():\n        log.warning('x')\n    step()\n    log.removeHandler(h)\n    return buf.getvalue()\n", "f"),
+])
+def test_renames_a_program_can_observe_are_refused(source, name):
+    """Local and helper names a program sees (a caller's f_locals, a PEP 563 annotation's text, a log record's
+    funcName) are not renamed; before, each of these functions returned something else once rewritten."""
+    from hsa.codemods.locals import local_units, rename_locals
+
+    units, refused = local_units(source)
+    assert not [u.key for u in units if u.name in ("name", "Alias", "step")], units
+    assert [k for k in refused if k.endswith((":name", ":Alias", ":step"))]
+    renames = {u.key: f"renamed_{i}" for i, u in enumerate(units)}
+    _same_results(source, rename_locals(source, renames), name)

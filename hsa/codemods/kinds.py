@@ -1,8 +1,18 @@
-"""The kinds of :mod:`hsa.codemods.restyle`'s rewrites, in a module of their own so that a recipe can be checked
+"""The kinds of :mod:`hsa.codemods.restyle`'s rewrites (and the names that read frames, which both codemods refuse
+to rewrite around), in a module of their own so that a recipe can be checked
 without importing libcst (a run whose records have no hooks never parses one)."""
 
 from __future__ import annotations
 
-__all__ = ["RESTYLE_KINDS"]
+__all__ = ["RESTYLE_KINDS", "FRAME_NAMES"]
 
 RESTYLE_KINDS = ("quotes", "format", "percent", "bool_return", "not_in", "imports", "empty_literal")
+
+
+#: Names that read a frame, and so a caller's local names (``sys._getframe(1).f_locals``), its line numbers or a
+#: function's code names: a module that uses one has no local renamed and no line moved. pyparsing's
+#: ``autoname_elements`` names parser elements by its caller's locals. (A library that reads its caller's frame
+#: under another name cannot be seen.)
+FRAME_NAMES = frozenset({"_getframe", "currentframe", "f_locals", "f_back", "f_code", "f_lineno", "tb_frame",
+                         "gi_frame", "cr_frame", "ag_frame", "getouterframes", "getinnerframes", "getframeinfo",
+                         "autoname_elements"})

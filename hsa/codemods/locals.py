@@ -23,7 +23,14 @@ Never renamed (each with the reason it is refused):
   comprehension (LibCST 1.x ties reads in a later clause to the enclosing
   function's variable of the same name, and puts such ``:=`` targets in the
   comprehension's scope instead of the function's);
-- a name with any occurrence that the scope analysis does not resolve to the unit.
+- a name with any occurrence that the scope analysis does not resolve to the unit;
+- every name of a module that reads frames (``sys._getframe``, ``inspect.currentframe`` /
+  ``stack``, ``f_locals``, pyparsing's ``autoname_elements``: a caller's local names are
+  visible there);
+- a name used in an annotation under ``from __future__ import annotations`` (the
+  annotation is kept as text, which ``typing.get_type_hints`` evaluates by name);
+- a nested helper of a module that uses ``logging`` (a log record names the function
+  that calls the logger: ``funcName``).
 
 Cost: the analysis of a source (scopes, one collecting walk, one codegen that notes
 where each Name is) is done once and cached; units are then selected per
@@ -47,6 +54,7 @@ from libcst.metadata import (BaseMetadataProvider, ClassScope, ComprehensionScop
                              FunctionScope, GlobalScope, Scope, ScopeProvider)
 
 from hsa.codemods._cst import parse
+from hsa.codemods.kinds import FRAME_NAMES
 from hsa.codemods.spans import literal_value
 
 __all__ = ["LocalUnit", "local_units", "rename_locals", "rename_locals_edits", "RenameLocals", "fresh_name", "NAME_STYLES"]
@@ -85,6 +93,9 @@ class _Seen:
         #: (a read in a later clause may be tied to the enclosing function's variable of the same name)
         #: and ``:=`` targets inside a comprehension (they bind in the enclosing function, not the comprehension)
         self.misscoped: set[str] = set()
+        #: ids of Names inside annotations (kept as text under ``from __future__ import annotations``)
+        self.annotation_names: set[int] = set()
+        self.future_annotations = False
 
 
 class _Collect(cst.CSTVisitor):
@@ -154,6 +165,15 @@ class _Collect(cst.CSTVisitor):
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         self._nested(node, node.body, "lambda")
+
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        self.seen.annotation_names.update(_name_ids(node.annotation))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.module, cst.Name) and node.module.value == "__future__" and not isinstance(
+                node.names, cst.ImportStar) and any(a.name.value == "annotations" for a in node.names
+                                                    if isinstance(a.name, cst.Name)):
+            self.seen.future_annotations = True
 
     def visit_Name(self, node: cst.Name) -> None:
         self.seen.identifiers.add(node.value)
@@ -315,6 +335,9 @@ class _Analysis:
             for n in names:
                 self.declared.add((-1, n))  # a module-level name written from a function
         self.exported = _all_names(self.module)
+        #: the module reads frames (:data:`FRAME_NAMES`, or ``inspect.stack`` / ``inspect.trace``)
+        self.reads_frames = bool(self.identifiers & FRAME_NAMES) or (
+            "inspect" in self.identifiers and bool({"stack", "trace"} & self.identifiers))
         self._strings: set[str] | None = None
         self.occurrences: dict[str, list] = {}
         for node, scope in self.scopes.items():
@@ -437,6 +460,9 @@ class _Units:
                 reason = None
                 if id(sc) in dynamic or (uses_globals and isinstance(sc, GlobalScope)):
                     reason = "scope reads names at run time (locals/vars/dir/eval/exec/globals)"
+                elif idx.reads_frames:
+                    reason = ("the module reads frames (sys._getframe, inspect.currentframe/stack, f_locals, "
+                              "autoname_elements...): a caller's local names are visible")
                 elif (id(sc), name) in declared or (isinstance(sc, GlobalScope) and (-1, name) in declared):
                     reason = "declared global or nonlocal"
                 elif name.startswith("__") and name.endswith("__"):
@@ -465,6 +491,8 @@ class _Units:
                     elif isinstance(node, cst.FunctionDef):
                         if node.decorators:
                             reason = "decorated function"
+                        elif "logging" in idx.identifiers:
+                            reason = "the module logs (a log record names the function calling it: funcName)"
                         elif any(id(ref.node) not in idx.seen.calls for ref in a.references):
                             reason = ("the function is used other than by direct calls (its __name__ and "
                                       "__qualname__ would show the new name)")
@@ -493,6 +521,10 @@ class _Units:
                         reason = missing
                 if reason is None and any(id(n) in self_doc for n in nodes):
                     reason = "shown by a self-documenting f-string (f\"{x=}\")"
+                if reason is None and idx.seen.future_annotations and any(
+                        id(n) in idx.seen.annotation_names for n in nodes):
+                    reason = ("named in an annotation under from __future__ import annotations (kept as text: "
+                              "__annotations__ and typing.get_type_hints would show the new name)")
                 if reason is None and name in self.protect:
                     reason = "protected name"
                 if reason is not None:

@@ -64,7 +64,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
 
 from hsa.codemods._cst import parse
-from hsa.codemods.kinds import RESTYLE_KINDS
+from hsa.codemods.kinds import FRAME_NAMES, RESTYLE_KINDS
 from hsa.codemods.quoting import escape
 from hsa.codemods.spans import literal_value
 
@@ -81,26 +81,46 @@ def _quote_of(node: cst.SimpleString) -> str | None:
 
 
 def _shadowed(source: str) -> set[str]:
-    """Every name the module binds anywhere (assignments, defs, parameters, imports...): found with :mod:`ast`."""
+    """Every name the module binds anywhere (assignments, defs, parameters, imports...): found with :mod:`ast`;
+    a star import adds the builtins the restyles rely on, and :data:`READS_FRAMES` marks a module that reads
+    frames (:data:`hsa.codemods.kinds.FRAME_NAMES`, or ``inspect.stack`` / ``inspect.trace``): through a frame,
+    a function's line numbers are visible."""
     import ast
 
     out: set[str] = set()
+    seen: set[str] = set()  # every name and attribute read or written, for the frame check
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            out.add(node.id)
+        if isinstance(node, ast.Name):
+            seen.add(node.id)
+            if not isinstance(node.ctx, ast.Load):
+                out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            seen.add(node.attr)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(node.name)
         elif isinstance(node, ast.arg):
             out.add(node.arg)
         elif isinstance(node, ast.alias):
             out.add((node.asname or node.name).split(".")[0])
+            seen.add(node.name.split(".")[-1])
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             out.update(node.names)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             out.add(node.name)
+    if "*" in out:  # ``from m import *`` may bind any name, the builtins the restyles call included
+        out |= _STAR_MAY_BIND
+    if seen & FRAME_NAMES or ("inspect" in seen and {"stack", "trace"} & seen):
+        out.add(READS_FRAMES)
     return out
+
+
+#: The builtins a restyle writes a call of, or replaces a call of: a star import may rebind them.
+_STAR_MAY_BIND = frozenset({"bool", "dict", "list", "tuple"})
+#: In :func:`_shadowed`'s set when the module reads frames: a frame shows line numbers, so no restyle may move
+#: a line (``imports`` adds lines, ``bool_return`` removes them).
+READS_FRAMES = "<reads frames>"
 
 
 def _has_comments(node: cst.CSTNode) -> bool:
@@ -404,6 +424,9 @@ class _Rules:
         if comments:
             self._refuse("bool_return", "comments inside")
             return None
+        if READS_FRAMES in self.shadowed:
+            self._refuse("bool_return", "the module reads frames, which show line numbers")
+            return None
         if a and "bool" in self.shadowed:
             self._refuse("bool_return", "bool is rebound in the module")
             return None
@@ -425,6 +448,9 @@ class _Rules:
                 and len(imp.names) > 1:
             if node.trailing_whitespace.comment is not None or _has_comments(imp):
                 self._refuse("imports", "comment on the import")
+                return False
+            if READS_FRAMES in self.shadowed:
+                self._refuse("imports", "the module reads frames, which show line numbers")
                 return False
             return True
         return False
