@@ -600,10 +600,15 @@ def cmd_skills(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """``hsa import claude-code LOGS... --out FILE``: Claude Code session logs as records, one per conversation."""
+    """``hsa import claude-code|codex LOGS... --out FILE``: agent session logs as records, one per conversation."""
     from collections import Counter
 
-    from hsa.formats.claude_code import SessionError, read_session, session_files
+    if args.format == "codex":
+        from hsa.formats.codex import RolloutError as SessionError
+        from hsa.formats.codex import read_rollout as read_session
+        from hsa.formats.codex import rollout_files as session_files
+    else:
+        from hsa.formats.claude_code import SessionError, read_session, session_files
 
     if problem := _jsonl_out_problem(args.out):
         return _die(problem)
@@ -634,7 +639,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{r['file']}: not imported: {r['reason']}", file=sys.stderr)
     if left:
         print("left out: " + "; ".join(f"{k} {what}" for what, k in left.most_common()), file=sys.stderr)
-    if n_records:
+    if n_records and args.format == "codex":
+        print(f"the rollouts hold no tool definitions: give them to the next step, e.g. 'hsa augment {args.out} "
+              "--tools TOOLS.json' (a JSON list of tools, or an object with 'tools')", file=sys.stderr)
+    elif n_records:
         print(f"the logs hold no tool definitions or system prompt: give them to the next step, e.g. "
               f"'hsa augment {args.out} --tools HARNESS.json' (a JSON list of tools, or an object with 'tools' and "
               "'system', 'skills', 'hooks')", file=sys.stderr)
@@ -877,15 +885,20 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
         sk.set_defaults(func=cmd_skills)
 
     if want("import"):
-        im = sub.add_parser("import", help="agent logs as records: Claude Code session logs (claude-code)",
+        im = sub.add_parser("import", help="agent logs as records: Claude Code session logs (claude-code), Codex CLI "
+                                           "rollouts (codex)",
                             description="claude-code: each session log (~/.claude/projects/<project>/<session>.jsonl, "
                             "one event per line) becomes one record per conversation in the Anthropic layout: the "
                             "chain of events ending at the last turn, an assistant message's blocks joined, a "
                             "compaction starting a new record; subagent events, summaries, system notices and "
-                            "abandoned branches left out and counted. The logs hold no tool definitions: pass them "
-                            "to 'hsa augment --tools' (docs/format.md, 'Claude Code session logs').")
-        im.add_argument("format", choices=("claude-code",))
-        im.add_argument("inputs", nargs="+", metavar="LOG", help="session .jsonl files, or project folders of them")
+                            "abandoned branches left out and counted. codex: each rollout "
+                            "(~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) becomes one record per conversation in "
+                            "the OpenAI Responses layout, its instructions the system prompt, a compaction starting a "
+                            "new record, freeform apply_patch calls as {\"input\": patch} calls; reasoning and UI "
+                            "events left out and counted. The logs hold no tool definitions: pass them to 'hsa "
+                            "augment --tools' (docs/format.md).")
+        im.add_argument("format", choices=("claude-code", "codex"))
+        im.add_argument("inputs", nargs="+", metavar="LOG", help="session .jsonl files, or folders of them")
         im.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
         im.set_defaults(func=cmd_import)
 

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 #: JSON Lines files under fixtures/ that hold something else than records
 NOT_RECORDS = {"harnesses/plain_word_mentions.jsonl": "hand-labelled mentions of tool names in prompts",
-               "claude_code/session.jsonl": "a Claude Code session log: events, read by hsa import claude-code"}
+               "claude_code/session.jsonl": "a Claude Code session log: events, read by hsa import claude-code",
+               "codex/rollout.jsonl": "a Codex CLI rollout: items, read by hsa import codex"}
 RECORD_FILES = sorted(p for p in FIXTURES.rglob("*.jsonl") if p.relative_to(FIXTURES).as_posix() not in NOT_RECORDS)
 
 

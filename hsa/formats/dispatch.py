@@ -105,8 +105,10 @@ def _plain_layouts(raw: dict) -> dict:
         return convert_bfcl(raw)
     check_bfcl_multi_turn(raw)
     from hsa.formats.claude_code import check_session_event  # loaded once a row gets here: not at start-up
+    from hsa.formats.codex import check_rollout_line
 
     check_session_event(raw)
+    check_rollout_line(raw)
     conv = sharegpt_turns(raw)
     if conv is not None:
         return convert_sharegpt(raw, conv)
