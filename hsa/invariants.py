@@ -39,13 +39,45 @@ def _validator_size(validator: Any) -> int:
 def _compile_validator(schema: dict):
     import jsonschema
 
+    key = _json.canonical(schema)
+    if '"nullable":true' in key or '"x-nullable":true' in key:
+        schema = _nullable_as_null(schema)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    if cls is not jsonschema.Draft202012Validator or not _check_schema_moot(_json.canonical(schema)):
+    if cls is not jsonschema.Draft202012Validator or not _check_schema_moot(key):
         try:
             cls.check_schema(schema)
         except jsonschema.SchemaError:
             cls = jsonschema.Draft202012Validator
     return cls(schema, format_checker=None)
+
+
+def _nullable_as_null(schema: Any) -> Any:
+    """``schema`` with OpenAPI 3.0's ``nullable: true`` (Gemini's function declarations, tools made from OpenAPI
+    specs; Swagger's ``x-nullable``) said in JSON Schema's words, which a validator reads: ``null`` joins the
+    schema's ``type``, its ``enum`` and its ``anyOf`` / ``oneOf`` alternatives (a schema with none of these admits
+    ``null`` already). Only the validator sees this form: the record keeps the schema as it was written, so a
+    variant written in Gemini's dialect reads back as it was, and a call passing ``null`` where the tool's author
+    allowed it validates (JSON Schema ignores the keyword, which refused such calls)."""
+    if isinstance(schema, list):
+        return [_nullable_as_null(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _nullable_as_null(v) if isinstance(v, (dict, list)) and k not in ("enum", "const", "default",
+                                                                                   "examples", "example") else v
+           for k, v in schema.items()}
+    if out.get("nullable") is True or out.get("x-nullable") is True:
+        kind = out.get("type")
+        if isinstance(kind, str) and kind != "null":
+            out["type"] = [kind, "null"]
+        elif isinstance(kind, list) and "null" not in kind:
+            out["type"] = [*kind, "null"]
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+        for key in ("anyOf", "oneOf"):
+            alts = out.get(key)
+            if isinstance(alts, list) and not any(isinstance(a, dict) and a.get("type") == "null" for a in alts):
+                out[key] = [*alts, {"type": "null"}]
+    return out
 
 
 def _check_schema_moot(key: str) -> bool:
@@ -144,6 +176,8 @@ def quick_valid(schema: Any, instance: Any) -> bool | None:
         ok = ok and any(_schema_equal(e, instance) for e in schema["enum"])
     if "const" in schema:
         ok = ok and _schema_equal(schema["const"], instance)
+    if instance is None and not ok and (schema.get("nullable") is True or schema.get("x-nullable") is True):
+        return None  # OpenAPI's nullable admits null: the validator decides (:func:`_nullable_as_null`)
     if not _BOUND_KEYS.isdisjoint(schema):
         for key, fails in _BOUNDS:
             if key in schema:

@@ -86,8 +86,6 @@ _ARRAY_OF = re.compile(r"(.+?)\s*\[\]")
 _SUBSCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
 _SUBSCHEMA_MAP_KEYS = ("properties", "$defs", "definitions", "patternProperties")
-#: OpenAPI 3.0's ``nullable`` and Swagger 2's ``x-nullable``: JSON Schema says the same with a ``null`` type.
-_NULLABLE_KEYS = ("nullable", "x-nullable")
 #: Draft 4's boolean exclusive bounds, and the bound each qualifies (:func:`_exclusive_bound`).
 _EXCLUSIVE_BOUNDS = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}
 
@@ -250,7 +248,7 @@ def _standard_copy(schema: Any) -> Any:
     It mirrors each rewrite of :func:`_normalize_schema` and gives up (None) where one would apply: a type name
     that is not a JSON-Schema one or a repeated one in a type list, parameter lists, tuple-form items,
     ``optional`` / boolean ``required`` on properties, a ``required`` that is not a list, properties without a
-    type, OpenAPI's ``nullable``, and anything not exactly a dict, list or str where the rewrite looks at its type."""
+    type, and anything not exactly a dict, list or str where the rewrite looks at its type."""
     if schema is True or schema is False:
         return schema
     if type(schema) is not dict:
@@ -296,7 +294,7 @@ def _standard_copy(schema: Any) -> Any:
         elif key == "items" and isinstance(value, list) or key in _SUBSCHEMA_KEYS and isinstance(value, str):
             return None
         else:
-            if key in _NULLABLE_KEYS or key == "enum" and type(value) is not list or (
+            if key == "enum" and type(value) is not list or (
                     type(value) is bool and key in _EXCLUSIVE_BOUNDS):
                 return None
             out[key] = value
@@ -352,16 +350,11 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
         elif key == "items" and isinstance(value, list):  # draft-4 tuple form
             out["prefixItems"] = [_normalize_schema(v, f"{where}.items[{i}]", notes) for i, v in enumerate(value)]
             notes.append(f"{where}: tuple-form items -> prefixItems")
-        elif key in _NULLABLE_KEYS and isinstance(value, bool):
-            continue
         elif key == "enum" and isinstance(value, str):
             out[key] = _enum_list(value)
             notes.append(f"{where}: enum {value!r} (a string) read as {_json.dumps(out[key])}")
         else:
             out[key] = value
-    for key in _NULLABLE_KEYS:
-        if isinstance(schema.get(key), bool):
-            _nullable(out, schema[key], f"{where}: {key}: {str(schema[key]).lower()}", notes)
     for key, bound in _EXCLUSIVE_BOUNDS.items():
         if isinstance(schema.get(key), bool):
             _exclusive_bound(out, key, bound, where, notes)
@@ -435,34 +428,6 @@ def _enum_list(text: str) -> list:
         if sep in text:
             return [part.strip() for part in text.split(sep) if part.strip()]
     return [text]
-
-
-def _nullable(out: dict[str, Any], nullable: bool, said: str, notes: list[str]) -> None:
-    """OpenAPI 3.0's ``nullable: true`` (Gemini's function declarations, schemas made from OpenAPI specs; Swagger's
-    ``x-nullable``) in JSON Schema's words: ``null`` joins the schema's type (``"integer"`` -> ``["integer",
-    "null"]``), its ``enum`` and its ``anyOf`` / ``oneOf`` alternatives, so that a call passing ``null`` validates
-    as the tool's author meant. A schema with none of these admits ``null`` already. ``nullable: false`` is the
-    default and is dropped."""
-    if not nullable:
-        notes.append(f"{said} dropped (the default)")
-        return
-    done = []
-    kind = out.get("type")
-    if isinstance(kind, str) and kind != "null":
-        out["type"] = [kind, "null"]
-        done.append(f"type {_json.dumps(out['type'])}")
-    elif isinstance(kind, list) and "null" not in kind:
-        out["type"] = [*kind, "null"]
-        done.append(f"type {_json.dumps(out['type'])}")
-    if isinstance(out.get("enum"), list) and None not in out["enum"]:
-        out["enum"] = [*out["enum"], None]
-        done.append("null added to enum")
-    for key in ("anyOf", "oneOf"):
-        alts = out.get(key)
-        if isinstance(alts, list) and not any(isinstance(a, dict) and a.get("type") == "null" for a in alts):
-            out[key] = [*alts, {"type": "null"}]
-            done.append(f"{{\"type\":\"null\"}} added to {key}")
-    notes.append(f"{said} -> {'; '.join(done)}" if done else f"{said} dropped (the schema admits null already)")
 
 
 def _tool_dialect(tool: dict[str, Any]) -> str:

@@ -269,7 +269,7 @@ def _schemas(depth: int = 3):
         "properties": st.one_of(st.dictionaries(_NAMES, st.one_of(sub, st.booleans(), st.just("x")), max_size=3),
                                 st.lists(st.fixed_dictionaries({"name": _NAMES, "type": _TYPES}), max_size=2)),
         "required": st.one_of(st.lists(_NAMES, max_size=3), st.just("city, type"), st.booleans(), st.none()),
-        "optional": st.booleans(), "nullable": st.one_of(st.booleans(), st.none()), "minimum": st.integers(-2, 2),
+        "optional": st.booleans(), "minimum": st.integers(-2, 2),
         "exclusiveMinimum": st.one_of(st.booleans(), st.integers(-2, 2)),
         "items": st.one_of(sub, st.lists(sub, max_size=2), st.booleans(), st.sampled_from(["string", "int", "?"])),
         "anyOf": st.lists(st.one_of(sub, st.just(3)), max_size=2), "additionalProperties": st.one_of(sub, st.booleans()),

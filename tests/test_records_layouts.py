@@ -232,33 +232,28 @@ def test_optional_markers_on_unions_and_generics_leave_required():
     assert out["required"] == ["c"]
 
 
-def test_openapi_nullable_admits_null_as_json_schema():
-    """OpenAPI 3.0's ``nullable: true`` (Gemini's function declarations, tools made from OpenAPI specs) means a call
-    may pass null; JSON Schema ignores the keyword, so a call passing null for such a parameter was rejected
-    ("arguments do not validate"). It becomes a null type, a null in the enum, or a null alternative, and is
-    noted; ``nullable: false`` (the default) is dropped."""
-    notes = []
-    out = R.normalize_schema({"type": "OBJECT", "required": ["city"], "properties": {
-        "city": {"type": "STRING"}, "days": {"type": "INTEGER", "nullable": True},
-        "unit": {"type": "string", "enum": ["c", "f"], "nullable": True},
-        "when": {"anyOf": [{"type": "string"}, {"type": "integer"}], "x-nullable": True},
-        "n": {"type": "integer", "nullable": False}, "any": {"nullable": True}}}, "p", notes)
-    props = out["properties"]
-    assert props["days"] == {"type": ["integer", "null"]}
-    assert props["unit"] == {"type": ["string", "null"], "enum": ["c", "f", None]}
-    assert props["when"] == {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}
-    assert props["n"] == {"type": "integer"} and props["any"] == {}
-    assert 'p.days: nullable: true -> type ["integer","null"]' in notes
-    assert "p.n: nullable: false dropped (the default)" in notes
-    rec = normalize({"messages": [
-        {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
-            "name": "get_weather", "arguments": '{"city": "Paris", "days": null, "unit": null}'}}]}],
-        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
-            "type": "object", "required": ["city"], "properties": {
-                "city": {"type": "string"}, "days": {"type": "integer", "nullable": True},
-                "unit": {"type": "string", "enum": ["c", "f"], "nullable": True}}}}}]})
-    assert check_record(rec) == []
+def test_openapi_nullable_admits_null():
+    """OpenAPI 3.0's ``nullable: true`` (Gemini's function declarations, tools made from OpenAPI specs; Swagger's
+    ``x-nullable``) means a call may pass null. JSON Schema ignores the keyword, so such a call was rejected
+    ("arguments do not validate"). The validator now reads it (a null type, a null in the enum, a null
+    alternative); the schema stays as written, so a tool in Gemini's dialect reads back as it was."""
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "required": ["city"], "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer", "nullable": True},
+            "unit": {"type": "string", "enum": ["c", "f"], "nullable": True},
+            "when": {"anyOf": [{"type": "string"}, {"type": "integer"}], "x-nullable": True}}}}}
+
+    def verdicts(args):
+        rec = normalize({"messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "get_weather", "arguments": json.dumps(args)}}]}], "tools": [tool]})
+        assert rec["tools"][0]["parameters"] == tool["function"]["parameters"]
+        return [v.reason for v in check_record(rec)]
+
+    assert verdicts({"city": "Paris", "days": None, "unit": None, "when": None}) == []
+    assert verdicts({"city": None}) == ["arguments do not validate"]  # not nullable
+    assert verdicts({"city": "Paris", "unit": "k"}) == ["arguments do not validate"]  # nullable, still an enum
 
 
 def test_a_bare_parameter_map_may_have_an_items_parameter():
@@ -383,43 +378,29 @@ def _system_tools_row(system: str, tools: list | None) -> dict:
     return row if tools is None else {**row, "tools": tools}
 
 
-def test_tool_definitions_copied_into_the_system_text_are_cut_from_it(tmp_path):
-    """A row with 'tools' whose system message also lists them as JSON ("access to the following functions: [...]")
-    kept that copy in every variant: the variant regrouped a parameter or added a tool in 'tools' while the text
-    still showed the source's definitions, two harnesses that disagree. The copy is cut from the text (its prose
-    kept), since a chat template renders the tools; the copy in Glaive's spelling (objects one after another) too."""
-    from hsa.cli import main
-
+def test_tool_definitions_listed_in_the_system_text_of_a_row_with_tools_stay_and_are_noted():
+    """A row with 'tools' whose system message also lists them as JSON keeps its text (the listing is prompt text
+    that renders the tools: prompt.tool_format varies its notation), and is noted: tool transforms rename the
+    names in it but do not re-render it."""
     tools = [{"type": "function", "function": _WEATHER}, {"type": "function", "function": _FLIGHTS}]
     listed = "You have access to the following functions. Use them if required -\n" + json.dumps(
         [_WEATHER, _FLIGHTS], indent=2) + "\nAnswer briefly."
     rec = normalize(_system_tools_row(listed, tools))
-    assert rec["messages"][0]["content"] == ("You have access to the following functions. Use them if required -\n"
-                                             "Answer briefly.")
-    assert [t["name"] for t in rec["tools"]] == ["get_weather", "search_flights"] and check_record(rec) == []
-    assert any(n.startswith("converted tool definitions written as JSON in a system message: messages[0] held 2")
-               for n in rec["notes"])
-    assert not any("differ from the row's" in n for n in rec["notes"])
-    richer = json.dumps([{**_WEATHER, "description": "Weather now, in Celsius"}])
-    assert any("definitions of ['get_weather'] differ from the row's 'tools'; the row's kept" in n
-               for n in normalize(_system_tools_row(richer, tools))["notes"])
-    glaive = "Use these functions -\n" + json.dumps(_WEATHER, indent=4) + "\n\n" + json.dumps(_FLIGHTS, indent=4)
-    assert normalize(_system_tools_row(glaive, tools))["messages"][0]["content"] == "Use these functions -"
-    inp = tmp_path / "in.jsonl"
-    inp.write_text(json.dumps(_system_tools_row(listed, tools)) + "\n", encoding="utf-8")
-    assert main(["augment", str(inp), "--out", str(tmp_path / "out"), "--variants", "4", "--recipe", "tools",
-                 "--quiet"]) == 0
-    assert main(["export", str(tmp_path / "out"), "--out", str(tmp_path / "rows.jsonl")]) == 0
-    for row in map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines()):
-        assert '"parameters"' not in row["messages"][0]["content"]
+    assert rec["messages"][0]["content"] == listed and check_record(rec) == []
+    assert any(n.startswith("messages[0] (system) lists tools as JSON; kept as prompt text") for n in rec["notes"])
 
 
 def test_tool_definitions_in_the_system_text_of_a_row_without_tools_are_its_tools():
-    """A row with calls and no 'tools', whose definitions are JSON in its system text, was an 'undefined tool'
-    reject; JSON that only looks like a tool (naming nothing the row defines or calls) stays text."""
+    """A row with calls and no 'tools', whose definitions are JSON in its system text (a list, or Glaive's objects
+    one after another), was an 'undefined tool' reject: the definitions are its tools, cut from the text. JSON that
+    only looks like a tool (naming nothing the row defines or calls) stays text."""
     rec = normalize(_system_tools_row("Functions:\n" + json.dumps([_WEATHER]), None))
     assert [t["name"] for t in rec["tools"]] == ["get_weather"] and rec["messages"][0]["content"] == "Functions:"
     assert check_record(rec) == []
+    glaive = "Use these functions -\n" + json.dumps(_WEATHER, indent=4) + "\n\n" + json.dumps(_FLIGHTS, indent=4)
+    both = normalize(_system_tools_row(glaive, None))
+    assert both["messages"][0]["content"] == "Use these functions -"
+    assert [t["name"] for t in both["tools"]] == ["get_weather", "search_flights"]
     example = 'Reply like {"name": "Alice", "parameters": {"age": 3}}.'
     kept = normalize(_system_tools_row(example, [{"type": "function", "function": _WEATHER}]))
     assert kept["messages"][0]["content"] == example

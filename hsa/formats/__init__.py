@@ -26,8 +26,8 @@
   list under another key and roles under other names (:mod:`hsa.formats.aliases`), a conversation kept only as
   rendered ChatML text (:mod:`hsa.formats.chatml`), tools kept in ``chat_template_kwargs`` (SmolLM3's
   ``xml_tools``, :mod:`hsa.formats.template_kwargs`).
-- **Tool definitions as JSON in a system message** (:mod:`hsa.formats.system_tools`): moved to ``tools`` and cut
-  from the text, so that a variant's rows hold one harness.
+- **Tool definitions as JSON in a system message** (:mod:`hsa.formats.system_tools`): the tools of a row that has
+  none, cut from the text.
 
 :func:`to_messages_layout` (:mod:`hsa.formats.dispatch`) is what :func:`hsa.records.normalize` calls: the
 spellings first, then :func:`convert`, which recognises the layout of a row and converts it, then the plain

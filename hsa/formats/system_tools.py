@@ -1,12 +1,12 @@
 """Tool definitions written into a system message as JSON ("You have access to the following functions: [...]"),
-in rows of the messages layout: the row's tools, moved out of the text.
+in rows of the messages layout.
 
-Left in the text, the copy would stay the source's while a variant's tools change: a regrouped parameter, a new
-description, an added tool or another order would be in ``tools`` and not in the system message, and the model
-would be trained on two harnesses that disagree. Chat templates render ``tools`` themselves, so the text keeps its
-prose and the definitions live in one place. Only JSON that is a tool definition (a name and a schema, or OpenAI's
-``{"type": "function", "function": ...}``) naming a tool that the row defines or calls is taken; a row without
-``tools`` gets its tools from the text.
+A row with no ``tools`` whose calls name tools defined there gets them as its tools, cut from the text (the prose
+kept), as the ToolACE reader does: before, every call was an ``undefined tool`` reject. A row with ``tools`` keeps
+its text: the listing is prompt text that renders the tools (``prompt.tool_format`` varies its notation), and the
+row is noted, since tool transforms rename the names in it but do not re-render it (a variant's listing keeps the
+source's descriptions, parameters and tool list). Only JSON that is a tool definition (a name and a schema, or
+OpenAI's ``{"type": "function", "function": ...}``) naming a tool the row defines or calls is read.
 """
 
 from __future__ import annotations
@@ -62,22 +62,6 @@ def _cut(text: str, spans: list[tuple[int, int, list]]) -> str:
     return "".join(out).strip()
 
 
-def _plain(tool: dict) -> tuple:
-    """A tool definition's name, description and schema, whatever its dialect's wrapper."""
-    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    schema = next((fn[k] for k in _SCHEMA_KEYS if isinstance(fn.get(k), dict)), None)
-    return fn.get("name"), fn.get("description"), json.dumps(schema, sort_keys=True)
-
-
-def _tool_list(tools: Any) -> list[dict]:
-    if isinstance(tools, str):
-        try:
-            tools = json.loads(tools)
-        except ValueError:
-            return []
-    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
-
-
 def _called_names(messages: list) -> set[str]:
     names = set()
     for m in messages:
@@ -90,9 +74,10 @@ def _called_names(messages: list) -> set[str]:
 
 
 def convert_system_tools(row: dict) -> dict | None:
-    """``row`` with the JSON tool definitions of its system messages moved to ``tools`` (noted), or None when it
-    has none. A definition is taken only when some definition in the same text names a tool the row defines or
-    calls, so JSON that merely looks like a tool is left alone."""
+    """``row`` with the JSON tool definitions of its system messages moved to ``tools`` when it has none, or noted
+    when it has (see the module); None when its system messages hold none. A definition is read only when some
+    definition in the same text names a tool the row defines or calls, so JSON that merely looks like a tool is
+    left alone."""
     msgs = row["messages"]
     hits = []
     for i, m in enumerate(msgs):
@@ -107,6 +92,12 @@ def convert_system_tools(row: dict) -> dict | None:
     hits = [(i, spans) for i, spans in hits if known & {tool_name(t) for _, _, tools in spans for t in tools}]
     if not hits:
         return None
+    declared = declared_names(row.get("tools"))
+    if declared:  # the text lists the row's own tools: a prompt that renders them (prompt.tool_format varies it)
+        return with_notes(dict(row), [
+            f"messages[{i}] (system) lists tools as JSON; kept as prompt text: tool transforms rename the names in it "
+            "but do not re-render it (a variant's listing keeps the source's descriptions, parameters and tool list)"
+            for i, _ in hits])
     messages, found, notes = list(msgs), [], []
     for i, spans in hits:
         text = _cut(msgs[i]["content"], spans)
@@ -114,14 +105,7 @@ def convert_system_tools(row: dict) -> dict | None:
         tools = [t for _, _, ts in spans for t in ts]
         found.extend(t for t in tools if t not in found)
         notes.append(f"converted tool definitions written as JSON in a system message: messages[{i}] held "
-                     f"{plural(len(tools), 'tool definition')}; moved to 'tools' and cut from the text (a chat template "
-                     "renders tools itself; a copy in the text would keep the source's definitions beside a variant's)")
-    declared = declared_names(row.get("tools"))
-    if declared and {tool_name(t) for t in found} <= declared:  # a copy of the row's own tools
-        own = {tool_name(t): _plain(t) for t in _tool_list(row.get("tools"))}
-        differ = sorted({tool_name(t) for t in found if own.get(tool_name(t)) != _plain(t)})
-        if differ:
-            notes.append(f"the system message's definitions of {differ} differ from the row's 'tools'; the row's kept")
-        return with_notes({**row, "messages": messages}, notes)
-    tools = merge_tools(row, found, "the system message", notes)
-    return with_notes({**row, "messages": messages, "tools": tools}, notes)
+                     f"{plural(len(tools), 'tool definition')}; moved to 'tools' and cut from the text (the row has "
+                     "no 'tools'; a chat template renders them)")
+    return with_notes({**row, "messages": messages, "tools": merge_tools(row, found, "the system message", notes)},
+                      notes)
