@@ -451,10 +451,16 @@ def test_gemini_inlines_refs_and_drops_what_gemini_does_not_read():
     assert check_record(out) == []
 
 
-def test_gemini_is_not_drawn_when_a_call_passes_null():
-    """Gemini's nullable is not JSON Schema: when a call passes null the target is not drawn."""
+def test_gemini_is_drawn_when_a_call_passes_null():
+    """Gemini's nullable is not JSON Schema, but hsa's call check reads it (``["string", "null"]`` becomes
+    ``nullable``): a record whose call passes null gets the Gemini target too, and its variant validates (before,
+    the check did not read nullable, and the target was never drawn for such a record)."""
     src = _src("strict")
-    assert isinstance(T.Dialect(targets=("gemini",)).sample(src, random.Random(0)), T.Skip)
+    params = T.Dialect(targets=("gemini",)).sample(src, random.Random(0))
+    assert params == {"target": "gemini"}
+    out = T.Dialect(targets=("gemini",)).apply(src, params)
+    assert '"nullable": true' in json.dumps([t["parameters"] for t in out["tools"]]) and check_record(out) == []
+    assert any(a is None for c in calls_of(out) for a in c["arguments"].values())
 
 
 def test_dialect_skips_targets_where_names_are_illegal():

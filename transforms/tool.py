@@ -659,8 +659,8 @@ class Dialect(Transform):
     ``execution``, ``icons``, ``_meta``; Anthropic ``cache_control``, ``strict``, ``input_examples``,
     ...; OpenAI ``strict``: :data:`hsa.tool_dialects.DIALECT_FIELDS`); the fields it cannot hold are
     noted in the record's notes and given back by canonicalize (the restore patch). For Gemini, local ``$ref`` s are inlined, ``oneOf``
-    becomes ``anyOf``, ``[T, "null"]`` becomes ``nullable``; a target whose schemas would no
-    longer accept every call (a call passing null to a nullable field) is not drawn. Gemini
+    becomes ``anyOf``, ``[T, "null"]`` becomes ``nullable`` (which hsa's call check reads as admitting
+    null); a target whose schemas would no longer accept every call is not drawn. Gemini
     declarations are flat and read back as the ``plain`` dialect; put this transform last in
     a recipe when Gemini's stricter name rule must hold for later renames. Calls do not
     change, so the mapping gets no step.
