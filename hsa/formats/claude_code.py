@@ -24,11 +24,12 @@ The log holds neither the tool definitions nor the system prompt: give them to `
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from hsa.formats.agent_logs import json_lines, log_files
 
 __all__ = ["SessionError", "read_session", "session_files", "check_session_event"]
 
@@ -43,36 +44,12 @@ class SessionError(ValueError):
 def session_files(paths: Iterable[str | Path]) -> list[Path]:
     """The session logs of ``paths``: a ``.jsonl`` file as it is, a folder's ``*.jsonl`` files (a Claude Code
     project folder), in name order."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw).expanduser()
-        if p.is_dir():
-            found = sorted(p.glob("*.jsonl"))
-            if not found:
-                raise SessionError(f"{p}: a folder without .jsonl session logs; Claude Code keeps them in "
-                                   "~/.claude/projects/<project>/")
-            out += found
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise SessionError(f"{p} does not exist; give a session .jsonl file or a project folder of them")
-    return out
+    return log_files(paths, SessionError, what="session log", home="Claude Code keeps them in "
+                                                                   "~/.claude/projects/<project>/")
 
 
 def _events(path: Path) -> list[dict]:
-    events = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                e = json.loads(line)
-            except ValueError as exc:
-                raise SessionError(f"{path}:{n}: not JSON ({exc}); a session log has one JSON event per line")
-            if not isinstance(e, dict):
-                raise SessionError(f"{path}:{n}: a {type(e).__name__}, not an event object")
-            events.append(e)
-    return events
+    return [e for _, e in json_lines(path, SessionError, unit="event")]
 
 
 def _is_turn(e: dict) -> bool:

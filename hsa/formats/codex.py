@@ -27,11 +27,12 @@ FILE``.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from hsa.formats.agent_logs import json_lines, log_files
 
 __all__ = ["RolloutError", "read_rollout", "rollout_files", "check_rollout_line"]
 
@@ -48,46 +49,25 @@ class RolloutError(ValueError):
 def rollout_files(paths: Iterable[str | Path]) -> list[Path]:
     """The rollouts of ``paths``: a ``.jsonl`` file as it is, a folder's ``.jsonl`` files at any depth (Codex keeps
     them under ``~/.codex/sessions/YYYY/MM/DD/``), in path order."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw).expanduser()
-        if p.is_dir():
-            found = sorted(p.rglob("*.jsonl"))
-            if not found:
-                raise RolloutError(f"{p}: a folder without .jsonl rollouts; Codex keeps them in "
-                                   "~/.codex/sessions/YYYY/MM/DD/")
-            out += found
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise RolloutError(f"{p} does not exist; give a rollout .jsonl file or a folder of them")
-    return out
+    return log_files(paths, RolloutError, what="rollout", home="Codex keeps them in ~/.codex/sessions/YYYY/MM/DD/",
+                     recursive=True)
 
 
 def _lines(path: Path) -> list[tuple[str, dict]]:
     """``(type, payload)`` of each line; bare items of older logs as ``response_item``, their first line (no
     ``type``) as ``session_meta``."""
     out = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                e = json.loads(line)
-            except ValueError as exc:
-                raise RolloutError(f"{path}:{n}: not JSON ({exc}); a rollout has one JSON object per line")
-            if not isinstance(e, dict):
-                raise RolloutError(f"{path}:{n}: a {type(e).__name__}, not an object")
-            kind = e.get("type")
-            if kind in _LINE_TYPES and isinstance(e.get("payload"), dict):
-                out.append((kind, e["payload"]))
-            elif isinstance(kind, str) and "payload" not in e:
-                out.append(("response_item", e))  # an older log's bare item
-            elif kind is None and not out and ("id" in e or "instructions" in e):
-                out.append(("session_meta", e))  # an older log's first line
-            else:
-                raise RolloutError(f"{path}:{n}: neither a rollout line ({{\"timestamp\", \"type\", \"payload\"}}) "
-                                   "nor a response item")
+    for n, e in json_lines(path, RolloutError, unit="object"):
+        kind = e.get("type")
+        if kind in _LINE_TYPES and isinstance(e.get("payload"), dict):
+            out.append((kind, e["payload"]))
+        elif isinstance(kind, str) and "payload" not in e:
+            out.append(("response_item", e))  # an older log's bare item
+        elif kind is None and not out and ("id" in e or "instructions" in e):
+            out.append(("session_meta", e))  # an older log's first line
+        else:
+            raise RolloutError(f"{path}:{n}: neither a rollout line ({{\"timestamp\", \"type\", \"payload\"}}) "
+                               "nor a response item")
     return out
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from hsa import _json
@@ -25,6 +27,7 @@ __all__ = [
     "count_dropped",
     "declared_names",
     "dropped_note",
+    "json_spans",
     "json_text",
     "merge_tools",
     "noted",
@@ -190,6 +193,24 @@ def merge_tools(raw: dict, found: list, source: str, notes: list[str]) -> Any:
             out.append(t)
             names[name] = t
     return out
+
+
+def json_spans(text: str, start: "re.Pattern[str]", accept: Callable[[Any], list | None]) -> list[tuple[int, int, list]]:
+    """``(start, end, accept(value))`` of each JSON value in ``text`` that begins where ``start`` matches and that
+    ``accept`` takes (gives a list for); the values do not overlap (the scan goes on after each one taken)."""
+    found, decoder, pos = [], json.JSONDecoder(), 0
+    for m in start.finditer(text):
+        if m.start() < pos:
+            continue
+        try:
+            value, end = decoder.raw_decode(text, m.start())
+        except (ValueError, RecursionError):
+            continue
+        taken = accept(value)
+        if taken:
+            found.append((m.start(), end, taken))
+            pos = end
+    return found
 
 
 def with_notes(row: dict, notes: list[str]) -> dict:

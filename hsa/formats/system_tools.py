@@ -11,11 +11,10 @@ OpenAI's ``{"type": "function", "function": ...}``) naming a tool the row define
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from hsa.formats.common import declared_names, merge_tools, plural, tool_name, with_notes
+from hsa.formats.common import declared_names, json_spans, merge_tools, plural, tool_name, with_notes
 
 __all__ = ["convert_system_tools"]
 
@@ -35,19 +34,11 @@ def _is_tool(value: Any) -> bool:
 
 def _definitions(text: str) -> list[tuple[int, int, list]]:
     """(start, end, tools) of each JSON tool definition, or list of them, in ``text``."""
-    found, decoder, pos = [], json.JSONDecoder(), 0
-    for m in _START.finditer(text):
-        if m.start() < pos:
-            continue
-        try:
-            value, end = decoder.raw_decode(text, m.start())
-        except (ValueError, RecursionError):
-            continue
+    def accept(value: Any) -> list | None:
         tools = value if isinstance(value, list) else [value]
-        if tools and all(_is_tool(t) for t in tools):
-            found.append((m.start(), end, tools))
-            pos = end
-    return found
+        return tools if tools and all(_is_tool(t) for t in tools) else None
+
+    return json_spans(text, _START, accept)
 
 
 def _cut(text: str, spans: list[tuple[int, int, list]]) -> str:

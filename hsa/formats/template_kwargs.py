@@ -29,22 +29,13 @@ def tools_from_template_kwargs(raw: dict) -> dict:
     found = [(k, kwargs[k]) for k in TOOL_KWARGS if kwargs.get(k)]
     tools = []
     for key, value in found:
-        if isinstance(value, str):
-            try:
-                value = _json.loads(value)
-            except ValueError:
-                raise RecordError("bad tools", f"chat_template_kwargs.{key} is a string that is not JSON; expected "
-                                  "a list of tool definitions (objects or their JSON texts)") from None
+        value = _decoded(value, f"chat_template_kwargs.{key}", "a list of tool definitions (objects or their JSON "
+                                                               "texts)")
         if not isinstance(value, list):
             raise RecordError("bad tools", f"chat_template_kwargs.{key} is {type(value).__name__}; expected a list "
                               "of tool definitions (objects or their JSON texts)")
         for i, tool in enumerate(value):
-            if isinstance(tool, str):
-                try:
-                    tool = _json.loads(tool)
-                except ValueError:
-                    raise RecordError("bad tools", f"chat_template_kwargs.{key}[{i}] is a string that is not JSON; "
-                                      "expected a tool definition (an object or its JSON text)") from None
+            tool = _decoded(tool, f"chat_template_kwargs.{key}[{i}]", "a tool definition (an object or its JSON text)")
             if tool not in tools:
                 tools.append(tool)
     own = raw.get("tools")
@@ -62,6 +53,16 @@ def tools_from_template_kwargs(raw: dict) -> dict:
     return noted({**raw, "tools": tools, "chat_template_kwargs": rest},
                  f"converted tools kept in chat_template_kwargs: {names} moved to 'tools' "
                  f"({len(tools)} tool{'s' if len(tools) != 1 else ''}): the variants' tools are written there")
+
+
+def _decoded(value, where: str, expected: str):
+    """``value``, or the JSON its text holds; a text that is not JSON is a RecordError naming ``where``."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return _json.loads(value)
+    except ValueError:
+        raise RecordError("bad tools", f"{where} is a string that is not JSON; expected {expected}") from None
 
 
 def _instructions_to_system(raw: dict) -> dict:

@@ -8,12 +8,12 @@ literal values, read by :class:`ToolaceCalls`), results ``[{"name": ..., "result
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from hsa.formats.common import (
     check_tools,
+    json_spans,
     json_text,
     merge_tools,
     parse_literal,
@@ -39,20 +39,13 @@ _TOOLACE_NAME_STOP = frozenset("()[]{}=,\"'\n")
 _TOOLACE_SHAPE = '[Name(param="text", n=3), Other(flag=True, items=[1, 2])]'
 
 
+_LIST_OF_OBJECTS = re.compile(r"\[\s*\{")
+
+
 def _toolace_tool_lists(text: str) -> list[tuple[int, int, list]]:
     """(start, end, tools) of each JSON list of named tool objects in ``text``."""
-    found, decoder, pos = [], json.JSONDecoder(), 0
-    for m in re.finditer(r"\[\s*\{", text):
-        if m.start() < pos:
-            continue
-        try:
-            value, end = decoder.raw_decode(text, m.start())
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, list) and value and all(tool_name(t) is not None for t in value):
-            found.append((m.start(), end, value))
-            pos = end
-    return found
+    return json_spans(text, _LIST_OF_OBJECTS, lambda v: v if isinstance(v, list) and v and all(
+        tool_name(t) is not None for t in v) else None)
 
 
 def _is_toolace_calls(text: Any) -> bool:
