@@ -634,7 +634,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             yield from recs
 
     _write_jsonl(records(), args.out)
-    print(f"{n_records} conversations written to {args.out} from {len(files)} session logs", file=sys.stderr)
+    from hsa.formats.common import plural
+
+    logs = plural(len(files), "rollout" if args.format == "codex" else "session log")
+    print(f"{plural(n_records, 'conversation')} written to {args.out} from {logs}", file=sys.stderr)
     for r in rejects:
         print(f"{r['file']}: not imported: {r['reason']}", file=sys.stderr)
     if left:

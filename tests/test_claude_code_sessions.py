@@ -95,7 +95,7 @@ def test_import_then_augment_with_the_harness(tmp_path, capsys):
     out = tmp_path / "sessions.jsonl"
     assert main(["import", "claude-code", str(_write(tmp_path / "s.jsonl", SESSION)), "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "1 conversations written" in err and "left out: " in err and "--tools" in err
+    assert "1 conversation written to" in err and "left out: " in err and "--tools" in err
     assert main(["validate", str(out), "--tools", str(harness), "--no-exec-hooks"]) == 0
     assert main(["augment", str(out), "--tools", str(harness), "--out", str(tmp_path / "aug"), "--variants", "6",
                  "--quiet", "--no-exec-hooks"]) == 0

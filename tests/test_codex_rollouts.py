@@ -62,7 +62,7 @@ def test_import_then_augment_with_the_tools(tmp_path, capsys):
     out = tmp_path / "sessions.jsonl"
     assert main(["import", "codex", str(ROLLOUT), "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "1 conversations written" in err and "4 event_msg lines" in err and "--tools" in err
+    assert "1 conversation written to" in err and "4 event_msg lines" in err and "--tools" in err
     source = normalize(json.loads(out.read_text()), harness=read_harness_file(HARNESS))
     assert source["messages"][0]["role"] == "system"
     calls = [c for m in source["messages"] for c in m.get("tool_calls") or ()]
@@ -137,7 +137,7 @@ def test_bad_rollouts_are_listed_not_lost(tmp_path, capsys):
     out = tmp_path / "sessions.jsonl"
     assert main(["import", "codex", str(tmp_path / "sessions"), "--out", str(out)]) == 1
     err = capsys.readouterr().err
-    assert len(out.read_text().splitlines()) == 1 and "from 3 session logs" in err
+    assert len(out.read_text().splitlines()) == 1 and "from 3 rollouts" in err
     assert "b.jsonl:2: not JSON" in err and "c.jsonl: not imported: no response item" in err
 
 
