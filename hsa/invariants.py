@@ -51,6 +51,11 @@ def _compile_validator(schema: dict):
     return cls(schema, format_checker=None)
 
 
+#: Keywords whose value maps names to schemas, and keywords whose value is data, not a schema.
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_LITERAL_KEYS = ("enum", "const", "default", "examples", "example")
+
+
 def _nullable_as_null(schema: Any) -> Any:
     """``schema`` with OpenAPI 3.0's ``nullable: true`` (Gemini's function declarations, tools made from OpenAPI
     specs; Swagger's ``x-nullable``) said in JSON Schema's words, which a validator reads: ``null`` joins the
@@ -62,9 +67,14 @@ def _nullable_as_null(schema: Any) -> Any:
         return [_nullable_as_null(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: _nullable_as_null(v) if isinstance(v, (dict, list)) and k not in ("enum", "const", "default",
-                                                                                   "examples", "example") else v
-           for k, v in schema.items()}
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k in _SCHEMA_MAPS and isinstance(v, dict):  # name -> schema: a property may be called "nullable"
+            out[k] = {name: _nullable_as_null(sub) for name, sub in v.items()}
+        elif k in _LITERAL_KEYS or not isinstance(v, (dict, list)):
+            out[k] = v
+        else:
+            out[k] = _nullable_as_null(v)
     if out.get("nullable") is True or out.get("x-nullable") is True:
         kind = out.get("type")
         if isinstance(kind, str) and kind != "null":

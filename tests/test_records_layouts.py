@@ -254,6 +254,11 @@ def test_openapi_nullable_admits_null():
     assert verdicts({"city": "Paris", "days": None, "unit": None, "when": None}) == []
     assert verdicts({"city": None}) == ["arguments do not validate"]  # not nullable
     assert verdicts({"city": "Paris", "unit": "k"}) == ["arguments do not validate"]  # nullable, still an enum
+    # a parameter called "nullable" is a name, not the keyword
+    from hsa.invariants import validator_for
+
+    named = {"type": "object", "properties": {"nullable": True, "type": {"type": "string"}}}
+    assert not validator_for(named).is_valid({"type": None})
 
 
 def test_a_bare_parameter_map_may_have_an_items_parameter():
