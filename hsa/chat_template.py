@@ -335,7 +335,8 @@ def tool_call_tags(messages: list[dict], train: list[bool]) -> Adapted:
     out, n = [], 0
     for m in messages:
         if m.get("role") == "assistant" and m.get("tool_calls"):
-            parts = [_text(m.get("content"))] if _text(m.get("content")) else []
+            text = _text(m.get("content"))
+            parts = [text] if text else []
             for c in m["tool_calls"]:
                 fn = c.get("function") if isinstance(c, dict) else None
                 if not isinstance(fn, dict):

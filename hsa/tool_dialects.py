@@ -320,12 +320,9 @@ def _normalize_schema(schema: Any, where: str, notes: list[str]) -> Any:
     if not isinstance(schema, dict):
         if isinstance(schema, bool):
             return schema
-        if isinstance(schema, str):  # a bare type name where a schema belongs: "items": "string"
-            std, _ = _normalize_type(schema, where, [])
-            if std is not None:
-                out = {"type": std, **_generic_keywords(schema)}
-                notes.append(f"{where}: schema {schema!r} (a type name) read as {_json.dumps(out)}")
-                return out
+        if isinstance(schema, str) and (typed := _type_schema(schema)):  # a type name: "items": "string"
+            notes.append(f"{where}: schema {schema!r} (a type name) read as {_json.dumps(typed)}")
+            return typed
         notes.append(f"{where}: schema {schema!r} is not an object; replaced by {{}}")
         return {}
     out: dict[str, Any] = {}

@@ -4,7 +4,7 @@ without importing libcst (a run whose records have no hooks never parses one).""
 
 from __future__ import annotations
 
-__all__ = ["RESTYLE_KINDS", "FRAME_NAMES"]
+__all__ = ["RESTYLE_KINDS", "FRAME_NAMES", "reads_frames"]
 
 RESTYLE_KINDS = ("quotes", "format", "percent", "bool_return", "not_in", "imports", "empty_literal")
 
@@ -16,3 +16,9 @@ RESTYLE_KINDS = ("quotes", "format", "percent", "bool_return", "not_in", "import
 FRAME_NAMES = frozenset({"_getframe", "currentframe", "f_locals", "f_back", "f_code", "f_lineno", "tb_frame",
                          "gi_frame", "cr_frame", "ag_frame", "getouterframes", "getinnerframes", "getframeinfo",
                          "autoname_elements"})
+
+
+def reads_frames(names: set[str] | frozenset[str]) -> bool:
+    """Whether a module whose names and attribute names are ``names`` reads frames: one of :data:`FRAME_NAMES`, or
+    ``inspect.stack`` / ``inspect.trace``."""
+    return bool(names & FRAME_NAMES) or ("inspect" in names and bool({"stack", "trace"} & names))

@@ -54,7 +54,7 @@ from libcst.metadata import (BaseMetadataProvider, ClassScope, ComprehensionScop
                              FunctionScope, GlobalScope, Scope, ScopeProvider)
 
 from hsa.codemods._cst import parse
-from hsa.codemods.kinds import FRAME_NAMES
+from hsa.codemods.kinds import reads_frames
 from hsa.codemods.spans import literal_value
 
 __all__ = ["LocalUnit", "local_units", "rename_locals", "rename_locals_edits", "RenameLocals", "fresh_name", "NAME_STYLES"]
@@ -335,9 +335,7 @@ class _Analysis:
             for n in names:
                 self.declared.add((-1, n))  # a module-level name written from a function
         self.exported = _all_names(self.module)
-        #: the module reads frames (:data:`FRAME_NAMES`, or ``inspect.stack`` / ``inspect.trace``)
-        self.reads_frames = bool(self.identifiers & FRAME_NAMES) or (
-            "inspect" in self.identifiers and bool({"stack", "trace"} & self.identifiers))
+        self.reads_frames = reads_frames(self.identifiers)
         self._strings: set[str] | None = None
         self.occurrences: dict[str, list] = {}
         for node, scope in self.scopes.items():

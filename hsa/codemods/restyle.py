@@ -64,7 +64,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import ClassScope, GlobalScope, MetadataWrapper, ScopeProvider
 
 from hsa.codemods._cst import parse
-from hsa.codemods.kinds import FRAME_NAMES, RESTYLE_KINDS
+from hsa.codemods.kinds import RESTYLE_KINDS, reads_frames
 from hsa.codemods.quoting import escape
 from hsa.codemods.spans import literal_value
 
@@ -83,7 +83,7 @@ def _quote_of(node: cst.SimpleString) -> str | None:
 def _shadowed(source: str) -> set[str]:
     """Every name the module binds anywhere (assignments, defs, parameters, imports...): found with :mod:`ast`;
     a star import adds the builtins the restyles rely on, and :data:`READS_FRAMES` marks a module that reads
-    frames (:data:`hsa.codemods.kinds.FRAME_NAMES`, or ``inspect.stack`` / ``inspect.trace``): through a frame,
+    frames (:func:`hsa.codemods.kinds.reads_frames`): through a frame,
     a function's line numbers are visible."""
     import ast
 
@@ -111,7 +111,7 @@ def _shadowed(source: str) -> set[str]:
             out.add(node.name)
     if "*" in out:  # ``from m import *`` may bind any name, the builtins the restyles call included
         out |= _STAR_MAY_BIND
-    if seen & FRAME_NAMES or ("inspect" in seen and {"stack", "trace"} & seen):
+    if reads_frames(seen):
         out.add(READS_FRAMES)
     return out
 

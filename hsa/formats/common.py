@@ -25,6 +25,7 @@ __all__ = [
     "block_content",
     "check_tools",
     "count_dropped",
+    "cut_spans",
     "declared_names",
     "dropped_note",
     "json_spans",
@@ -211,6 +212,21 @@ def json_spans(text: str, start: "re.Pattern[str]", accept: Callable[[Any], list
             found.append((m.start(), end, taken))
             pos = end
     return found
+
+
+def cut_spans(text: str, spans: list[tuple[int, int, Any]]) -> str:
+    """``text`` without the ``(start, end, ...)`` spans of :func:`json_spans`: a "." right after a span goes with it,
+    and so does the line break after a span that was a line of its own."""
+    out, pos = [], 0
+    for start, end, _ in spans:
+        out.append(text[pos:start])
+        pos = end + 1 if text[end:end + 1] == "." else end
+        rest = text[pos:]
+        pos += len(rest) - len(rest.lstrip(" \t"))
+        if (start == 0 or text[start - 1] == "\n") and text[pos:pos + 1] == "\n":
+            pos += 1
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def with_notes(row: dict, notes: list[str]) -> dict:

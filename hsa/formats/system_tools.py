@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hsa.formats.common import declared_names, json_spans, merge_tools, plural, tool_name, with_notes
+from hsa.formats.common import cut_spans, declared_names, json_spans, merge_tools, plural, tool_name, with_notes
 
 __all__ = ["convert_system_tools"]
 
@@ -39,18 +39,6 @@ def _definitions(text: str) -> list[tuple[int, int, list]]:
         return tools if tools and all(_is_tool(t) for t in tools) else None
 
     return json_spans(text, _START, accept)
-
-
-def _cut(text: str, spans: list[tuple[int, int, list]]) -> str:
-    """``text`` without ``spans``; a span that was a line of its own takes its line break along."""
-    out, pos = [], 0
-    for start, end, _ in spans:
-        out.append(text[pos:start])
-        pos = end
-        if (start == 0 or text[start - 1] == "\n") and text[pos:pos + 1] == "\n":
-            pos += 1
-    out.append(text[pos:])
-    return "".join(out).strip()
 
 
 def _called_names(messages: list) -> set[str]:
@@ -79,11 +67,11 @@ def convert_system_tools(row: dict) -> dict | None:
                 hits.append((i, spans))
     if not hits:
         return None
-    known = declared_names(row.get("tools")) | _called_names(msgs)  # the guard against look-alike JSON
+    declared = declared_names(row.get("tools"))
+    known = declared | _called_names(msgs)  # the guard against look-alike JSON
     hits = [(i, spans) for i, spans in hits if known & {tool_name(t) for _, _, tools in spans for t in tools}]
     if not hits:
         return None
-    declared = declared_names(row.get("tools"))
     if declared:  # the text lists the row's own tools: a prompt that renders them (prompt.tool_format varies it)
         return with_notes(dict(row), [
             f"messages[{i}] (system) lists tools as JSON; kept as prompt text: tool transforms rename the names in it "
@@ -91,7 +79,7 @@ def convert_system_tools(row: dict) -> dict | None:
             for i, _ in hits])
     messages, found, notes = list(msgs), [], []
     for i, spans in hits:
-        text = _cut(msgs[i]["content"], spans)
+        text = cut_spans(msgs[i]["content"], spans).strip()
         messages[i] = {**msgs[i], "content": text}
         tools = [t for _, _, ts in spans for t in ts]
         found.extend(t for t in tools if t not in found)

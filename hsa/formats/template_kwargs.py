@@ -7,7 +7,7 @@ source's tool list beside the renamed calls, and the template would render the o
 from __future__ import annotations
 
 from hsa import _json
-from hsa.formats.common import noted
+from hsa.formats.common import noted, plural
 from hsa.record_model import RecordError
 
 __all__ = ["TOOL_KWARGS", "tools_from_template_kwargs"]
@@ -52,7 +52,7 @@ def tools_from_template_kwargs(raw: dict) -> dict:
     names = " and ".join(f"chat_template_kwargs.{k}" for k, _ in found)
     return noted({**raw, "tools": tools, "chat_template_kwargs": rest},
                  f"converted tools kept in chat_template_kwargs: {names} moved to 'tools' "
-                 f"({len(tools)} tool{'s' if len(tools) != 1 else ''}): the variants' tools are written there")
+                 f"({plural(len(tools), 'tool')}): the variants' tools are written there")
 
 
 def _decoded(value, where: str, expected: str):

@@ -13,6 +13,7 @@ from typing import Any
 
 from hsa.formats.common import (
     check_tools,
+    cut_spans,
     json_spans,
     json_text,
     merge_tools,
@@ -85,18 +86,9 @@ def toolace_turns(raw: dict) -> list | None:
 
 def _toolace_system(text: str, where: str) -> tuple[str, list]:
     """The system text without its JSON tool lists (a "." right after a list goes with it), and their tools."""
-    out, pos, tools = [], 0, []
-    for start, end, found in _toolace_tool_lists(text):
-        tools.extend(check_tools(found, f"{where} tool list"))
-        out.append(text[pos:start])
-        pos = end + 1 if text[end:end + 1] == "." else end
-        rest = text[pos:]
-        stripped = rest.lstrip(" \t")
-        pos += len(rest) - len(stripped)
-        if (start == 0 or text[start - 1] == "\n") and text[pos:pos + 1] == "\n":
-            pos += 1  # the list was a line of its own
-    out.append(text[pos:])
-    return "".join(out), tools
+    spans = _toolace_tool_lists(text)
+    tools = [t for _, _, found in spans for t in check_tools(found, f"{where} tool list")]
+    return cut_spans(text, spans), tools
 
 
 class ToolaceCalls:
