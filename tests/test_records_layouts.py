@@ -342,6 +342,12 @@ def test_tools_in_chat_template_kwargs_are_the_rows_tools(tmp_path):
     for row in renamed:
         assert "get_weather" not in json.dumps(row["chat_template_kwargs"]) + json.dumps(row["messages"])
         assert row["chat_template_kwargs"]["enable_thinking"] is False and row["source"] == "xlam_traces_no_think"
+    # invariant 3 (closure): the rows read back as input; invariant 8 (inversion): canonicalized, every variant
+    # gives back the source as hsa reads it
+    assert main(["validate", str(tmp_path / "rows.jsonl"), "--no-exec-hooks"]) == 0
+    assert main(["canonicalize", str(tmp_path / "out"), "--out", str(tmp_path / "canon.jsonl")]) == 0
+    canon = [normalize(json.loads(x)) for x in (tmp_path / "canon.jsonl").read_text().splitlines()]
+    assert len(canon) == 4 and all(c["messages"] == rec["messages"] and c["tools"] == rec["tools"] for c in canon)
 
 
 def test_custom_instructions_in_chat_template_kwargs_are_the_system_message():
