@@ -25,11 +25,11 @@ from typing import Any
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
            "probe_refusal", "probe_final_calls_dropped", "refusal_cause", "compile_error", "template_error", "adapt",
            "split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
-           "string_arguments", "tool_call_tags", "read_template", "tool_template"]
+           "system_in_last_user", "string_arguments", "tool_call_tags", "read_template", "tool_template"]
 
 #: Rewrites for templates that cannot render some conversations, in the order :func:`adapt` applies them.
-REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "alnum9_call_ids",
-            "string_arguments", "tool_call_tags")
+REWRITES = ("split_parallel_calls", "system_as_user", "fold_system", "merge_user_turns", "system_in_last_user",
+            "alnum9_call_ids", "string_arguments", "tool_call_tags")
 
 Adapted = tuple[list[dict], list[bool], int]
 
@@ -308,6 +308,28 @@ def merge_user_turns(messages: list[dict], train: list[bool]) -> Adapted:
     return out, flags, n
 
 
+def system_in_last_user(messages: list[dict], train: list[bool]) -> Adapted:
+    """The first message, a system message, put before the text of the last user message (a blank line between),
+    for a template that renders the system message only when the conversation ends with a user turn, as Mistral's
+    v0.3 templates do (``loop.last``): a training row ends with an assistant turn, so its system prompt, the
+    harness's prompt, would be left out of every row. The last user message is where Mistral's own tokenizer
+    (mistral-common) puts the system prompt. Counts the messages moved (0 or 1)."""
+    if not messages or messages[0].get("role") != "system":
+        return list(messages), list(train), 0
+    last = next((i for i in range(len(messages) - 1, 0, -1) if messages[i].get("role") == "user"), None)
+    if last is None:
+        return list(messages), list(train), 0
+    text, user = _text(messages[0].get("content")), messages[last]
+    content = user.get("content")
+    if isinstance(content, list):
+        content = [{"type": "text", "text": text + "\n\n"}, *content]
+    else:
+        content = text + "\n\n" + _text(content)
+    out = list(messages)
+    out[last] = {**user, "content": content}
+    return out[1:], list(train)[1:], 1
+
+
 def string_arguments(messages: list[dict], train: list[bool]) -> Adapted:
     """Tool-call arguments written as JSON text (the OpenAI API's form: ``"{\"x\": 1}"``), for a template that
     joins them to its text as a string and fails on an object (``'...' + function.arguments``). Counts the calls
@@ -358,8 +380,8 @@ def tool_call_tags(messages: list[dict], train: list[bool]) -> Adapted:
 
 _REWRITE_FNS: dict[str, Callable[[list[dict], list[bool]], Adapted]] = {
     "split_parallel_calls": split_parallel_calls, "system_as_user": system_as_user, "fold_system": fold_system,
-    "merge_user_turns": merge_user_turns, "alnum9_call_ids": alnum9_call_ids, "string_arguments": string_arguments,
-    "tool_call_tags": tool_call_tags}
+    "merge_user_turns": merge_user_turns, "system_in_last_user": system_in_last_user,
+    "alnum9_call_ids": alnum9_call_ids, "string_arguments": string_arguments, "tool_call_tags": tool_call_tags}
 
 
 def adapt(messages: list[dict], train: list[bool], rewrites: Sequence[str]) -> tuple[list[dict], list[bool],
@@ -418,12 +440,20 @@ def _probes() -> dict[str, tuple[list[dict], tuple[str, ...]]]:
                               "content": "PROBE_RESULT_A"},
                              {"role": "assistant", "content": "Done."}],
                             ("4711", "PROBE_RESULT_A")),
+        # the first system message must stay rendered too: a template that keeps only the last system message it
+        # meets (DeepSeek-R1's distills) would otherwise pass while dropping the harness's prompt
         "fold_system": ([sys_, {"role": "user", "content": "First question."},
                          {"role": "assistant", "content": "First answer."},
                          {"role": "system", "content": "PROBE LATE NOTE"},
                          {"role": "user", "content": "Second question."},
                          {"role": "assistant", "content": "Second answer."}],
-                        ("PROBE LATE NOTE", "Second question.")),
+                        ("You are a probe.", "PROBE LATE NOTE", "Second question.")),
+        # a conversation that ends with an assistant turn, as every training row does: a template that renders the
+        # system message only beside a last user turn (Mistral v0.3's) drops it
+        "system_in_last_user": ([{"role": "system", "content": "PROBE SYSTEM PROMPT"},
+                                 {"role": "user", "content": "PROBE QUESTION"},
+                                 {"role": "assistant", "content": "Answer."}],
+                                ("PROBE SYSTEM PROMPT", "PROBE QUESTION")),
         "merge_user_turns": ([sys_, {"role": "user", "content": "PROBE USER ONE"},
                               {"role": "user", "content": "PROBE USER TWO"},
                               {"role": "assistant", "content": "Answer."}],

@@ -27,7 +27,7 @@ def _needs(template: str) -> set[str]:
 def test_probes_find_what_each_template_needs():
     """Needs come from rendering probes, not from names: Mistral-style ids, alternation and late system; Llama
     3.1's one call per turn; Qwen 3.5's system-first rule; nothing for Qwen 2.5."""
-    assert _needs(MISTRAL) == {"alnum9_call_ids", "fold_system", "merge_user_turns"}
+    assert _needs(MISTRAL) == {"alnum9_call_ids", "fold_system", "merge_user_turns", "system_in_last_user"}
     assert _needs((TRL / "llama3_1.jinja").read_text()) == {"split_parallel_calls"}
     assert _needs((TRL / "qwen3_5_nothink.jinja").read_text()) == {"fold_system"}
     assert _needs((TRL / "qwen2_5.jinja").read_text()) == set()
@@ -51,6 +51,45 @@ def test_fold_and_merge_keep_every_text_and_count():
     assert n == 1 and out[3]["content"] == "HOOK\n\nU2\n\nU3" and len(flags) == len(out)
     _, _, counts = adapt(msgs, [True] * len(msgs), ["fold_system", "merge_user_turns", "alnum9_call_ids"])
     assert counts == {"fold_system": 2, "merge_user_turns": 1, "alnum9_call_ids": 1}
+
+
+def test_system_prompt_kept_for_a_template_that_renders_it_beside_a_final_user_turn_only():
+    """Mistral v0.3's templates (and the test's Mistral-style one) render the system message only when the last
+    message is a user turn (``loop.last``). A training row ends with an assistant turn, so before
+    ``system_in_last_user`` the harness's system prompt was in no rendered row, and no probe said so. Now it goes
+    before the text of the last user turn (mistral-common's place for it), and the rendering holds it."""
+    from hsa.chat_template import system_in_last_user
+
+    msgs = [{"role": "system", "content": "HARNESS PROMPT"}, {"role": "user", "content": "U1"},
+            {"role": "assistant", "content": "A1"}, {"role": "user", "content": "U2"},
+            {"role": "assistant", "content": "A2"}]
+    assert "HARNESS PROMPT" not in render(MISTRAL, msgs, None)  # what the template does on its own
+    out, flags, n = system_in_last_user(msgs, [False, True, True, True, True])
+    assert n == 1 and flags == [True] * 4 and [m["role"] for m in out] == ["user", "assistant", "user", "assistant"]
+    assert out[2]["content"] == "HARNESS PROMPT\n\nU2" and out[0] == msgs[1]
+    text = render(MISTRAL, adapt(msgs, [True] * 5, sorted(_needs(MISTRAL)))[0], None)
+    assert "[INST] HARNESS PROMPT\n\nU2[/INST]" in text
+    # no system message, or no user turn to carry it: nothing changes
+    assert system_in_last_user(msgs[1:], [True] * 4)[2] == 0
+    assert system_in_last_user(msgs[:1], [True])[0] == msgs[:1]
+    # content parts (a multimodal user turn): the prompt goes in as a text part first
+    parts = [msgs[0], {"role": "user", "content": [{"type": "text", "text": "U"}]}]
+    assert system_in_last_user(parts, [True, True])[0][0]["content"][0] == {"type": "text",
+                                                                             "text": "HARNESS PROMPT\n\n"}
+
+
+def test_fold_system_probe_wants_the_first_system_message_too():
+    """A template that keeps only the last system message it meets (DeepSeek-R1's distills, as trl ships them)
+    rendered a hook's late note and dropped the first system message, the harness's prompt; the probe of
+    ``fold_system`` looked for the late note only, so nothing was adapted. It now wants both."""
+    template = (TRL / "deepseek_r1_distill.jinja").read_text()
+    assert "fold_system" in _needs(template)
+    msgs = [{"role": "system", "content": "HARNESS PROMPT"}, {"role": "user", "content": "U1"},
+            {"role": "assistant", "content": "A1"}, {"role": "system", "content": "HOOK NOTE"},
+            {"role": "user", "content": "U2"}, {"role": "assistant", "content": "A2"}]
+    assert "HARNESS PROMPT" not in render(template, msgs, None)
+    text = render(template, adapt(msgs, [True] * 6, sorted(_needs(template)))[0], None)
+    assert "HARNESS PROMPT" in text and "HOOK NOTE" in text
 
 
 def _hook_row(row):
@@ -300,9 +339,9 @@ def test_a_template_that_does_not_compile_is_named_with_its_line(tmp_path, shard
 
 
 @pytest.mark.parametrize("prefix, says", [
-    # raises on any system message (vLLM's granite-20b-fc template loops over every message but renders only
-    # user, assistant and tool turns)
-    ("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('Unexpected role') }}{% endif %}"
+    # raises on any user message: no rewrite helps (one that raised on any system message, as vLLM's
+    # granite-20b-fc template does, is now adapted: system_in_last_user puts the prompt in the last user turn)
+    ("{% for m in messages %}{% if m.role == 'user' %}{{ raise_exception('Unexpected role') }}{% endif %}"
      "{% endfor %}", "nor a probe of a system message, a question and an answer the same way: it renders no "
                      "conversation hsa writes"),
     ("{% if tools %}{{ raise_exception('no tools here') }}{% endif %}",

@@ -79,7 +79,8 @@ def test_unknown_compat_is_an_error():
     with pytest.raises(TrainerInputError, match=r"unknown chat_compat \['split_calls'\]"):
         template_compat(lambda m, t: "", ["split_calls"])
     assert set(CHAT_COMPAT) == {"split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system",
-                                "merge_user_turns", "string_arguments", "tool_call_tags"}
+                                "merge_user_turns", "system_in_last_user", "string_arguments",
+                                "tool_call_tags"}
 
 
 def _render_with(template: str):
