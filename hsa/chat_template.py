@@ -23,7 +23,8 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
-           "probe_refusal", "probe_final_calls_dropped", "refusal_cause", "compile_error", "template_error", "adapt",
+           "probe_refusal", "probe_final_calls_dropped", "probe_text_with_calls_dropped", "texts_beside_calls",
+           "refusal_cause", "compile_error", "template_error", "adapt",
            "split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
            "system_in_last_user", "string_arguments", "tool_call_tags", "read_template", "tool_template"]
 
@@ -504,6 +505,37 @@ def probe_final_calls_dropped(render_fn: Callable[[list[dict], list[dict] | None
         return None
     return ("drops the calls of a conversation's last assistant turn (it renders that turn's text alone, as a "
             "generation prefill), so a row or window that ends with calls would train none")
+
+
+#: The text of the probe's call turn in :func:`probe_text_with_calls_dropped`.
+_TEXT_BESIDE_CALLS = "PROBE TEXT BESIDE THE CALL"
+
+
+def probe_text_with_calls_dropped(render_fn: Callable[[list[dict], list[dict] | None], str],
+                                  rewrites: Sequence[str] = ()) -> str | None:
+    """What a template loses of an assistant turn that has text and calls ("Let me check the forecast." and a
+    call), or None: many render such a turn's calls alone (Hermes, Llama 3.1/3.2, Mistral 3, gpt-oss, xLAM,
+    Command R7B as their templates ship), so the text is in no rendered row and no model learns it. Not a rewrite:
+    the template's format has no place for it. None also when the probe's calls are not rendered, or the template
+    cannot render the probe (other checks say so)."""
+    messages = [dict(m) for m in _tool_probe(())]
+    turn = next(i for i, m in enumerate(messages) if m.get("tool_calls"))
+    messages[turn]["content"] = _TEXT_BESIDE_CALLS
+    messages = adapt(messages, [True] * len(messages), rewrites)[0]
+    try:
+        text = render_fn(messages, _TOOLS)
+    except Exception:  # noqa: BLE001 - the template refuses the probe itself
+        return None
+    if _TEXT_BESIDE_CALLS in text or "4711" not in text:
+        return None
+    return "drops the text of an assistant turn that also calls tools (it renders the calls alone)"
+
+
+def texts_beside_calls(messages: Sequence[dict]) -> int:
+    """How many assistant turns of ``messages`` have text (not only white space) beside their tool calls: what a
+    template that :func:`probe_text_with_calls_dropped` finds leaves out of a row."""
+    return sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls")
+               and _text(m.get("content")).strip())
 
 
 def probe_refusal(render_fn: Callable[[list[dict], list[dict] | None], str],

@@ -570,3 +570,71 @@ def test_a_template_that_renders_text_only_and_asks_for_tags_gets_calls_as_tags(
     other_form = CONTENT_ONLY_TAGS.replace("<tool_call></tool_call> XML tags", "<|tool_call_start|> markers")
     assert _needs(other_form) == {"fold_system"}
     assert _export(tmp_path, shards, capsys, other_form)[0] == 2
+
+
+def _text_beside_call_row() -> dict:
+    """A record whose assistant says what it is about to do and calls a tool in the same turn, as Claude Code and
+    Anthropic-format trajectories do in most turns."""
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
+                                             "parameters": {"type": "object", "properties": {
+                                                 "city": {"type": "string", "description": "City name"}},
+                                                 "required": ["city"]}}}
+    return {"id": "beside", "tools": [tool], "messages": [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": "Let me check the forecast first.", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather",
+                                                              "arguments": "{\"city\": \"Oslo\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "RAINY_7C"},
+        {"role": "assistant", "content": "It rains in Oslo, 7 degrees."}]}
+
+
+def test_a_template_that_drops_the_text_beside_calls_is_reported(tmp_path, capsys):
+    """Llama 3.1's template (as trl ships it) renders an assistant turn's calls and not the text beside them:
+    "Let me check the forecast first." was in no rendered row, and nothing said so. ``hsa export --template`` now
+    says so before the first row and counts the turns that lose their text; Qwen 2.5's template renders that text
+    and gets no such line."""
+    from hsa.chat_template import probe_text_with_calls_dropped, texts_beside_calls
+    from hsa.cli import main
+
+    llama = (TRL / "llama3_1.jinja").read_text()
+    qwen = (TRL / "qwen2_5.jinja").read_text()
+    assert "renders the calls alone" in probe_text_with_calls_dropped(lambda m, t: render(llama, m, t),
+                                                                      ["split_parallel_calls"])
+    assert probe_text_with_calls_dropped(lambda m, t: render(qwen, m, t)) is None
+    row = _text_beside_call_row()
+    assert texts_beside_calls(row["messages"]) == 1
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(row) + "\n" + json.dumps({**row, "id": "beside-2"}) + "\n", encoding="utf-8")
+    assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--variants", "2", "--workers", "1"]) == 0
+    for name, template, says in (("llama", llama, True), ("qwen", qwen, False)):
+        path = tmp_path / f"{name}.jinja"
+        path.write_text(template, encoding="utf-8")
+        out = tmp_path / f"{name}.jsonl"
+        capsys.readouterr()
+        assert main(["export", str(tmp_path / "out"), "--out", str(out), "--template", str(path)]) == 0
+        err = capsys.readouterr().err
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == 4 and all(texts_beside_calls(r["messages"]) == 1 for r in rows)
+        for r in rows:  # the rows keep the text; the template's rendering of them does not
+            said = next(m["content"] for m in r["messages"] if m.get("tool_calls"))
+            assert (said in render(template, r["messages"], r["tools"])) is not says
+        assert ("drops the text of an assistant turn that also calls tools" in err) is says
+        assert ("the template leaves out the text beside the calls of 4 assistant turns in 4 rows" in err) is says
+
+
+def test_sft_counts_the_text_a_template_drops_beside_calls(tiny_model, capsys):  # noqa: F811
+    """The SFT data path logs and counts the same loss (``LongRowStats.text_beside_calls_lost``), here for
+    gpt-oss's training template, which renders such text only when no answer follows the calls."""
+    from transformers import AutoTokenizer
+
+    from trainers.sft import LongRowStats, build_dataset
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    tok.chat_template = (TRL / "gptoss_training.jinja").read_text()  # gpt-oss: such text only before no answer
+    stats = LongRowStats()
+    row = _text_beside_call_row()
+    build_dataset([row, {**row, "id": "b2"}, {**row, "id": "b3", "messages": row["messages"][:2] + [
+        {**row["messages"][2], "content": ""}] + row["messages"][3:]}], tok, stats=stats)
+    assert stats.text_beside_calls_lost == (2, 2)
+    assert "leaves out the text beside the calls of 2 assistant turns in 2 rows" in capsys.readouterr().err

@@ -154,6 +154,9 @@ class LongRowStats:
     dropped_tokens: int = 0  #: assistant tokens of the conversations left out
     #: chat template rewrites: name -> (rows changed, items changed), e.g. split_parallel_calls -> (2, 3)
     adapted: dict = dataclasses.field(default_factory=dict)
+    #: (rows, assistant turns) whose text beside tool calls the chat template leaves out
+    #: (:func:`hsa.chat_template.probe_text_with_calls_dropped`); (0, 0) when it renders that text
+    text_beside_calls_lost: tuple = (0, 0)
 
     def summary(self, mode: str, max_length: int | None) -> str:
         lost = self.cut_tokens + self.dropped_tokens
@@ -248,6 +251,8 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
     import datasets
     from transformers.utils.chat_template_utils import render_jinja_template
 
+    from hsa.chat_template import probe_text_with_calls_dropped, texts_beside_calls
+
     if long_rows not in LONG_ROWS:
         raise TrainerInputError(f"--long_rows must be one of {list(LONG_ROWS)} (got {long_rows!r})")
     template = training_template(tokenizer)
@@ -258,6 +263,10 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
                                      chat_template=template, **tokenizer.special_tokens_map)[0][0]
 
     compat = template_compat(render, compat)
+    text_dropped = probe_text_with_calls_dropped(render, compat)
+    if text_dropped:
+        log(f"the chat template {text_dropped}: that text is not trained (counted below)")
+    lost = [0, 0]
     adapted: dict[str, list[int]] = {}
     checked = False
     ids, labels, n = [], [], 0
@@ -268,6 +277,9 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
             adapted.setdefault(name, [0, 0])
             adapted[name][0] += 1
             adapted[name][1] += k
+        if text_dropped and (k := texts_beside_calls(chat["messages"])):
+            lost[0] += 1
+            lost[1] += k
         if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
             check_template_renders_harness(render, chat, where=where, final_turn=True)
             checked = True
@@ -315,6 +327,10 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
     stats.adapted = {k: tuple(v) for k, v in adapted.items()}
     if adapted:
         log(f"rows adapted to the chat template: {adaptation_summary(adapted)}")
+    stats.text_beside_calls_lost = tuple(lost)
+    if lost[0]:
+        log(f"the chat template leaves out the text beside the calls of {lost[1]} assistant turns in {lost[0]} rows "
+            "(their calls are trained)")
     if not ids:
         raise TrainerInputError(f"none of the {n} rows has an assistant token to learn from within max_length="
                                 f"{max_length} (--long_rows {long_rows}); raise --max_length or check the rows' "
