@@ -24,6 +24,8 @@ __all__ = [
     "content_parts",
     "record_words",
     "text_words",
+    "data_words",
+    "DataWords",
     "Words",
     "map_schema_descriptions",
     "map_schema_descriptions_in_place",
@@ -342,6 +344,58 @@ def text_words(record: Record) -> Words:
     texts = text_fields(record)
     k = _message_text_count(record)  # text_fields puts the messages' texts first, as texts_of does
     return Words(_texts_tokens(tuple(texts[:k])), _texts_tokens(tuple(texts[k:])))
+
+
+class DataWords:
+    """The words of a record's *data*, for membership tests (``name in words``): the texts of its user messages and
+    the string values its calls pass (code, paths, ids, free text; never the argument names). A name found there
+    may be a value of the task, not a reference to the harness: "a variable named 'listElement'" in a BFCL question
+    whose tool has a parameter ``listElement``; ``from hermes_tools import get_schema`` in a call's code, where
+    ``get_schema`` is also a tool. A rename rewrites user texts and never call values, so renaming such a name
+    would change what the user asked for, or leave the code calling a name that no longer exists. A name of one
+    token (:func:`hsa.names.is_plain_token`) is looked up in the tokens, any other (``git.status``, ``a b``) in the
+    texts."""
+
+    __slots__ = ("tokens", "texts")
+
+    def __init__(self, texts: tuple[str, ...]):
+        self.texts = texts
+        self.tokens = frozenset().union(*map(text_tokens, texts)) if texts else frozenset()
+
+    def __contains__(self, name) -> bool:
+        if not isinstance(name, str):
+            return False
+        if is_plain_token(name) and "." not in name:
+            return name in self.tokens
+        return any(name in t for t in self.texts)
+
+
+def data_words(record: Record) -> DataWords:
+    """:class:`DataWords` of ``record``: what a rename asks before it renames a name
+    (``facts.ask_set(data_words)``)."""
+    texts: list[str] = []
+    for m in record["messages"]:
+        if m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, str):
+                texts.append(c)
+            elif isinstance(c, list):
+                texts.extend(b["text"] for b in c if isinstance(b, dict) and isinstance(b.get("text"), str))
+        for call in m.get("tool_calls") or ():
+            _strings_of(call.get("function", {}).get("arguments"), texts)
+    return DataWords(tuple(texts))
+
+
+def _strings_of(value: Any, out: list[str]) -> None:
+    """The string values in ``value`` (a call's arguments), at any depth; not the keys."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings_of(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings_of(v, out)
 
 
 def _message_text_count(record: Record) -> int:

@@ -15,6 +15,7 @@ import re
 from typing import Any, ClassVar
 
 from hsa.names import is_identifier_like, is_legal, is_legal_param, split_words
+from hsa.record_texts import data_words
 from hsa.records import Record
 from hsa.renames import hook_literals, param_mentions, record_words, word_name_free, word_uses
 from hsa.transform import Facts, HarnessView, Skip, Transform, check_probability, register
@@ -33,6 +34,11 @@ def _mentions_invert(old: str, new: str) -> bool:
     identifier-like name (every token a reference: "a start_index of 200") becomes a plain word ("a offset of
     200" reads as the word, and the inverse leaves it)."""
     return is_identifier_like(new) or not is_identifier_like(old)
+
+
+#: Why a name is left alone when the record's data holds it (:func:`hsa.record_texts.data_words`).
+_IN_DATA = ("also in a user message or in the values a call passes, where it may be a value of the task (a "
+            "variable, a function in code) that renames do not rewrite")
 
 
 def _ambiguous_skip(kept: dict[str, str], what: str) -> Skip:
@@ -66,7 +72,9 @@ class ToolRename(Transform):
     (:mod:`hsa.mentions`). New names are legal in the tool's dialect and collide with no name or token of the
     record, but a plain word (``read`` for ``Read``) that the texts only use as a word. A tool named by a plain
     word is renamed where a text refers to it and left as the word elsewhere ("Read the file first" stays); a
-    tool that a hook uses as a word (a message, data) is left alone and the skip names it.
+    tool that a hook uses as a word (a message, data) is left alone and the skip names it, and so is an
+    identifier-like name that a user message or a string a call passes holds (code that imports it: a value of
+    the task, which renames do not rewrite).
     """
 
     name: ClassVar[str] = "tool.rename"
@@ -97,9 +105,11 @@ class ToolRename(Transform):
             return Skip("no tools")
         ambiguous = facts.ask(word_uses, names)
         taken = facts.ask_set(record_words)
+        data = facts.ask_set(data_words)
         by_name = {t["name"]: t for t in harness["tools"]}
         renames: dict[str, str] = {}
         kept: dict[str, str] = {}
+        in_data: list[str] = []
 
         lexicon: dict[str, str] | None = None  # one namespace's synonyms by word (None: each name draws its own)
 
@@ -118,6 +128,9 @@ class ToolRename(Transform):
                 return False
             if old in ambiguous:
                 kept[old] = ambiguous[old]
+                return False
+            if is_identifier_like(old) and old in data:
+                in_data.append(old)
                 return False
             return True
 
@@ -147,6 +160,8 @@ class ToolRename(Transform):
         if not renames:
             if kept:
                 return _ambiguous_skip(kept, "tool")
+            if in_data:
+                return Skip(f"tool name {', '.join(map(repr, sorted(set(in_data))))} {_IN_DATA}")
             return Skip("no tool name changed (already in the drawn style, or not drawn)")
         return {"renames": renames}
 
@@ -173,6 +188,8 @@ class ParamRename(Transform):
     ``mix_styles`` draws a style per parameter instead. Sibling names never collide; a parameter whose name is
     also a string literal in a hook is renamed only when no other tool declares that name (the hook literal
     follows it), and no parameter takes a name that is a string literal in a hook (the hook would then read it). Mentions follow where they can only mean this parameter (:func:`hsa.renames.rename_params`).
+    An identifier-like name that a user message or a string a call passes holds ("a variable named
+    'listElement'") is left alone: there it may be a value of the task, not the parameter.
     """
 
     name: ClassVar[str] = "tool.param_rename"
@@ -196,12 +213,17 @@ class ParamRename(Transform):
         literals = hook_literals(harness)
         owners, per_tool = F.tools_named_paths(harness["tools"])
         taken = facts.ask_set(record_words)
+        data = facts.ask_set(data_words)
         out = []
+        in_data: list[str] = []
 
         def rename(t: dict, path: tuple, used: set, style: str) -> None:
             old = path[-1]
             if old in literals and owners.get(old, 0) > 1:
                 return  # a hook compares this name for several tools: not provably safe
+            if is_identifier_like(old) and old in data:
+                in_data.append(old)
+                return
             node = node_at(t["parameters"], path) or {}
             context = cue_words(node.get("description") if isinstance(node.get("description"), str) else "",
                                 " ".join(split_words(t["name"])))
@@ -235,6 +257,8 @@ class ParamRename(Transform):
                         if convention or rng.random() < self.p:
                             rename(t, path, siblings[path[:-1]], style)
         if not out:
+            if in_data:
+                return Skip(f"parameter name {', '.join(map(repr, sorted(set(in_data))))} {_IN_DATA}")
             return Skip("no parameter name changed (already in the drawn style, shared with a hook, or not drawn)")
         return {"renames": out}
 
