@@ -658,3 +658,23 @@ def test_a_toucan_row_augments_with_its_calls_varied(tmp_path):
     canon = [normalize(json.loads(line)) for line in (tmp_path / "canon.jsonl").read_text().splitlines()]
     assert len(canon) == 8 and all(c["messages"] == source["messages"] and c["tools"] == source["tools"]
                                    for c in canon)
+
+
+def test_sharegpt_rows_with_their_tools_listed_in_the_system_text_are_read():
+    """LLaMA-Factory conversions of ToolACE (zaego123/ToolACE_data, this row verbatim) keep the tool list as JSON in
+    a top-level ``system`` text and an empty ``tools: "[]"``. The system text reached the messages only after the
+    ShareGPT conversion, past the reader of tool definitions in system text, so every such row was an ``undefined
+    tool`` reject ("calls 'allPlayersBySeason', which is not among the tools ([])"). Now the listing is read after
+    the conversion: 4 tools, cut from the text, and both calls validate."""
+    raw = json.loads((Path(__file__).parent / "data" / "toolace_sharegpt_row.json").read_text(encoding="utf-8"))
+    assert raw["tools"] == "[]" and "allPlayersBySeason" in raw["system"]
+    rec = normalize(raw)
+    assert [t["name"] for t in rec["tools"]] == ["allPlayersBySeason", "getConferences", "news/get-categories",
+                                                  "Get World Cup Champions"]
+    system = rec["messages"][0]
+    assert system["role"] == "system" and "allPlayersBySeason" not in system["content"]
+    assert system["content"].startswith("You are an expert in composing functions.")
+    calls = [c["function"]["name"] for m in rec["messages"] for c in m.get("tool_calls") or ()]
+    assert calls == ["allPlayersBySeason", "getConferences"]
+    assert not [v for v in check_record(rec) if v.invariant == 1]
+    assert any("converted tool definitions written as JSON in a system message" in n for n in rec["notes"])
