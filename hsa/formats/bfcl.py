@@ -45,6 +45,7 @@ def check_bfcl_multi_turn(raw: dict) -> None:
     raise RecordError(
         "bfcl multi-turn row without functions",
         f"a BFCL multi-turn row names the classes of its tools ({classes!r}) but not their functions, which BFCL "
-        "keeps apart (multi_turn_func_doc/*.json in the bfcl-eval package's data); add the functions of those "
-        "classes, less 'excluded_function', as the row's 'function' list and it is read as a BFCL question/function "
-        "row: docs/format.md, 'BFCL multi-turn rows', does it in a few lines")
+        "keeps apart (multi_turn_func_doc/*.json in the bfcl-eval package's data); BFCL's own loader adds them "
+        "(bfcl_eval.utils.load_dataset_entry(category), which also picks a memory row's backend: memory_kv, "
+        "memory_vector, memory_rec_sum) and the rows it gives are read as BFCL question/function rows: "
+        "docs/format.md, 'BFCL multi-turn rows'")
