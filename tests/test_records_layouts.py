@@ -680,3 +680,27 @@ def test_sharegpt_rows_with_their_tools_listed_in_the_system_text_are_read():
     assert calls == ["allPlayersBySeason", "getConferences"]
     assert not [v for v in check_record(rec) if v.invariant == 1]
     assert any("converted tool definitions written as JSON in a system message" in n for n in rec["notes"])
+
+
+def test_toolbench_answer_files_are_read():
+    """ToolBench's answer files (OpenBMB/ToolBench data_example/answer/G1_answer, this one verbatim) were a
+    'missing messages' reject whose detail named ToolBench among the layouts read. The kept trajectory is the last
+    of ``answer_generation.train_messages`` (legacy function calling) with ``answer_generation.function`` as its
+    tools; the search tree and compared candidates are left out and noted; a search that kept no path is a reject
+    that says so."""
+    data = Path(__file__).parent / "data"
+    raw = json.loads((data / "toolbench_answer_G1.json").read_text(encoding="utf-8"))
+    last = raw["answer_generation"]["train_messages"][-1]
+    rec = normalize(raw)
+    assert [t["name"] for t in rec["tools"]] == ["transitaire_for_transitaires", "transitaires_for_transitaires",
+                                                  "Finish"]
+    assert [m["role"] for m in rec["messages"]] == [{"function": "tool"}.get(m["role"], m["role"]) for m in last]
+    calls = [c["function"]["name"] for m in rec["messages"] for c in m.get("tool_calls") or ()]
+    assert calls == [m["function_call"]["name"] for m in last if m.get("function_call")]
+    assert calls[-1] == "Finish" and not [v for v in check_record(rec) if v.invariant == 1]
+    assert "tree" not in rec["extra"] and rec["extra"]["answer_generation"]["query"].startswith("Can you retrieve")
+    assert "train_messages" not in rec["extra"]["answer_generation"]
+    assert any("left out the search's bookkeeping: 'tree', 'compare_candidates'" in n for n in rec["notes"])
+    with pytest.raises(RecordError, match="kept no path") as e:
+        normalize(json.loads((data / "toolbench_answer_no_path.json").read_text(encoding="utf-8")))
+    assert e.value.reason == "toolbench answer without a trajectory"

@@ -25,6 +25,7 @@ from hsa.formats.system_tools import convert_system_tools
 from hsa.formats.template_kwargs import tools_from_template_kwargs
 from hsa.formats.text_calls import convert_text_calls
 from hsa.formats.toolace import convert_toolace, toolace_turns
+from hsa.formats.toolbench import convert_toolbench_answer, toolbench_answer
 from hsa.formats.xlam import convert_xlam, is_xlam
 from hsa.record_model import RecordError
 
@@ -76,6 +77,9 @@ def convert(raw: dict) -> dict | None:
         return convert_responses(raw, *responses)
     if is_langchain(raw):
         return convert_langchain(raw)
+    if not hsa_record and (answer := toolbench_answer(raw)) is not None:
+        row = convert_toolbench_answer(raw, answer)
+        return _convert_within_messages(row, False) or row
     if not hsa_record:
         for find, convert_turns in ((hermes_turns, convert_hermes), (glaive_turns_of, convert_glaive_sharegpt),
                                     (react_turns_of, convert_react)):
@@ -114,7 +118,8 @@ def _plain_layouts(raw: dict) -> dict:
         return convert_sharegpt(raw, conv)
     raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
                       f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
-                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, ToolBench, Glaive (system/chat), "
+                      "(conversations, with or without Hermes <tool_call> tags), ToolACE, ToolBench (ReAct text, answer "
+                      "files), Glaive (system/chat), "
                       "Anthropic (content blocks), Gemini (contents/parts), OpenAI Responses items (input/output), "
                       "LangChain message dicts and BFCL (question/function); see docs/format.md")
 
