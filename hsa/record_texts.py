@@ -352,22 +352,25 @@ class DataWords:
     may be a value of the task, not a reference to the harness: "a variable named 'listElement'" in a BFCL question
     whose tool has a parameter ``listElement``; ``from hermes_tools import get_schema`` in a call's code, where
     ``get_schema`` is also a tool. A rename rewrites user texts and never call values, so renaming such a name
-    would change what the user asked for, or leave the code calling a name that no longer exists. A name of one
-    token (:func:`hsa.names.is_plain_token`) is looked up in the tokens, any other (``git.status``, ``a b``) in the
-    texts."""
+    would change what the user asked for, or leave the code calling a name that no longer exists. A name of
+    ``[A-Za-z0-9_-]`` characters is found as a whole run of them (``hermes_tools.get_schema`` holds
+    ``get_schema``), any other (``git.status``, ``a b``) as text. Asked for a few names per record, so the texts are
+    searched, not tokenized."""
 
-    __slots__ = ("tokens", "texts")
+    __slots__ = ("text",)
 
     def __init__(self, texts: tuple[str, ...]):
-        self.texts = texts
-        self.tokens = frozenset().union(*map(text_tokens, texts)) if texts else frozenset()
+        self.text = "\n".join(texts)
 
     def __contains__(self, name) -> bool:
-        if not isinstance(name, str):
+        if not isinstance(name, str) or not name or name not in self.text:
             return False
-        if is_plain_token(name) and "." not in name:
-            return name in self.tokens
-        return any(name in t for t in self.texts)
+        if _RUN.fullmatch(name) is None:
+            return True
+        return re.search(rf"(?<![A-Za-z0-9_\-]){re.escape(name)}(?![A-Za-z0-9_\-])", self.text) is not None
+
+
+_RUN = re.compile(r"[A-Za-z0-9_\-]+")
 
 
 def data_words(record: Record) -> DataWords:
