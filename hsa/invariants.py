@@ -251,6 +251,12 @@ def calls_of(record: Record) -> list[dict]:
     return [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for _, _, c in iter_calls(record)]
 
 
+#: What an undefined-tool violation adds for a record that defines no tools at all: agent logs (SWE-agent, tau2-bench,
+#: Claude Code) keep the tool definitions outside the trajectory.
+_NO_TOOLS = ("; the record defines no tools: agent logs often keep them apart, so pass them with --tools FILE (a "
+             "JSON list of tool definitions) to hsa augment, hsa validate or the trainers (docs/format.md)")
+
+
 def check_record(record: Record, *, check_names: bool = False) -> list[Violation]:
     """Invariant 1 on one record: every call names a defined tool and validates against its schema."""
     out: list[Violation] = []
@@ -265,7 +271,8 @@ def check_record(record: Record, *, check_names: bool = False) -> list[Violation
         where = f"messages[{mi}].tool_calls[{ci}]"
         if tool is None:
             out.append(Violation("validity", "undefined tool",
-                                 f"{where} calls {fn['name']!r}, which is not among the tools ({sorted(tools)})"))
+                                 f"{where} calls {fn['name']!r}, which is not among the tools ({sorted(tools)})"
+                                 + (_NO_TOOLS if not tools else "")))
             continue
         if quick_valid(tool["parameters"], fn["arguments"]) is True:
             continue

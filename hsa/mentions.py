@@ -194,11 +194,21 @@ def mention_spans(text: str, name: str, kind: str = "tool") -> list[tuple[int, i
     return out
 
 
+def _set_off(text: str, s: int, e: int) -> bool:
+    """Whether the token at ``s:e`` is set off by a quote or backtick on either side."""
+    return (s > 0 and text[s - 1] in _QUOTES) or (e < len(text) and text[e] in _QUOTES)
+
+
+_QUOTES = "`'\""
+
+
 def _is_ref(text: str, s: int, e: int, name: str, kind: str) -> bool:
     if _base_reference(text, s, e, name, kind):
         return True
-    # coordination: walk the list both ways while the joints hold; one name-like member makes it a list of names
-    pos = s
+    # coordination: walk the list both ways while the joints hold; one name-like member makes it a list of names.
+    # Members of one list are quoted alike: "such as 'create', open files" is a quoted name and then a verb
+    quoted = _set_off(text, s, e)
+    pos, end = s, e
     for _ in range(12):
         m = _COORD_BEFORE.search(text[max(0, pos - 60):pos])
         if not m:
@@ -206,15 +216,19 @@ def _is_ref(text: str, s: int, e: int, name: str, kind: str) -> bool:
         tok = m.group(1)
         ts = max(0, pos - 60) + m.start(1)
         te = ts + len(tok)
+        if _set_off(text, ts, te) != quoted:
+            break
         if _name_like(tok, text, ts, te, kind):
             return True
         pos = ts
-    pos = e
+    pos = end
     for _ in range(12):
         m = _COORD_AFTER.match(text, pos)
         if not m:
             break
         ts, te = m.span(1)
+        if _set_off(text, ts, te) != quoted:
+            break
         if _name_like(m.group(1), text, ts, te, kind):
             return True
         pos = te

@@ -399,3 +399,18 @@ def test_a_region_is_renamed_as_the_whole_text_reads_it():
     chained = "Set get Get (Get)."  # the second reading (a renamed neighbour) in source positions too
     repl = mention_replacements(chained, {"Get": "teG", "set": "geeA"})
     assert [chained[s:e] for s, e, _ in repl] == ["Get", "Get"] and repl[1][:2] == (13, 16)
+
+
+def test_a_list_of_names_is_quoted_alike():
+    """SWE-agent's system prompt: "Note that some commands, such as 'create', open files". The coordination rule
+    read 'open' as the second item of a list that starts with the quoted 'create', so a harness with tools named
+    ``create`` and ``open`` had "open files" renamed with the tool ("such as 'Create', Open files"). Members of one
+    list are set off alike; a verb after a quoted name is not one of them. The labelled set's counts are unchanged
+    (149 references found, 0 words taken for references, 10 missed)."""
+    text = "Note that some commands, such as 'create', open files, so they might change the current open file."
+    assert is_reference(text, text.index("'create'") + 1, "create")
+    assert not is_reference(text, text.index("open files"), "open")
+    listed = "Use the commands 'create', 'open' and 'edit' to work on files."
+    assert is_reference(listed, listed.index("open"), "open")
+    code = "Tools: `Read`, `Write` and `Bash`."
+    assert all(is_reference(code, code.index(n), n) for n in ("Read", "Write", "Bash"))

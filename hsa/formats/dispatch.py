@@ -21,6 +21,7 @@ from hsa.formats.openai_legacy import convert_legacy_openai
 from hsa.formats.react import convert_react, react_turns_of
 from hsa.formats.responses import convert_responses, responses_items
 from hsa.formats.sharegpt import convert_sharegpt, sharegpt_turns
+from hsa.formats.result_ids import exit_message, result_ids
 from hsa.formats.system_tools import convert_system_tools
 from hsa.formats.template_kwargs import tools_from_template_kwargs
 from hsa.formats.text_calls import convert_text_calls
@@ -46,7 +47,9 @@ def _convert_within_messages(raw: dict, hsa_record: bool) -> dict | None:
              lambda r: convert_ai_sdk(r) if ai_sdk_parts(r["messages"]) else None,
              ollama_tool_names]
     if not hsa_record:  # hsa writes calls as tool_calls, and texts are the harness's own
-        steps.insert(0, convert_call_roles)
+        steps.insert(0, exit_message)
+        steps.insert(1, convert_call_roles)
+        steps.append(result_ids)
         steps.append(convert_system_tools)
         steps.append(convert_text_calls)
     for step in steps:
@@ -116,12 +119,44 @@ def _plain_layouts(raw: dict) -> dict:
     conv = sharegpt_turns(raw)
     if conv is not None:
         return convert_sharegpt(raw, conv)
+    _check_agent_log_pieces(raw)
     raise RecordError("missing messages", "a record needs a 'messages' list (Hugging Face conversational format); "
                       f"this one has the keys {sorted(raw)[:12]}. Also read: xLAM (query/tools/answers), ShareGPT "
                       "(conversations, with or without Hermes <tool_call> tags), ToolACE, ToolBench (ReAct text, answer "
                       "files), Glaive (system/chat), "
                       "Anthropic (content blocks), Gemini (contents/parts), OpenAI Responses items (input/output), "
                       "LangChain message dicts and BFCL (question/function); see docs/format.md")
+
+
+def _check_agent_log_pieces(raw: dict) -> None:
+    """Refuse, saying what to do, a line that is a piece of a conversation or a file of many: one chat message (a
+    file holding one conversation's messages as a JSON array gives one per element), an OpenHands event, a
+    tau2-bench results file."""
+    if isinstance(raw.get("role"), str) and ("content" in raw or "tool_calls" in raw):
+        raise RecordError("a message, not a record", (
+            f"this line (or JSON array element) is one chat message (role {raw['role']!r}), not a conversation; a "
+            "file whose JSON array holds one conversation's messages is read as one record per element. Write each "
+            "conversation as one {\"messages\": [...]} object per line"))
+    history = raw.get("history")
+    events = history if isinstance(history, list) and history and all(isinstance(e, dict) for e in history) else ()
+    if _is_openhands_event(raw) or (events and all("role" not in e for e in events)
+                                     and any("action" in e or "observation" in e for e in events)):
+        where = "its 'history' holds OpenHands events" if events else "an OpenHands event"
+        raise RecordError("openhands event", (
+            f"{where} (actions and observations of an event stream); hsa reads "
+            "conversations, not event streams: each action event's tool_call_metadata.model_response holds the "
+            "model's message with its tool calls in OpenAI's form, and the observation that follows (its "
+            "'cause' is the action's id) holds the result; write those as {\"messages\": [...]} per conversation"))
+    if isinstance(raw.get("simulations"), list) and ("tasks" in raw or "info" in raw):
+        raise RecordError("tau2-bench results file", (
+            "its conversations are 'simulations' (each with 'messages'); write one per "
+            "line (python -c \"import json,sys; [print(json.dumps(s)) for s in json.load(open(sys.argv[1]))"
+            "['simulations']]\" results.json > sims.jsonl) and pass the domain's tools with --tools FILE (tau2 "
+            "keeps them in its domain code; the policy is info.environment_info.policy)"))
+
+
+def _is_openhands_event(e: dict) -> bool:
+    return isinstance(e.get("source"), str) and ("action" in e or "observation" in e) and "id" in e
 
 
 def to_messages_layout(raw: dict) -> dict:
