@@ -177,6 +177,10 @@ def _print_summary(manifest: dict, out: str) -> None:
     if manifest.get("records_with_unread_calls"):
         print(f"{manifest['records_with_unread_calls']} records call a tool in their assistant text in a layout hsa "
               "does not read (noted as 'unread call' in their rows): those calls stay text; convert them first")
+    if manifest.get("records_without_tools_or_calls"):
+        print(f"{manifest['records_without_tools_or_calls']} records have neither tools nor tool calls: read as plain "
+              "chat (an agent that writes its commands as text, as SWE-agent's and mini-swe-agent's text modes do, "
+              "is read this way: its commands stay text that no transform varies)")
     if manifest.get("hooks_not_replayed"):
         print("hooks not replayed (they fail on their own payloads, so invariant 7 was not checked for them; rows "
               "noted 'hook not replayed'; --strict-hooks rejects them):")

@@ -373,12 +373,13 @@ class DataWords:
 _RUN = re.compile(r"[A-Za-z0-9_\-]+")
 
 
-def data_words(record: Record) -> DataWords:
+def data_words(record: Record, users: bool = True) -> DataWords:
     """:class:`DataWords` of ``record``: what a rename asks before it renames a name
-    (``facts.ask_set(data_words)``)."""
+    (``facts.ask_set(data_words, users)``). ``users=False``: the call values alone (a tool's name in a user message
+    is a reference far more often than a value: "call load_skill with a reply skill")."""
     texts: list[str] = []
     for m in record["messages"]:
-        if m.get("role") == "user":
+        if users and m.get("role") == "user":
             c = m.get("content")
             if isinstance(c, str):
                 texts.append(c)

@@ -413,3 +413,24 @@ def test_show_finds_a_source_without_an_id_in_its_input(tmp_path, fixture_lines,
     assert "source not found" not in out and "--- source" in out
 
 
+
+
+def test_records_without_tools_or_calls_are_counted_and_said(tmp_path, capsys):
+    """An agent that writes its commands as text (SWE-agent's text mode: a fenced command after a thought) was read
+    as plain chat with nothing said; the manifest counts such records and the summary says what they are."""
+    from hsa.cli import main
+
+    rows = [{"id": "text-agent", "messages": [
+        {"role": "system", "content": "Reply with one bash command in a ```bash block."},
+        {"role": "user", "content": "Fix the bug in a.py."},
+        {"role": "assistant", "content": "THOUGHT: look first.\n\n```bash\nls\n```"},
+        {"role": "user", "content": "a.py b.py"}]},
+        {"id": "tools", "tools": [{"type": "function", "function": {"name": "ls", "parameters": {
+            "type": "object", "properties": {}}}}], "messages": [{"role": "user", "content": "hi"},
+                                                                {"role": "assistant", "content": "hello"}]}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert main(["augment", str(src), "--out", str(tmp_path / "o"), "--variants", "1", "--workers", "1"]) == 0
+    m = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert m["records_without_tools_or_calls"] == 1
+    assert "1 records have neither tools nor tool calls: read as plain chat" in capsys.readouterr().out

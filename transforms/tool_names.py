@@ -39,6 +39,8 @@ def _mentions_invert(old: str, new: str) -> bool:
 #: Why a name is left alone when the record's data holds it (:func:`hsa.record_texts.data_words`).
 _IN_DATA = ("also in a user message or in the values a call passes, where it may be a value of the task (a "
             "variable, a function in code) that renames do not rewrite")
+_IN_CALLS = ("also in the values a call passes (code or data that calls it by name), which renames do not "
+             "rewrite")
 
 
 def _ambiguous_skip(kept: dict[str, str], what: str) -> Skip:
@@ -73,8 +75,7 @@ class ToolRename(Transform):
     record, but a plain word (``read`` for ``Read``) that the texts only use as a word. A tool named by a plain
     word is renamed where a text refers to it and left as the word elsewhere ("Read the file first" stays); a
     tool that a hook uses as a word (a message, data) is left alone and the skip names it, and so is an
-    identifier-like name that a user message or a string a call passes holds (code that imports it: a value of
-    the task, which renames do not rewrite).
+    identifier-like name that a string a call passes holds (code that imports it, which renames do not rewrite).
     """
 
     name: ClassVar[str] = "tool.rename"
@@ -105,7 +106,7 @@ class ToolRename(Transform):
             return Skip("no tools")
         ambiguous = facts.ask(word_uses, names)
         taken = facts.ask_set(record_words)
-        data = facts.ask_set(data_words)
+        data = facts.ask_set(data_words, False)  # the call values: code that imports a tool by its name
         by_name = {t["name"]: t for t in harness["tools"]}
         renames: dict[str, str] = {}
         kept: dict[str, str] = {}
@@ -161,7 +162,7 @@ class ToolRename(Transform):
             if kept:
                 return _ambiguous_skip(kept, "tool")
             if in_data:
-                return Skip(f"tool name {', '.join(map(repr, sorted(set(in_data))))} {_IN_DATA}")
+                return Skip(f"tool name {', '.join(map(repr, sorted(set(in_data))))} {_IN_CALLS}")
             return Skip("no tool name changed (already in the drawn style, or not drawn)")
         return {"renames": renames}
 

@@ -105,6 +105,7 @@ class Stats:
     failed: Counter = dataclasses.field(default_factory=Counter)  # (transform, failure) -> variants not written
     converted: Counter = dataclasses.field(default_factory=Counter)  # input layout converted on reading -> records
     unread_calls: int = 0  # records whose assistant text calls a tool in a layout the readers do not know
+    plain_chats: int = 0  # records with neither tools nor tool calls
     hooks_not_replayed: Counter = dataclasses.field(default_factory=Counter)  # "hook: why" -> records
 
     def __add__(self, other: Stats) -> Stats:
@@ -176,6 +177,7 @@ class Stats:
             "variant_failures": dict(sorted(self.variant_failures.items())),
             "converted_layouts": dict(sorted(self.converted.items())),
             "records_with_unread_calls": self.unread_calls,
+            "records_without_tools_or_calls": self.plain_chats,
             "hooks_not_replayed": dict(sorted(self.hooks_not_replayed.items())),
             "families": dict(sorted(families.items())),
             "transforms": per_transform,
@@ -302,6 +304,7 @@ def augment_record(item: InputLine, recipe: Transform, *, seed: int, variants: i
     for layout in converted_layouts(source["notes"]):
         stats.converted[layout] += 1
     stats.unread_calls += any(n.startswith(UNREAD_CALL_NOTE) for n in source["notes"])
+    stats.plain_chats += not source["tools"] and not any(m.get("tool_calls") for m in source["messages"])
     violations = check_record(source)
     if violations:
         stats.rejected = 1
