@@ -116,6 +116,7 @@ def adaptation_summary(counts: dict[str, list[int]]) -> str:
     """``{rewrite: [rows, items]}`` as one line: "split_parallel_calls: 3 turns in 2 rows; ..."."""
     what = {"split_parallel_calls": "turns split", "alnum9_call_ids": "ids rewritten",
             "system_as_user": "system messages sent as user", "fold_system": "late system messages folded",
-            "merge_user_turns": "user turns merged", "system_in_last_user": "system prompts put in the last user turn", "string_arguments": "calls' arguments written as JSON text",
+            "merge_user_turns": "user turns merged", "system_in_last_user": "system prompts put in the last user turn",
+            "string_arguments": "calls' arguments written as JSON text",
             "tool_call_tags": "calls written as <tool_call> tags in the text"}
     return "; ".join(f"{k}: {n} {what.get(k, 'changes')} in {rows} rows" for k, (rows, n) in counts.items())

@@ -178,9 +178,11 @@ def _print_summary(manifest: dict, out: str) -> None:
         print(f"{manifest['records_with_unread_calls']} records call a tool in their assistant text in a layout hsa "
               "does not read (noted as 'unread call' in their rows): those calls stay text; convert them first")
     if manifest.get("records_without_tools_or_calls"):
-        print(f"{manifest['records_without_tools_or_calls']} records have neither tools nor tool calls: read as plain "
-              "chat (an agent that writes its commands as text, as SWE-agent's and mini-swe-agent's text modes do, "
-              "is read this way: its commands stay text that no transform varies)")
+        from hsa.formats.common import plural
+
+        print(f"{plural(manifest['records_without_tools_or_calls'], 'record')} with neither tools nor tool calls: "
+              "read as plain chat (an agent that writes its commands as text, as SWE-agent's and mini-swe-agent's "
+              "text modes do, is read this way: its commands stay text that no transform varies)")
     if manifest.get("hooks_not_replayed"):
         print("hooks not replayed (they fail on their own payloads, so invariant 7 was not checked for them; rows "
               "noted 'hook not replayed'; --strict-hooks rejects them):")
@@ -274,10 +276,10 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     from collections import Counter
 
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
-    from hsa.formats.common import plural
     from hsa.chat_template import compile_error, harness_not_rendered, probe_final_calls_dropped, \
         probe_harness_not_rendered, probe_text_with_calls_dropped, read_template, refusal_cause, render, \
         template_error, template_needs, texts_beside_calls
+    from hsa.formats.common import plural
 
     try:
         template = read_template(args.template)

@@ -433,4 +433,4 @@ def test_records_without_tools_or_calls_are_counted_and_said(tmp_path, capsys):
     assert main(["augment", str(src), "--out", str(tmp_path / "o"), "--variants", "1", "--workers", "1"]) == 0
     m = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert m["records_without_tools_or_calls"] == 1
-    assert "1 records have neither tools nor tool calls: read as plain chat" in capsys.readouterr().out
+    assert "1 record with neither tools nor tool calls: read as plain chat" in capsys.readouterr().out

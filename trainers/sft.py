@@ -252,6 +252,7 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
     from transformers.utils.chat_template_utils import render_jinja_template
 
     from hsa.chat_template import probe_text_with_calls_dropped, texts_beside_calls
+    from hsa.formats.common import plural
 
     if long_rows not in LONG_ROWS:
         raise TrainerInputError(f"--long_rows must be one of {list(LONG_ROWS)} (got {long_rows!r})")
@@ -329,8 +330,8 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
         log(f"rows adapted to the chat template: {adaptation_summary(adapted)}")
     stats.text_beside_calls_lost = tuple(lost)
     if lost[0]:
-        log(f"the chat template leaves out the text beside the calls of {lost[1]} assistant turns in {lost[0]} rows "
-            "(their calls are trained)")
+        log(f"the chat template leaves out the text beside the calls of {plural(lost[1], 'assistant turn')} in "
+            f"{plural(lost[0], 'row')} (their calls are trained)")
     if not ids:
         raise TrainerInputError(f"none of the {n} rows has an assistant token to learn from within max_length="
                                 f"{max_length} (--long_rows {long_rows}); raise --max_length or check the rows' "

@@ -93,9 +93,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="rewrites for templates that cannot render some conversations, on top of those the "
                         "template's probes find (always on, logged, as in training): split_parallel_calls, "
                         "alnum9_call_ids, system_as_user, fold_system, merge_user_turns, system_in_last_user, "
-                        "string_arguments, "
-                        "tool_call_tags (see "
-                        "docs/training.md)")
+                        "string_arguments, tool_call_tags (see docs/training.md)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow models that ship custom code")
     from hsa.bench.client import add_server_options
 

@@ -35,7 +35,8 @@ def result_ids(raw: dict) -> dict | None:
     out, n = [], {"tool_call_ids": 0, "id": 0}
     for m in msgs:
         if isinstance(m, dict):
-            for c in m.get("tool_calls") or () if isinstance(m.get("tool_calls"), list) else ():
+            calls = m.get("tool_calls")
+            for c in calls if isinstance(calls, list) else ():
                 if isinstance(c, dict) and isinstance(c.get("id"), str):
                     called.add(c["id"])
             if m.get("role") == "tool" and "tool_call_id" not in m:
