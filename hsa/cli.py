@@ -619,10 +619,15 @@ def cmd_skills(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """``hsa import claude-code|codex LOGS... --out FILE``: agent session logs as records, one per conversation."""
+    """``hsa import claude-code|codex|tau2 LOGS... --out FILE``: agent session logs as records, one per
+    conversation."""
     from collections import Counter
 
-    if args.format == "codex":
+    if args.format == "tau2":
+        from hsa.formats.tau2 import Tau2Error as SessionError
+        from hsa.formats.tau2 import read_results as read_session
+        from hsa.formats.tau2 import results_files as session_files
+    elif args.format == "codex":
         from hsa.formats.codex import RolloutError as SessionError
         from hsa.formats.codex import read_rollout as read_session
         from hsa.formats.codex import rollout_files as session_files
@@ -637,6 +642,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return _die(str(exc))
     left: Counter = Counter()
     rejects: list[dict] = []
+    imported: list[dict] = []  # whether each record has tools
     n_records = 0
 
     def records():
@@ -650,18 +656,24 @@ def cmd_import(args: argparse.Namespace) -> int:
             left.update(lo)
             rejects.extend(rej)
             n_records += len(recs)
+            imported.extend({"tools": bool(r.get("tools"))} for r in recs)
             yield from recs
 
     _write_jsonl(records(), args.out)
     from hsa.formats.common import plural
 
-    logs = plural(len(files), "rollout" if args.format == "codex" else "session log")
+    logs = plural(len(files), {"codex": "rollout", "tau2": "results file"}.get(args.format, "session log"))
     print(f"{plural(n_records, 'conversation')} written to {args.out} from {logs}", file=sys.stderr)
     for r in rejects:
         print(f"{r['file']}: not imported: {r['reason']}", file=sys.stderr)
     if left:
         print("left out: " + "; ".join(f"{k} {what}" for what, k in left.most_common()), file=sys.stderr)
-    if n_records and args.format == "codex":
+    if n_records and args.format == "tau2":
+        if not any(r.get("tools") for r in imported):
+            print(f"the results hold no tool definitions (info.environment_info.tool_defs): give the domain's tools to "
+                  f"the next step, e.g. 'hsa augment {args.out} --tools TOOLS.json' (a JSON list of tools)",
+                  file=sys.stderr)
+    elif n_records and args.format == "codex":
         print(f"the rollouts hold no tool definitions: give them to the next step, e.g. 'hsa augment {args.out} "
               "--tools TOOLS.json' (a JSON list of tools, or an object with 'tools')", file=sys.stderr)
     elif n_records:
@@ -908,7 +920,7 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if want("import"):
         im = sub.add_parser("import", help="agent logs as records: Claude Code session logs (claude-code), Codex CLI "
-                                           "rollouts (codex)",
+                                           "rollouts (codex), tau2-bench results files (tau2)",
                             description="claude-code: each session log (~/.claude/projects/<project>/<session>.jsonl, "
                             "one event per line) becomes one record per conversation in the Anthropic layout: the "
                             "chain of events ending at the last turn, an assistant message's blocks joined, a "
@@ -917,10 +929,14 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
                             "(~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) becomes one record per conversation in "
                             "the OpenAI Responses layout, its instructions the system prompt, a compaction starting a "
                             "new record, freeform apply_patch calls as {\"input\": patch} calls; reasoning and UI "
-                            "events left out and counted. The logs hold no tool definitions: pass them to 'hsa "
-                            "augment --tools' (docs/format.md).")
-        im.add_argument("format", choices=("claude-code", "codex"))
-        im.add_argument("inputs", nargs="+", metavar="LOG", help="session .jsonl files, or folders of them")
+                            "events left out and counted. tau2: each results file (data/simulations/*.json) becomes "
+                            "one record per simulation, the domain's policy its system prompt, its task under 'task', "
+                            "its reward under 'meta'; the messages' bookkeeping and the user simulator's own tool "
+                            "calls left out and counted. The logs hold no tool definitions (tau2's only when saved "
+                            "with them): pass them to 'hsa augment --tools' (docs/format.md).")
+        im.add_argument("format", choices=("claude-code", "codex", "tau2"))
+        im.add_argument("inputs", nargs="+", metavar="LOG",
+                        help="session .jsonl files (tau2: results .json files), or folders of them")
         im.add_argument("--out", required=True, help="JSONL file to write ('-': standard output)")
         im.set_defaults(func=cmd_import)
 

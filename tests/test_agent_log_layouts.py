@@ -81,7 +81,7 @@ def test_mini_swe_agent_exit_message_leaves_the_conversation():
                                       {"observation": "run", "content": "ok"}]}, "openhands event",
      "its 'history' holds OpenHands events"),
     ({"timestamp": "t", "info": {"environment_info": {"policy": "Be kind."}}, "tasks": [], "simulations": [
-        {"id": "s1", "messages": []}]}, "tau2-bench results file", "write one per line"),
+        {"id": "s1", "messages": []}]}, "tau2-bench results file", "hsa import tau2 RESULTS.json"),
 ])
 def test_pieces_of_agent_logs_are_refused_with_what_to_do(raw, reason, says):
     """A line that is one message, an OpenHands event (or a record whose history is events) or a whole tau2-bench

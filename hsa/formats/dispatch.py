@@ -149,10 +149,9 @@ def _check_agent_log_pieces(raw: dict) -> None:
             "'cause' is the action's id) holds the result; write those as {\"messages\": [...]} per conversation"))
     if isinstance(raw.get("simulations"), list) and ("tasks" in raw or "info" in raw):
         raise RecordError("tau2-bench results file", (
-            "its conversations are 'simulations' (each with 'messages'); write one per "
-            "line (python -c \"import json,sys; [print(json.dumps(s)) for s in json.load(open(sys.argv[1]))"
-            "['simulations']]\" results.json > sims.jsonl) and pass the domain's tools with --tools FILE (tau2 "
-            "keeps them in its domain code; the policy is info.environment_info.policy)"))
+            "its conversations are 'simulations' (each with 'messages'), one file of many; convert it first: "
+            "'hsa import tau2 RESULTS.json --out sims.jsonl' writes one record per simulation (the domain's policy "
+            "its system prompt), then pass the domain's tools with --tools FILE (tau2 keeps them in its code)"))
 
 
 def _is_openhands_event(e: dict) -> bool:
