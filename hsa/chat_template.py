@@ -24,6 +24,7 @@ from typing import Any
 
 __all__ = ["REWRITES", "render", "template_needs", "harness_not_rendered", "probe_harness_not_rendered",
            "probe_refusal", "probe_final_calls_dropped", "probe_text_with_calls_dropped", "texts_beside_calls",
+           "probe_reasoning_dropped", "template_losses", "lost_turns", "losses_summary",
            "refusal_cause", "compile_error", "template_error", "adapt",
            "split_parallel_calls", "alnum9_call_ids", "system_as_user", "fold_system", "merge_user_turns",
            "system_in_last_user", "string_arguments", "tool_call_tags", "read_template", "tool_template"]
@@ -536,6 +537,60 @@ def texts_beside_calls(messages: Sequence[dict]) -> int:
     template that :func:`probe_text_with_calls_dropped` finds leaves out of a row."""
     return sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls")
                and _text(m.get("content")).strip())
+
+
+def probe_reasoning_dropped(render_fn: Callable[[list[dict], list[dict] | None], str],
+                            rewrites: Sequence[str] = ()) -> str | None:
+    """What a template loses of an assistant turn's ``reasoning_content`` (an Anthropic ``thinking`` block, a
+    reasoning model's trace), or None: a template that renders it on none of the turns, not even the last answer's
+    (most templates of models without a reasoning format), so no row trains it. A template that renders it on the
+    last turns only (Qwen 3, DeepSeek-R1: earlier turns' reasoning is stripped by design) is not reported. None also
+    when the template cannot render the probe."""
+    messages = [dict(m) for m in _tool_probe(())]
+    messages[-1]["reasoning_content"] = "PROBE REASONING TRACE"
+    messages = adapt(messages, [True] * len(messages), rewrites)[0]
+    try:
+        text = render_fn(messages, _TOOLS)
+    except Exception:  # noqa: BLE001 - the template refuses the probe itself
+        return None
+    if "PROBE REASONING TRACE" in text:
+        return None
+    return "renders no assistant turn's reasoning_content, not even the last one's"
+
+
+def reasoning_turns(messages: Sequence[dict]) -> int:
+    """How many assistant turns of ``messages`` carry ``reasoning_content`` (not only white space)."""
+    return sum(1 for m in messages if m.get("role") == "assistant" and isinstance(m.get("reasoning_content"), str)
+               and m["reasoning_content"].strip())
+
+
+#: What a template may leave out of rows that no rewrite can put back: kind -> (probe, turns of a row it concerns,
+#: what the count is of).
+_LOSSES = {"text beside calls": (probe_text_with_calls_dropped, texts_beside_calls,
+                                 "the text beside the calls of {turns} ({rows}; their calls are kept)"),
+           "reasoning": (probe_reasoning_dropped, reasoning_turns, "the reasoning_content of {turns} ({rows})")}
+
+
+def template_losses(render_fn: Callable[[list[dict], list[dict] | None], str],
+                    rewrites: Sequence[str] = ()) -> dict[str, str]:
+    """Kind -> what its probe showed, for each part of a row that the template leaves out of its rendering and no
+    rewrite puts back (:data:`_LOSSES`): the caller says so before the first row and counts the turns it concerns
+    (:func:`lost_turns`)."""
+    return {kind: found for kind, (probe, _, _) in _LOSSES.items() if (found := probe(render_fn, rewrites))}
+
+
+def lost_turns(messages: Sequence[dict], losses: dict[str, str]) -> dict[str, int]:
+    """Kind -> how many turns of ``messages`` each of ``losses`` concerns (only those with some)."""
+    return {kind: k for kind in losses if (k := _LOSSES[kind][1](messages))}
+
+
+def losses_summary(counts: dict[str, list[int]]) -> list[str]:
+    """``{kind: [rows, turns]}`` as one phrase per kind: "the text beside the calls of 10 assistant turns (in 5
+    rows; their calls are kept)"."""
+    from hsa.formats.common import plural
+
+    return [_LOSSES[kind][2].format(turns=plural(turns, "assistant turn"), rows="in " + plural(rows, "row"))
+            for kind, (rows, turns) in counts.items()]
 
 
 def probe_refusal(render_fn: Callable[[list[dict], list[dict] | None], str],

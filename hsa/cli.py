@@ -276,10 +276,9 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     from collections import Counter
 
     from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
-    from hsa.chat_template import compile_error, harness_not_rendered, probe_final_calls_dropped, \
-        probe_harness_not_rendered, probe_text_with_calls_dropped, read_template, refusal_cause, render, \
-        template_error, template_needs, texts_beside_calls
-    from hsa.formats.common import plural
+    from hsa.chat_template import compile_error, harness_not_rendered, losses_summary, lost_turns, \
+        probe_final_calls_dropped, probe_harness_not_rendered, read_template, refusal_cause, render, \
+        template_error, template_losses, template_needs
 
     try:
         template = read_template(args.template)
@@ -324,11 +323,11 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     final_dropped = probe_final_calls_dropped(render_fn, compat)
     if final_dropped:
         print(f"the template {final_dropped}: rows whose last turn is a call are not exported", file=sys.stderr)
-    text_dropped = probe_text_with_calls_dropped(render_fn, compat)
-    if text_dropped:
-        print(f"the template {text_dropped}: such text is written to the rows, and the template leaves it out of "
-              "the training text (counted below)", file=sys.stderr)
-    lost = [0, 0]  # rows, assistant turns whose text beside calls the template leaves out
+    losses = template_losses(render_fn, compat)
+    for found in losses.values():
+        print(f"the template {found}: the rows keep it, the template leaves it out of the training text (counted "
+              "below)", file=sys.stderr)
+    lost: dict[str, list[int]] = {}  # kind -> [rows, turns] the template leaves a part of out
     adapted: dict[str, list[int]] = {}
     failed = 0
     reasons: Counter[str] = Counter()  # the template's errors of the rows it refused, for the summary
@@ -366,9 +365,10 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 adapted.setdefault(name, [0, 0])
                 adapted[name][0] += 1
                 adapted[name][1] += k
-            if text_dropped and (k := texts_beside_calls(chat["messages"])):
-                lost[0] += 1
-                lost[1] += k
+            for kind, k in lost_turns(chat["messages"], losses).items():
+                lost.setdefault(kind, [0, 0])
+                lost[kind][0] += 1
+                lost[kind][1] += k
             out = {k: rec[k] for k in ("id", "source_id", "variant") if rec.get(k) is not None}
             yield {**out, "messages": chat["messages"], "tools": chat["tools"]}
 
@@ -385,9 +385,8 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
             + (f"; {len(reasons) - 5} other errors" if len(reasons) > 5 else ""), file=sys.stderr)
     if adapted:
         print(f"rows adapted to the template: {adaptation_summary(adapted)}", file=sys.stderr)
-    if lost[0]:
-        print(f"the template leaves out the text beside the calls of {plural(lost[1], 'assistant turn')} in "
-              f"{plural(lost[0], 'row')} (their calls are rendered)", file=sys.stderr)
+    for phrase in losses_summary(lost):
+        print(f"the template leaves out {phrase}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -620,11 +620,12 @@ def test_a_template_that_drops_the_text_beside_calls_is_reported(tmp_path, capsy
             said = next(m["content"] for m in r["messages"] if m.get("tool_calls"))
             assert (said in render(template, r["messages"], r["tools"])) is not says
         assert ("drops the text of an assistant turn that also calls tools" in err) is says
-        assert ("the template leaves out the text beside the calls of 4 assistant turns in 4 rows" in err) is says
+        assert ("the template leaves out the text beside the calls of 4 assistant turns (in 4 rows; their calls are "
+                "kept)" in err) is says
 
 
 def test_sft_counts_the_text_a_template_drops_beside_calls(tiny_model, capsys):  # noqa: F811
-    """The SFT data path logs and counts the same loss (``LongRowStats.text_beside_calls_lost``), here for
+    """The SFT data path logs and counts the same loss (``LongRowStats.lost``), here for
     gpt-oss's training template, which renders such text only when no answer follows the calls."""
     from transformers import AutoTokenizer
 
@@ -636,5 +637,33 @@ def test_sft_counts_the_text_a_template_drops_beside_calls(tiny_model, capsys): 
     row = _text_beside_call_row()
     build_dataset([row, {**row, "id": "b2"}, {**row, "id": "b3", "messages": row["messages"][:2] + [
         {**row["messages"][2], "content": ""}] + row["messages"][3:]}], tok, stats=stats)
-    assert stats.text_beside_calls_lost == (2, 2)
-    assert "leaves out the text beside the calls of 2 assistant turns in 2 rows" in capsys.readouterr().err
+    assert stats.lost == {"text beside calls": (2, 2)}
+    assert "leaves out the text beside the calls of 2 assistant turns (in 2 rows" in capsys.readouterr().err
+
+
+def test_a_template_that_renders_no_reasoning_is_reported(tmp_path, capsys):
+    """Rows from Anthropic-format or Claude Code trajectories carry ``thinking`` as ``reasoning_content``; Llama
+    3.1's template renders it on no turn, so no row trained it and nothing said so. ``hsa export --template`` now
+    says so and counts the turns; a template with a reasoning format (trl's Qwen 3 template renders the
+    last answer's) gets no such line."""
+    from hsa.chat_template import probe_reasoning_dropped, template_losses
+    from hsa.cli import main
+
+    llama = (TRL / "llama3_1.jinja").read_text()
+    assert "renders no assistant turn's reasoning_content" in probe_reasoning_dropped(
+        lambda m, t: render(llama, m, t), ["split_parallel_calls"])
+    qwen3 = (TRL / "qwen3.jinja").read_text()
+    assert "reasoning" not in template_losses(lambda m, t: render(qwen3, m, t))
+    row = _text_beside_call_row()
+    row["messages"][-1]["reasoning_content"] = "The tool said rain; say so."
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert main(["augment", str(src), "--out", str(tmp_path / "out"), "--variants", "2", "--workers", "1"]) == 0
+    path = tmp_path / "llama.jinja"
+    path.write_text(llama, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "out"), "--out", str(tmp_path / "rows.jsonl"), "--template", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "the template leaves out the reasoning_content of 2 assistant turns (in 2 rows)" in err
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert all(r["messages"][-1]["reasoning_content"] == "The tool said rain; say so." for r in rows)

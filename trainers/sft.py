@@ -154,9 +154,9 @@ class LongRowStats:
     dropped_tokens: int = 0  #: assistant tokens of the conversations left out
     #: chat template rewrites: name -> (rows changed, items changed), e.g. split_parallel_calls -> (2, 3)
     adapted: dict = dataclasses.field(default_factory=dict)
-    #: (rows, assistant turns) whose text beside tool calls the chat template leaves out
-    #: (:func:`hsa.chat_template.probe_text_with_calls_dropped`); (0, 0) when it renders that text
-    text_beside_calls_lost: tuple = (0, 0)
+    #: what the chat template leaves out of rows (:func:`hsa.chat_template.template_losses`): kind ("text beside
+    #: calls", "reasoning") -> (rows, assistant turns)
+    lost: dict = dataclasses.field(default_factory=dict)
 
     def summary(self, mode: str, max_length: int | None) -> str:
         lost = self.cut_tokens + self.dropped_tokens
@@ -251,8 +251,7 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
     import datasets
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    from hsa.chat_template import probe_text_with_calls_dropped, texts_beside_calls
-    from hsa.formats.common import plural
+    from hsa.chat_template import losses_summary, lost_turns, template_losses
 
     if long_rows not in LONG_ROWS:
         raise TrainerInputError(f"--long_rows must be one of {list(LONG_ROWS)} (got {long_rows!r})")
@@ -264,10 +263,10 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
                                      chat_template=template, **tokenizer.special_tokens_map)[0][0]
 
     compat = template_compat(render, compat)
-    text_dropped = probe_text_with_calls_dropped(render, compat)
-    if text_dropped:
-        log(f"the chat template {text_dropped}: that text is not trained (counted below)")
-    lost = [0, 0]
+    losses = template_losses(render, compat)
+    for found in losses.values():
+        log(f"the chat template {found}: that part is not trained (counted below)")
+    lost: dict[str, list[int]] = {}  # kind -> [rows, turns] the template leaves a part of out
     adapted: dict[str, list[int]] = {}
     checked = False
     ids, labels, n = [], [], 0
@@ -278,9 +277,10 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
             adapted.setdefault(name, [0, 0])
             adapted[name][0] += 1
             adapted[name][1] += k
-        if text_dropped and (k := texts_beside_calls(chat["messages"])):
-            lost[0] += 1
-            lost[1] += k
+        for kind, k in lost_turns(chat["messages"], losses).items():
+            lost.setdefault(kind, [0, 0])
+            lost[kind][0] += 1
+            lost[kind][1] += k
         if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
             check_template_renders_harness(render, chat, where=where, final_turn=True)
             checked = True
@@ -328,10 +328,9 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
     stats.adapted = {k: tuple(v) for k, v in adapted.items()}
     if adapted:
         log(f"rows adapted to the chat template: {adaptation_summary(adapted)}")
-    stats.text_beside_calls_lost = tuple(lost)
-    if lost[0]:
-        log(f"the chat template leaves out the text beside the calls of {plural(lost[1], 'assistant turn')} in "
-            f"{plural(lost[0], 'row')} (their calls are trained)")
+    stats.lost = {kind: tuple(v) for kind, v in lost.items()}
+    for phrase in losses_summary(lost):
+        log(f"the chat template leaves out {phrase}: not trained")
     if not ids:
         raise TrainerInputError(f"none of the {n} rows has an assistant token to learn from within max_length="
                                 f"{max_length} (--long_rows {long_rows}); raise --max_length or check the rows' "
