@@ -11,22 +11,22 @@ __all__ = ["log_files", "json_lines"]
 
 
 def log_files(paths: Iterable[str | Path], error: type[Exception], *, what: str, home: str,
-              recursive: bool = False) -> list[Path]:
-    """The ``.jsonl`` logs of ``paths``: a file as it is, a folder's files (at any depth when ``recursive``), in
-    path order. ``error`` is raised for a missing path or a folder without logs (``what``: the log's name,
-    ``home``: where the agent keeps them)."""
+              recursive: bool = False, suffix: str = ".jsonl") -> list[Path]:
+    """The logs of ``paths`` (files ending in ``suffix``): a file as it is, a folder's files (at any depth when
+    ``recursive``), in path order. ``error`` is raised for a missing path or a folder without logs (``what``: the
+    log's name, ``home``: where the agent keeps them)."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw).expanduser()
         if p.is_dir():
-            found = sorted(p.rglob("*.jsonl") if recursive else p.glob("*.jsonl"))
+            found = sorted(p.rglob("*" + suffix) if recursive else p.glob("*" + suffix))
             if not found:
-                raise error(f"{p}: a folder without .jsonl {what}s; {home}")
+                raise error(f"{p}: a folder without {suffix} {what}s; {home}")
             out += found
         elif p.is_file():
             out.append(p)
         else:
-            raise error(f"{p} does not exist; give a {what} .jsonl file or a folder of them")
+            raise error(f"{p} does not exist; give a {what} {suffix} file or a folder of them")
     return out
 
 

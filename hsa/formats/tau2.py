@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from hsa.formats.agent_logs import log_files
+
 __all__ = ["Tau2Error", "results_files", "read_results"]
 
 #: Per-message keys of tau2's messages that are the run's bookkeeping, not the conversation.
@@ -33,20 +35,8 @@ class Tau2Error(ValueError):
 
 def results_files(paths: Iterable[str | Path]) -> list[Path]:
     """The results files of ``paths``: a file as it is, a folder's ``.json`` files, in path order."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw).expanduser()
-        if p.is_dir():
-            found = sorted(p.glob("*.json"))
-            if not found:
-                raise Tau2Error(f"{p}: a folder without .json results files; tau2 writes them to "
-                                "data/simulations/ (tau2 run ... --save-to NAME)")
-            out += found
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise Tau2Error(f"{p} does not exist; give a tau2-bench results .json file or a folder of them")
-    return out
+    return log_files(paths, Tau2Error, what="tau2-bench result", suffix=".json",
+                     home="tau2 writes them to data/simulations/ (tau2 run ... --save-to NAME)")
 
 
 def _tools(tool_defs: Any) -> list[dict] | None:
