@@ -15,7 +15,7 @@ from typing import Any
 
 from hsa.chat_template import REWRITES
 
-__all__ = ["ChatInputError", "CHAT_COMPAT", "to_chat", "adaptation_summary"]
+__all__ = ["ChatInputError", "CHAT_COMPAT", "to_chat", "adaptation_summary", "tally"]
 
 
 class ChatInputError(ValueError):
@@ -110,6 +110,16 @@ def to_chat(row: dict, *, where: str = "row", compat: Sequence[str] = ()) -> dic
     messages, train, adapted = adapt(messages, train, compat)
     tools = openai_tools(list(record["tools"])) or None
     return {"messages": messages, "tools": tools, "train": train, "record": record, "adapted": adapted}
+
+
+def tally(totals: dict[str, list[int]], counts: dict[str, int]) -> None:
+    """Add one row's ``counts`` (name -> items: what a rewrite changed, the turns a template leaves out) to
+    ``totals`` (name -> [rows, items]), what :func:`adaptation_summary` and
+    :func:`hsa.chat_template.losses_summary` print."""
+    for name, k in counts.items():
+        row = totals.setdefault(name, [0, 0])
+        row[0] += 1
+        row[1] += k
 
 
 def adaptation_summary(counts: dict[str, list[int]]) -> str:

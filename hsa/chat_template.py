@@ -519,17 +519,24 @@ def probe_text_with_calls_dropped(render_fn: Callable[[list[dict], list[dict] | 
     Command R7B as their templates ship), so the text is in no rendered row and no model learns it. Not a rewrite:
     the template's format has no place for it. None also when the probe's calls are not rendered, or the template
     cannot render the probe (other checks say so)."""
-    messages = [dict(m) for m in _tool_probe(())]
-    turn = next(i for i, m in enumerate(messages) if m.get("tool_calls"))
-    messages[turn]["content"] = _TEXT_BESIDE_CALLS
-    messages = adapt(messages, [True] * len(messages), rewrites)[0]
-    try:
-        text = render_fn(messages, _TOOLS)
-    except Exception:  # noqa: BLE001 - the template refuses the probe itself
-        return None
-    if _TEXT_BESIDE_CALLS in text or "4711" not in text:
+    text = _edited_probe(render_fn, rewrites, "calls", "content", _TEXT_BESIDE_CALLS)
+    if text is None or _TEXT_BESIDE_CALLS in text or "4711" not in text:
         return None
     return "drops the text of an assistant turn that also calls tools (it renders the calls alone)"
+
+
+def _edited_probe(render_fn: Callable[[list[dict], list[dict] | None], str], rewrites: Sequence[str], turn: str,
+                  key: str, value: str) -> str | None:
+    """The rendering of the tool probe (:func:`_tool_probe`) with ``key`` of one assistant turn set to ``value``
+    before the ``rewrites`` (``turn``: ``"calls"``, the turn with the call, or ``"last"``, the answer), or None when
+    the template refuses it."""
+    messages = [dict(m) for m in _tool_probe(())]
+    at = next(i for i, m in enumerate(messages) if m.get("tool_calls")) if turn == "calls" else len(messages) - 1
+    messages[at][key] = value
+    try:
+        return render_fn(adapt(messages, [True] * len(messages), rewrites)[0], _TOOLS)
+    except Exception:  # noqa: BLE001 - the template refuses the probe itself
+        return None
 
 
 def texts_beside_calls(messages: Sequence[dict]) -> int:
@@ -546,14 +553,8 @@ def probe_reasoning_dropped(render_fn: Callable[[list[dict], list[dict] | None],
     (most templates of models without a reasoning format), so no row trains it. A template that renders it on the
     last turns only (Qwen 3, DeepSeek-R1: earlier turns' reasoning is stripped by design) is not reported. None also
     when the template cannot render the probe."""
-    messages = [dict(m) for m in _tool_probe(())]
-    messages[-1]["reasoning_content"] = "PROBE REASONING TRACE"
-    messages = adapt(messages, [True] * len(messages), rewrites)[0]
-    try:
-        text = render_fn(messages, _TOOLS)
-    except Exception:  # noqa: BLE001 - the template refuses the probe itself
-        return None
-    if "PROBE REASONING TRACE" in text:
+    text = _edited_probe(render_fn, rewrites, "last", "reasoning_content", "PROBE REASONING TRACE")
+    if text is None or "PROBE REASONING TRACE" in text:
         return None
     return "renders no assistant turn's reasoning_content, not even the last one's"
 

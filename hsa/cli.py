@@ -275,7 +275,7 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
     template for plain chat turns), instead of a failure for every row."""
     from collections import Counter
 
-    from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, to_chat
+    from hsa.chat import CHAT_COMPAT, ChatInputError, adaptation_summary, tally, to_chat
     from hsa.chat_template import compile_error, harness_not_rendered, losses_summary, lost_turns, \
         probe_final_calls_dropped, probe_harness_not_rendered, read_template, refusal_cause, render, \
         template_error, template_losses, template_needs
@@ -361,14 +361,8 @@ def _export_for_template(args: argparse.Namespace, records) -> int:
                 checked = True  # the first row with tools and calls, as trainers.sft checks it
                 if problem := harness_not_rendered(render_fn, chat["messages"], chat["tools"]):
                     raise _TemplateHidesHarness(where, problem)
-            for name, k in chat["adapted"].items():
-                adapted.setdefault(name, [0, 0])
-                adapted[name][0] += 1
-                adapted[name][1] += k
-            for kind, k in lost_turns(chat["messages"], losses).items():
-                lost.setdefault(kind, [0, 0])
-                lost[kind][0] += 1
-                lost[kind][1] += k
+            tally(adapted, chat["adapted"])
+            tally(lost, lost_turns(chat["messages"], losses))
             out = {k: rec[k] for k in ("id", "source_id", "variant") if rec.get(k) is not None}
             yield {**out, "messages": chat["messages"], "tools": chat["tools"]}
 

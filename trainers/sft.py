@@ -251,6 +251,7 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
     import datasets
     from transformers.utils.chat_template_utils import render_jinja_template
 
+    from hsa.chat import tally
     from hsa.chat_template import losses_summary, lost_turns, template_losses
 
     if long_rows not in LONG_ROWS:
@@ -273,14 +274,8 @@ def build_dataset(rows: Iterable[dict], tokenizer, *, max_length: int | None = N
     for n, row in enumerate(rows, 1):
         where = f"row {n} ({row.get('id', 'no id')})" if isinstance(row, dict) else f"row {n}"
         chat = to_chat(row, where=where, compat=compat)
-        for name, k in chat["adapted"].items():
-            adapted.setdefault(name, [0, 0])
-            adapted[name][0] += 1
-            adapted[name][1] += k
-        for kind, k in lost_turns(chat["messages"], losses).items():
-            lost.setdefault(kind, [0, 0])
-            lost[kind][0] += 1
-            lost[kind][1] += k
+        tally(adapted, chat["adapted"])
+        tally(lost, lost_turns(chat["messages"], losses))
         if not checked and chat["tools"] and any(m.get("tool_calls") for m in chat["messages"]):
             check_template_renders_harness(render, chat, where=where, final_turn=True)
             checked = True

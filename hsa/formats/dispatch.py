@@ -164,13 +164,11 @@ def to_messages_layout(raw: dict) -> dict:
     if "chat_template_kwargs" in raw:
         raw = tools_from_template_kwargs(raw)
     raw = standard_roles(rendered_chatml(turn_list_alias(raw)))
-    # a row that reaches the messages layout through another layout (ShareGPT with a top-level "system") gets the
-    # reading of tool definitions in its system text below, which a messages row got inside convert()
-    foreign = not isinstance(raw.get("messages"), list) and not any(k in raw for k in _HSA_ONLY_KEYS)
     converted = convert(raw)
+    plain = converted is None and "messages" not in raw
     if converted is not None:
         raw = converted
-    elif "messages" not in raw:
+    elif plain:
         raw = _plain_layouts(raw)
     system = raw.get("system")
     if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in system):
@@ -188,7 +186,7 @@ def to_messages_layout(raw: dict) -> dict:
             raw = {k: v for k, v in raw.items() if k != "system"}
             raw["messages"] = [{"role": "system", "content": system}, *msgs]
             raw = noted(raw, "top-level 'system' moved into messages[0]")
-    if foreign and isinstance(raw.get("messages"), list):
+    if plain:  # ShareGPT with a top-level "system": its tool definitions there, as a messages row's in convert()
         raw = convert_system_tools(raw) or raw
     _check_roles(raw)
     return raw

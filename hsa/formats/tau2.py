@@ -114,10 +114,10 @@ def read_results(path: str | Path) -> tuple[list[dict], list[dict], Counter]:
         messages = [m for m in (_message(m, left) for m in msgs if isinstance(m, dict)) if m is not None]
         if policy:
             messages.insert(0, {"role": "system", "content": policy})
+        reward = sim.get("reward_info") if isinstance(sim.get("reward_info"), dict) else {}
         meta = {"source": "tau2-bench", "file": path.name, "domain": env.get("domain_name"),
-                "task_id": sim.get("task_id"), "trial": sim.get("trial"),
-                "reward": (sim.get("reward_info") or {}).get("reward") if isinstance(sim.get("reward_info"), dict)
-                else None, "termination_reason": sim.get("termination_reason"), "agent_llm": agent.get("llm")}
+                "task_id": sim.get("task_id"), "trial": sim.get("trial"), "reward": reward.get("reward"),
+                "termination_reason": sim.get("termination_reason"), "agent_llm": agent.get("llm")}
         rec: dict[str, Any] = {"id": str(sim.get("id") or f"{path.stem}-{i}"), "messages": messages,
                                "meta": {k: v for k, v in meta.items() if v is not None}}
         if tools:
