@@ -6,6 +6,7 @@ data/simulations results, OpenHands' tests/runtime/trajs); the contents are cut 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,18 +21,21 @@ def _call(cid: str, command: str) -> dict:
     return {"id": cid, "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": command})}}
 
 
-def test_swe_agent_results_name_their_call_in_tool_call_ids():
-    """SWE-agent writes a result's call id as ``tool_call_ids`` (a list of one); it was ignored, so results were
-    paired by position and exported with ``tool_call_id: None``. Two calls answered out of order show it."""
-    raw = {"history": [
+def _swe_agent_row() -> dict:
+    return {"history": [
         {"role": "system", "content": "SETTING: You are an autonomous programmer.", "message_type": "system_prompt"},
         {"role": "user", "content": "Fix the bug.", "message_type": "observation"},
         {"role": "assistant", "content": "Look first.", "action": "ls", "message_type": "action",
          "tool_calls": [_call("call_A", "ls"), _call("call_B", "pwd")]},
         {"role": "tool", "content": "/repo", "tool_call_ids": ["call_B"], "message_type": "observation"},
         {"role": "tool", "content": "a.py", "tool_call_ids": ["call_A"], "message_type": "observation"},
-        {"role": "assistant", "content": "Done.", "message_type": "action"}], "tools": [BASH]}
-    rec = normalize(raw)
+        {"role": "assistant", "content": "Done.", "message_type": "action"}], "tools": [BASH], "id": "swe-1"}
+
+
+def test_swe_agent_results_name_their_call_in_tool_call_ids():
+    """SWE-agent writes a result's call id as ``tool_call_ids`` (a list of one); it was ignored, so results were
+    paired by position and exported with ``tool_call_id: None``. Two calls answered out of order show it."""
+    rec = normalize(_swe_agent_row())
     assert [m.get("tool_call_id") for m in rec["messages"] if m["role"] == "tool"] == ["call_B", "call_A"]
     assert any("'tool_call_ids' (2 messages)" in n for n in rec["notes"])
     assert not check_record(rec)
@@ -90,3 +94,57 @@ def test_pieces_of_agent_logs_are_refused_with_what_to_do(raw, reason, says):
     with pytest.raises(RecordError) as e:
         normalize(raw)
     assert e.value.reason == reason and says in e.value.detail
+
+
+def _inputs(tmp_path, name: str) -> tuple[Path, list[str]]:
+    """One input of the new readers as a user gives it to ``hsa augment``: (JSONL file, extra options)."""
+    from hsa.cli import main
+
+    data = Path(__file__).parent / "data"
+    root = Path(__file__).resolve().parents[1]
+    src = tmp_path / f"{name}.jsonl"
+    if name == "tau2":
+        assert main(["import", "tau2", str(root / "fixtures" / "tau2" / "results.json"), "--out", str(src)]) == 0
+        return src, ["--tools", str(root / "fixtures" / "tau2" / "tools.json")]
+    raw = {"toolbench": lambda: json.loads((data / "toolbench_answer_G1.json").read_text(encoding="utf-8")),
+           "toolace-sharegpt": lambda: json.loads((data / "toolace_sharegpt_row.json").read_text(encoding="utf-8")),
+           "swe-agent": _swe_agent_row}[name]()
+    src.write_text(json.dumps(raw) + "\n", encoding="utf-8")
+    return src, []
+
+
+@pytest.mark.parametrize("name", ["tau2", "toolbench", "toolace-sharegpt", "swe-agent"])
+def test_the_new_readers_rows_keep_closure_and_inversion(tmp_path, name):
+    """Invariants 3 (closure: the exported variants are valid input) and 8 (inversion: canonicalized, each variant
+    gives back its source as hsa reads it) on the rows of the readers added on 2026-12-06: tau2-bench results (via
+    ``hsa import tau2``), ToolBench answer files, ToolACE rows converted by LLaMA-Factory (tools in the system text),
+    SWE-agent results naming their calls in ``tool_call_ids``."""
+    from hsa.cli import main
+    from hsa.records import read_harness_file
+
+    src, extra = _inputs(tmp_path, name)
+    harness = read_harness_file(Path(extra[1])) if extra else None
+    source = normalize(json.loads(src.read_text(encoding="utf-8").splitlines()[0]), harness=harness)
+    out = tmp_path / "out"
+    assert main(["augment", str(src), "--out", str(out), "--variants", "3", "--workers", "1", "--quiet",
+                 "--no-exec-hooks", *extra]) == 0
+    assert json.loads((out / "manifest.json").read_text())["counts"]["rejected"] == 0
+    assert main(["export", str(out), "--out", str(tmp_path / "rows.jsonl")]) == 0
+    assert main(["validate", str(tmp_path / "rows.jsonl"), "--no-exec-hooks"]) == 0
+    assert main(["canonicalize", str(out), "--out", str(tmp_path / "canon.jsonl")]) == 0
+    canon = [normalize(json.loads(line)) for line in (tmp_path / "canon.jsonl").read_text().splitlines()]
+    assert len(canon) == 3 and all(c["messages"] == source["messages"] for c in canon)
+
+
+def test_a_tool_listing_of_a_converted_layout_is_noted_once():
+    """The system-text reader runs once per row: a ToolBench answer (a layout converted inside the dispatch) whose
+    system text lists its functions as JSON got the 'kept as prompt text' note twice, the reader having run in the
+    messages step and again at the end."""
+    from hsa.formats import to_messages_layout
+
+    fn = {"name": "get_x", "description": "Get x.", "parameters": {"type": "object", "properties": {}}}
+    raw = {"answer_generation": {"function": [fn], "valid_data": True, "train_messages": [[
+        {"role": "system", "content": "Tools: " + json.dumps([fn])}, {"role": "user", "content": "x?"},
+        {"role": "assistant", "content": None, "function_call": {"name": "get_x", "arguments": "{}"}}]]}}
+    notes = to_messages_layout(raw)["notes"]
+    assert sum("lists tools as JSON" in n for n in notes) == 1
